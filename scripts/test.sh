@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds gpuspy, and runs the whole test suite through ctest.
+# Usage: scripts/test.sh            (the suite CI runs)
+set -euo pipefail
+GPUSPY_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$GPUSPY_ROOT/scripts/deps.sh"
+gpuspy_install_deps
+
+cd "$GPUSPY_ROOT"
+gpuspy_build build
+(cd build && ctest --output-on-failure -j "$(nproc)" --timeout 300)
