@@ -1,0 +1,234 @@
+// wire/format.h: the gpuspy record format, defined once and shared by the shim (writer) and the
+// collector (reader). Plain structs, fixed widths, little-endian x86-64; no I/O here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gpuspy::wire {
+
+// A stream (socket connection or file written by the shim) starts with a StreamHeader, then records.
+inline constexpr char kStreamMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'S', '1'};
+// A capture written by the collector starts with a CaptureHeader, then chunks (see capture.h).
+inline constexpr char kCaptureMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'C', '1'};
+inline constexpr uint32_t kVersionMajor = 1;  // a reader refuses another major
+inline constexpr uint32_t kVersionMinor = 0;  // a reader accepts any minor (new record types are skipped)
+inline constexpr uint32_t kMaxBody = 1u << 16;  // no record body is larger: bounds every allocation
+inline constexpr uint32_t kMaxStackDepth = 128;
+
+struct StreamHeader {
+    char magic[8];
+    uint32_t versionMajor;
+    uint32_t versionMinor;
+    uint32_t headerSize;  // sizeof(StreamHeader) when written; a reader skips what it does not know
+    uint32_t pid;
+    uint64_t startMonotonicNs;  // CLOCK_MONOTONIC when the shim started
+    uint64_t startRealtimeNs;   // CLOCK_REALTIME at the same moment, to print wall-clock dates
+};
+static_assert(sizeof(StreamHeader) == 40);
+
+struct RecordHeader {
+    uint16_t type;      // RecordType
+    uint16_t reserved;  // 0
+    uint32_t size;      // body bytes that follow, <= kMaxBody, a multiple of 8
+};
+static_assert(sizeof(RecordHeader) == 8);
+
+enum class RecordType : uint16_t {
+#define GS_RECORD(id, name, body, fixed) name = id,
+#include "records.def"
+#undef GS_RECORD
+};
+
+// What a hooked call is about; the analysis groups by it.
+enum class Category : uint8_t { Other = 0, Transfer = 1, Launch = 2, Alloc = 3, Sync = 4, Module = 5, Graph = 6 };
+
+enum class Direction : uint8_t { Unknown = 0, HtoD = 1, DtoH = 2, DtoD = 3, HtoH = 4, PtoP = 5, Memset = 6, Prefetch = 7 };
+
+// Kind of host memory involved in a transfer (for DtoD and memsets on device memory: Device).
+enum class MemKind : uint8_t { Unknown = 0, Pageable = 1, Pinned = 2, Managed = 3, Device = 4, Array = 5 };
+
+// CallBody::flags
+enum CallFlags : uint16_t {
+    kCallAsync = 1u << 0,          // the API is an *Async form (may still block: see kCallBlocking)
+    kCallPerThreadStream = 1u << 1, // the _ptsz/_ptds ABI: a null stream is the thread's per-thread stream
+    kCallGpuTimed = 1u << 2,       // a GpuSpan for this call follows (unless its events failed)
+    kCallGpuSampledOut = 1u << 3,  // device work, deliberately not timed (adaptive sampling)
+    kCallCapturing = 1u << 4,      // issued into a stream capture: no device work ran
+    kCallImplicitSync = 1u << 5,   // the API synchronises implicitly (sync copy, free, register, ...)
+    kCallDeviceWork = 1u << 6,     // the call submits device work (kernel, copy, memset, graph)
+};
+
+struct TransferArgs {
+    uint64_t bytes;
+    uint64_t dst;
+    uint64_t src;
+    Direction direction;
+    MemKind srcMem;
+    MemKind dstMem;
+    uint8_t pad0;
+    uint32_t peerDevice;  // PtoP: the other device; else 0
+};
+struct LaunchArgs {
+    uint32_t kernelId;  // KernelDef id; 0 = unknown
+    uint32_t grid[3];
+    uint32_t block[3];
+    uint32_t sharedMem;
+};
+struct AllocArgs {
+    uint64_t ptr;
+    uint64_t bytes;
+    MemKind mem;
+    uint8_t pad0[7];
+};
+struct SyncArgs {
+    uint64_t object;  // the stream, event or context waited on
+};
+union CallArgs {
+    TransferArgs transfer;
+    LaunchArgs launch;
+    AllocArgs alloc;
+    SyncArgs sync;
+    uint64_t raw[5];
+};
+static_assert(sizeof(CallArgs) == 40);
+
+struct CallBody {
+    uint64_t seq;       // per-process call number, from 1: GpuSpan refers to it
+    uint64_t beginNs;   // host CLOCK_MONOTONIC at entry
+    uint64_t endNs;     // host CLOCK_MONOTONIC at return
+    uint64_t stream;    // CUstream as passed (0 = default stream of the ABI used)
+    uint32_t tid;
+    uint32_t stackId;   // StackDef id; 0 = none
+    uint16_t apiId;     // ApiDef id
+    Category category;
+    uint8_t pad0;
+    uint16_t flags;     // CallFlags
+    int16_t device;     // device ordinal, -1 if unknown
+    int32_t result;     // CUresult the app saw
+    uint32_t pad1;
+    CallArgs args;
+};
+static_assert(sizeof(CallBody) == 96);
+
+struct GpuSpanBody {
+    uint64_t seq;      // the Call this work belongs to
+    uint64_t beginNs;  // on the host CLOCK_MONOTONIC, via the device's calibration
+    uint64_t endNs;
+    int32_t device;
+    uint32_t pad0;
+};
+static_assert(sizeof(GpuSpanBody) == 32);
+
+enum class NvtxKind : uint8_t { Push = 1, Pop = 2, Start = 3, End = 4, Mark = 5 };
+struct NvtxBody {
+    uint64_t timeNs;
+    uint64_t rangeId;   // Start/End pairing id; 0 for push/pop/mark
+    uint32_t tid;
+    uint32_t messageId; // StringDef id (0 = none)
+    uint32_t domainId;  // StringDef id (0 = default domain)
+    NvtxKind kind;
+    uint8_t pad0[3];
+};
+static_assert(sizeof(NvtxBody) == 32);
+
+struct ThreadStatsBody {
+    uint32_t tid;
+    uint32_t pad0;
+    uint64_t calls;       // hooked calls this thread made
+    uint64_t dropped;     // records it could not queue
+    uint64_t overheadNs;  // time spent in gpuspy's own code on this thread
+};
+static_assert(sizeof(ThreadStatsBody) == 32);
+
+struct ClockBody {
+    int32_t device;
+    uint32_t pad0;
+    int64_t offsetNs;   // host_ns = gpu_event_ns + offsetNs
+    uint64_t errorNs;   // calibration uncertainty
+};
+static_assert(sizeof(ClockBody) == 24);
+
+struct EndBody {
+    uint64_t endNs;
+    uint64_t recordsMade;     // every record the shim produced
+    uint64_t recordsDropped;  // of which were dropped (queue full, write failure)
+    uint64_t gpuSpansSampledOut;
+    int32_t exitReason;       // 0 normal exit, 1 signal, 2 fork child ended, 3 writer failure
+    uint32_t pad0;
+};
+static_assert(sizeof(EndBody) == 40);
+
+// Variable records: a fixed head, then `length` bytes of tail (padded to 8 in the stream).
+struct ProcessBody {
+    uint32_t pid;
+    uint32_t ppid;
+    uint64_t startMonotonicNs;
+    uint64_t startRealtimeNs;
+    uint32_t length;  // command line bytes, arguments separated by '\0'
+    uint32_t pad0;
+};
+struct ApiDefBody {
+    uint16_t apiId;
+    Category category;
+    uint8_t pad0;
+    uint32_t length;
+};
+struct KernelDefBody {
+    uint32_t kernelId;
+    uint32_t length;
+};
+struct StackDefBody {
+    uint32_t stackId;
+    uint32_t depth;  // tail holds depth uint64_t return addresses, innermost first
+};
+struct ModuleDefBody {
+    uint64_t start;   // lowest mapped address
+    uint64_t end;
+    uint64_t bias;    // load bias (dlpi_addr)
+    uint32_t length;  // path bytes
+    uint32_t pad0;
+};
+struct ThreadDefBody {
+    uint32_t tid;
+    uint32_t length;
+};
+struct DeviceDefBody {
+    int32_t device;
+    uint32_t length;
+};
+struct StringDefBody {
+    uint32_t stringId;
+    uint32_t length;
+};
+struct NoticeBody {
+    uint32_t code;
+    uint32_t length;
+};
+struct SymbolBody {
+    uint64_t address;     // as in a StackDef
+    uint32_t line;
+    uint16_t inlineDepth; // 0 = the outermost (real) frame at this address
+    uint16_t pad0;
+    uint32_t moduleIndex; // index of the ModuleDef, in arrival order, or UINT32_MAX
+    uint32_t length;      // function name, '\0', file name
+};
+
+// The length field of a variable record's head, for the decoder.
+inline uint32_t tailLength(const ProcessBody& b) { return b.length; }
+inline uint32_t tailLength(const ApiDefBody& b) { return b.length; }
+inline uint32_t tailLength(const KernelDefBody& b) { return b.length; }
+inline uint32_t tailLength(const StackDefBody& b) { return b.depth * 8u; }
+inline uint32_t tailLength(const ModuleDefBody& b) { return b.length; }
+inline uint32_t tailLength(const ThreadDefBody& b) { return b.length; }
+inline uint32_t tailLength(const DeviceDefBody& b) { return b.length; }
+inline uint32_t tailLength(const StringDefBody& b) { return b.length; }
+inline uint32_t tailLength(const NoticeBody& b) { return b.length; }
+inline uint32_t tailLength(const SymbolBody& b) { return b.length; }
+
+const char* recordName(RecordType t);
+const char* directionName(Direction d);
+const char* memKindName(MemKind m);
+const char* categoryName(Category c);
+
+}  // namespace gpuspy::wire
