@@ -3,15 +3,16 @@
 //
 // Usage: check_trace [--consts SRC]... [--set NAME=EXPR]... [--expect FILE]... [--fact LINE]... TRACE...
 //   TRACE       a trace file, or a directory whose regular files are all traces (one per process with %p)
-//   --consts    reads `constexpr <type> kName = <integer expression>;` lines from an app's source, so the
+//   --consts    reads `constexpr <type> kName = EXPR;` and `enum { kName = EXPR };` lines from a source, so the
 //               facts can use the program's own constants instead of numbers copied from a run
-//   --set       defines a name (run_app.sh sets ptds, shared and static for the variant under test)
+//   --set       defines a name (the CMake tests set ptds, legacy and shared for the variant under test)
 //   --expect    a file of facts, one a line; --fact gives one on the command line
 // Exit status: 0 all facts hold, 1 a fact failed, 2 bad usage, unreadable or malformed trace, bad fact.
 //
 // Fact grammar ('#' starts a comment, blank lines are ignored):
 //   let NAME = EXPR                       defines a name for later lines
-//   [if EXPR:] [TYPE] TERM...             TYPE: op kernel memcpy memset host_func wait any (default any)
+//   [if EXPR:] [TYPE] TERM...             the fact applies only if EXPR != 0;
+//                                         TYPE: op kernel memcpy memset host_func wait any (default any)
 //   TERM is a filter on each record's field, or a check on the matched set:
 //     FIELD=VALUE   FIELD!=VALUE          string fields compare as text, numbers as EXPR, bools as true/false,
 //                                         arrays as [EXPR,EXPR,EXPR] (e.g. grid=[kBlocks,1,1])
@@ -21,7 +22,10 @@
 //       count                             matched records
 //       sum_bytes                         sum of "bytes"
 //       min_ns max_ns sum_ns              over end - start of each matched record
-//       pids tids streams devs ctxs names distinct values of pid, (pid,tid), stream, dev, ctx, name
+//       pids tids streams devs ctxs names distinct values of pid, (pid,tid), and per process of stream,
+//                                         dev, ctx, name
+//       overlapped                        matched records whose [start,end) overlaps a matched record of the
+//                                         same process on another stream (device work running concurrently)
 //   A fact without a check means count>=1. A record without the filtered field never matches.
 //   EXPR: integers, names, + - * / % << >> ( ), sizeof(char|short|int|float|long|double|size_t|...).
 //
@@ -186,17 +190,18 @@ private:
 
 long long evalExpr(const std::string& text, const Names& names) { return Expr(text, names).eval(); }
 
-// Reads `constexpr <type> kName = <expr>;` from a source file. Non-integer constants are skipped:
+// Reads `constexpr <type> kName = <expr>;` (C++) and `enum { kName = <expr> };` (C) from a source file. Non-integer constants are skipped:
 // a fact that uses one fails with "unknown name", which is the right place to complain.
 void readConsts(const std::string& path, Names& names)
 {
     std::ifstream in(path);
     if (!in) throw UsageError("cannot read constants from " + path);
     static const std::regex kDecl(R"(\bconstexpr\s+[A-Za-z_:][\w:\s]*?\b(k[A-Za-z0-9_]+)\s*=\s*([^;]+);)");
+    static const std::regex kEnum(R"(\benum\s*\{\s*(k[A-Za-z0-9_]+)\s*=\s*([^;,}]+)\}\s*;)");
     std::string line;
     while (std::getline(in, line)) {
         std::smatch m;
-        if (!std::regex_search(line, m, kDecl)) continue;
+        if (!std::regex_search(line, m, kDecl) && !std::regex_search(line, m, kEnum)) continue;
         try {
             names[m[1]] = evalExpr(m[2], names);
         } catch (const UsageError&) {
@@ -269,8 +274,8 @@ struct Check {
     long long expected;
 };
 
-const std::set<std::string> kAggs = {"count", "sum_bytes", "min_ns", "max_ns", "sum_ns", "pids",
-                                     "tids",  "streams",   "devs",   "ctxs",   "names"};
+const std::set<std::string> kAggs = {"count", "sum_bytes", "min_ns", "max_ns",     "sum_ns", "pids",
+                                     "tids",  "streams",   "devs",   "ctxs",       "names",  "overlapped"};
 const std::set<std::string> kTypes = {"op", "kernel", "memcpy", "memset", "host_func", "wait", "any"};
 
 struct Fact {
@@ -386,6 +391,22 @@ bool parseFact(const std::string& raw, int lineNo, Names& names, Fact& fact)
     return true;
 }
 
+long long overlapped(std::vector<const Json*> recs)
+{
+    auto start = [](const Json* r) { return r->value("start", 0LL); };
+    auto end = [](const Json* r) { return r->value("end", 0LL); };
+    std::sort(recs.begin(), recs.end(), [&](const Json* a, const Json* b) { return start(a) < start(b); });
+    std::vector<bool> hit(recs.size(), false);
+    for (size_t i = 0; i < recs.size(); ++i) {
+        for (size_t j = i + 1; j < recs.size() && start(recs[j]) < end(recs[i]); ++j) {
+            if (recs[i]->value("pid", Json()) != recs[j]->value("pid", Json())) continue;
+            if (recs[i]->value("stream", Json()) == recs[j]->value("stream", Json())) continue;
+            if (start(recs[i]) < end(recs[j])) hit[i] = hit[j] = true;
+        }
+    }
+    return std::count(hit.begin(), hit.end(), true);
+}
+
 std::optional<long long> aggregate(const std::string& agg, const std::vector<const Json*>& recs)
 {
     if (agg == "count") return static_cast<long long>(recs.size());
@@ -407,6 +428,7 @@ std::optional<long long> aggregate(const std::string& agg, const std::vector<con
         }
         return agg == "min_ns" ? mn : agg == "max_ns" ? mx : sum;
     }
+    if (agg == "overlapped") return overlapped(recs);
     std::set<std::string> distinct;
     for (const Json* r : recs) {
         if (agg == "tids") distinct.insert(fieldText(r->value("pid", Json())) + "/" + fieldText(r->value("tid", Json())));

@@ -1,0 +1,187 @@
+// collector/analyze.h: the diagnosis of a capture: where host time goes (transfers, launches, blocking
+// syncs), per call site, and findings that say what to change. analyze() is pure (no I/O); the Report
+// is plain data that mirrors the JSON schema "gpuspy.report/1" (see report.h for the renderers).
+#pragma once
+
+#include "collector/model.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpuspy::collect {
+
+struct ReportOptions {
+    size_t top = 10;  // call sites listed per row and per finding; rows shown in the text tables
+    int pid = -1;     // only this process; -1 for all
+};
+
+// Order statistics of a set of durations (ns). median: mean of the two middle values for an even count;
+// p99: nearest rank.
+struct DurationStats {
+    uint64_t count = 0, total = 0, min = 0, max = 0, median = 0, p99 = 0;
+    double avg = 0;
+};
+DurationStats durationStats(std::vector<uint64_t> values);
+
+struct ReportFrame {
+    std::string function;  // demangled; empty if unknown
+    std::string file;
+    uint32_t line = 0;
+    std::string module;    // path of the ELF object; empty if unknown
+    uint64_t offset = 0;   // address - load bias
+    uint64_t address = 0;
+    bool inlined = false;
+    bool app = true;       // false for CUDA runtime/driver/library and gpuspy frames
+};
+
+// Where calls come from: the first frame of the application's own code (function + file:line), or
+// module+offset when there are no symbols.
+struct CallSite {
+    uint32_t id = 0;
+    std::string category;  // transfer, launch, sync, alloc
+    std::string label;     // "main (app.cu:42)", "app+0x1234", "(no stack)"
+    std::vector<ReportFrame> frames;  // the whole stack of the first call seen here, innermost first
+    size_t siteFrame = 0;             // index in frames of the frame the site is named after
+    uint64_t count = 0, ns = 0;       // calls and their host time
+    std::vector<std::string> apis;    // entry points called from here
+};
+
+struct ProcessSummary {
+    uint32_t pid = 0, ppid = 0;
+    std::string command;
+    uint64_t wallNs = 0;           // from the shim's start to the end of the stream (or the last record)
+    uint64_t cudaApiNs = 0;        // host time inside hooked CUDA calls
+    double cudaApiPct = 0;         // of wall
+    uint64_t gpuspyOverheadNs = 0; // gpuspy's own time on the app's threads
+    uint64_t droppedRecords = 0, recordsMade = 0;
+    uint64_t calls = 0, threads = 0;
+    uint64_t activeBeginNs = 0, activeEndNs = 0;  // first to last CUDA call
+    uint64_t deviceOps = 0, timedOps = 0, sampledOutOps = 0;
+    bool ended = false;
+    std::string streamError;
+};
+
+struct DeviceSummary {
+    uint32_t pid = 0;
+    int id = 0;
+    std::string name;
+    uint64_t activeNs = 0;  // the process's active span
+    uint64_t busyNs = 0;    // union of timed kernel, copy and memset intervals inside it
+    double busyPct = 0;
+    uint64_t ops = 0, timedOps = 0, sampledOutOps = 0;
+    uint64_t kernelNs = 0, transferNs = 0, otherNs = 0;  // sums of span lengths by kind
+    uint64_t idleGapNs = 0, largestGapNs = 0, gaps = 0;  // between device operations
+    uint64_t starvedNs = 0;  // idle gaps while no host thread of the process was inside CUDA
+    uint64_t largestStarvedNs = 0;  // the longest single such stretch (often start-up)
+};
+
+// One row of the CUDA API summary (like nsys cuda_api_sum).
+struct ApiRow {
+    std::string api, display, category;
+    DurationStats host;
+    uint64_t errors = 0;  // calls that returned something other than CUDA_SUCCESS
+};
+
+struct SizeBucket {
+    std::string label;      // "<=64KiB", "<=1MiB", ">1MiB"
+    uint64_t maxBytes = 0;  // 0 = no limit
+    uint64_t count = 0, bytes = 0;
+};
+
+struct TransferRow {
+    std::string direction;   // HtoD, DtoH, DtoD, PtoP, Memset (HtoH, Prefetch, Unknown if seen)
+    std::string hostMemory;  // pageable, pinned, managed, device (unknown if not known)
+    std::string mode;        // sync or async (the API form)
+    uint64_t count = 0, bytes = 0;
+    uint64_t gpuNs = 0, hostNs = 0;
+    uint64_t timedCount = 0, timedBytes = 0;
+    double gbps = 0;         // timedBytes / gpuNs when timed, else bytes / hostNs
+    std::string gbpsBasis;   // "gpu" or "host"
+    DurationStats host;
+    std::vector<SizeBucket> buckets;
+    std::vector<std::string> apis;
+    std::vector<uint32_t> callsites;  // top sites by host time
+};
+
+struct KernelRow {
+    std::string name, mangled;
+    uint64_t count = 0, timedCount = 0;
+    uint64_t gpuNs = 0;         // sum over timed launches
+    uint64_t estimatedGpuNs = 0; // gpuNs scaled to every launch (= gpuNs when all were timed)
+    DurationStats gpu;          // over timed launches
+    uint64_t launchHostNs = 0, medianLaunchHostNs = 0;
+    bool launchBound = false;   // median GPU time below the median host cost of launching it
+    std::vector<uint32_t> callsites;
+};
+
+struct LaunchSummary {
+    uint64_t count = 0;         // kernel launches that succeeded and were not captured
+    double perSecond = 0;       // over the active span(s)
+    DurationStats host;         // host time in launch calls
+    uint64_t hostNs = 0, medianHostNs = 0, p99HostNs = 0;
+    uint64_t timed = 0, sampledOut = 0;
+    uint64_t captured = 0;      // launches recorded into a stream capture (no device work then)
+    uint64_t failed = 0;
+    uint64_t graphLaunches = 0, graphHostNs = 0, graphGpuNs = 0;
+    uint64_t launchBoundKernels = 0;
+    std::vector<std::string> launchBoundNames;
+    uint64_t idleGapNs = 0, largestGapNs = 0;  // over all devices
+    std::string samplingNote;   // says how GPU totals were scaled when launches were sampled out
+};
+
+struct SyncRow {
+    std::string api, display;
+    bool implicit = false;     // the API synchronises as a side effect (sync copy, free, ...)
+    std::string kind;          // context, stream, event, query, copy, memset, free, register, module, other
+    uint64_t count = 0;
+    uint64_t blockedNs = 0;    // host time in these calls
+    uint64_t gpuBusyNs = 0;    // of which the GPU (the call's device) was busy
+    uint64_t notReady = 0;     // queries that returned CUDA_ERROR_NOT_READY
+    DurationStats host;
+    std::vector<uint32_t> callsites;
+};
+
+struct NvtxRow {
+    std::string name;
+    uint64_t ranges = 0, rangeNs = 0;  // range instances and their summed duration
+    uint64_t calls = 0, cudaApiNs = 0;
+    uint64_t transfers = 0, transferBytes = 0, transferHostNs = 0;
+    uint64_t launches = 0, launchHostNs = 0;
+    uint64_t syncs = 0, syncBlockedNs = 0;
+    uint64_t gpuNs = 0;  // GPU time of the work submitted inside
+};
+
+struct Finding {
+    std::string rule;      // pageable-memcpy, sync-memcpy, ...
+    std::string severity;  // high, medium, low (by savings as a share of wall time); info: no saving
+    std::string message;   // what happened, what to change, and the assumption behind the estimate
+    uint64_t count = 0;    // calls (or launches, gaps, records) involved
+    uint64_t ns = 0;       // host or GPU time involved
+    uint64_t estimatedSavingsNs = 0;
+    std::vector<std::pair<std::string, double>> evidence;  // named numbers, in order
+    std::vector<uint32_t> callsites;
+};
+
+struct Report {
+    std::string schema = "gpuspy.report/1";
+    ReportOptions options;
+    uint64_t badStreams = 0;
+    std::vector<ProcessSummary> processes;
+    std::vector<DeviceSummary> devices;
+    std::vector<ApiRow> apis;           // by total host time
+    std::vector<TransferRow> transfers; // by host time
+    std::vector<KernelRow> kernels;     // by GPU time
+    LaunchSummary launches;
+    std::vector<SyncRow> syncs;         // by blocked time
+    std::vector<NvtxRow> nvtx;          // by range time
+    std::vector<CallSite> callsites;    // by host time; id = index
+    std::vector<Finding> findings;      // by estimated savings
+    std::vector<std::string> notes;     // what the reader must know to trust the numbers
+};
+
+Report analyze(const Capture&, const ReportOptions&);
+
+}  // namespace gpuspy::collect

@@ -1,0 +1,542 @@
+// collector/analyze_findings.cpp: the findings: patterns that cost time, each with its evidence, its
+// call sites, and an estimate of the time a fix would save whose assumption the message states. Every
+// number comes from the capture; the thresholds below only decide when a pattern is worth a finding.
+#include "collector/analyze_internal.h"
+
+#include "collector/api_names.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <set>
+
+namespace gpuspy::collect::detail {
+
+namespace {
+
+// When a pattern is a finding. Repetition is what makes a pattern worth changing: one synchronous
+// copy of the results at the end is normal, a hundred in a loop are not.
+constexpr uint64_t kMinRepeats = 8;          // sync / pageable copies before they are a finding...
+constexpr double kMinWallShare = 0.05;       // ...unless they take this share of the wall time
+constexpr uint64_t kSmallCopyBytes = 64u << 10;
+constexpr uint64_t kMinSmallCopies = 64;
+constexpr uint64_t kMinLaunchBound = 16;     // launches of one launch-bound kernel
+constexpr double kBusyThresholdPct = 80;     // gpu-idle below this
+constexpr double kStarvedShare = 0.2;        // gpu-starved: idle-while-host-outside-CUDA share of the GPU's span
+constexpr uint64_t kMinLoopSyncs = 10;       // explicit waits from one call site
+constexpr uint64_t kMinHotAllocs = 10;       // alloc/free calls from one call site
+constexpr double kHighShare = 0.10, kMediumShare = 0.02;  // severity: savings as a share of wall time
+
+struct Matched {
+    uint64_t count = 0, hostNs = 0, bytes = 0;
+    uint64_t timed = 0, timedGpuNs = 0, timedBytes = 0, timedHostNs = 0;
+    uint64_t busyNs = 0;  // GPU busy during the calls
+    std::vector<uint64_t> host, gpu;
+    std::map<int, uint64_t> sites;
+};
+
+using CallPred = std::function<bool(const ProcView&, const wire::CallBody&)>;
+
+Matched match(const Context& cx, const CallPred& pred)
+{
+    Matched m;
+    for (const ProcView& pv : cx.procs)
+        for (size_t i = 0; i < pv.calls.size(); ++i) {
+            const wire::CallBody& c = *pv.calls[i];
+            if (!pred(pv, c)) continue;
+            ++m.count;
+            m.hostNs += hostNs(c);
+            m.host.push_back(hostNs(c));
+            m.busyNs += pv.busyDuring(c);
+            if (c.category == wire::Category::Transfer) m.bytes += c.args.transfer.bytes;
+            if (pv.timed(c)) {
+                ++m.timed;
+                m.timedGpuNs += pv.gpuNs(c);
+                m.gpu.push_back(pv.gpuNs(c));
+                m.timedHostNs += hostNs(c);
+                if (c.category == wire::Category::Transfer) m.timedBytes += c.args.transfer.bytes;
+            }
+            m.sites[pv.site[i]] += hostNs(c);
+        }
+    return m;
+}
+
+std::string fmtPct(double pct)
+{
+    char b[16];
+    std::snprintf(b, sizeof b, "%.0f%%", pct);
+    return b;
+}
+
+std::string fmtGbps(double gbps)
+{
+    char b[24];
+    std::snprintf(b, sizeof b, "%.2f GB/s", gbps);
+    return b;
+}
+
+std::string siteLabel(const Context& cx, const std::vector<uint32_t>& sites)
+{
+    if (sites.empty()) return "";
+    std::string s = " (" + (sites.size() == 1 ? std::string("at ") : std::string("top: ")) + cx.sites[sites[0]].label + ")";
+    return s;
+}
+
+bool isHostCopy(const wire::CallBody& c)
+{
+    const wire::Direction d = c.args.transfer.direction;
+    return d == wire::Direction::HtoD || d == wire::Direction::DtoH;
+}
+
+bool isCopy(const wire::CallBody& c)
+{
+    const wire::Direction d = c.args.transfer.direction;
+    return d != wire::Direction::Memset && d != wire::Direction::Prefetch && d != wire::Direction::Unknown;
+}
+
+bool isPageable(const wire::CallBody& c) { return transferHostMemory(c.args.transfer) == "pageable"; }
+
+// Bandwidth this program's pinned copies reached in one direction (0 if it made none that were timed).
+double pinnedGbps(const Context& cx, wire::Direction dir)
+{
+    const Matched m = match(cx, [&](const ProcView&, const wire::CallBody& c) {
+        return isCountedTransfer(c) && c.args.transfer.direction == dir && transferHostMemory(c.args.transfer) == "pinned";
+    });
+    return m.timedGpuNs ? double(m.timedBytes) / double(m.timedGpuNs) : 0;
+}
+
+class Builder {
+public:
+    Builder(const Context& cx, Report& r) : m_cx(cx), m_r(r) {}
+
+    bool repeated(const Matched& m) const
+    {
+        return m.count >= kMinRepeats || (m_cx.wallNs && double(m.hostNs) >= kMinWallShare * double(m_cx.wallNs));
+    }
+
+    Finding& add(std::string rule, const Matched& m, uint64_t savings, std::string message)
+    {
+        Finding f;
+        f.rule = std::move(rule);
+        f.count = m.count;
+        f.ns = m.hostNs;
+        f.estimatedSavingsNs = savings;
+        f.message = std::move(message);
+        f.callsites = topSites(m.sites, m_cx.options->top);
+        f.severity = severityOf(savings);
+        m_r.findings.push_back(std::move(f));
+        return m_r.findings.back();
+    }
+
+    std::string severityOf(uint64_t savings) const
+    {
+        const double share = m_cx.wallNs ? double(savings) / double(m_cx.wallNs) : 0;
+        return share >= kHighShare ? "high" : share >= kMediumShare ? "medium" : "low";
+    }
+
+    const Context& cx() const { return m_cx; }
+
+private:
+    const Context& m_cx;
+    Report& m_r;
+};
+
+void pageableMemcpy(Builder& b)
+{
+    const Context& cx = b.cx();
+    uint64_t savings = 0;
+    std::string assumption, unmeasured;
+    Matched all;
+    for (wire::Direction dir : {wire::Direction::HtoD, wire::Direction::DtoH}) {
+        const Matched m = match(cx, [&](const ProcView&, const wire::CallBody& c) {
+            return isCountedTransfer(c) && !hasFlag(c, wire::kCallAsync) && c.args.transfer.direction == dir && isPageable(c);
+        });
+        if (!m.count) continue;
+        all.count += m.count;
+        all.hostNs += m.hostNs;
+        all.bytes += m.bytes;
+        all.timed += m.timed;
+        all.timedGpuNs += m.timedGpuNs;
+        all.timedBytes += m.timedBytes;
+        for (const auto& [s, ns] : m.sites) all.sites[s] += ns;
+        // The copies' own duration: GPU time where timed (scaled to the untimed ones), else host time.
+        const double copyNs = m.timed ? double(m.timedGpuNs) * double(m.count) / double(m.timed) : double(m.hostNs);
+        const double ref = pinnedGbps(cx, dir);
+        if (ref > 0) {
+            savings += uint64_t(std::max(0.0, copyNs - double(m.bytes) / ref));
+            assumption += std::string(assumption.empty() ? "" : "; ") + "assuming " + wire::directionName(dir) +
+                          " copies from pinned memory reach the " + fmtGbps(ref) + " this program's pinned copies reached";
+        } else {
+            savings += uint64_t(copyNs / 2);
+            unmeasured += std::string(unmeasured.empty() ? "" : " and ") + wire::directionName(dir);
+        }
+    }
+    if (!unmeasured.empty())
+        assumption += std::string(assumption.empty() ? "" : "; ") + "assuming pinned memory doubles the " + unmeasured +
+                      " bandwidth (typical on PCIe; this capture has no timed pinned " + unmeasured +
+                      " copies to measure it)";
+    if (!all.count || !b.repeated(all)) return;
+    const double gbps = all.timedGpuNs ? double(all.timedBytes) / double(all.timedGpuNs) : 0;
+    const auto sites = topSites(all.sites, 1);
+    Finding& f = b.add("pageable-memcpy", all, savings,
+                       std::to_string(all.count) + " synchronous copies of " + formatBytes(all.bytes) +
+                           " used pageable host memory" + siteLabel(cx, sites) +
+                           (gbps > 0 ? ", reaching " + fmtGbps(gbps) : std::string()) +
+                           ": the driver stages them through its own pinned buffer. Allocate the host buffers with "
+                           "cudaMallocHost/cudaHostAlloc or register them with cudaHostRegister. Estimated saving " +
+                           formatNs(savings) + ", " + assumption + ".");
+    f.evidence = {{"copies", double(all.count)}, {"bytes", double(all.bytes)}, {"host_ns", double(all.hostNs)},
+                  {"gpu_ns", double(all.timedGpuNs)}, {"gbps", gbps}};
+}
+
+void syncMemcpy(Builder& b)
+{
+    const Context& cx = b.cx();
+    const Matched m = match(cx, [](const ProcView&, const wire::CallBody& c) {
+        return isCountedTransfer(c) && !hasFlag(c, wire::kCallAsync) && isCopy(c) &&
+               (isHostCopy(c) || hasFlag(c, wire::kCallImplicitSync));
+    });
+    if (!m.count || !b.repeated(m)) return;
+    // What the host waits for beyond the copy itself (earlier GPU work, the call's own cost): an async
+    // copy on a stream does not make the host wait. Untimed copies are assumed to wait alike.
+    uint64_t savings = 0;
+    std::string how;
+    if (m.timed) {
+        const double wait = double(m.timedHostNs) - double(m.timedGpuNs);
+        savings = uint64_t(std::max(0.0, wait * double(m.count) / double(m.timed)));
+        how = "assuming cudaMemcpyAsync on a stream (from pinned memory) lets the host go on instead of waiting for "
+              "earlier GPU work: the host time of the copies beyond their own GPU time";
+    } else {
+        how = "no GPU times were recorded, so the wait cannot be told apart from the copy itself; no saving is "
+              "estimated";
+    }
+    const double waitPct = m.hostNs ? 100.0 * double(m.busyNs) / double(m.hostNs) : 0;
+    Finding& f = b.add("sync-memcpy", m, savings,
+                       std::to_string(m.count) + " synchronous copies (cudaMemcpy) blocked the host for " +
+                           formatNs(m.hostNs) + siteLabel(cx, topSites(m.sites, 1)) + "; the GPU was busy " +
+                           fmtPct(waitPct) + " of that time. Use cudaMemcpyAsync on a stream and synchronize once "
+                           "when the results are needed. Estimated saving " + formatNs(savings) + ", " + how + ".");
+    f.evidence = {{"copies", double(m.count)}, {"bytes", double(m.bytes)}, {"blocked_ns", double(m.hostNs)},
+                  {"gpu_busy_ns", double(m.busyNs)}, {"copy_gpu_ns", double(m.timedGpuNs)}};
+}
+
+void pageableAsyncMemcpy(Builder& b)
+{
+    const Context& cx = b.cx();
+    const Matched m = match(cx, [](const ProcView&, const wire::CallBody& c) {
+        return isCountedTransfer(c) && hasFlag(c, wire::kCallAsync) && isHostCopy(c) && isPageable(c);
+    });
+    if (!m.count) return;
+    // What an async copy that stays async costs the host here: the pinned ones' median, else a launch's.
+    const Matched pinned = match(cx, [](const ProcView&, const wire::CallBody& c) {
+        return isCountedTransfer(c) && hasFlag(c, wire::kCallAsync) && isHostCopy(c) &&
+               transferHostMemory(c.args.transfer) == "pinned";
+    });
+    const Matched launches = match(cx, [](const ProcView&, const wire::CallBody& c) { return isCountedLaunch(c); });
+    uint64_t ref = 0;
+    std::string refText = "assuming such a call returns at once";
+    if (pinned.count) {
+        ref = durationStats(pinned.host).median;
+        refText = "assuming each call would cost the " + formatNs(ref) + " (median) this program's pinned async copies cost";
+    } else if (launches.count) {
+        ref = durationStats(launches.host).median;
+        refText = "assuming each call would cost about a kernel launch here (" + formatNs(ref) + " median)";
+    }
+    const uint64_t savings = m.hostNs > ref * m.count ? m.hostNs - ref * m.count : 0;
+    Finding& f = b.add("pageable-async-memcpy", m, savings,
+                       std::to_string(m.count) + " cudaMemcpyAsync calls on pageable host memory (" + formatBytes(m.bytes) +
+                           ")" + siteLabel(cx, topSites(m.sites, 1)) + " were not asynchronous: they held the host for " +
+                           formatNs(m.hostNs) + " while the driver staged the data. Use pinned memory "
+                           "(cudaMallocHost or cudaHostRegister) so the copy overlaps. Estimated saving " +
+                           formatNs(savings) + ", " + refText + ".");
+    f.evidence = {{"copies", double(m.count)}, {"bytes", double(m.bytes)}, {"host_ns", double(m.hostNs)},
+                  {"reference_call_ns", double(ref)}};
+}
+
+void smallTransfers(Builder& b)
+{
+    const Context& cx = b.cx();
+    const Matched m = match(cx, [](const ProcView&, const wire::CallBody& c) {
+        return isCountedTransfer(c) && isCopy(c) && c.args.transfer.bytes <= kSmallCopyBytes;
+    });
+    if (m.count < kMinSmallCopies) return;
+    // The fixed cost of a copy: its GPU time when timed (small copies are all latency), else its host time.
+    const uint64_t perCopy = m.timed ? durationStats(m.gpu).median : durationStats(m.host).median;
+    size_t sites = 0;
+    for (const auto& [s, ns] : m.sites) sites += s != kNoSite;
+    sites = std::max<size_t>(sites, 1);
+    const uint64_t savings = m.count > sites ? (m.count - sites) * perCopy : 0;
+    Finding& f = b.add("small-transfers", m, savings,
+                       std::to_string(m.count) + " copies of at most 64 KiB (" + formatBytes(m.bytes) + " in all, " +
+                           formatBytes(m.count ? m.bytes / m.count : 0) + " on average)" +
+                           siteLabel(cx, topSites(m.sites, 1)) +
+                           " each pay a copy's fixed cost. Batch them into larger copies (one staging buffer). "
+                           "Estimated saving " + formatNs(savings) + ", assuming one copy per call site instead, each "
+                           "copy avoided saving the median " + (m.timed ? "GPU" : "host") + " time of a small copy (" +
+                           formatNs(perCopy) + ").");
+    f.evidence = {{"copies", double(m.count)}, {"bytes", double(m.bytes)}, {"host_ns", double(m.hostNs)},
+                  {"median_copy_ns", double(perCopy)}, {"call_sites", double(sites)}};
+}
+
+void launchBound(Builder& b, const Report& r)
+{
+    const Context& cx = b.cx();
+    std::set<std::string> names;
+    uint64_t savings = 0, launches = 0, gpuMedianMax = 0, hostMedianMin = UINT64_MAX;
+    for (const KernelRow& k : r.kernels) {
+        if (!k.launchBound || k.count < kMinLaunchBound) continue;
+        names.insert(k.name);
+        launches += k.count;
+        savings += k.count * (k.medianLaunchHostNs - k.gpu.median);
+        gpuMedianMax = std::max(gpuMedianMax, k.gpu.median);
+        hostMedianMin = std::min(hostMedianMin, k.medianLaunchHostNs);
+    }
+    if (names.empty()) return;
+    const Matched m = match(cx, [&](const ProcView& pv, const wire::CallBody& c) {
+        return isCountedLaunch(c) && names.count(pv.kernelName(c.args.launch.kernelId));
+    });
+    std::string list;
+    size_t shown = 0;
+    for (const KernelRow& k : r.kernels) {
+        if (!names.count(k.name) || shown == 3) continue;
+        list += std::string(shown++ ? ", " : "") + k.name + " (GPU " + formatNs(k.gpu.median) + " vs launch " +
+                formatNs(k.medianLaunchHostNs) + ")";
+    }
+    if (names.size() > shown) list += ", ...";
+    Finding& f = b.add("launch-bound-kernels", m, savings,
+                       std::to_string(names.size()) + " kernel(s), launched " + std::to_string(launches) +
+                           " times, run for less GPU time than the host takes to launch them: " + list +
+                           ". The GPU waits for the CPU. Fuse the kernels, or capture the sequence in a CUDA graph "
+                           "and launch it once. Estimated saving " + formatNs(savings) +
+                           ", assuming fusion or a graph brings the host cost per kernel down to the kernel's own "
+                           "median GPU time.");
+    f.evidence = {{"kernels", double(names.size())}, {"launches", double(launches)}, {"launch_host_ns", double(m.hostNs)},
+                  {"max_median_gpu_ns", double(gpuMedianMax)}, {"min_median_launch_ns", double(hostMedianMin)}};
+}
+
+void gpuIdleAndStarved(Builder& b, const Report& r)
+{
+    const Context& cx = b.cx();
+    // gpu-idle: a symptom; the findings that explain it carry the savings.
+    Matched idle, starved;
+    std::string idleText, starvedText;
+    uint64_t starvedNs = 0;
+    for (const DeviceSummary& d : r.devices) {
+        if (!d.ops || !d.activeNs) continue;
+        // Untimed operations were busy too: scale by the timed share before calling the device idle.
+        const double scale = d.timedOps ? double(d.ops) / double(d.timedOps) : 1;
+        const double busyPct = std::min(100.0, d.busyPct * scale);
+        const std::string who = "device " + std::to_string(d.id) + (r.processes.size() > 1 ? " (pid " + std::to_string(d.pid) + ")" : "");
+        if (d.timedOps && busyPct < kBusyThresholdPct) {
+            idle.count += d.gaps;
+            idle.hostNs += d.activeNs - d.busyNs;
+            idleText += std::string(idleText.empty() ? "" : "; ") + who + " was busy " + fmtPct(d.busyPct) +
+                        (scale > 1 ? " measured (about " + fmtPct(busyPct) + " counting its untimed operations)" : "") +
+                        " of " + formatNs(d.activeNs) + " (idle gaps between timed operations: " +
+                        formatNs(d.idleGapNs) + ", largest " + formatNs(d.largestGapNs) + ")";
+        }
+        const ProcView* pv = nullptr;
+        for (const ProcView& p : cx.procs)
+            if (p.proc->pid == d.pid) pv = &p;
+        if (!pv) continue;
+        auto it = pv->busy.find(d.id);
+        if (it == pv->busy.end()) continue;
+        const uint64_t span = it->second.last() - it->second.first();
+        // A data-loading bottleneck recurs: the longest single pause (start-up, lazy loading) does not
+        // count, nor does gpuspy's own time on the app's threads, which also falls outside CUDA calls.
+        uint64_t overhead = 0;
+        for (const ProcessSummary& p : r.processes)
+            if (p.pid == d.pid) overhead = p.gpuspyOverheadNs;
+        const uint64_t recurring = d.starvedNs - d.largestStarvedNs;
+        const uint64_t counted = recurring > overhead ? recurring - overhead : 0;
+        if (span && double(counted) >= kStarvedShare * double(span)) {
+            starved.count += d.gaps;
+            starved.hostNs += d.starvedNs;
+            starvedNs += counted;
+            starvedText += std::string(starvedText.empty() ? "" : "; ") + who + ": " + formatNs(counted) + " (" +
+                           fmtPct(100.0 * double(counted) / double(span)) + " of the " + formatNs(span) +
+                           " from its first to its last operation; " + formatNs(d.starvedNs) + " in all, less the " +
+                           "longest single pause (" + formatNs(d.largestStarvedNs) + ")" +
+                           (overhead ? " and gpuspy's own time (" + formatNs(overhead) + ")" : "") + ")";
+        }
+    }
+    uint64_t sampled = 0;
+    for (const DeviceSummary& d : r.devices) sampled += d.sampledOutOps;
+    const std::string samplingCaveat =
+        sampled ? " " + std::to_string(sampled) + " device operations were not timed, so idle time may be overstated." : "";
+    const std::string starvedCaveat =
+        sampled ? " Gaps into which untimed (sampled-out) work may have run are not counted." : "";
+    if (idle.count || !idleText.empty()) {
+        Finding& f = b.add("gpu-idle", idle, 0,
+                           "The GPU was idle most of the time: " + idleText +
+                               ". No saving is estimated for this symptom: the findings that explain it (launch, "
+                               "transfer, sync or CPU-side gaps) carry it." + samplingCaveat);
+        f.severity = "info";  // a symptom, without a saving of its own
+        f.ns = idle.hostNs;
+        f.evidence = {{"idle_ns", double(idle.hostNs)}, {"gaps", double(idle.count)}};
+    }
+    if (!starvedText.empty()) {
+        Finding& f = b.add("gpu-starved", starved, starvedNs,
+                           "The GPU idled while no thread was in a CUDA call, i.e. while the CPU did other work (data "
+                           "loading, preprocessing): " + starvedText + ". Prepare the next batch while the GPU works "
+                           "(a loader thread, double buffering). Estimated saving " + formatNs(starvedNs) +
+                           ", assuming that CPU work can overlap the GPU work completely." + starvedCaveat);
+        f.evidence = {{"starved_ns", double(starvedNs)}, {"gaps", double(starved.count)}};
+    }
+}
+
+void syncInLoop(Builder& b)
+{
+    const Context& cx = b.cx();
+    // Per process and site: the waits, and the span from the first to the last of them.
+    struct SiteAcc {
+        uint64_t count = 0, blocked = 0, busy = 0, first = UINT64_MAX, last = 0;
+        std::map<std::string, uint64_t> apis;
+    };
+    std::map<std::pair<size_t, int>, SiteAcc> acc;
+    for (size_t p = 0; p < cx.procs.size(); ++p) {
+        const ProcView& pv = cx.procs[p];
+        for (size_t i = 0; i < pv.calls.size(); ++i) {
+            const wire::CallBody& c = *pv.calls[i];
+            const std::string api = pv.apiName(c);
+            if (!isExplicitSync(api) || isQuery(api) || pv.site[i] == kNoSite) continue;
+            SiteAcc& a = acc[{p, pv.site[i]}];
+            ++a.count;
+            a.blocked += hostNs(c);
+            a.busy += pv.busyDuring(c);
+            a.first = std::min(a.first, c.beginNs);
+            a.last = std::max(a.last, c.endNs);
+            ++a.apis[api];
+        }
+    }
+    Matched m;
+    uint64_t savings = 0, between = 0;
+    std::string where;
+    for (const auto& [key, a] : acc) {
+        if (a.count < kMinLoopSyncs) continue;
+        // With one wait after the loop, the host's work between the waits overlaps the GPU work it waited for.
+        const uint64_t span = a.last - a.first;
+        const uint64_t other = span > a.blocked ? span - a.blocked : 0;
+        savings += std::min(a.blocked, other);
+        between += other;
+        m.count += a.count;
+        m.hostNs += a.blocked;
+        m.busyNs += a.busy;
+        m.sites[key.second] += a.blocked;
+        if (where.size() < 400) {
+            std::string api = a.apis.begin()->first;
+            for (const auto& [n, k] : a.apis)
+                if (k > a.apis.at(api)) api = n;
+            where += std::string(where.empty() ? "" : "; ") + displayName(api) + " " + std::to_string(a.count) +
+                     " times from " + cx.sites[size_t(key.second)].label;
+        }
+    }
+    if (!m.count) return;
+    Finding& f = b.add("sync-in-loop", m, savings,
+                       "The host waited for the GPU over and over from the same place: " + where + ". " +
+                           std::to_string(m.count) + " waits blocked " + formatNs(m.hostNs) + " (the GPU was busy " +
+                           fmtPct(m.hostNs ? 100.0 * double(m.busyNs) / double(m.hostNs) : 0) +
+                           " of it). Synchronize once after the loop, or wait on an event only where the host needs "
+                           "the results. Estimated saving " + formatNs(savings) + ", assuming the host's work between "
+                           "the waits (" + formatNs(between) + ") would overlap the GPU work it waited for.");
+    f.evidence = {{"waits", double(m.count)}, {"blocked_ns", double(m.hostNs)}, {"gpu_busy_ns", double(m.busyNs)},
+                  {"host_work_between_ns", double(between)}};
+}
+
+void implicitSync(Builder& b)
+{
+    const Context& cx = b.cx();
+    auto hot = [](const ProcView& pv, const wire::CallBody& c) {
+        return c.category == wire::Category::Alloc && !hasFlag(c, wire::kCallAsync) &&
+               pv.apiName(c).find("Async") == std::string::npos;
+    };
+    const Matched all = match(cx, hot);
+    std::map<int, uint64_t> perSiteCount;
+    for (const ProcView& pv : cx.procs)
+        for (size_t i = 0; i < pv.calls.size(); ++i)
+            if (hot(pv, *pv.calls[i])) ++perSiteCount[pv.site[i]];
+    std::set<int> hotSites;
+    for (const auto& [s, n] : perSiteCount)
+        if (s != kNoSite && n >= kMinHotAllocs) hotSites.insert(s);
+    if (hotSites.empty()) return;
+    // Only the calls from the hot sites.
+    Matched h;
+    for (const ProcView& pv : cx.procs)
+        for (size_t i = 0; i < pv.calls.size(); ++i) {
+            const wire::CallBody& c = *pv.calls[i];
+            if (!hot(pv, c) || !hotSites.count(pv.site[i])) continue;
+            ++h.count;
+            h.hostNs += hostNs(c);
+            h.busyNs += pv.busyDuring(c);
+            h.sites[pv.site[i]] += hostNs(c);
+        }
+    const Matched pooled = match(cx, [](const ProcView& pv, const wire::CallBody& c) {
+        return c.category == wire::Category::Alloc && pv.apiName(c).find("Async") != std::string::npos;
+    });
+    uint64_t ref = 0;
+    std::string refText = "assuming a memory pool makes them nearly free";
+    if (pooled.count) {
+        ref = durationStats(pooled.host).median;
+        refText = "assuming each would cost the " + formatNs(ref) +
+                  " (median) this program's stream-ordered allocations (cudaMallocAsync/cudaFreeAsync) cost";
+    }
+    const uint64_t savings = h.hostNs > ref * h.count ? h.hostNs - ref * h.count : 0;
+    Finding& f = b.add("implicit-sync", h, savings,
+                       std::to_string(h.count) + " allocations and frees in the hot path" + siteLabel(cx, topSites(h.sites, 1)) +
+                           " took " + formatNs(h.hostNs) + " of host time; frees wait for the whole device (the GPU "
+                           "was busy " + fmtPct(h.hostNs ? 100.0 * double(h.busyNs) / double(h.hostNs) : 0) +
+                           " of it). Allocate once outside the loop, or use stream-ordered allocation "
+                           "(cudaMallocAsync/cudaFreeAsync) or a pool. Estimated saving " + formatNs(savings) + ", " +
+                           refText + ".");
+    f.evidence = {{"calls", double(h.count)}, {"host_ns", double(h.hostNs)}, {"gpu_busy_ns", double(h.busyNs)},
+                  {"alloc_free_calls_total", double(all.count)}, {"reference_call_ns", double(ref)}};
+}
+
+void droppedRecords(Builder& b, const Report& r)
+{
+    uint64_t dropped = 0, made = 0, cut = 0;
+    std::string cutText;
+    for (const ProcessSummary& p : r.processes) {
+        dropped += p.droppedRecords;
+        made += p.recordsMade;
+        if (!p.streamError.empty()) {
+            ++cut;
+            cutText += " pid " + std::to_string(p.pid) + ": " + p.streamError + ".";
+        }
+    }
+    if (!dropped && !cut && !r.badStreams) return;
+    Matched m;
+    m.count = dropped;
+    std::string msg;
+    if (dropped)
+        msg = std::to_string(dropped) + (made ? " of " + std::to_string(made) : std::string()) +
+              " records were dropped (gpuspy's queue was full or its writer failed): every count and time in this "
+              "report is a lower bound. Record with a smaller --stack-depth, or --no-gpu-time, to lighten the load.";
+    if (cut || r.badStreams)
+        msg += std::string(msg.empty() ? "" : " ") + std::to_string(cut + r.badStreams) +
+               " stream(s) were cut short; their records up to the cut are included." + cutText;
+    Finding& f = b.add("dropped-records", m, 0, msg);
+    f.severity = made && double(dropped) > 0.01 * double(made) ? "high" : "medium";
+    f.evidence = {{"dropped", double(dropped)}, {"records", double(made)}, {"cut_streams", double(cut + r.badStreams)}};
+}
+
+}  // namespace
+
+void analyzeFindings(Context& cx, Report& r)
+{
+    Builder b(cx, r);
+    pageableMemcpy(b);
+    syncMemcpy(b);
+    pageableAsyncMemcpy(b);
+    smallTransfers(b);
+    launchBound(b, r);
+    gpuIdleAndStarved(b, r);
+    syncInLoop(b);
+    implicitSync(b);
+    droppedRecords(b, r);
+    std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& c) {
+        return a.estimatedSavingsNs > c.estimatedSavingsNs || (a.estimatedSavingsNs == c.estimatedSavingsNs && a.ns > c.ns);
+    });
+}
+
+}  // namespace gpuspy::collect::detail

@@ -1,0 +1,88 @@
+// collector/analyze_syncs.cpp: calls that block the host until the GPU catches up: explicit waits
+// (context, stream, event, query polls) and implicit ones (synchronous copies and memsets, pageable
+// "async" copies, frees, host registration, module loads), with how busy the GPU was meanwhile.
+#include "collector/analyze_internal.h"
+
+#include "collector/api_names.h"
+
+#include <algorithm>
+
+namespace gpuspy::collect::detail {
+
+namespace {
+
+std::string syncKind(const wire::CallBody& c, std::string_view api)
+{
+    const std::string_view b = driverBaseName(api);
+    if (b == "cuCtxSynchronize") return "context";
+    if (b == "cuStreamSynchronize") return "stream";
+    if (b == "cuEventSynchronize") return "event";
+    if (isQuery(api)) return "query";
+    switch (c.category) {
+    case wire::Category::Transfer: return c.args.transfer.direction == wire::Direction::Memset ? "memset" : "copy";
+    case wire::Category::Alloc:
+        if (b.find("Free") != std::string_view::npos) return "free";
+        if (b.find("Register") != std::string_view::npos) return "register";
+        return "alloc";
+    case wire::Category::Module: return "module";
+    default: return "other";
+    }
+}
+
+}  // namespace
+
+bool isImplicitSync(const ProcView& pv, const wire::CallBody& c)
+{
+    if (!hasFlag(c, wire::kCallImplicitSync)) {
+        // The synchronous forms of host copies and memsets return only when done, flagged or not.
+        if (c.category != wire::Category::Transfer || hasFlag(c, wire::kCallAsync) || hasFlag(c, wire::kCallCapturing))
+            return false;
+        const wire::Direction d = c.args.transfer.direction;
+        return d == wire::Direction::HtoD || d == wire::Direction::DtoH || d == wire::Direction::HtoH ||
+               d == wire::Direction::Memset;
+    }
+    // cudaFree(nullptr), the idiom that creates the context, frees nothing and waits for nothing.
+    if (c.category == wire::Category::Alloc && c.args.alloc.ptr == 0 &&
+        driverBaseName(pv.apiName(c)).find("Free") != std::string_view::npos)
+        return false;
+    return true;
+}
+
+void analyzeSyncs(Context& cx, Report& r)
+{
+    struct Acc {
+        SyncRow row;
+        std::vector<uint64_t> host;
+        std::map<int, uint64_t> sites;
+    };
+    std::map<std::pair<std::string, bool>, Acc> rows;
+    for (const ProcView& pv : cx.procs)
+        for (size_t i = 0; i < pv.calls.size(); ++i) {
+            const wire::CallBody& c = *pv.calls[i];
+            const std::string api = pv.apiName(c);
+            const bool explicitWait = isExplicitSync(api);
+            if (!explicitWait && !isImplicitSync(pv, c)) continue;
+            Acc& a = rows[{api, !explicitWait}];
+            SyncRow& row = a.row;
+            if (row.api.empty()) {
+                row.api = api;
+                row.display = displayName(api);
+                row.implicit = !explicitWait;
+                row.kind = syncKind(c, api);
+            }
+            ++row.count;
+            row.blockedNs += hostNs(c);
+            row.gpuBusyNs += pv.busyDuring(c);
+            if (isQuery(api) && c.result == kCudaErrorNotReady) ++row.notReady;
+            a.host.push_back(hostNs(c));
+            a.sites[pv.site[i]] += hostNs(c);
+        }
+    for (auto& [key, a] : rows) {
+        a.row.host = durationStats(std::move(a.host));
+        a.row.callsites = topSites(a.sites, cx.options->top);
+        r.syncs.push_back(std::move(a.row));
+    }
+    std::stable_sort(r.syncs.begin(), r.syncs.end(), [](const SyncRow& a, const SyncRow& b) { return a.blockedNs > b.blockedNs; });
+}
+
+}  // namespace gpuspy::collect::detail

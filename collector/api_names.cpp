@@ -1,0 +1,109 @@
+// collector/api_names.cpp: the driver -> runtime name table. Only entries where the runtime call is
+// the one users wrote; where several runtime calls share an entry point they are all named.
+#include "collector/api_names.h"
+
+#include <unordered_map>
+
+namespace gpuspy::collect {
+
+namespace {
+
+bool endsWith(std::string_view s, std::string_view suffix)
+{
+    return s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+const std::unordered_map<std::string_view, std::string_view>& table()
+{
+    static const std::unordered_map<std::string_view, std::string_view> k = {
+        // transfers
+        {"cuMemcpy", "cudaMemcpy"},
+        {"cuMemcpyHtoD", "cudaMemcpy"},
+        {"cuMemcpyDtoH", "cudaMemcpy"},
+        {"cuMemcpyDtoD", "cudaMemcpy"},
+        {"cuMemcpyAsync", "cudaMemcpyAsync"},
+        {"cuMemcpyHtoDAsync", "cudaMemcpyAsync"},
+        {"cuMemcpyDtoHAsync", "cudaMemcpyAsync"},
+        {"cuMemcpyDtoDAsync", "cudaMemcpyAsync"},
+        {"cuMemcpyPeer", "cudaMemcpyPeer"},
+        {"cuMemcpyPeerAsync", "cudaMemcpyPeerAsync"},
+        {"cuMemcpy2D", "cudaMemcpy2D"},
+        {"cuMemcpy2DUnaligned", "cudaMemcpy2D"},
+        {"cuMemcpy2DAsync", "cudaMemcpy2DAsync"},
+        {"cuMemcpy3D", "cudaMemcpy3D"},
+        {"cuMemcpy3DAsync", "cudaMemcpy3DAsync"},
+        {"cuMemcpy3DPeer", "cudaMemcpy3DPeer"},
+        {"cuMemcpy3DPeerAsync", "cudaMemcpy3DPeerAsync"},
+        {"cuMemsetD8", "cudaMemset"},
+        {"cuMemsetD8Async", "cudaMemsetAsync"},
+        {"cuMemsetD2D8", "cudaMemset2D"},
+        {"cuMemsetD2D8Async", "cudaMemset2DAsync"},
+        {"cuMemPrefetchAsync", "cudaMemPrefetchAsync"},
+        // launches
+        {"cuLaunchKernel", "cudaLaunchKernel / <<<>>>"},
+        {"cuLaunchKernelEx", "cudaLaunchKernelEx"},
+        {"cuLaunchCooperativeKernel", "cudaLaunchCooperativeKernel"},
+        {"cuLaunchHostFunc", "cudaLaunchHostFunc"},
+        {"cuGraphLaunch", "cudaGraphLaunch"},
+        {"cuGraphInstantiate", "cudaGraphInstantiate"},
+        {"cuGraphInstantiateWithFlags", "cudaGraphInstantiateWithFlags"},
+        {"cuStreamBeginCapture", "cudaStreamBeginCapture"},
+        {"cuStreamEndCapture", "cudaStreamEndCapture"},
+        // synchronization
+        {"cuCtxSynchronize", "cudaDeviceSynchronize"},
+        {"cuStreamSynchronize", "cudaStreamSynchronize"},
+        {"cuEventSynchronize", "cudaEventSynchronize"},
+        {"cuStreamQuery", "cudaStreamQuery"},
+        {"cuEventQuery", "cudaEventQuery"},
+        {"cuStreamWaitEvent", "cudaStreamWaitEvent"},
+        {"cuEventRecord", "cudaEventRecord"},
+        {"cuEventRecordWithFlags", "cudaEventRecordWithFlags"},
+        {"cuEventElapsedTime", "cudaEventElapsedTime"},
+        {"cuEventCreate", "cudaEventCreate / cudaEventCreateWithFlags"},
+        {"cuEventDestroy", "cudaEventDestroy"},
+        {"cuStreamDestroy", "cudaStreamDestroy"},
+        // memory
+        {"cuMemAlloc", "cudaMalloc"},
+        {"cuMemFree", "cudaFree"},
+        {"cuMemAllocPitch", "cudaMallocPitch"},
+        {"cuMemAllocManaged", "cudaMallocManaged"},
+        {"cuMemHostAlloc", "cudaMallocHost / cudaHostAlloc"},
+        {"cuMemFreeHost", "cudaFreeHost"},
+        {"cuMemHostRegister", "cudaHostRegister"},
+        {"cuMemHostUnregister", "cudaHostUnregister"},
+        {"cuMemAllocAsync", "cudaMallocAsync"},
+        {"cuMemFreeAsync", "cudaFreeAsync"},
+        {"cuMemAllocFromPoolAsync", "cudaMallocFromPoolAsync"},
+    };
+    return k;
+}
+
+}  // namespace
+
+std::string_view driverBaseName(std::string_view name)
+{
+    for (std::string_view s : {"_ptsz", "_ptds"})
+        if (endsWith(name, s)) name.remove_suffix(s.size());
+    for (std::string_view s : {"_v2", "_v3"})
+        if (endsWith(name, s)) name.remove_suffix(s.size());
+    return name;
+}
+
+std::string_view runtimeNameOf(std::string_view abiName)
+{
+    auto it = table().find(driverBaseName(abiName));
+    return it == table().end() ? std::string_view{} : it->second;
+}
+
+std::string displayName(std::string_view abiName)
+{
+    std::string out(abiName);
+    if (std::string_view rt = runtimeNameOf(abiName); !rt.empty()) {
+        out += " (";
+        out += rt;
+        out += ')';
+    }
+    return out;
+}
+
+}  // namespace gpuspy::collect

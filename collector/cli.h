@@ -1,0 +1,88 @@
+// collector/cli.h: the gpuspy subcommands (one file each, cli_<command>.cpp) and what they share:
+// argument parsing, error reporting, and finishing a capture (symbolize, write, report).
+#pragma once
+
+#include "collector/capture_file.h"
+#include "collector/model.h"
+
+#include <sys/types.h>
+
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace gpuspy::collect::cli {
+
+// Each takes the arguments after the command name and returns the process exit status.
+int runRecord(int argc, char** argv);
+int runCollect(int argc, char** argv);
+int runReport(int argc, char** argv);
+int runDump(int argc, char** argv);
+
+// A command line the command cannot accept: printed as one line with a hint, exit status 2.
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitFailure = 1;
+
+// Reads options in order: "-o X", "-oX", "--output X", "--output=X"; stops at "--" or the first
+// positional argument when asked to.
+class ArgReader {
+public:
+    ArgReader(std::string command, int argc, char** argv) : m_command(std::move(command)), m_argc(argc), m_argv(argv) {}
+
+    bool done() const { return m_i >= m_argc; }
+    std::string_view peek() const { return m_argv[m_i]; }
+    bool isOption() const { return !done() && m_argv[m_i][0] == '-' && m_argv[m_i][1] != '\0'; }
+    // The current argument is one of `names`: consume it.
+    bool flag(std::initializer_list<std::string_view> names);
+    // The current argument is one of `names` with a value: consume both.
+    bool value(std::initializer_list<std::string_view> names, std::string& out);
+    std::string positional() { return m_argv[m_i++]; }
+    // Everything from the current argument on.
+    int index() const { return m_i; }
+    void skip(int n = 1) { m_i += n; }
+    [[noreturn]] void unknown() const;
+
+private:
+    std::string m_command;
+    int m_argc;
+    char** m_argv;
+    int m_i = 0;
+};
+
+// Parses a decimal count within [lo, hi] or throws UsageError naming the option.
+long parseNumber(std::string_view option, const std::string& text, long lo, long hi);
+
+// Whether the report code (collector/analyze, collector/report) is part of this build.
+bool reportBuilt();
+// The text report of a capture (the fallback summary when the report is not built).
+std::string textReport(const Capture& capture, bool color);
+bool stdoutIsTerminal();
+
+// Symbolizes every process (when the symbolizer is built), writes their symbols and the End chunk.
+void finishCapture(Capture& capture, CaptureWriter& writer);
+
+// "gpuspy: wrote FILE: N process(es), M calls, B bytes" (and the bad streams if any).
+std::string captureSummary(const std::string& path, const Capture& capture, uint64_t bytes);
+
+// "gpuspy-YYYYmmdd-HHMMSS.gspy" in the current directory, with a suffix if that exists already.
+std::string defaultCaptureName();
+
+}  // namespace gpuspy::collect::cli
+
+namespace gpuspy::collect::cli {
+
+// SIGINT and SIGTERM: counted, wake poll() through `wakeFd`, and are forwarded to the pid given to
+// forwardSignalsTo() unless the kernel sent them to the whole foreground group (the terminal's
+// Ctrl-C reaches the child by itself). SIGCHLD only wakes poll().
+void installSignalHandlers(int wakeFd);
+void forwardSignalsTo(pid_t pid);
+unsigned signalsReceived();
+int lastSignal();
+void restoreSignalHandlers();
+
+}  // namespace gpuspy::collect::cli

@@ -1,0 +1,91 @@
+// collector/cli_collect.cpp: `gpuspy collect`, a long-running collector for programs started elsewhere.
+#include "collector/cli.h"
+#include "collector/server.h"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+namespace gpuspy::collect::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpuspy collect [--socket PATH] [-o FILE] [-f]\n"
+    "\n"
+    "Collects from programs started separately with the shim preloaded:\n"
+    "    GPUSPY_SOCKET=PATH LD_PRELOAD=/path/to/libgpuspy.so ./server\n"
+    "until SIGINT (Ctrl-C) or SIGTERM, then symbolizes and writes the capture. Only processes of your\n"
+    "own user may connect.\n"
+    "\n"
+    "options:\n"
+    "  --socket PATH       where to listen (default: a fresh private directory, printed at start)\n"
+    "  -o, --output FILE   the capture (default gpuspy-YYYYmmdd-HHMMSS.gspy); created 0600\n"
+    "  -f, --force         overwrite FILE if it exists\n"
+    "  -h, --help          this text\n";
+
+}  // namespace
+
+int runCollect(int argc, char** argv)
+{
+    ArgReader args("collect", argc, argv);
+    std::string socket, output;
+    bool force = false;
+    while (!args.done()) {
+        if (args.flag({"-h", "--help"})) {
+            fmt::print("{}", kUsage);
+            return 0;
+        }
+        if (args.value({"--socket"}, socket) || args.value({"-o", "--output"}, output)) continue;
+        if (args.flag({"-f", "--force"})) {
+            force = true;
+            continue;
+        }
+        args.unknown();
+    }
+    if (output.empty()) output = defaultCaptureName();
+
+    std::unique_ptr<CaptureWriter> writer;
+    std::unique_ptr<Server> server;
+    try {
+        writer = std::make_unique<CaptureWriter>(output, force);
+        ServerOptions so;
+        so.socketPath = socket;
+        so.writer = writer.get();
+        server = std::make_unique<Server>(so);
+    } catch (const std::exception& e) {
+        if (writer) unlink(output.c_str());
+        fmt::print(stderr, "gpuspy collect: {}\n", e.what());
+        return kExitFailure;
+    }
+
+    installSignalHandlers(server->wakeFd());
+    fmt::print(stderr, "gpuspy: collecting on {} into {} (Ctrl-C or SIGTERM to finish)\n", server->socketPath(), output);
+    if (socket.empty()) fmt::print("GPUSPY_SOCKET={}\n", server->socketPath());
+    std::fflush(stdout);
+    int rc = 0;
+    try {
+        while (signalsReceived() == 0) server->poll(1000);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy collect: {}\n", e.what());
+        rc = kExitFailure;
+    }
+    restoreSignalHandlers();
+
+    try {
+        server->closeAll();
+        Capture capture = server->takeCapture();
+        server.reset();
+        finishCapture(capture, *writer);
+        fmt::print(stderr, "{}\n", captureSummary(output, capture, writer->bytesWritten()));
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy collect: {}\n", e.what());
+        rc = kExitFailure;
+    }
+    return rc;
+}
+
+}  // namespace gpuspy::collect::cli

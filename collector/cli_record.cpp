@@ -1,0 +1,323 @@
+// collector/cli_record.cpp: `gpuspy record -- CMD`, run a program tree under the shim and collect it.
+#include "collector/cli.h"
+#include "collector/server.h"
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+extern char** environ;
+
+namespace gpuspy::collect::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpuspy record [-o FILE] [-f] [--sim] [--stack-depth N] [--no-gpu-time] -- CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD with gpuspy's shim preloaded, collects every process of its tree (forked and exec'd\n"
+    "children included) on a private socket, writes the capture and prints the report. The exit\n"
+    "status is CMD's (128+N if a signal N killed it). SIGINT and SIGTERM sent to gpuspy go to CMD.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE   the capture (default gpuspy-YYYYmmdd-HHMMSS.gspy); created 0600\n"
+    "  -f, --force         overwrite FILE if it exists\n"
+    "  --sim               run CMD on the simulated GPU (gpuspy's simcuda libcuda.so.1)\n"
+    "  --stack-depth N     host stack frames recorded per call (0-128)\n"
+    "  --no-gpu-time       do not time GPU work with CUDA events (host times only)\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "environment: GPUSPY_SHIM (the shim library), GPUSPY_SIMCUDA_DIR (the simulated driver's directory)\n";
+
+constexpr uint64_t kQuietNs = 200'000'000;        // after the last process left: none still starting?
+constexpr uint64_t kStragglerNoteNs = 2'000'000'000;
+
+std::string exeDir()
+{
+    char buf[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return ".";
+    buf[n] = '\0';
+    std::string p(buf);
+    const size_t slash = p.rfind('/');
+    return slash == std::string::npos ? "." : p.substr(0, slash);
+}
+
+std::string absolute(const std::string& p)
+{
+    char buf[PATH_MAX];
+    return realpath(p.c_str(), buf) ? std::string(buf) : p;
+}
+
+bool isFile(const std::string& p)
+{
+    struct stat st{};
+    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The first candidate that exists, or an error listing where we looked.
+std::string locate(const char* envName, const std::vector<std::string>& candidates, const std::string& probe,
+                   const char* what)
+{
+    if (const char* env = std::getenv(envName); env && *env) {
+        if (!isFile(probe.empty() ? env : std::string(env) + "/" + probe))
+            throw std::runtime_error(fmt::format("{}={} does not point at {}", envName, env, what));
+        return absolute(env);
+    }
+    std::string looked;
+    for (const std::string& c : candidates) {
+        if (isFile(probe.empty() ? c : c + "/" + probe)) return absolute(c);
+        looked += (looked.empty() ? "" : " and ") + c;
+    }
+    throw std::runtime_error(fmt::format("cannot find {} (looked at {}; set {})", what, looked, envName));
+}
+
+std::string prepend(const char* name, const std::string& first)
+{
+    const char* old = std::getenv(name);
+    return old && *old ? first + ":" + old : first;
+}
+
+struct RecordOptions {
+    std::string output;
+    bool force = false;
+    bool sim = false;
+    long stackDepth = -1;
+    bool noGpuTime = false;
+    std::vector<std::string> command;
+};
+
+RecordOptions parse(int argc, char** argv, bool& help)
+{
+    ArgReader args("record", argc, argv);
+    RecordOptions o;
+    std::string value;
+    help = false;
+    while (!args.done()) {
+        if (args.flag({"-h", "--help"})) {
+            help = true;
+            return o;
+        }
+        if (args.flag({"--"})) break;
+        if (args.value({"-o", "--output"}, o.output)) continue;
+        if (args.flag({"-f", "--force"})) {
+            o.force = true;
+            continue;
+        }
+        if (args.flag({"--sim"})) {
+            o.sim = true;
+            continue;
+        }
+        if (args.flag({"--no-gpu-time"})) {
+            o.noGpuTime = true;
+            continue;
+        }
+        if (args.value({"--stack-depth"}, value)) {
+            o.stackDepth = parseNumber("gpuspy record: --stack-depth", value, 0, wire::kMaxStackDepth);
+            continue;
+        }
+        if (args.isOption()) args.unknown();
+        break;  // the command, without "--"
+    }
+    while (!args.done()) o.command.push_back(args.positional());
+    if (o.command.empty()) throw UsageError("gpuspy record: no command to run (usage: gpuspy record [options] -- CMD [ARGS...])");
+    return o;
+}
+
+std::vector<std::string> childEnvironment(const RecordOptions& o, const std::string& shim, const std::string& simDir,
+                                          const std::string& socket)
+{
+    std::vector<std::pair<std::string, std::string>> set = {
+        {"LD_PRELOAD", prepend("LD_PRELOAD", shim)},
+        {"GPUSPY_SOCKET", socket},
+    };
+    if (o.sim) set.emplace_back("LD_LIBRARY_PATH", prepend("LD_LIBRARY_PATH", simDir));
+    if (o.stackDepth >= 0) set.emplace_back("GPUSPY_STACK_DEPTH", std::to_string(o.stackDepth));
+    if (o.noGpuTime) set.emplace_back("GPUSPY_GPU_TIME", "0");
+
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+        const std::string_view kv(*e);
+        const bool replaced = std::any_of(set.begin(), set.end(), [&](const auto& s) {
+            return kv.size() > s.first.size() && kv.substr(0, s.first.size()) == s.first && kv[s.first.size()] == '=';
+        });
+        if (!replaced) env.emplace_back(kv);
+    }
+    for (const auto& [k, v] : set) env.push_back(k + "=" + v);
+    return env;
+}
+
+// Starts the command; returns its pid, or throws with why it could not be started.
+pid_t spawn(const std::vector<std::string>& command, const std::vector<std::string>& env)
+{
+    std::vector<char*> argv, envp;
+    for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    const pid_t pid = fork();
+    if (pid < 0) {
+        const int e = errno;
+        close(report[0]);
+        close(report[1]);
+        throw std::runtime_error(std::string("fork: ") + std::strerror(e));
+    }
+    if (pid == 0) {
+        // The child: our handlers are replaced by the defaults at exec; the mask is inherited, so clear it.
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, nullptr);
+        close(report[0]);
+        execvpe(argv[0], argv.data(), envp.data());
+        const int e = errno;
+        [[maybe_unused]] ssize_t w = write(report[1], &e, sizeof e);
+        _exit(127);
+    }
+    close(report[1]);
+    int childErrno = 0;
+    ssize_t n;
+    do n = read(report[0], &childErrno, sizeof childErrno);
+    while (n < 0 && errno == EINTR);
+    close(report[0]);
+    if (n == sizeof childErrno) {
+        int status;
+        waitpid(pid, &status, 0);
+        throw std::runtime_error(fmt::format("cannot run '{}': {}", command[0], std::strerror(childErrno)));
+    }
+    return pid;
+}
+
+int exitStatusOf(int status)
+{
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return 1;
+}
+
+}  // namespace
+
+int runRecord(int argc, char** argv)
+{
+    bool help = false;
+    const RecordOptions o = parse(argc, argv, help);
+    if (help) {
+        fmt::print("{}", kUsage);
+        return 0;
+    }
+
+    std::string shim, simDir;
+    const std::string dir = exeDir();
+    try {
+        shim = locate("GPUSPY_SHIM", {dir + "/../lib/libgpuspy.so", dir + "/../lib/gpuspy/libgpuspy.so"}, "",
+                      "the shim libgpuspy.so");
+        if (shim.find_first_of(" :") != std::string::npos)
+            throw std::runtime_error("the shim's path " + shim + " contains a space or ':', which LD_PRELOAD cannot carry");
+        if (o.sim)
+            simDir = locate("GPUSPY_SIMCUDA_DIR", {dir + "/../lib/simcuda", dir + "/../lib/gpuspy/simcuda"}, "libcuda.so.1",
+                            "the simulated driver (libcuda.so.1)");
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        return kExitFailure;
+    }
+
+    const std::string output = o.output.empty() ? defaultCaptureName() : o.output;
+    std::unique_ptr<CaptureWriter> writer;
+    std::unique_ptr<Server> server;
+    try {
+        writer = std::make_unique<CaptureWriter>(output, o.force);
+        ServerOptions so;
+        so.writer = writer.get();
+        server = std::make_unique<Server>(so);
+    } catch (const std::exception& e) {
+        if (writer) unlink(output.c_str());
+        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        return kExitFailure;
+    }
+
+    installSignalHandlers(server->wakeFd());
+    pid_t child;
+    try {
+        child = spawn(o.command, childEnvironment(o, shim, simDir, server->socketPath()));
+    } catch (const std::exception& e) {
+        restoreSignalHandlers();
+        writer.reset();
+        unlink(output.c_str());
+        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        return 127;
+    }
+    forwardSignalsTo(child);
+
+    int status = 0;
+    bool childDone = false;
+    uint64_t doneAt = 0;
+    unsigned signalsAtExit = 0;
+    bool noted = false;
+    try {
+        while (true) {
+            server->poll(childDone ? 50 : 250);
+            if (!childDone) {
+                const pid_t r = waitpid(child, &status, WNOHANG);
+                if (r == child) {
+                    childDone = true;
+                    doneAt = monotonicNs();
+                    signalsAtExit = signalsReceived();
+                    forwardSignalsTo(0);
+                }
+                continue;
+            }
+            // The command has exited; its descendants may still be sending, or just connecting.
+            const uint64_t now = monotonicNs();
+            if (server->openConnections() == 0 && now - std::max(doneAt, server->lastChangeNs()) >= kQuietNs) break;
+            if (signalsReceived() != signalsAtExit) break;
+            if (!noted && server->openConnections() > 0 && now - doneAt >= kStragglerNoteNs) {
+                noted = true;
+                fmt::print(stderr, "gpuspy: {} has exited; waiting for {} traced process(es) still connected "
+                                   "(Ctrl-C to stop waiting)\n", o.command[0], server->openConnections());
+            }
+        }
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        if (!childDone) {
+            waitpid(child, &status, 0);
+        }
+    }
+    restoreSignalHandlers();
+
+    const int exitStatus = exitStatusOf(status);
+    try {
+        server->closeAll();
+        Capture capture = server->takeCapture();
+        server.reset();
+        finishCapture(capture, *writer);
+        fmt::print(stderr, "{}\n", captureSummary(output, capture, writer->bytesWritten()));
+        if (capture.processes.empty()) {
+            fmt::print(stderr, "gpuspy: no process connected to the collector: {} made no CUDA call gpuspy saw, or does "
+                               "not load preloaded libraries (static or setuid programs)\n", o.command[0]);
+        } else {
+            const std::string report = textReport(capture, stdoutIsTerminal());
+            std::fwrite(report.data(), 1, report.size(), stdout);
+            std::fflush(stdout);
+        }
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+    }
+    return exitStatus;
+}
+
+}  // namespace gpuspy::collect::cli

@@ -1,0 +1,62 @@
+// collector/main.cpp: the gpuspy command: dispatches to the subcommands in cli_*.cpp.
+#include "collector/cli.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <exception>
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpuspy COMMAND [OPTIONS] [ARGS]\n"
+    "\n"
+    "Why is my GPU program slow? gpuspy records the CUDA calls of a program, with their host and GPU\n"
+    "times and call stacks, and reports transfer overhead, launch overhead and blocking syncs.\n"
+    "\n"
+    "commands:\n"
+    "  record [-o FILE] [--sim] -- CMD [ARGS...]   run CMD under gpuspy, write a capture, print the report\n"
+    "  collect [--socket PATH] [-o FILE]            collect from programs started separately\n"
+    "  report FILE [--format text|json|csv]         the report of a capture\n"
+    "  dump FILE                                    every record of a capture, one per line\n"
+    "\n"
+    "  gpuspy COMMAND --help    that command's options\n"
+    "  gpuspy --version         the version\n";
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    using namespace gpuspy::collect::cli;
+    if (argc < 2) {
+        fmt::print(stderr, "{}", kUsage);
+        return kExitUsage;
+    }
+    const std::string_view command = argv[1];
+    if (command == "-h" || command == "--help" || command == "help") {
+        fmt::print("{}", kUsage);
+        return 0;
+    }
+    if (command == "--version" || command == "-V") {
+        fmt::print("gpuspy {}\n", GPUSPY_VERSION);
+        return 0;
+    }
+    int (*run)(int, char**) = nullptr;
+    if (command == "record") run = runRecord;
+    else if (command == "collect") run = runCollect;
+    else if (command == "report") run = runReport;
+    else if (command == "dump") run = runDump;
+    if (!run) {
+        fmt::print(stderr, "gpuspy: unknown command '{}' (see gpuspy --help)\n", command);
+        return kExitUsage;
+    }
+    try {
+        return run(argc - 2, argv + 2);
+    } catch (const UsageError& e) {
+        fmt::print(stderr, "{} (see gpuspy {} --help)\n", e.what(), command);
+        return kExitUsage;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy {}: {}\n", command, e.what());
+        return kExitFailure;
+    }
+}

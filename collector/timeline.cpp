@@ -1,0 +1,91 @@
+// collector/timeline.cpp: the interval union behind busy %, idle gaps and "GPU busy while blocked".
+#include "collector/timeline.h"
+
+#include <algorithm>
+
+namespace gpuspy::collect {
+
+void IntervalSet::add(uint64_t begin, uint64_t end)
+{
+    if (end <= begin) return;
+    m_items.push_back({begin, end});
+    m_dirty = true;
+}
+
+void IntervalSet::merge() const
+{
+    if (!m_dirty) return;
+    std::sort(m_items.begin(), m_items.end(),
+              [](const Interval& a, const Interval& b) { return a.begin < b.begin || (a.begin == b.begin && a.end < b.end); });
+    std::vector<Interval> out;
+    out.reserve(m_items.size());
+    for (const Interval& i : m_items) {
+        if (!out.empty() && i.begin <= out.back().end)
+            out.back().end = std::max(out.back().end, i.end);
+        else
+            out.push_back(i);
+    }
+    m_items = std::move(out);
+    m_prefix.assign(m_items.size() + 1, 0);
+    for (size_t k = 0; k < m_items.size(); ++k) m_prefix[k + 1] = m_prefix[k] + m_items[k].length();
+    m_dirty = false;
+}
+
+const std::vector<Interval>& IntervalSet::merged() const
+{
+    merge();
+    return m_items;
+}
+
+uint64_t IntervalSet::total() const
+{
+    merge();
+    return m_prefix.empty() ? 0 : m_prefix.back();
+}
+
+uint64_t IntervalSet::overlap(uint64_t begin, uint64_t end) const
+{
+    merge();
+    if (end <= begin || m_items.empty()) return 0;
+    // First interval ending after `begin`; last interval starting before `end`.
+    auto lo = std::upper_bound(m_items.begin(), m_items.end(), begin,
+                               [](uint64_t t, const Interval& i) { return t < i.end; });
+    auto hi = std::lower_bound(m_items.begin(), m_items.end(), end,
+                               [](const Interval& i, uint64_t t) { return i.begin < t; });
+    if (lo >= hi) return 0;
+    const size_t a = size_t(lo - m_items.begin()), b = size_t(hi - m_items.begin());
+    uint64_t sum = m_prefix[b] - m_prefix[a];
+    // Trim the partial ends.
+    if (m_items[a].begin < begin) sum -= begin - m_items[a].begin;
+    if (m_items[b - 1].end > end) sum -= m_items[b - 1].end - end;
+    return sum;
+}
+
+uint64_t IntervalSet::first() const
+{
+    merge();
+    return m_items.empty() ? 0 : m_items.front().begin;
+}
+
+uint64_t IntervalSet::last() const
+{
+    merge();
+    return m_items.empty() ? 0 : m_items.back().end;
+}
+
+std::vector<Interval> IntervalSet::gaps() const
+{
+    merge();
+    std::vector<Interval> out;
+    for (size_t k = 1; k < m_items.size(); ++k) out.push_back({m_items[k - 1].end, m_items[k].begin});
+    return out;
+}
+
+IntervalSet IntervalSet::clipped(uint64_t begin, uint64_t end) const
+{
+    IntervalSet out;
+    for (const Interval& i : merged()) out.add(std::max(i.begin, begin), std::min(i.end, end));
+    return out;
+}
+
+}  // namespace gpuspy::collect

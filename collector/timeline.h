@@ -1,0 +1,42 @@
+// collector/timeline.h: sets of time intervals (unions, gaps, overlaps) for the busy, idle and blocked
+// arithmetic of the analysis. Half-open [begin, end) in nanoseconds on the host clock.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace gpuspy::collect {
+
+struct Interval {
+    uint64_t begin = 0, end = 0;
+    uint64_t length() const { return end > begin ? end - begin : 0; }
+};
+
+// A union of intervals: add any number, then query. Queries merge lazily, so adding after a query
+// is allowed (it costs another merge).
+class IntervalSet {
+public:
+    void add(uint64_t begin, uint64_t end);
+    void add(const Interval& i) { add(i.begin, i.end); }
+
+    // The disjoint, sorted intervals of the union.
+    const std::vector<Interval>& merged() const;
+    bool empty() const { return merged().empty(); }
+    uint64_t total() const;                                 // length of the union
+    uint64_t overlap(uint64_t begin, uint64_t end) const;   // length of the union inside [begin, end)
+    uint64_t first() const;                                 // begin of the earliest interval (0 if empty)
+    uint64_t last() const;                                  // end of the latest interval (0 if empty)
+
+    // The holes between consecutive merged intervals (not before the first or after the last).
+    std::vector<Interval> gaps() const;
+    // The union clipped to [begin, end).
+    IntervalSet clipped(uint64_t begin, uint64_t end) const;
+
+private:
+    void merge() const;
+    mutable std::vector<Interval> m_items;
+    mutable std::vector<uint64_t> m_prefix;  // m_prefix[i] = total length of merged items before i
+    mutable bool m_dirty = false;
+};
+
+}  // namespace gpuspy::collect

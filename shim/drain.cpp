@@ -1,0 +1,424 @@
+// shim/drain.cpp: the bounded queue and the one drain thread that turns queued items into wire
+// records and writes them to the collector's socket or to a capture file.
+#include "shim/shim.h"
+
+#if __has_include(<concurrentqueue/moodycamel/concurrentqueue.h>)
+#include <concurrentqueue/moodycamel/concurrentqueue.h>
+#else
+#include <concurrentqueue/concurrentqueue.h>
+#endif
+
+#include "wire/codec.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace gpuspy::shim {
+
+uint64_t recordsMade();
+uint64_t recordsDropped();
+void countDrainDrop(uint64_t n);
+void countMade(uint64_t n);
+size_t snapshotThreadStats(wire::ThreadStatsBody* out, size_t cap);
+
+namespace {
+
+struct QueueTraits : moodycamel::ConcurrentQueueDefaultTraits {
+    static const size_t BLOCK_SIZE = 64;
+    // try_enqueue never grows a producer's block index: size it so one thread can fill the queue.
+    static const size_t EXPLICIT_INITIAL_INDEX_SIZE = 1024;
+};
+using Queue = moodycamel::ConcurrentQueue<Item, QueueTraits>;
+
+Queue* g_queue = nullptr;  // replaced (the old one leaked) in a forked child
+size_t g_queueItems = 1 << 16;
+
+constexpr size_t kBufSize = 1 << 20;
+constexpr size_t kBatch = 512;
+
+std::atomic<bool> g_stop{false};
+std::atomic<bool> g_running{false};
+std::atomic<bool> g_finished{false};
+
+struct Output {
+    int fd = -1;
+    bool socket = false;
+    bool failed = false;
+    bool warned = false;
+};
+Output g_out;
+
+void note(const char* msg)
+{
+    // Said once, outside the hot path; never allocates.
+    ssize_t r = write(2, msg, strlen(msg));
+    (void)r;
+}
+
+size_t expandPath(char* out, size_t cap, const char* pattern, int pid)
+{
+    size_t n = 0;
+    for (const char* p = pattern; *p && n + 24 < cap; ++p) {
+        if (p[0] == '%' && p[1] == 'p') {
+            n += size_t(snprintf(out + n, cap - n, "%d", pid));
+            ++p;
+        } else {
+            out[n++] = *p;
+        }
+    }
+    out[n] = 0;
+    return n;
+}
+
+int openCaptureFile()
+{
+    const int pid = int(getpid());
+    char path[4096];
+    const char* env = getenv("GPUSPY_OUTPUT");
+    if (env && *env)
+        expandPath(path, sizeof path - 32, env, pid);
+    else
+        snprintf(path, sizeof path, "./gpuspy-%d.gspy", pid);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST) {
+        // A forked or exec'd child inheriting the same GPUSPY_OUTPUT: its own file, never the parent's.
+        const size_t len = strlen(path);
+        snprintf(path + len, sizeof path - len, ".%d", pid);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    }
+    if (fd < 0) {
+        char msg[4200];
+        snprintf(msg, sizeof msg, "gpuspy: cannot create %s (%s); recording is off\n", path, strerror(errno));
+        note(msg);
+    }
+    return fd;
+}
+
+int connectSocket(const char* path)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof addr.sun_path) {
+        close(fd);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+bool writeAll(const uint8_t* p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = g_out.socket ? send(g_out.fd, p, n, MSG_NOSIGNAL) : write(g_out.fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        p += w;
+        n -= size_t(w);
+    }
+    return true;
+}
+
+size_t encodePreamble(uint8_t* out, size_t cap)
+{
+    size_t n = 0;
+    const uint64_t mono = nowNs();
+    timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    const uint64_t real = uint64_t(rt.tv_sec) * 1000000000u + uint64_t(rt.tv_nsec);
+    wire::StreamHeader h = wire::makeStreamHeader(uint32_t(getpid()), mono, real);
+    memcpy(out, &h, sizeof h);
+    n += sizeof h;
+
+    char cmd[4096];
+    size_t cmdLen = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t r = read(fd, cmd, sizeof cmd);
+        if (r > 0) cmdLen = size_t(r);
+        close(fd);
+    }
+    wire::ProcessBody pb{};
+    pb.pid = uint32_t(getpid());
+    pb.ppid = uint32_t(getppid());
+    pb.startMonotonicNs = mono;
+    pb.startRealtimeNs = real;
+    pb.length = uint32_t(cmdLen);
+    n += wire::encodeVar(out + n, cap - n, pb, cmd, uint32_t(cmdLen));
+
+    for (size_t i = 1; i < kApiCount; ++i) {
+        wire::ApiDefBody ab{};
+        ab.apiId = uint16_t(i);
+        ab.category = kApis[i].category;
+        ab.length = uint32_t(strlen(kApis[i].abi));
+        n += wire::encodeVar(out + n, cap - n, ab, kApis[i].abi, ab.length);
+    }
+    return n;
+}
+
+// Opens the socket or the file and writes the stream's preamble. False: nothing can be written.
+bool openOutput(uint8_t* buf)
+{
+    g_out = Output{};
+    const char* sock = getenv("GPUSPY_SOCKET");
+    if (sock && *sock) {
+        int fd = connectSocket(sock);
+        if (fd >= 0) {
+            g_out.fd = fd;
+            g_out.socket = true;
+        } else {
+            char msg[600];
+            snprintf(msg, sizeof msg, "gpuspy: no collector at %s (%s); writing a capture file instead\n", sock,
+                     strerror(errno));
+            note(msg);
+        }
+    }
+    if (g_out.fd < 0) g_out.fd = openCaptureFile();
+    if (g_out.fd < 0) {
+        g_out.failed = true;
+        return false;
+    }
+    const size_t n = encodePreamble(buf, kBufSize);
+    if (!writeAll(buf, n)) {
+        g_out.failed = true;
+        return false;
+    }
+    return true;
+}
+
+// A write failed: a socket falls back to a file (a new stream, definitions sent again); a file
+// gives up, said once.
+void onWriteFailure(uint8_t* buf)
+{
+    if (g_out.socket) {
+        close(g_out.fd);
+        note("gpuspy: lost the collector; writing the rest to a capture file\n");
+        g_out.fd = openCaptureFile();
+        g_out.socket = false;
+        if (g_out.fd >= 0) {
+            internForgetSent();
+#ifdef GPUSPY_HAVE_STACK
+            stackAfterForkChild();
+#endif
+            const size_t n = encodePreamble(buf, kBufSize);
+            if (writeAll(buf, n)) return;
+        }
+    } else if (!g_out.warned) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "gpuspy: writing the capture failed (%s); recording is off\n", strerror(errno));
+        note(msg);
+    }
+    g_out.warned = true;
+    g_out.failed = true;
+}
+
+size_t drainDefs(uint8_t* out, size_t cap)
+{
+    size_t n = 0;
+    for (;;) {
+        size_t k = drainKernelDefs(out + n, cap - n);
+        k += drainStringDefs(out + n + k, cap - n - k);
+        k += drainDeviceDefs(out + n + k, cap - n - k);
+        k += drainThreadDefs(out + n + k, cap - n - k);
+#ifdef GPUSPY_HAVE_STACK
+        k += stackDrainDefs(out + n + k, cap - n - k);
+#endif
+        n += k;
+        if (k == 0 || cap - n < 70000) break;
+    }
+    return n;
+}
+
+void flushBuffer(uint8_t* buf, size_t& n, uint64_t records)
+{
+    if (n == 0) return;
+    if (g_out.failed) {
+        countDrainDrop(records);
+    } else if (!writeAll(buf, n)) {
+        countDrainDrop(records);
+        onWriteFailure(buf);
+    }
+    n = 0;
+}
+
+void* drainMain(void*)
+{
+    ++t_depth;  // nothing this thread calls is recorded
+    prctl(PR_SET_NAME, "gpuspy-drain", 0, 0, 0);
+    uint8_t* buf = static_cast<uint8_t*>(malloc(kBufSize));
+    Item* items = static_cast<Item*>(malloc(sizeof(Item) * kBatch));
+    if (!buf || !items) {
+        g_finished.store(true);
+        return nullptr;
+    }
+    uint8_t* enc = static_cast<uint8_t*>(malloc(kBufSize));
+    openOutput(enc);
+    Queue* q = g_queue;
+    moodycamel::ConsumerToken ctok(*q);
+    size_t n = 0;
+    uint64_t pendingRecords = 0;
+    bool stopping = false;
+    uint64_t stopDeadline = 0;
+    for (;;) {
+        if (!stopping && g_stop.load(std::memory_order_acquire)) {
+            stopping = true;
+            stopDeadline = nowNs() + 1500000000ull;
+        }
+        const size_t got = q->try_dequeue_bulk(ctok, items, kBatch);
+        // Definitions first, so that the records that follow can refer to them.
+        n += drainDefs(buf + n, kBufSize - n);
+        for (size_t i = 0; i < got; ++i) {
+            const Item& it = items[i];
+            size_t k = 0;
+            if (it.kind == Item::Call)
+                k = wire::encode(buf + n, kBufSize - n, it.call);
+            else if (it.kind == Item::Nvtx)
+                k = wire::encode(buf + n, kBufSize - n, it.nvtx);
+            else if (it.kind == Item::ThreadStats)
+                k = wire::encode(buf + n, kBufSize - n, it.stats);
+            n += k;
+            ++pendingRecords;
+            if (kBufSize - n < 4096) {
+                flushBuffer(buf, n, pendingRecords);
+                pendingRecords = 0;
+            }
+        }
+        const size_t g = gpuDrain(buf + n, kBufSize - n, items, got, stopping);
+        n += g;
+        if (kBufSize - n < 200000 || got == 0) {
+            flushBuffer(buf, n, pendingRecords);
+            pendingRecords = 0;
+        }
+        if (got == 0) {
+            if (stopping && (q->size_approx() == 0 || nowNs() > stopDeadline)) break;
+            timespec ts{0, stopping ? 200000 : 2000000};
+            nanosleep(&ts, nullptr);
+        }
+    }
+    // Final totals: per-thread figures for threads still alive, then End.
+    n += drainDefs(buf + n, kBufSize - n);
+    n += gpuDrain(buf + n, kBufSize - n, nullptr, 0, true);
+    wire::ThreadStatsBody stats[256];
+    const size_t ns = snapshotThreadStats(stats, 256);
+    for (size_t i = 0; i < ns && kBufSize - n > 64; ++i) n += wire::encode(buf + n, kBufSize - n, stats[i]);
+    countMade(ns + 1);
+    wire::EndBody end{};
+    end.endNs = nowNs();
+    end.recordsMade = recordsMade();
+    end.recordsDropped = recordsDropped() + q->size_approx();
+    end.gpuSpansSampledOut = gpuSampledOut();
+    end.exitReason = 0;
+    n += wire::encode(buf + n, kBufSize - n, end);
+    flushBuffer(buf, n, ns + 1);
+    if (g_out.fd >= 0) {
+        if (g_out.socket) shutdown(g_out.fd, SHUT_WR);
+        close(g_out.fd);
+        g_out.fd = -1;
+    }
+    g_finished.store(true, std::memory_order_release);
+    return nullptr;  // buffers leaked on purpose: exit is near
+}
+
+pthread_t g_thread;
+
+}  // namespace
+
+void queueCreate()
+{
+    if (const char* e = getenv("GPUSPY_QUEUE_ITEMS")) {
+        const unsigned long v = strtoul(e, nullptr, 10);
+        if (v >= 1024 && v <= (1ul << 24)) g_queueItems = v;
+    }
+    void* mem = malloc(sizeof(Queue));
+    if (!mem) return;
+    // Explicit producers only (one token per thread); all blocks allocated now: bounded.
+    g_queue = new (mem) Queue(g_queueItems + 2 * QueueTraits::BLOCK_SIZE, 0, 0);
+}
+
+void* queueNewToken()
+{
+    if (!g_queue) return nullptr;
+    void* mem = malloc(sizeof(moodycamel::ProducerToken));
+    if (!mem) return nullptr;
+    auto* tok = new (mem) moodycamel::ProducerToken(*g_queue);
+    if (!tok->valid()) {
+        tok->~ProducerToken();
+        free(mem);
+        return nullptr;
+    }
+    return tok;
+}
+
+void queueFreeToken(void* token)
+{
+    if (!token) return;
+    auto* tok = static_cast<moodycamel::ProducerToken*>(token);
+    tok->~ProducerToken();
+    free(tok);
+}
+
+bool queueTryEnqueue(void* token, const Item& item)
+{
+    return g_queue && g_queue->try_enqueue(*static_cast<moodycamel::ProducerToken*>(token), item);
+}
+
+void drainStart()
+{
+    if (g_running.exchange(true)) return;
+    g_stop.store(false);
+    g_finished.store(false);
+    // All signals blocked in the drain thread: the app's handlers run on the app's threads.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&g_thread, &attr, drainMain, nullptr) != 0) {
+        g_running.store(false);
+        g_finished.store(true);
+    }
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void drainWake() {}
+
+void drainStopAndFlush(uint64_t timeoutNs)
+{
+    if (!g_running.load()) return;
+    g_stop.store(true, std::memory_order_release);
+    const uint64_t deadline = nowNs() + timeoutNs;
+    while (!g_finished.load(std::memory_order_acquire) && nowNs() < deadline) {
+        timespec ts{0, 500000};
+        nanosleep(&ts, nullptr);
+    }
+}
+
+void drainAfterForkChild()
+{
+    // The drain thread did not survive the fork; its output belongs to the parent.
+    g_running.store(false);
+    g_stop.store(false);
+    g_finished.store(false);
+    if (g_out.fd >= 0) close(g_out.fd);  // our copy only; the parent's stream goes on
+    g_out = Output{};
+    g_queue = nullptr;  // the parent's queue and its pending records: leaked, never sent twice
+    internForgetSent();
+}
+
+}  // namespace gpuspy::shim

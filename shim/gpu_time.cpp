@@ -1,0 +1,490 @@
+// shim/gpu_time.cpp: GPU begin/end of device work from CUDA timing events: pooled events recorded
+// on the app's stream around each copy (and sampled kernels), the end of one operation shared as
+// the start of the next, resolved by the drain thread (query only) and placed on the host clock
+// through a per-context anchor event.
+#include "shim/shim.h"
+
+#include "wire/codec.h"
+
+#include <pthread.h>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace gpuspy::shim {
+
+namespace {
+
+bool g_on = true;
+uint64_t g_sampleNs = 40000;  // at most one sampled kernel per this much time per thread
+std::atomic<uint64_t> g_sampledOut{0};
+std::atomic<int> g_capturing{0};  // streams in capture right now (any mode)
+std::atomic<int64_t> g_inFlight{0};
+std::atomic<uint64_t> g_lateEnds{0};       // spans dropped: end event recorded too late to trust
+constexpr uint64_t kLateRecordNs = 50000;   // spans queued or pending in the drain thread
+std::atomic<uint32_t> g_epoch{0};     // bumped when contexts may have died: pools and anchors are stale
+
+// A pooled event with a reference count: the span that ends with it, the span that starts with it,
+// and the stream slot that may share it as the next start.
+struct Ev {
+    CUevent event;
+    std::atomic<int> refs;
+    Ev* nextFree;
+    struct Pool* pool;
+};
+
+struct Pool {
+    std::atomic<CUcontext> ctx{nullptr};
+    int device = -1;
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    Ev* free = nullptr;
+    unsigned created = 0;
+};
+constexpr size_t kMaxPools = 32;
+constexpr unsigned kMaxEventsPerPool = 8192;
+Pool g_pools[kMaxPools];
+
+Pool* poolFor(CUcontext ctx, int device)
+{
+    for (Pool& p : g_pools) {
+        CUcontext c = p.ctx.load(std::memory_order_acquire);
+        if (c == ctx) return &p;
+        if (c == nullptr) {
+            CUcontext expected = nullptr;
+            if (p.ctx.compare_exchange_strong(expected, ctx)) {
+                p.device = device;
+                return &p;
+            }
+            if (expected == ctx) return &p;
+        }
+    }
+    return nullptr;
+}
+
+// App thread, inside a hook (depth guard held), with `pool`'s context current.
+Ev* acquire(Pool* pool)
+{
+    pthread_mutex_lock(&pool->lock);
+    Ev* ev = pool->free;
+    if (ev) pool->free = ev->nextFree;
+    pthread_mutex_unlock(&pool->lock);
+    if (ev) {
+        ev->refs.store(1, std::memory_order_relaxed);
+        return ev;
+    }
+    if (pool->created >= kMaxEventsPerPool) return nullptr;
+    const Driver& d = driver();
+    CUevent e = nullptr;
+    if (!d.eventCreate || d.eventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return nullptr;
+    void* mem = malloc(sizeof(Ev));
+    if (!mem) return nullptr;
+    ev = new (mem) Ev{e, {1}, nullptr, pool};
+    __atomic_fetch_add(&pool->created, 1u, __ATOMIC_RELAXED);
+    return ev;
+}
+
+void release(Ev* ev)
+{
+    if (!ev || ev->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    pthread_mutex_lock(&ev->pool->lock);
+    ev->nextFree = ev->pool->free;
+    ev->pool->free = ev;
+    pthread_mutex_unlock(&ev->pool->lock);
+}
+
+// What we know of a stream: its last end event, valid as the next start while nothing we did
+// not time ran in between.
+struct StreamSlot {
+    std::atomic<uint64_t> key{0};
+    std::atomic_flag busy = ATOMIC_FLAG_INIT;
+    Ev* lastEnd = nullptr;
+    bool capturing = false;
+};
+constexpr size_t kSlots = 4096;
+StreamSlot g_slots[kSlots];
+
+// The per-thread default stream is one per thread; the legacy one per context.
+uint64_t streamKey(CUstream s, bool perThread, CUcontext ctx)
+{
+    uintptr_t h = uintptr_t(s);
+    if (h == uintptr_t(CU_STREAM_LEGACY)) h = 0, perThread = false;
+    if (h == uintptr_t(CU_STREAM_PER_THREAD)) h = 0, perThread = true;
+    if (h != 0) return uint64_t(h);
+    if (perThread) return (uint64_t(currentTid()) << 1) | 1ull | (1ull << 62);
+    return (uint64_t(uintptr_t(ctx)) << 1) | 1ull | (1ull << 63);
+}
+
+StreamSlot* slotFor(uint64_t key, bool create)
+{
+    size_t h = size_t((key * 0x9E3779B97F4A7C15ull) >> 40);
+    for (size_t i = 0; i < 32; ++i) {
+        StreamSlot& s = g_slots[(h + i) % kSlots];
+        uint64_t k = s.key.load(std::memory_order_acquire);
+        if (k == key) return &s;
+        if (k == 0) {
+            if (!create) return nullptr;
+            uint64_t expected = 0;
+            if (s.key.compare_exchange_strong(expected, key)) return &s;
+            if (expected == key) return &s;
+        }
+    }
+    return nullptr;
+}
+
+void lockSlot(StreamSlot* s)
+{
+    while (s->busy.test_and_set(std::memory_order_acquire)) {
+    }
+}
+void unlockSlot(StreamSlot* s) { s->busy.clear(std::memory_order_release); }
+
+thread_local uint64_t t_lastSampledNs GS_TLS = 0;
+
+CUresult recordOn(Ev* ev, CUstream s, bool perThread)
+{
+    const Driver& d = driver();
+    auto rec = perThread && d.eventRecordPtsz ? d.eventRecordPtsz : d.eventRecord;
+    return rec ? rec(ev->event, s) : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+// ---- drain side: pending spans and the clock anchors
+struct Pending {
+    uint64_t seq;
+    uint64_t callBegin, callEnd;
+    Ev* begin;
+    Ev* end;
+    int device;
+    bool blocking;  // the host waited for the work: it ended before the call returned
+    uint64_t endRecordedNs;  // when the end event was recorded (host)
+};
+constexpr size_t kMaxPending = 1 << 15;
+Pending* g_pending = nullptr;
+size_t g_pendingCount = 0;
+
+struct Anchor {
+    CUcontext ctx = nullptr;
+    CUstream stream = nullptr;
+    CUevent event = nullptr;
+    uint64_t hostNs = 0;
+    uint64_t errorNs = 0;
+    bool failed = false;
+};
+Anchor g_anchors[kMaxPools];
+
+Anchor* anchorFor(CUcontext ctx, int device, uint8_t* out, size_t cap, size_t& n)
+{
+    Anchor* a = nullptr;
+    for (Anchor& x : g_anchors) {
+        if (x.ctx == ctx) { a = &x; break; }
+        if (!x.ctx) { x.ctx = ctx; a = &x; break; }
+    }
+    if (!a || a->failed) return nullptr;
+    const uint64_t now = nowNs();
+    if (a->event && now - a->hostNs < 500000000ull) return a;
+    const Driver& d = driver();
+    if (!d.ctxSetCurrent || !d.streamCreate || !d.eventCreate || !d.eventSynchronize || !d.eventRecord) {
+        a->failed = true;
+        return nullptr;
+    }
+    // The drain thread's own non-blocking stream: anchoring never waits for, or orders, app work.
+    if (d.ctxSetCurrent(ctx) != CUDA_SUCCESS) return nullptr;
+    if (!a->stream && d.streamCreate(&a->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        a->failed = true;
+        return nullptr;
+    }
+    if (!a->event && d.eventCreate(&a->event, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+        a->failed = true;
+        return nullptr;
+    }
+    // Poll rather than synchronize: a synchronize returns some time after the event completed (wake-up,
+    // the driver's own bookkeeping), which would shift every span later by that much. The anchor
+    // completed between the last query that said "not ready" and the first that said "ready". The
+    // first of up to three tries that brackets it within 2 µs sets the offset.
+    if (!d.eventQuery) return nullptr;
+    uint64_t bestHost = 0, bestErr = UINT64_MAX;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        uint64_t prev = nowNs();
+        if (d.eventRecord(a->event, a->stream) != CUDA_SUCCESS) return nullptr;
+        const uint64_t giveUp = prev + 100000000ull;
+        for (;;) {
+            const uint64_t tq = nowNs();
+            const CUresult q = d.eventQuery(a->event);
+            if (q == CUDA_SUCCESS) {
+                bestErr = tq - prev;  // the event holds this attempt's time: always use the last attempt
+                bestHost = prev + (tq - prev) / 2;
+                break;
+            }
+            if (q != CUDA_ERROR_NOT_READY || tq > giveUp) return nullptr;
+            prev = tq;
+        }
+        if (bestErr < 2000) break;
+    }
+    if (bestErr == UINT64_MAX) return nullptr;
+    a->hostNs = bestHost;
+    a->errorNs = bestErr;
+    wire::ClockBody cb{};
+    cb.device = device;
+    cb.offsetNs = int64_t(a->hostNs);
+    cb.errorNs = a->errorNs;
+    if (cap - n >= 64) n += wire::encode(out + n, cap - n, cb);
+    return a;
+}
+
+bool eventHostNs(const Anchor* a, Ev* ev, uint64_t& ns)
+{
+    const Driver& d = driver();
+    float ms = 0;
+    if (!d.eventElapsedTime || d.eventElapsedTime(&ms, a->event, ev->event) != CUDA_SUCCESS) return false;
+    ns = uint64_t(int64_t(a->hostNs) + int64_t(double(ms) * 1e6));
+    return true;
+}
+
+}  // namespace
+
+void gpuConfigure()
+{
+    const char* on = getenv("GPUSPY_GPU_TIME");
+    g_on = !(on && on[0] == '0');
+    if (const char* s = getenv("GPUSPY_GPU_SAMPLE_NS")) g_sampleNs = strtoull(s, nullptr, 10);
+}
+
+void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways)
+{
+    if (!g_on || !scope.active()) return;
+    CUcontext ctx = nullptr;
+    const int dev = deviceOfCurrentContext(&ctx);
+    scope.body().device = int16_t(dev);
+    if (!ctx) return;
+    const bool pt = scope.perThread();
+    StreamSlot* slot = slotFor(streamKey(stream, pt, ctx), true);
+    if (g_capturing.load(std::memory_order_acquire) > 0) {
+        // Something is capturing: ask the driver whether this stream is (it may have joined a capture
+        // through an event wait); events recorded into a capture would become graph nodes.
+        const Driver& d = driver();
+        auto isCap = pt && d.streamIsCapturingPtsz ? d.streamIsCapturingPtsz : d.streamIsCapturing;
+        CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+        if (!isCap || isCap(stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE) {
+            scope.setFlags(wire::kCallCapturing);
+            return;
+        }
+    }
+    if (!timeAlways) {
+        const uint64_t now = scope.body().beginNs;
+        if (now - t_lastSampledNs < g_sampleNs) {
+            scope.setFlags(wire::kCallGpuSampledOut);
+            g_sampledOut.fetch_add(1, std::memory_order_relaxed);
+            gpuStreamTouched(stream, pt);
+            return;
+        }
+        t_lastSampledNs = now;
+    }
+    Pool* pool = poolFor(ctx, dev);
+    if (!pool || !slot) return;
+    lockSlot(slot);
+    Ev* begin = slot->lastEnd;  // the previous operation's end, if nothing untimed ran since
+    slot->lastEnd = nullptr;
+    unlockSlot(slot);
+    if (!begin) {
+        begin = acquire(pool);
+        if (!begin) return;
+        if (recordOn(begin, stream, pt) != CUDA_SUCCESS) {
+            release(begin);
+            return;
+        }
+    }
+    scope.item().ctx = ctx;
+    scope.item().evBegin = reinterpret_cast<CUevent>(begin);  // the reference moves to the span
+}
+
+void gpuAfter(CallScope& scope, CUresult rc)
+{
+    Item& it = scope.item();
+    if (!it.evBegin) return;
+    Ev* begin = reinterpret_cast<Ev*>(it.evBegin);
+    Ev* end = nullptr;
+    if (rc == CUDA_SUCCESS) {
+        const uint64_t late = nowNs() - it.call.endNs;
+        it.endRecordDelayNs = late > 0xffffffffull ? 0xffffffffu : uint32_t(late);
+        end = acquire(begin->pool);
+        if (end && recordOn(end, reinterpret_cast<CUstream>(uintptr_t(it.call.stream)), scope.perThread()) != CUDA_SUCCESS) {
+            release(end);
+            end = nullptr;
+        }
+    }
+    if (!end) {
+        release(begin);
+        it.evBegin = nullptr;
+        return;
+    }
+    it.evEnd = reinterpret_cast<CUevent>(end);
+    it.call.flags |= wire::kCallGpuTimed;
+    g_inFlight.fetch_add(1, std::memory_order_acq_rel);
+    // Share the end as the next operation's start on this stream.
+    StreamSlot* slot = slotFor(streamKey(reinterpret_cast<CUstream>(uintptr_t(it.call.stream)), scope.perThread(), it.ctx), false);
+    if (slot && !(it.call.flags & wire::kCallImplicitSync)) {
+        end->refs.fetch_add(1, std::memory_order_relaxed);
+        lockSlot(slot);
+        Ev* old = slot->lastEnd;
+        slot->lastEnd = end;
+        unlockSlot(slot);
+        release(old);
+    }
+}
+
+void gpuStreamTouched(CUstream stream, bool perThread)
+{
+    if (!g_on) return;
+    CUcontext ctx = nullptr;
+    if (uintptr_t(stream) <= 2) deviceOfCurrentContext(&ctx);
+    StreamSlot* slot = slotFor(streamKey(stream, perThread, ctx), false);
+    if (!slot) return;
+    lockSlot(slot);
+    Ev* old = slot->lastEnd;
+    slot->lastEnd = nullptr;
+    unlockSlot(slot);
+    release(old);
+}
+
+void gpuCaptureBegin(CUstream stream, bool perThread)
+{
+    g_capturing.fetch_add(1, std::memory_order_acq_rel);
+    gpuStreamTouched(stream, perThread);
+}
+
+void gpuCaptureEnd(CUstream stream, bool perThread)
+{
+    if (g_capturing.load() > 0) g_capturing.fetch_sub(1, std::memory_order_acq_rel);
+    gpuStreamTouched(stream, perThread);
+}
+
+void gpuBeforeContextTeardown()
+{
+    if (!g_on || t_depth != 0 || g_state.load(std::memory_order_acquire) != int(State::On)) return;
+    const uint64_t deadline = nowNs() + 200000000ull;
+    while (g_inFlight.load(std::memory_order_acquire) > 0 && g_capturing.load() == 0 && nowNs() < deadline) {
+        timespec ts{0, 200000};
+        nanosleep(&ts, nullptr);
+    }
+    // The context may be gone after this call: no shared end event or pooled event of it may be used
+    // again (a new context can get the same address). The events are leaked with it.
+    for (StreamSlot& s : g_slots) {
+        if (!s.key.load(std::memory_order_acquire)) continue;
+        lockSlot(&s);
+        Ev* old = s.lastEnd;
+        s.lastEnd = nullptr;
+        unlockSlot(&s);
+        release(old);
+    }
+    for (Pool& p : g_pools) {
+        pthread_mutex_lock(&p.lock);
+        p.free = nullptr;
+        p.created = 0;
+        pthread_mutex_unlock(&p.lock);
+    }
+    g_epoch.fetch_add(1, std::memory_order_acq_rel);
+}
+
+uint64_t gpuSampledOut() { return g_sampledOut.load(std::memory_order_relaxed); }
+
+void gpuAfterForkChild()
+{
+    // The parent's contexts and events mean nothing here.
+    for (Pool& p : g_pools) {
+        p.ctx.store(nullptr);
+        p.free = nullptr;
+        p.created = 0;
+        pthread_mutex_init(&p.lock, nullptr);
+    }
+    for (StreamSlot& s : g_slots) {
+        s.key.store(0);
+        s.lastEnd = nullptr;
+        s.busy.clear();
+    }
+    for (Anchor& a : g_anchors) a = Anchor{};
+    g_pending = nullptr;
+    g_pendingCount = 0;
+    g_capturing.store(0);
+}
+
+size_t gpuDrain(uint8_t* out, size_t cap, const Item* calls, size_t count, bool final)
+{
+    size_t n = 0;
+    if (!g_pending) {
+        g_pending = static_cast<Pending*>(calloc(kMaxPending, sizeof(Pending)));
+        if (!g_pending) return 0;
+    }
+    for (size_t i = 0; i < count; ++i) {
+        const Item& it = calls[i];
+        if (it.kind != Item::Call || !it.evBegin || !it.evEnd) continue;
+        Ev* b = reinterpret_cast<Ev*>(it.evBegin);
+        Ev* e = reinterpret_cast<Ev*>(it.evEnd);
+        if (g_pendingCount == kMaxPending) {
+            release(b);
+            release(e);
+            g_inFlight.fetch_sub(1, std::memory_order_acq_rel);
+            continue;
+        }
+        g_pending[g_pendingCount++] =
+            Pending{it.call.seq, it.call.beginNs, it.call.endNs, b, e, it.call.device,
+                    (it.call.flags & wire::kCallImplicitSync) != 0, it.call.endNs + it.endRecordDelayNs};
+    }
+    static uint32_t seenEpoch = 0;
+    if (seenEpoch != g_epoch.load(std::memory_order_acquire)) {
+        seenEpoch = g_epoch.load(std::memory_order_acquire);
+        for (Anchor& a : g_anchors) a = Anchor{};  // their streams and events died with the contexts
+    }
+    // A query during a global-mode capture could invalidate it: wait until captures end.
+    if (g_pendingCount == 0 || g_capturing.load(std::memory_order_acquire) > 0) return n;
+    const Driver& d = driver();
+    if (!d.eventQuery) return n;
+    size_t keep = 0;
+    const uint64_t giveUp = final ? nowNs() + 300000000ull : 0;
+    for (size_t i = 0; i < g_pendingCount; ++i) {
+        Pending p = g_pending[i];
+        CUresult q = d.eventQuery(p.end->event);
+        while (final && q == CUDA_ERROR_NOT_READY && nowNs() < giveUp) {
+            timespec ts{0, 100000};
+            nanosleep(&ts, nullptr);
+            q = d.eventQuery(p.end->event);
+        }
+        if (q == CUDA_ERROR_NOT_READY) {
+            g_pending[keep++] = p;
+            continue;
+        }
+        if (q == CUDA_SUCCESS && cap - n >= 64) {
+            Anchor* a = anchorFor(p.begin->pool->ctx.load(), p.device, out, cap, n);
+            uint64_t b = 0, e = 0;
+            if (a && eventHostNs(a, p.begin, b) && eventHostNs(a, p.end, e)) {
+                // Work cannot start before its call began; work the host waited for ended before
+                // the call returned (an end event recorded on an idle stream completes later).
+                if (b < p.callBegin) b = p.callBegin;
+                if (p.blocking && e > p.callEnd) e = p.callEnd;
+                if (e < b) e = b;
+                // The thread was held up between the call's return and the end event record, and the
+                // event completed after that record: the work may have ended long before. No span
+                // rather than a wrong one.
+                const bool lateEnd = !p.blocking && p.endRecordedNs - p.callEnd > kLateRecordNs && e >= p.endRecordedNs;
+                if (lateEnd) {
+                    release(p.begin);
+                    release(p.end);
+                    g_inFlight.fetch_sub(1, std::memory_order_acq_rel);
+                    g_lateEnds.fetch_add(1, std::memory_order_relaxed);
+                    continue;
+                }
+                wire::GpuSpanBody gs{};
+                gs.seq = p.seq;
+                gs.beginNs = b;
+                gs.endNs = e;
+                gs.device = p.device;
+                n += wire::encode(out + n, cap - n, gs);
+            }
+        }
+        release(p.begin);
+        release(p.end);
+        g_inFlight.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    g_pendingCount = keep;
+    return n;
+}
+
+}  // namespace gpuspy::shim

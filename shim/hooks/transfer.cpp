@@ -1,0 +1,505 @@
+// shim/hooks/transfer.cpp: copies, memsets and prefetches: bytes, direction, host memory kind,
+// sync or async, stream; and the GPU time of each (copies are always timed).
+#include "shim/hooks/hook_util.h"
+
+namespace gpuspy::shim {
+namespace {
+
+using wire::Direction;
+using wire::MemKind;
+
+MemKind kindOf(const void* p)
+{
+    const MemKind k = memKindOf(uint64_t(uintptr_t(p)), true);
+    return k == MemKind::Unknown ? MemKind::Pageable : k;
+}
+
+// Unified addressing: the pointers decide the direction (as cuMemcpy itself does).
+void describeUnified(CallScope& s, const void* dst, const void* src, size_t bytes)
+{
+    wire::TransferArgs& t = s.body().args.transfer;
+    const MemKind sk = kindOf(src), dk = kindOf(dst);
+    t.bytes = bytes;
+    t.dst = uint64_t(uintptr_t(dst));
+    t.src = uint64_t(uintptr_t(src));
+    t.srcMem = sk;
+    t.dstMem = dk;
+    if (sk == MemKind::Device && dk == MemKind::Device) t.direction = Direction::DtoD;
+    else if (sk == MemKind::Device) t.direction = Direction::DtoH;
+    else if (dk == MemKind::Device) t.direction = Direction::HtoD;
+    else if (sk == MemKind::Managed && dk == MemKind::Managed) t.direction = Direction::DtoD;
+    else if (sk == MemKind::Managed) t.direction = Direction::DtoH;
+    else if (dk == MemKind::Managed) t.direction = Direction::HtoD;
+    else t.direction = Direction::HtoH;
+}
+
+// The kind of the host side of a transfer (Device for device-to-device).
+MemKind hostSide(const wire::TransferArgs& t)
+{
+    switch (t.direction) {
+    case Direction::HtoD: return t.srcMem;
+    case Direction::DtoH: return t.dstMem;
+    case Direction::HtoH: return t.srcMem == MemKind::Pageable || t.dstMem == MemKind::Pageable ? MemKind::Pageable : MemKind::Pinned;
+    default: return MemKind::Device;
+    }
+}
+
+// Flags and GPU timing common to every copy. A copy that is not *Async blocks the host; an Async
+// one from or to pageable memory is staged and blocks as well (CUDA "API synchronization behavior").
+void submitCopy(CallScope& s, CUstream stream, bool async)
+{
+    s.setStream(stream);
+    s.setFlags(wire::kCallDeviceWork | (async ? wire::kCallAsync : 0));
+    const wire::TransferArgs& t = s.body().args.transfer;
+    const bool hostInvolved = t.direction == Direction::HtoD || t.direction == Direction::DtoH || t.direction == Direction::HtoH;
+    if (!async || (hostInvolved && hostSide(t) == MemKind::Pageable)) s.setFlags(wire::kCallImplicitSync);
+    gpuBefore(s, stream, true);
+}
+
+template <class P>
+const void* addr(CUmemorytype type, const void* host, CUdeviceptr dev, const P& p)
+{
+    (void)p;
+    return type == CU_MEMORYTYPE_HOST ? host : reinterpret_cast<const void*>(dev);
+}
+
+template <class C>
+void describe2D3D(CallScope& s, const C* c, size_t bytes)
+{
+    if (!c) return;
+    const void* src = addr(c->srcMemoryType, c->srcHost, c->srcDevice, *c);
+    const void* dst = addr(c->dstMemoryType, c->dstHost, c->dstDevice, *c);
+    describeUnified(s, dst, src, bytes);
+    wire::TransferArgs& t = s.body().args.transfer;
+    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY) t.srcMem = MemKind::Array;
+    if (c->dstMemoryType == CU_MEMORYTYPE_ARRAY) t.dstMem = MemKind::Array;
+}
+
+// ---- linear copies
+template <Api A>
+CUresult memcpyUnified(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpy)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        describeUnified(s, reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n);
+        submitCopy(s, nullptr, false);
+    }
+    s.beforeReal();
+    return s.finish(real(dst, src, n));
+}
+
+template <Api A>
+CUresult memcpyUnifiedAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpyAsync)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        describeUnified(s, reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n);
+        submitCopy(s, stream, true);
+    }
+    s.beforeReal();
+    return s.finish(real(dst, src, n, stream));
+}
+
+void describePeer(CallScope& s, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n)
+{
+    wire::TransferArgs& t = s.body().args.transfer;
+    t.bytes = n;
+    t.dst = dst;
+    t.src = src;
+    t.srcMem = t.dstMem = MemKind::Device;
+    const int dd = deviceOfContext(dctx), sd = deviceOfContext(sctx);
+    t.direction = dd != sd ? Direction::PtoP : Direction::DtoD;
+    t.peerDevice = uint32_t(dd < 0 ? 0 : dd);
+}
+
+template <Api A>
+CUresult memcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpyPeer)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        describePeer(s, dst, dctx, src, sctx, n);
+        submitCopy(s, nullptr, false);
+    }
+    s.beforeReal();
+    return s.finish(real(dst, dctx, src, sctx, n));
+}
+
+template <Api A>
+CUresult memcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream stream)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpyPeerAsync)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        describePeer(s, dst, dctx, src, sctx, n);
+        submitCopy(s, stream, true);
+    }
+    s.beforeReal();
+    return s.finish(real(dst, dctx, src, sctx, n, stream));
+}
+
+// Explicit directions: the name says HtoD/DtoH/DtoD; the host pointer says pinned or pageable
+// (a device pointer given as host memory is mapped pinned memory).
+void describeExplicit(CallScope& s, Direction dir, const void* dst, const void* src, size_t n)
+{
+    wire::TransferArgs& t = s.body().args.transfer;
+    t.bytes = n;
+    t.dst = uint64_t(uintptr_t(dst));
+    t.src = uint64_t(uintptr_t(src));
+    t.direction = dir;
+    if (dir == Direction::HtoD) {
+        t.srcMem = kindOf(src);
+        if (t.srcMem == MemKind::Device) t.srcMem = MemKind::Pinned;
+        t.dstMem = MemKind::Device;
+    } else if (dir == Direction::DtoH) {
+        t.dstMem = kindOf(dst);
+        if (t.dstMem == MemKind::Device) t.dstMem = MemKind::Pinned;
+        t.srcMem = MemKind::Device;
+    } else {
+        t.srcMem = t.dstMem = MemKind::Device;
+    }
+}
+
+template <Api A>
+CUresult memcpyHtoD(CUdeviceptr dst, const void* src, size_t n)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpyHtoD_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        describeExplicit(s, Direction::HtoD, reinterpret_cast<void*>(dst), src, n);
+        submitCopy(s, nullptr, false);
+    }
+    s.beforeReal();
+    return s.finish(real(dst, src, n));
+}
+
+template <Api A>
+CUresult memcpyDtoH(void* dst, CUdeviceptr src, size_t n)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpyDtoH_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        describeExplicit(s, Direction::DtoH, dst, reinterpret_cast<void*>(src), n);
+        submitCopy(s, nullptr, false);
+    }
+    s.beforeReal();
+    return s.finish(real(dst, src, n));
+}
+
+template <Api A>
+CUresult memcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpyDtoD_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        describeExplicit(s, Direction::DtoD, reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n);
+        submitCopy(s, nullptr, false);
+    }
+    s.beforeReal();
+    return s.finish(real(dst, src, n));
+}
+
+template <Api A>
+CUresult memcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream stream)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpyHtoDAsync_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        describeExplicit(s, Direction::HtoD, reinterpret_cast<void*>(dst), src, n);
+        submitCopy(s, stream, true);
+    }
+    s.beforeReal();
+    return s.finish(real(dst, src, n, stream));
+}
+
+template <Api A>
+CUresult memcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpyDtoHAsync_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        describeExplicit(s, Direction::DtoH, dst, reinterpret_cast<void*>(src), n);
+        submitCopy(s, stream, true);
+    }
+    s.beforeReal();
+    return s.finish(real(dst, src, n, stream));
+}
+
+template <Api A>
+CUresult memcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpyDtoDAsync_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        describeExplicit(s, Direction::DtoD, reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n);
+        submitCopy(s, stream, true);
+    }
+    s.beforeReal();
+    return s.finish(real(dst, src, n, stream));
+}
+
+// ---- 2D / 3D
+template <Api A>
+CUresult memcpy2D(const CUDA_MEMCPY2D* c)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpy2D_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active() && c) {
+        describe2D3D(s, c, c->WidthInBytes * c->Height);
+        submitCopy(s, nullptr, false);
+    }
+    s.beforeReal();
+    return s.finish(real(c));
+}
+
+template <Api A>
+CUresult memcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream stream)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpy2DAsync_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active() && c) {
+        describe2D3D(s, c, c->WidthInBytes * c->Height);
+        submitCopy(s, stream, true);
+    }
+    s.beforeReal();
+    return s.finish(real(c, stream));
+}
+
+template <class C>
+size_t bytes3D(const C* c)
+{
+    return c->WidthInBytes * c->Height * (c->Depth ? c->Depth : 1);
+}
+
+template <Api A>
+CUresult memcpy3D(const CUDA_MEMCPY3D* c)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpy3D_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active() && c) {
+        describe2D3D(s, c, bytes3D(c));
+        submitCopy(s, nullptr, false);
+    }
+    s.beforeReal();
+    return s.finish(real(c));
+}
+
+template <Api A>
+CUresult memcpy3DAsync(const CUDA_MEMCPY3D* c, CUstream stream)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpy3DAsync_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active() && c) {
+        describe2D3D(s, c, bytes3D(c));
+        submitCopy(s, stream, true);
+    }
+    s.beforeReal();
+    return s.finish(real(c, stream));
+}
+
+template <Api A>
+CUresult memcpy3DPeer(const CUDA_MEMCPY3D_PEER* c)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpy3DPeer)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active() && c) {
+        describe2D3D(s, c, bytes3D(c));
+        submitCopy(s, nullptr, false);
+    }
+    s.beforeReal();
+    return s.finish(real(c));
+}
+
+template <Api A>
+CUresult memcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER* c, CUstream stream)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpy3DPeerAsync)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active() && c) {
+        describe2D3D(s, c, bytes3D(c));
+        submitCopy(s, stream, true);
+    }
+    s.beforeReal();
+    return s.finish(real(c, stream));
+}
+
+// ---- batches: one record for the call, the bytes summed; direction from the first pair when all agree
+template <Api A>
+CUresult memcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
+                          size_t* attrIdxs, size_t numAttrs, CUstream stream)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemcpyBatchAsync_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active() && dsts && srcs && sizes && count > 0) {
+        size_t total = 0;
+        for (size_t i = 0; i < count; ++i) total += sizes[i];
+        describeUnified(s, reinterpret_cast<void*>(dsts[0]), reinterpret_cast<void*>(srcs[0]), total);
+        submitCopy(s, stream, true);
+    }
+    s.beforeReal();
+    return s.finish(real(dsts, srcs, sizes, count, attrs, attrIdxs, numAttrs, stream));
+}
+
+// ---- memsets (device memory; asynchronous to the host unless the target is host memory)
+void describeMemset(CallScope& s, CUdeviceptr dst, size_t bytes, CUstream stream, bool async)
+{
+    wire::TransferArgs& t = s.body().args.transfer;
+    t.bytes = bytes;
+    t.dst = dst;
+    t.direction = Direction::Memset;
+    t.dstMem = memKindOf(dst, false);
+    if (t.dstMem == MemKind::Pageable) t.dstMem = MemKind::Device;
+    t.srcMem = MemKind::Unknown;
+    s.setStream(stream);
+    s.setFlags(wire::kCallDeviceWork | (async ? wire::kCallAsync : 0));
+    gpuBefore(s, stream, true);
+}
+
+template <Api A, class T>
+CUresult memsetD(CUdeviceptr dst, T value, size_t n)
+{
+    CallScope s(A);
+    using Fn = CUresult (*)(CUdeviceptr, T, size_t);
+    auto real = realAs<Fn>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) describeMemset(s, dst, n * sizeof(T), nullptr, false);
+    s.beforeReal();
+    return s.finish(real(dst, value, n));
+}
+
+template <Api A, class T>
+CUresult memsetDAsync(CUdeviceptr dst, T value, size_t n, CUstream stream)
+{
+    CallScope s(A);
+    using Fn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
+    auto real = realAs<Fn>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) describeMemset(s, dst, n * sizeof(T), stream, true);
+    s.beforeReal();
+    return s.finish(real(dst, value, n, stream));
+}
+
+template <Api A, class T>
+CUresult memsetD2D(CUdeviceptr dst, size_t pitch, T value, size_t w, size_t h)
+{
+    CallScope s(A);
+    using Fn = CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t);
+    auto real = realAs<Fn>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) describeMemset(s, dst, w * h * sizeof(T), nullptr, false);
+    s.beforeReal();
+    return s.finish(real(dst, pitch, value, w, h));
+}
+
+template <Api A, class T>
+CUresult memsetD2DAsync(CUdeviceptr dst, size_t pitch, T value, size_t w, size_t h, CUstream stream)
+{
+    CallScope s(A);
+    using Fn = CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t, CUstream);
+    auto real = realAs<Fn>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) describeMemset(s, dst, w * h * sizeof(T), stream, true);
+    s.beforeReal();
+    return s.finish(real(dst, pitch, value, w, h, stream));
+}
+
+template <Api A>
+CUresult prefetchAsync(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream stream)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemPrefetchAsync_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        wire::TransferArgs& t = s.body().args.transfer;
+        t.bytes = n;
+        t.src = p;
+        t.direction = Direction::Prefetch;
+        t.srcMem = t.dstMem = MemKind::Managed;
+        t.peerDevice = uint32_t(loc.id);
+        s.setStream(stream);
+        s.setFlags(wire::kCallAsync);
+    }
+    s.beforeReal();
+    return s.finish(real(p, n, loc, flags, stream));
+}
+
+}  // namespace
+}  // namespace gpuspy::shim
+
+using namespace gpuspy::shim;
+
+GS_WRAP(memcpyUnified, cuMemcpy, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))
+GS_WRAP(memcpyUnified, cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))
+GS_WRAP(memcpyUnifiedAsync, cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))
+GS_WRAP(memcpyUnifiedAsync, cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))
+GS_WRAP(memcpyPeer, cuMemcpyPeer, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n))
+GS_WRAP(memcpyPeer, cuMemcpyPeer_ptds, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n))
+GS_WRAP(memcpyPeerAsync, cuMemcpyPeerAsync, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st), (d, dc, s, sc, n, st))
+GS_WRAP(memcpyPeerAsync, cuMemcpyPeerAsync_ptsz, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st), (d, dc, s, sc, n, st))
+GS_WRAP(memcpyHtoD, cuMemcpyHtoD_v2, (CUdeviceptr d, const void* s, size_t n), (d, s, n))
+GS_WRAP(memcpyHtoD, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void* s, size_t n), (d, s, n))
+GS_WRAP(memcpyDtoH, cuMemcpyDtoH_v2, (void* d, CUdeviceptr s, size_t n), (d, s, n))
+GS_WRAP(memcpyDtoH, cuMemcpyDtoH_v2_ptds, (void* d, CUdeviceptr s, size_t n), (d, s, n))
+GS_WRAP(memcpyDtoD, cuMemcpyDtoD_v2, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))
+GS_WRAP(memcpyDtoD, cuMemcpyDtoD_v2_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))
+GS_WRAP(memcpyHtoDAsync, cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void* s, size_t n, CUstream st), (d, s, n, st))
+GS_WRAP(memcpyHtoDAsync, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void* s, size_t n, CUstream st), (d, s, n, st))
+GS_WRAP(memcpyDtoHAsync, cuMemcpyDtoHAsync_v2, (void* d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))
+GS_WRAP(memcpyDtoHAsync, cuMemcpyDtoHAsync_v2_ptsz, (void* d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))
+GS_WRAP(memcpyDtoDAsync, cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))
+GS_WRAP(memcpyDtoDAsync, cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))
+GS_WRAP(memcpy2D, cuMemcpy2D_v2, (const CUDA_MEMCPY2D* c), (c))
+GS_WRAP(memcpy2D, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D* c), (c))
+GS_WRAP(memcpy2D, cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D* c), (c))
+GS_WRAP(memcpy2D, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D* c), (c))
+GS_WRAP(memcpy2DAsync, cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D* c, CUstream st), (c, st))
+GS_WRAP(memcpy2DAsync, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D* c, CUstream st), (c, st))
+GS_WRAP(memcpy3D, cuMemcpy3D_v2, (const CUDA_MEMCPY3D* c), (c))
+GS_WRAP(memcpy3D, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D* c), (c))
+GS_WRAP(memcpy3DAsync, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D* c, CUstream st), (c, st))
+GS_WRAP(memcpy3DAsync, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D* c, CUstream st), (c, st))
+GS_WRAP(memcpy3DPeer, cuMemcpy3DPeer, (const CUDA_MEMCPY3D_PEER* c), (c))
+GS_WRAP(memcpy3DPeer, cuMemcpy3DPeer_ptds, (const CUDA_MEMCPY3D_PEER* c), (c))
+GS_WRAP(memcpy3DPeerAsync, cuMemcpy3DPeerAsync, (const CUDA_MEMCPY3D_PEER* c, CUstream st), (c, st))
+GS_WRAP(memcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz, (const CUDA_MEMCPY3D_PEER* c, CUstream st), (c, st))
+GS_WRAP(memcpyBatchAsync, cuMemcpyBatchAsync_v2,
+        (CUdeviceptr* d, CUdeviceptr* s, size_t* sz, size_t n, CUmemcpyAttributes* a, size_t* ai, size_t na, CUstream st),
+        (d, s, sz, n, a, ai, na, st))
+GS_WRAP(memcpyBatchAsync, cuMemcpyBatchAsync_v2_ptsz,
+        (CUdeviceptr* d, CUdeviceptr* s, size_t* sz, size_t n, CUmemcpyAttributes* a, size_t* ai, size_t na, CUstream st),
+        (d, s, sz, n, a, ai, na, st))
+
+#define GS_MEMSET(bits, T)                                                                                               \
+    GS_EXPORT CUresult cuMemsetD##bits##_v2(CUdeviceptr d, T v, size_t n) { return memsetD<Api::cuMemsetD##bits##_v2, T>(d, v, n); } \
+    GS_EXPORT CUresult cuMemsetD##bits##_v2_ptds(CUdeviceptr d, T v, size_t n) { return memsetD<Api::cuMemsetD##bits##_v2_ptds, T>(d, v, n); } \
+    GS_EXPORT CUresult cuMemsetD##bits##Async(CUdeviceptr d, T v, size_t n, CUstream s) { return memsetDAsync<Api::cuMemsetD##bits##Async, T>(d, v, n, s); } \
+    GS_EXPORT CUresult cuMemsetD##bits##Async_ptsz(CUdeviceptr d, T v, size_t n, CUstream s) { return memsetDAsync<Api::cuMemsetD##bits##Async_ptsz, T>(d, v, n, s); } \
+    GS_EXPORT CUresult cuMemsetD2D##bits##_v2(CUdeviceptr d, size_t p, T v, size_t w, size_t h) { return memsetD2D<Api::cuMemsetD2D##bits##_v2, T>(d, p, v, w, h); } \
+    GS_EXPORT CUresult cuMemsetD2D##bits##_v2_ptds(CUdeviceptr d, size_t p, T v, size_t w, size_t h) { return memsetD2D<Api::cuMemsetD2D##bits##_v2_ptds, T>(d, p, v, w, h); } \
+    GS_EXPORT CUresult cuMemsetD2D##bits##Async(CUdeviceptr d, size_t p, T v, size_t w, size_t h, CUstream s) { return memsetD2DAsync<Api::cuMemsetD2D##bits##Async, T>(d, p, v, w, h, s); } \
+    GS_EXPORT CUresult cuMemsetD2D##bits##Async_ptsz(CUdeviceptr d, size_t p, T v, size_t w, size_t h, CUstream s) { return memsetD2DAsync<Api::cuMemsetD2D##bits##Async_ptsz, T>(d, p, v, w, h, s); }
+GS_MEMSET(8, unsigned char)
+GS_MEMSET(16, unsigned short)
+GS_MEMSET(32, unsigned int)
+
+GS_WRAP(prefetchAsync, cuMemPrefetchAsync_v2, (CUdeviceptr p, size_t n, CUmemLocation l, unsigned int f, CUstream s), (p, n, l, f, s))
+GS_WRAP(prefetchAsync, cuMemPrefetchAsync_v2_ptsz, (CUdeviceptr p, size_t n, CUmemLocation l, unsigned int f, CUstream s), (p, n, l, f, s))

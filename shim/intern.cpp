@@ -1,0 +1,445 @@
+// shim/intern.cpp: what records refer to by id or look up on the hot path: kernel names, strings,
+// devices, threads, and the memory ranges that tell pinned, managed and device memory apart.
+#include "shim/shim.h"
+
+#include "wire/codec.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace gpuspy::shim {
+
+namespace {
+
+// ---- an insert-under-lock, read-lock-free hash table: key -> id
+template <size_t N>
+struct IdTable {
+    std::atomic<uint64_t> keys[N];
+    std::atomic<uint32_t> ids[N];
+    uint32_t find(uint64_t key) const
+    {
+        for (size_t i = 0, h = mix(key); i < 64; ++i, ++h) {
+            const uint64_t k = keys[h % N].load(std::memory_order_acquire);
+            if (k == key) return ids[h % N].load(std::memory_order_acquire);
+            if (k == 0) return 0;
+        }
+        return 0;
+    }
+    bool insert(uint64_t key, uint32_t id)  // caller holds the lock
+    {
+        for (size_t i = 0, h = mix(key); i < 64; ++i, ++h) {
+            const uint64_t k = keys[h % N].load(std::memory_order_relaxed);
+            if (k == key || k == 0) {
+                ids[h % N].store(id, std::memory_order_release);
+                keys[h % N].store(key, std::memory_order_release);
+                return true;
+            }
+        }
+        return false;
+    }
+    static size_t mix(uint64_t k)
+    {
+        k ^= k >> 33;
+        k *= 0xff51afd7ed558ccdull;
+        k ^= k >> 33;
+        return size_t(k);
+    }
+};
+
+constexpr uint32_t kMaxNames = 1 << 16;
+constexpr uint32_t kUnknown = 0xffffffffu;  // asked the driver, no name
+
+pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+IdTable<1 << 15> g_kernels;  // handle -> kernel id
+const char* g_kernelNames[kMaxNames];
+std::atomic<uint32_t> g_kernelCount{0};
+uint32_t g_kernelSent = 0;
+
+IdTable<1 << 14> g_strings;  // content hash -> string id
+const char* g_stringText[kMaxNames];
+uint32_t g_stringLen[kMaxNames];
+std::atomic<uint32_t> g_stringCount{0};
+uint32_t g_stringSent = 0;
+
+constexpr int kMaxDevices = 64;
+std::atomic<uint64_t> g_devicesSeen{0};
+uint64_t g_devicesSent = 0;
+
+constexpr size_t kMaxThreadDefs = 4096;
+uint32_t g_threadTids[kMaxThreadDefs];
+size_t g_threadHead = 0, g_threadTail = 0;
+
+uint64_t hashBytes(const char* s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ uint8_t(s[i])) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+uint32_t addKernelLocked(const void* handle, const char* name)
+{
+    // Same name again (another handle for it): one id per name keeps the report grouped.
+    const size_t len = strnlen(name, 4096);
+    const uint64_t nameKey = hashBytes(name, len) | (1ull << 63);
+    uint32_t id = g_kernels.find(nameKey);
+    if (id == 0 || id == kUnknown || strcmp(g_kernelNames[id], name) != 0) {
+        id = g_kernelCount.load(std::memory_order_relaxed) + 1;
+        if (id >= kMaxNames) return 0;
+        char* copy = static_cast<char*>(malloc(len + 1));
+        if (!copy) return 0;
+        memcpy(copy, name, len);
+        copy[len] = 0;
+        g_kernelNames[id] = copy;
+        g_kernelCount.store(id, std::memory_order_release);
+        g_kernels.insert(nameKey, id);
+    }
+    g_kernels.insert(uint64_t(uintptr_t(handle)), id);
+    return id;
+}
+
+// ---- memory ranges (sorted by start), for the host memory kind of a transfer
+struct Range {
+    uint64_t start, end;
+    wire::MemKind kind;
+};
+constexpr size_t kMaxRanges = 1 << 16;
+Range g_ranges[kMaxRanges];
+size_t g_rangeCount = 0;
+pthread_rwlock_t g_rangeLock = PTHREAD_RWLOCK_INITIALIZER;
+std::atomic<uint32_t> g_rangeGen{1};
+
+// cuPointerGetAttribute answers for memory we did not see allocated, cached per page.
+struct KindCache {
+    std::atomic<uint64_t> page;
+    std::atomic<uint32_t> gen;
+    std::atomic<uint8_t> kind;
+};
+KindCache g_kindCache[1024];
+
+// ---- contexts -> device
+struct CtxDev {
+    std::atomic<uintptr_t> ctx;
+    std::atomic<int> dev;
+};
+CtxDev g_ctxDev[64];
+thread_local CUcontext t_lastCtx GS_TLS = nullptr;
+thread_local int t_lastDev GS_TLS = -1;
+
+}  // namespace
+
+uint32_t internKernelName(const void* handle, const char* name)
+{
+    if (!handle || !name) return 0;
+    pthread_mutex_lock(&g_lock);
+    const uint32_t id = addKernelLocked(handle, name);
+    pthread_mutex_unlock(&g_lock);
+    return id;
+}
+
+void aliasKernel(const void* handle, const void* sameAs)
+{
+    if (!handle || !sameAs) return;
+    const uint32_t id = g_kernels.find(uint64_t(uintptr_t(sameAs)));
+    if (id == 0) return;
+    pthread_mutex_lock(&g_lock);
+    g_kernels.insert(uint64_t(uintptr_t(handle)), id);
+    pthread_mutex_unlock(&g_lock);
+}
+
+uint32_t kernelIdOf(const void* handle)
+{
+    if (!handle) return 0;
+    const uint32_t id = g_kernels.find(uint64_t(uintptr_t(handle)));
+    if (id == kUnknown) return 0;
+    if (id != 0) return id;
+    // A handle we did not see created (loaded before us, or through an unhooked path): ask the
+    // driver once. The caller holds the depth guard, so nothing here is recorded.
+    const Driver& d = driver();
+    const char* name = nullptr;
+    if (d.funcGetName && d.funcGetName(&name, reinterpret_cast<CUfunction>(const_cast<void*>(handle))) != CUDA_SUCCESS)
+        name = nullptr;
+    if (!name && d.kernelGetName &&
+        d.kernelGetName(&name, reinterpret_cast<CUkernel>(const_cast<void*>(handle))) != CUDA_SUCCESS)
+        name = nullptr;
+    pthread_mutex_lock(&g_lock);
+    uint32_t got = name ? addKernelLocked(handle, name) : 0;
+    if (!got) g_kernels.insert(uint64_t(uintptr_t(handle)), kUnknown);
+    pthread_mutex_unlock(&g_lock);
+    return got;
+}
+
+uint32_t internString(const char* s, size_t n)
+{
+    if (!s) return 0;
+    const uint64_t key = hashBytes(s, n);
+    uint32_t id = g_strings.find(key);
+    if (id != 0 && g_stringLen[id] == n && memcmp(g_stringText[id], s, n) == 0) return id;
+    pthread_mutex_lock(&g_lock);
+    id = g_strings.find(key);
+    if (id == 0 || g_stringLen[id] != n || memcmp(g_stringText[id], s, n) != 0) {
+        id = g_stringCount.load(std::memory_order_relaxed) + 1;
+        char* copy = id < kMaxNames ? static_cast<char*>(malloc(n + 1)) : nullptr;
+        if (!copy) {
+            pthread_mutex_unlock(&g_lock);
+            return 0;
+        }
+        memcpy(copy, s, n);
+        copy[n] = 0;
+        g_stringText[id] = copy;
+        g_stringLen[id] = uint32_t(n);
+        g_stringCount.store(id, std::memory_order_release);
+        g_strings.insert(key, id);
+    }
+    pthread_mutex_unlock(&g_lock);
+    return id;
+}
+
+int deviceOfCurrentContext(CUcontext* ctxOut)
+{
+    const Driver& d = driver();
+    CUcontext ctx = nullptr;
+    if (!d.ctxGetCurrent || d.ctxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) {
+        if (ctxOut) *ctxOut = nullptr;
+        return -1;
+    }
+    if (ctxOut) *ctxOut = ctx;
+    if (ctx == t_lastCtx) return t_lastDev;
+    int dev = -1;
+    for (auto& e : g_ctxDev) {
+        if (e.ctx.load(std::memory_order_acquire) == uintptr_t(ctx)) {
+            dev = e.dev.load(std::memory_order_relaxed);
+            break;
+        }
+    }
+    if (dev < 0 && d.ctxGetDevice) {
+        CUdevice cd = -1;
+        if (d.ctxGetDevice(&cd) == CUDA_SUCCESS) dev = cd;
+        for (auto& e : g_ctxDev) {
+            uintptr_t expected = 0;
+            if (e.ctx.load() == uintptr_t(ctx)) break;
+            e.dev.store(dev);
+            if (e.ctx.compare_exchange_strong(expected, uintptr_t(ctx))) break;
+        }
+        noteDevice(dev);
+    }
+    t_lastCtx = ctx;
+    t_lastDev = dev;
+    return dev;
+}
+
+int deviceOfContext(CUcontext ctx)
+{
+    for (auto& e : g_ctxDev)
+        if (e.ctx.load(std::memory_order_acquire) == uintptr_t(ctx)) return e.dev.load(std::memory_order_relaxed);
+    return -1;
+}
+
+void noteDevice(int device)
+{
+    if (device < 0 || device >= kMaxDevices) return;
+    g_devicesSeen.fetch_or(1ull << device, std::memory_order_relaxed);
+}
+
+void noteThreadName(uint32_t tid)
+{
+    pthread_mutex_lock(&g_lock);
+    if (g_threadHead - g_threadTail < kMaxThreadDefs) g_threadTids[g_threadHead++ % kMaxThreadDefs] = tid;
+    pthread_mutex_unlock(&g_lock);
+}
+
+void memAddRange(uint64_t start, uint64_t bytes, wire::MemKind kind)
+{
+    if (!start || !bytes) return;
+    pthread_rwlock_wrlock(&g_rangeLock);
+    size_t lo = 0, hi = g_rangeCount;
+    while (lo < hi) {
+        const size_t mid = (lo + hi) / 2;
+        if (g_ranges[mid].start < start) lo = mid + 1; else hi = mid;
+    }
+    if (lo < g_rangeCount && g_ranges[lo].start == start) {
+        g_ranges[lo] = Range{start, start + bytes, kind};
+    } else if (g_rangeCount < kMaxRanges) {
+        memmove(&g_ranges[lo + 1], &g_ranges[lo], (g_rangeCount - lo) * sizeof(Range));
+        g_ranges[lo] = Range{start, start + bytes, kind};
+        ++g_rangeCount;
+    }
+    g_rangeGen.fetch_add(1, std::memory_order_release);
+    pthread_rwlock_unlock(&g_rangeLock);
+}
+
+void memRemoveRange(uint64_t start)
+{
+    if (!start) return;
+    pthread_rwlock_wrlock(&g_rangeLock);
+    size_t lo = 0, hi = g_rangeCount;
+    while (lo < hi) {
+        const size_t mid = (lo + hi) / 2;
+        if (g_ranges[mid].start < start) lo = mid + 1; else hi = mid;
+    }
+    if (lo < g_rangeCount && g_ranges[lo].start == start) {
+        memmove(&g_ranges[lo], &g_ranges[lo + 1], (g_rangeCount - lo - 1) * sizeof(Range));
+        --g_rangeCount;
+    }
+    g_rangeGen.fetch_add(1, std::memory_order_release);
+    pthread_rwlock_unlock(&g_rangeLock);
+}
+
+wire::MemKind memKindOf(uint64_t address, bool mayAskDriver)
+{
+    if (!address) return wire::MemKind::Unknown;
+    pthread_rwlock_rdlock(&g_rangeLock);
+    size_t lo = 0, hi = g_rangeCount;
+    while (lo < hi) {
+        const size_t mid = (lo + hi) / 2;
+        if (g_ranges[mid].start <= address) lo = mid + 1; else hi = mid;
+    }
+    wire::MemKind kind = wire::MemKind::Unknown;
+    if (lo > 0 && address < g_ranges[lo - 1].end) kind = g_ranges[lo - 1].kind;
+    pthread_rwlock_unlock(&g_rangeLock);
+    if (kind != wire::MemKind::Unknown || !mayAskDriver) return kind == wire::MemKind::Unknown ? wire::MemKind::Pageable : kind;
+
+    const uint64_t page = address >> 12;
+    const uint32_t gen = g_rangeGen.load(std::memory_order_acquire);
+    KindCache& c = g_kindCache[page % 1024];
+    if (c.page.load(std::memory_order_acquire) == page && c.gen.load(std::memory_order_acquire) == gen)
+        return wire::MemKind(c.kind.load(std::memory_order_relaxed));
+    const Driver& d = driver();
+    kind = wire::MemKind::Pageable;
+    unsigned int type = 0;
+    if (d.pointerGetAttribute &&
+        d.pointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CUdeviceptr(address)) == CUDA_SUCCESS) {
+        int managed = 0;
+        d.pointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, CUdeviceptr(address));
+        if (managed) kind = wire::MemKind::Managed;
+        else if (type == CU_MEMORYTYPE_HOST) kind = wire::MemKind::Pinned;
+        else if (type == CU_MEMORYTYPE_DEVICE) kind = wire::MemKind::Device;
+    }
+    c.kind.store(uint8_t(kind), std::memory_order_relaxed);
+    c.gen.store(gen, std::memory_order_release);
+    c.page.store(page, std::memory_order_release);
+    return kind;
+}
+
+size_t drainKernelDefs(uint8_t* out, size_t cap)
+{
+    size_t n = 0;
+    const uint32_t count = g_kernelCount.load(std::memory_order_acquire);
+    while (g_kernelSent < count) {
+        const uint32_t id = g_kernelSent + 1;
+        const char* name = g_kernelNames[id];
+        wire::KernelDefBody b{};
+        b.kernelId = id;
+        b.length = uint32_t(strnlen(name, 8192));
+        const size_t k = wire::encodeVar(out + n, cap - n, b, name, b.length);
+        if (k == 0) break;
+        n += k;
+        g_kernelSent = id;
+    }
+    return n;
+}
+
+size_t drainStringDefs(uint8_t* out, size_t cap)
+{
+    size_t n = 0;
+    const uint32_t count = g_stringCount.load(std::memory_order_acquire);
+    while (g_stringSent < count) {
+        const uint32_t id = g_stringSent + 1;
+        wire::StringDefBody b{};
+        b.stringId = id;
+        b.length = g_stringLen[id] < 8192 ? g_stringLen[id] : 8192;
+        const size_t k = wire::encodeVar(out + n, cap - n, b, g_stringText[id], b.length);
+        if (k == 0) break;
+        n += k;
+        g_stringSent = id;
+    }
+    return n;
+}
+
+size_t drainDeviceDefs(uint8_t* out, size_t cap)
+{
+    size_t n = 0;
+    const uint64_t seen = g_devicesSeen.load(std::memory_order_acquire);
+    for (int dev = 0; dev < kMaxDevices; ++dev) {
+        const uint64_t bit = 1ull << dev;
+        if (!(seen & bit) || (g_devicesSent & bit)) continue;
+        char name[256] = {0};
+        const Driver& d = driver();
+        if (!d.deviceGetName || d.deviceGetName(name, sizeof name - 1, CUdevice(dev)) != CUDA_SUCCESS)
+            snprintf(name, sizeof name, "device %d", dev);
+        wire::DeviceDefBody b{};
+        b.device = dev;
+        b.length = uint32_t(strnlen(name, sizeof name));
+        const size_t k = wire::encodeVar(out + n, cap - n, b, name, b.length);
+        if (k == 0) break;
+        n += k;
+        g_devicesSent |= bit;
+    }
+    return n;
+}
+
+size_t drainThreadDefs(uint8_t* out, size_t cap)
+{
+    size_t n = 0;
+    for (;;) {
+        uint32_t tid = 0;
+        pthread_mutex_lock(&g_lock);
+        if (g_threadTail < g_threadHead) tid = g_threadTids[g_threadTail % kMaxThreadDefs];
+        pthread_mutex_unlock(&g_lock);
+        if (tid == 0 || cap - n < 64) break;
+        char path[64], name[64] = {0};
+        snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
+        size_t len = 0;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t r = read(fd, name, sizeof name - 1);
+            if (r > 0) len = size_t(r);
+            close(fd);
+        }
+        while (len > 0 && (name[len - 1] == '\n' || name[len - 1] == 0)) --len;
+        wire::ThreadDefBody b{};
+        b.tid = tid;
+        b.length = uint32_t(len);
+        const size_t k = wire::encodeVar(out + n, cap - n, b, name, b.length);
+        if (k == 0) break;
+        n += k;
+        pthread_mutex_lock(&g_lock);
+        ++g_threadTail;
+        pthread_mutex_unlock(&g_lock);
+    }
+    return n;
+}
+
+void internForgetSent()
+{
+    g_kernelSent = 0;
+    g_stringSent = 0;
+    g_devicesSent = 0;
+}
+
+void internPrefork()
+{
+    pthread_mutex_lock(&g_lock);
+    pthread_rwlock_wrlock(&g_rangeLock);
+}
+
+void internPostforkParent()
+{
+    pthread_rwlock_unlock(&g_rangeLock);
+    pthread_mutex_unlock(&g_lock);
+}
+
+void internPostforkChild()
+{
+    pthread_rwlock_unlock(&g_rangeLock);
+    pthread_mutex_unlock(&g_lock);
+    g_threadHead = g_threadTail = 0;
+    t_lastCtx = nullptr;
+    t_lastDev = -1;
+}
+
+}  // namespace gpuspy::shim

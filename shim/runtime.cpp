@@ -1,0 +1,327 @@
+// shim/runtime.cpp: the lifecycle (Off -> On -> Draining -> Dead), per-thread state, and the call
+// scope that every wrapper opens: guard, clocks, record, queue.
+#include "shim/shim.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace gpuspy::shim {
+
+std::atomic<int> g_state{int(State::Off)};
+thread_local int t_depth GS_TLS = 0;
+
+struct ThreadState {
+    uint32_t tid = 0;
+    uint32_t generation = 0;  // the queue generation its token belongs to (a fork makes a new queue)
+    void* token = nullptr;
+    std::atomic<uint64_t> calls{0};
+    std::atomic<uint64_t> dropped{0};
+    std::atomic<uint64_t> overheadNs{0};
+    ThreadState* next = nullptr;  // all states, live or free, for the exit report
+    bool live = false;
+};
+
+namespace {
+
+thread_local ThreadState* t_state GS_TLS = nullptr;
+thread_local uint32_t t_tid GS_TLS = 0;
+
+pthread_once_t g_once = PTHREAD_ONCE_INIT;
+pthread_key_t g_threadKey;
+pthread_mutex_t g_threadsLock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_startLock = PTHREAD_MUTEX_INITIALIZER;
+ThreadState* g_threads = nullptr;  // intrusive list; states are reused, never freed
+std::atomic<uint32_t> g_generation{1};
+std::atomic<uint64_t> g_seq{0};
+std::atomic<uint64_t> g_made{0};
+std::atomic<uint64_t> g_dropped{0};
+bool g_disabled = false;
+
+void threadExit(void* p)
+{
+    // The thread is going away: report its totals, give its producer token back, keep the state
+    // object for the next thread (threads come and go by thousands; memory stays bounded).
+    auto* ts = static_cast<ThreadState*>(p);
+    if (!ts) return;
+    ++t_depth;
+    if (g_state.load(std::memory_order_acquire) == int(State::On) && ts->token &&
+        ts->generation == g_generation.load(std::memory_order_acquire)) {
+        Item item{};
+        item.kind = Item::ThreadStats;
+        item.stats.tid = ts->tid;
+        item.stats.calls = ts->calls.load(std::memory_order_relaxed);
+        item.stats.dropped = ts->dropped.load(std::memory_order_relaxed);
+        item.stats.overheadNs = ts->overheadNs.load(std::memory_order_relaxed);
+        enqueue(ts, item);
+        queueFreeToken(ts->token);
+    }
+    pthread_mutex_lock(&g_threadsLock);
+    ts->token = nullptr;
+    ts->live = false;
+    pthread_mutex_unlock(&g_threadsLock);
+    t_state = nullptr;
+    --t_depth;
+}
+
+void atExit();
+
+void prefork()
+{
+    pthread_mutex_lock(&g_startLock);
+    pthread_mutex_lock(&g_threadsLock);
+    internPrefork();
+}
+
+void postforkParent()
+{
+    internPostforkParent();
+    pthread_mutex_unlock(&g_threadsLock);
+    pthread_mutex_unlock(&g_startLock);
+}
+
+void postforkChild()
+{
+    // A new process to trace: no drain thread here, the parent's queued records are not ours.
+    internPostforkChild();
+    pthread_mutex_unlock(&g_threadsLock);
+    pthread_mutex_unlock(&g_startLock);
+    for (ThreadState* ts = g_threads; ts; ts = ts->next) {
+        ts->token = nullptr;  // belonged to the parent's queue (leaked with it)
+        ts->live = false;
+        ts->calls.store(0);
+        ts->dropped.store(0);
+        ts->overheadNs.store(0);
+    }
+    t_state = nullptr;
+    t_tid = 0;
+    g_generation.fetch_add(1);
+    g_seq.store(0);
+    g_made.store(0);
+    g_dropped.store(0);
+    drainAfterForkChild();
+    gpuAfterForkChild();
+#ifdef GPUSPY_HAVE_STACK
+    stackAfterForkChild();
+#endif
+    g_state.store(int(State::Off));
+}
+
+void onceInit()
+{
+    const char* off = getenv("GPUSPY_DISABLE");
+    g_disabled = off && off[0] == '1';
+    pthread_key_create(&g_threadKey, threadExit);
+    pthread_atfork(prefork, postforkParent, postforkChild);
+    atexit(atExit);
+    gpuConfigure();
+#ifdef GPUSPY_HAVE_STACK
+    unsigned depth = 24;
+    if (const char* d = getenv("GPUSPY_STACK_DEPTH")) depth = unsigned(strtoul(d, nullptr, 10));
+    stackConfigure(depth);
+#endif
+}
+
+void atExit()
+{
+    int expected = int(State::On);
+    if (!g_state.compare_exchange_strong(expected, int(State::Draining))) return;
+    ++t_depth;
+    // Exit drains with a time limit, then leaks on purpose: cudart's own exit handlers call the
+    // driver after us and must find working (pass-through) wrappers.
+    drainStopAndFlush(2000000000ull);
+    g_state.store(int(State::Dead));
+    --t_depth;
+}
+
+__attribute__((destructor)) void libraryTeardown()
+{
+    atExit();
+}
+
+}  // namespace
+
+uint32_t currentTid()
+{
+    if (t_tid == 0) t_tid = uint32_t(syscall(SYS_gettid));
+    return t_tid;
+}
+
+uint64_t nextSeq()
+{
+    return g_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+bool ensureStarted()
+{
+    int s = g_state.load(std::memory_order_acquire);
+    if (s == int(State::On)) return true;
+    if (s != int(State::Off)) return false;
+    pthread_once(&g_once, onceInit);
+    if (g_disabled) return false;
+    pthread_mutex_lock(&g_startLock);
+    if (g_state.load() == int(State::Off)) {
+        queueCreate();
+        g_generation.fetch_add(1);
+        g_state.store(int(State::On), std::memory_order_release);
+        drainStart();
+    }
+    pthread_mutex_unlock(&g_startLock);
+    return g_state.load(std::memory_order_acquire) == int(State::On);
+}
+
+ThreadState* threadState()
+{
+    ThreadState* ts = t_state;
+    const uint32_t gen = g_generation.load(std::memory_order_acquire);
+    if (ts && ts->generation == gen && ts->token) return ts;
+    if (!ts) {
+        pthread_once(&g_once, onceInit);  // the thread-exit key must exist before it is set
+        // Reuse a state a finished thread left behind; allocate only when none is free.
+        pthread_mutex_lock(&g_threadsLock);
+        for (ThreadState* s = g_threads; s; s = s->next) {
+            if (!s->live) {
+                ts = s;
+                break;
+            }
+        }
+        if (!ts) {
+            void* mem = malloc(sizeof(ThreadState));
+            if (!mem) {
+                pthread_mutex_unlock(&g_threadsLock);
+                return nullptr;
+            }
+            ts = new (mem) ThreadState;
+            ts->next = g_threads;
+            g_threads = ts;
+        }
+        ts->live = true;
+        ts->tid = currentTid();
+        ts->calls.store(0);
+        ts->dropped.store(0);
+        ts->overheadNs.store(0);
+        ts->token = nullptr;
+        pthread_mutex_unlock(&g_threadsLock);
+        t_state = ts;
+        pthread_setspecific(g_threadKey, ts);
+        noteThreadName(ts->tid);
+    }
+    if (ts->generation != gen || !ts->token) {
+        ts->token = queueNewToken();
+        ts->generation = gen;
+        if (!ts->token) return nullptr;
+    }
+    return ts;
+}
+
+bool enqueue(ThreadState* ts, const Item& item)
+{
+    g_made.fetch_add(1, std::memory_order_relaxed);
+    if (ts && ts->token && queueTryEnqueue(ts->token, item)) return true;
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    if (ts) ts->dropped.fetch_add(1, std::memory_order_relaxed);
+    return false;
+}
+
+void addOverhead(ThreadState* ts, uint64_t ns, bool call)
+{
+    if (!ts) return;
+    ts->overheadNs.fetch_add(ns, std::memory_order_relaxed);
+    if (call) ts->calls.fetch_add(1, std::memory_order_relaxed);
+}
+
+// For the drain thread's End record and final ThreadStats.
+uint64_t recordsMade() { return g_made.load(); }
+uint64_t recordsDropped() { return g_dropped.load(); }
+void countDrainDrop(uint64_t n) { g_dropped.fetch_add(n); }
+void countMade(uint64_t n) { g_made.fetch_add(n); }
+
+size_t snapshotThreadStats(wire::ThreadStatsBody* out, size_t cap)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&g_threadsLock);
+    for (ThreadState* s = g_threads; s && n < cap; s = s->next) {
+        if (!s->live) continue;
+        wire::ThreadStatsBody b{};
+        b.tid = s->tid;
+        b.calls = s->calls.load(std::memory_order_relaxed);
+        b.dropped = s->dropped.load(std::memory_order_relaxed);
+        b.overheadNs = s->overheadNs.load(std::memory_order_relaxed);
+        out[n++] = b;
+    }
+    pthread_mutex_unlock(&g_threadsLock);
+    return n;
+}
+
+CallScope::CallScope(Api api)
+{
+    const int savedErrno = errno;
+    if (t_depth++ != 0) return;
+    if (g_state.load(std::memory_order_acquire) != int(State::On) && !ensureStarted()) {
+        errno = savedErrno;
+        return;
+    }
+    m_ts = threadState();
+    if (!m_ts) {
+        errno = savedErrno;
+        return;
+    }
+    m_t0 = nowNs();
+    m_errno = savedErrno;
+    m_active = true;
+    const ApiInfo& info = kApis[size_t(api)];
+    m_perThread = info.perThread;
+    m_item.kind = Item::Call;
+    m_item.ctx = nullptr;
+    m_item.evBegin = nullptr;
+    m_item.evEnd = nullptr;
+    m_item.endRecordDelayNs = 0;
+    std::memset(&m_item.call, 0, sizeof m_item.call);
+    wire::CallBody& b = m_item.call;
+    b.apiId = uint16_t(api);
+    b.category = info.category;
+    b.tid = m_ts->tid;
+    b.device = -1;
+    b.beginNs = m_t0;
+    if (m_perThread) b.flags |= wire::kCallPerThreadStream;
+#ifdef GPUSPY_HAVE_STACK
+    b.stackId = stackCapture(1);
+#endif
+    errno = savedErrno;
+}
+
+void CallScope::beforeReal()
+{
+    if (!m_active) return;
+    m_item.call.beginNs = nowNs();
+    errno = m_errno;
+}
+
+CUresult CallScope::finish(CUresult rc)
+{
+    if (!m_active) return rc;
+    const uint64_t end = nowNs();
+    m_errno = errno;  // what the driver left is what the app must see
+    wire::CallBody& b = m_item.call;
+    b.endNs = end;
+    b.result = int32_t(rc);
+    b.seq = nextSeq();
+    if (b.device < 0) b.device = int16_t(deviceOfCurrentContext(nullptr));
+    gpuAfter(*this, rc);
+    enqueue(m_ts, m_item);
+    const uint64_t done = nowNs();
+    addOverhead(m_ts, (b.beginNs - m_t0) + (done - end), true);
+    errno = m_errno;
+    return rc;
+}
+
+CallScope::~CallScope()
+{
+    --t_depth;
+    if (m_active) errno = m_errno;
+}
+
+}  // namespace gpuspy::shim

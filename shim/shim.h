@@ -1,0 +1,212 @@
+// shim/shim.h: what the parts of the injected library share: the hook table, the call scope every
+// wrapper opens, the queue item, the lifecycle. Nothing here allocates or throws.
+#pragma once
+
+// Declare every ABI name (_v2, _ptds, _ptsz) with its own signature, as the driver itself does, so
+// that each wrapper is checked against cuda.h by the compiler.
+#ifndef __CUDA_API_VERSION_INTERNAL
+#define __CUDA_API_VERSION_INTERNAL 1
+#endif
+#include <cuda.h>
+
+#include "wire/format.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+
+#define GS_EXPORT extern "C" __attribute__((visibility("default")))
+#define GS_TLS __attribute__((tls_model("initial-exec")))
+
+namespace gpuspy::shim {
+
+enum class Api : uint16_t {
+    None = 0,
+#define GS_DRIVER(abi, base, since, pt, cat) abi,
+#include "driver_hooks.def"
+#undef GS_DRIVER
+    Count
+};
+inline constexpr size_t kApiCount = size_t(Api::Count);
+
+struct ApiInfo {
+    const char* abi;   // the exported symbol
+    const char* base;  // the name cuGetProcAddress is asked for
+    int since;         // the lowest requested version that gets this ABI
+    bool perThread;    // the _ptds/_ptsz variant
+    wire::Category category;
+};
+extern const ApiInfo kApis[kApiCount];     // [0] = None
+extern void* const kWrappers[kApiCount];  // our exported wrapper for each ABI
+
+// ---- resolve.cpp: real entry points
+using DlsymFn = void* (*)(void*, const char*);
+DlsymFn realDlsym();
+extern std::atomic<void*> g_real[kApiCount];
+void* resolveReal(Api api);  // slow path: looks the ABI up in libcuda
+inline void* realPtr(Api api)
+{
+    void* p = g_real[size_t(api)].load(std::memory_order_acquire);
+    return p ? p : resolveReal(api);
+}
+#define GS_REAL(abi) reinterpret_cast<decltype(&::abi)>(::gpuspy::shim::realPtr(::gpuspy::shim::Api::abi))
+// Which hooked ABI a cuGetProcAddress answer is: 0 when none (leave it alone). `resolved` is the
+// real driver's answer, compared against the exported symbols first; the version rule decides
+// when the driver hands out an address that is not an exported symbol.
+Api selectAbi(const char* symbol, int version, cuuint64_t flags, void* resolved);
+Api selectAbiByVersion(const char* symbol, int version, cuuint64_t flags);
+// dlsym(handle, name) answered `real`: our wrapper where we hook the name, else `real`.
+void* interceptDlsym(void* handle, const char* name, void* real);
+// The real driver functions the shim itself calls (never recorded: callers hold the depth guard).
+struct Driver {
+    decltype(&::cuCtxGetCurrent) ctxGetCurrent;
+    decltype(&::cuCtxGetDevice) ctxGetDevice;
+    decltype(&::cuCtxSetCurrent) ctxSetCurrent;
+    decltype(&::cuPointerGetAttribute) pointerGetAttribute;
+    decltype(&::cuFuncGetName) funcGetName;
+    decltype(&::cuKernelGetName) kernelGetName;
+    decltype(&::cuEventCreate) eventCreate;
+    decltype(&::cuEventDestroy_v2) eventDestroy;
+    decltype(&::cuEventRecord) eventRecord;
+    decltype(&::cuEventRecord_ptsz) eventRecordPtsz;
+    decltype(&::cuEventQuery) eventQuery;
+    decltype(&::cuEventSynchronize) eventSynchronize;
+    decltype(&::cuEventElapsedTime_v2) eventElapsedTime;
+    decltype(&::cuStreamCreate) streamCreate;
+    decltype(&::cuStreamIsCapturing) streamIsCapturing;
+    decltype(&::cuStreamIsCapturing_ptsz) streamIsCapturingPtsz;
+    decltype(&::cuDeviceGetName) deviceGetName;
+};
+const Driver& driver();  // members may be null before libcuda is found
+
+// ---- runtime.cpp: lifecycle, threads, the call scope
+enum class State : int { Off = 0, On = 1, Draining = 2, Dead = 3 };
+extern std::atomic<int> g_state;
+extern thread_local int t_depth GS_TLS;
+
+inline uint64_t nowNs()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+uint32_t currentTid();
+bool ensureStarted();  // Off -> On on the first recorded call; false when not recording
+
+// One queue element: a record body plus what the drain thread needs to finish it.
+struct Item {
+    enum Kind : uint8_t { Call = 1, Nvtx = 2, ThreadStats = 3 };
+    Kind kind;
+    uint8_t pad0[3];
+    uint32_t endRecordDelayNs;  // Call with GPU timing: from the call's return to its end event record
+    CUcontext ctx;     // Call with GPU timing: the context of its events
+    CUevent evBegin;   // GPU timing events (null: untimed)
+    CUevent evEnd;
+    union {
+        wire::CallBody call;
+        wire::NvtxBody nvtx;
+        wire::ThreadStatsBody stats;
+    };
+};
+static_assert(sizeof(Item) == 128);
+
+struct ThreadState;
+ThreadState* threadState();            // this thread's state, created on first use
+bool enqueue(ThreadState* ts, const Item& item);  // false: dropped (and counted)
+void addOverhead(ThreadState* ts, uint64_t ns, bool call);
+
+uint64_t nextSeq();
+
+// What every wrapper opens first. Inert (everything a no-op) when nested inside another hook,
+// on the drain thread, or when gpuspy is not recording.
+class CallScope {
+public:
+    explicit CallScope(Api api);
+    ~CallScope();
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
+
+    bool active() const { return m_active; }
+    wire::CallBody& body() { return m_item.call; }
+    Item& item() { return m_item; }
+    bool perThread() const { return m_perThread; }
+    void setStream(CUstream s) { m_item.call.stream = uint64_t(uintptr_t(s)); }
+    void setFlags(uint16_t f) { m_item.call.flags |= f; }
+    // Call right before the real function: the host begin time.
+    void beforeReal();
+    // Call right after it with its result; queues the record. Returns rc untouched.
+    CUresult finish(CUresult rc);
+
+private:
+    Item m_item;
+    ThreadState* m_ts = nullptr;
+    uint64_t m_t0 = 0;
+    int m_errno = 0;
+    bool m_active = false;
+    bool m_perThread = false;
+};
+
+// ---- intern.cpp: names, memory kinds, devices
+uint32_t internKernelName(const void* handle, const char* name);  // handle -> id (name copied)
+void aliasKernel(const void* handle, const void* sameAs);         // cuKernelGetFunction
+uint32_t kernelIdOf(const void* handle);                          // 0 = unknown; may ask cuFuncGetName
+uint32_t internString(const char* s, size_t n);                   // NVTX messages and domains
+int deviceOfCurrentContext(CUcontext* ctxOut);                    // -1 when none
+int deviceOfContext(CUcontext ctx);                               // -1 when never seen current
+void noteDevice(int device);
+void memAddRange(uint64_t start, uint64_t bytes, wire::MemKind kind);
+void memRemoveRange(uint64_t start);
+wire::MemKind memKindOf(uint64_t address, bool deviceSide);
+void noteThreadName(uint32_t tid);
+
+// Drained by drain.cpp: definitions not yet sent. Each returns bytes written (0 = none pending).
+size_t drainKernelDefs(uint8_t* out, size_t cap);
+size_t drainStringDefs(uint8_t* out, size_t cap);
+size_t drainDeviceDefs(uint8_t* out, size_t cap);
+size_t drainThreadDefs(uint8_t* out, size_t cap);
+void internForgetSent();  // a new stream: every definition is pending again
+void internPrefork();
+void internPostforkParent();
+void internPostforkChild();
+
+// ---- drain.cpp
+void drainStart();
+void drainStopAndFlush(uint64_t timeoutNs);  // at exit
+void drainWake();
+void drainAfterForkChild();
+void queueCreate();
+bool queueTryEnqueue(void* token, const Item& item);
+void* queueNewToken();
+void queueFreeToken(void* token);
+
+// ---- gpu_time.cpp
+void gpuConfigure();
+// Around a call that submits device work on `stream`: `timeAlways` for copies, memsets, graph
+// launches; kernels may be sampled out. Both are no-ops when GPU timing is off.
+void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways);
+void gpuAfter(CallScope& scope, CUresult rc);
+void gpuStreamTouched(CUstream stream, bool perThread);  // untimed work joined the stream
+void gpuCaptureBegin(CUstream stream, bool perThread);
+// Before a context may be destroyed (app thread, not in a hook): waits, bounded, until the drain
+// thread resolved every pending span, then forgets every pooled event and clock anchor.
+void gpuBeforeContextTeardown();
+void gpuCaptureEnd(CUstream stream, bool perThread);
+// Drain thread: resolve what completed; returns bytes written into out.
+size_t gpuDrain(uint8_t* out, size_t cap, const Item* calls, size_t n, bool final);
+uint64_t gpuSampledOut();
+void gpuAfterForkChild();
+
+}  // namespace gpuspy::shim
+
+#ifdef GPUSPY_HAVE_STACK
+#include "shim/stack.h"
+#endif
+
+// The exported wrappers, declared with cuda.h's type for their ABI name.
+extern "C" {
+#define GS_DRIVER(abi, base, since, pt, cat) __attribute__((visibility("default"))) decltype(::abi) abi;
+#include "driver_hooks.def"
+#undef GS_DRIVER
+}

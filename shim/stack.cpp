@@ -1,0 +1,350 @@
+// shim/stack.cpp: captures host call stacks with libunwind's unw_backtrace, interns them in a
+// lock-free table so a record carries one id, and keeps the module map (dl_iterate_phdr) that the
+// drain thread sends, once, ahead of the stacks that refer to it.
+//
+// Memory, bounded and reserved once by stackConfigure (address space; pages become resident only as
+// they are used): the slot table 1 MiB, stack entries 1 MiB, the frame arena 8 MiB (1 Mi return
+// addresses), modules 40 KiB + 256 KiB of paths. A program with 1,000 distinct 24-frame stacks
+// touches about 250 KiB. When the table or the arena is full, stackCapture returns 0 and counts.
+#include "shim/stack.h"
+
+#include "wire/codec.h"
+
+#include <atomic>
+#include <cstring>
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace gpuspy::shim {
+
+namespace {
+
+constexpr uint32_t kMaxStacks = 1u << 16;
+constexpr uint32_t kSlots = 1u << 17;  // twice the stacks: the open-addressing table never fills
+constexpr uint32_t kArenaFrames = 1u << 20;
+constexpr uint32_t kMaxModules = 1024;
+constexpr uint32_t kPathBytes = 256 * 1024;
+constexpr uint32_t kMaxPath = 4096;
+constexpr unsigned kMaxSkip = 32;
+constexpr unsigned kSelfMargin = 2;  // extra frames taken in libgpuspy.so for its own to be dropped
+
+// Entry states. An entry is written completely before it is marked Ready, and marked Ready before a
+// slot points at it: whoever finds an id through the table finds its frames already there.
+enum : uint32_t { kWriting = 0, kReady = 1, kDead = 2 };
+
+struct StackEntry {
+    uint32_t offset;  // into g_frames
+    uint32_t depth;
+    std::atomic<uint32_t> state;
+    uint32_t pad0;
+};
+static_assert(sizeof(StackEntry) == 16);
+
+struct ModuleEntry {
+    uint64_t start, end, bias;
+    uint32_t pathOffset, pathLength;
+};
+
+using BacktraceFn = int (*)(void**, int);
+
+// Everything below is zero-initialised (no constructors run: the shim may be entered before them).
+std::atomic<unsigned> g_depth{0};
+BacktraceFn g_backtrace = nullptr;
+std::atomic<uint64_t>* g_slots = nullptr;  // (hash high 32 bits) << 32 | (entry index + 1); 0 = empty
+StackEntry* g_entries = nullptr;
+uint64_t* g_frames = nullptr;
+std::atomic<uint32_t> g_entryCount{0};  // entries handed out (may run past kMaxStacks when full)
+std::atomic<uint32_t> g_frameCount{0};  // arena frames handed out (may run past kArenaFrames)
+std::atomic<bool> g_full{false};
+std::atomic<uint64_t> g_dropped{0};
+
+// The module map: append-only, written under g_moduleLock (slow path), read without it up to
+// g_moduleCount (published with release after the entry is complete).
+pthread_mutex_t g_moduleLock = PTHREAD_MUTEX_INITIALIZER;
+ModuleEntry g_modules[kMaxModules];
+char g_paths[kPathBytes];
+uint32_t g_pathUsed = 0;
+std::atomic<uint32_t> g_moduleCount{0};
+unsigned long long g_lastAdds = ~0ull;  // dl_iterate_phdr's load counter at the last full scan
+// gpuspy's own shared object (libgpuspy.so), when this file is linked into one: its frames are
+// never the app's, so the innermost ones are dropped whatever skipFrames says (how many frames the
+// hook wrappers leave depends on inlining and tail calls). Empty when linked into an executable
+// (the unit tests), whose frames are the caller's own.
+uint64_t g_selfLo = 0, g_selfHi = 0;
+
+// Drain thread only.
+uint32_t g_drainModule = 0;
+uint32_t g_drainStack = 0;
+pid_t g_pid = 0;  // the process stackConfigure ran in, to tell a fork child from a new stream
+
+uint64_t hashFrames(const uint64_t* pcs, uint32_t n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+    for (uint32_t i = 0; i < n; ++i) {
+        h = (h ^ pcs[i]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    return h | (1ull << 63);  // never 0 in the high half: a slot value of 0 means empty
+}
+
+bool moduleCovers(uint64_t pc, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; ++i)
+        if (pc >= g_modules[i].start && pc < g_modules[i].end) return true;
+    return false;
+}
+
+struct ScanState {
+    bool first;
+    bool unchanged;
+};
+
+int onObject(dl_phdr_info* info, size_t, void* arg)
+{
+    auto* scan = static_cast<ScanState*>(arg);
+    if (scan->first) {
+        scan->first = false;
+        // Nothing was loaded since the last scan (JIT code or a stray address): skip the walk.
+        if (info->dlpi_adds == g_lastAdds) {
+            scan->unchanged = true;
+            return 1;
+        }
+        g_lastAdds = info->dlpi_adds;
+    }
+    uint64_t lo = ~0ull, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+        if (ph.p_type != PT_LOAD) continue;
+        uint64_t a = info->dlpi_addr + ph.p_vaddr;
+        if (a < lo) lo = a;
+        if (a + ph.p_memsz > hi) hi = a + ph.p_memsz;
+    }
+    if (lo >= hi) return 0;
+    const uint64_t self = reinterpret_cast<uint64_t>(&stackCapture);
+    if (self >= lo && self < hi && info->dlpi_name && info->dlpi_name[0]) {
+        g_selfLo = lo;
+        g_selfHi = hi;
+    }
+    // The main program reports an empty name: its path is /proc/self/exe. No allocation here.
+    char exe[kMaxPath];
+    const char* path = info->dlpi_name;
+    size_t len = path ? strnlen(path, kMaxPath - 1) : 0;
+    if (len == 0) {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0) return 0;
+        path = exe;
+        len = size_t(n);
+    }
+    // Append-only: modules unloaded since stay (older stacks refer to them); a module already
+    // known is not sent twice; another one mapped where an unloaded one was is new.
+    uint32_t count = g_moduleCount.load(std::memory_order_relaxed);
+    for (uint32_t i = 0; i < count; ++i) {
+        const ModuleEntry& m = g_modules[i];
+        if (m.start == lo && m.end == hi && m.bias == info->dlpi_addr && m.pathLength == len &&
+            std::memcmp(g_paths + m.pathOffset, path, len) == 0)
+            return 0;
+    }
+    if (count == kMaxModules) return 1;
+    if (g_pathUsed + len > kPathBytes) return 1;
+    std::memcpy(g_paths + g_pathUsed, path, len);
+    g_modules[count] = ModuleEntry{lo, hi, uint64_t(info->dlpi_addr), g_pathUsed, uint32_t(len)};
+    g_pathUsed += uint32_t(len);
+    g_moduleCount.store(count + 1, std::memory_order_release);
+    return 0;
+}
+
+void scanModules()
+{
+    pthread_mutex_lock(&g_moduleLock);
+    ScanState scan{true, false};
+    dl_iterate_phdr(onObject, &scan);
+    pthread_mutex_unlock(&g_moduleLock);
+}
+
+// A new stack: make sure the module map covers its frames before it can be drained.
+void coverFrames(const uint64_t* pcs, uint32_t n)
+{
+    uint32_t count = g_moduleCount.load(std::memory_order_acquire);
+    for (uint32_t i = 0; i < n; ++i) {
+        if (moduleCovers(pcs[i], count)) continue;
+        scanModules();  // dlopen'd since the last scan; a no-op when nothing was loaded
+        return;
+    }
+}
+
+bool sameStack(uint32_t entry, const uint64_t* pcs, uint32_t n)
+{
+    const StackEntry& e = g_entries[entry];
+    return e.depth == n && std::memcmp(g_frames + e.offset, pcs, n * sizeof(uint64_t)) == 0;
+}
+
+// Writes a new entry for pcs; returns its index, or UINT32_MAX when full.
+uint32_t newEntry(const uint64_t* pcs, uint32_t n)
+{
+    if (g_full.load(std::memory_order_relaxed)) return UINT32_MAX;
+    uint32_t index = g_entryCount.fetch_add(1, std::memory_order_relaxed);
+    if (index >= kMaxStacks) {
+        g_full.store(true, std::memory_order_relaxed);
+        return UINT32_MAX;
+    }
+    uint32_t offset = g_frameCount.fetch_add(n, std::memory_order_relaxed);
+    if (uint64_t(offset) + n > kArenaFrames) {
+        g_full.store(true, std::memory_order_relaxed);
+        g_entries[index].state.store(kDead, std::memory_order_release);
+        return UINT32_MAX;
+    }
+    std::memcpy(g_frames + offset, pcs, n * sizeof(uint64_t));
+    g_entries[index].offset = offset;
+    g_entries[index].depth = n;
+    g_entries[index].state.store(kReady, std::memory_order_release);
+    return index;
+}
+
+uint32_t intern(const uint64_t* pcs, uint32_t n)
+{
+    const uint64_t h = hashFrames(pcs, n);
+    const uint64_t tag = h & 0xffffffff00000000ull;
+    uint32_t slot = uint32_t(h) & (kSlots - 1);
+    uint32_t mine = UINT32_MAX;  // our new entry, once written
+    for (uint32_t probes = 0; probes < kSlots; ++probes, slot = (slot + 1) & (kSlots - 1)) {
+        uint64_t v = g_slots[slot].load(std::memory_order_acquire);
+        while (v == 0) {
+            if (mine == UINT32_MAX) {
+                coverFrames(pcs, n);
+                mine = newEntry(pcs, n);
+                if (mine == UINT32_MAX) {
+                    g_dropped.fetch_add(1, std::memory_order_relaxed);
+                    return 0;
+                }
+            }
+            if (g_slots[slot].compare_exchange_strong(v, tag | (mine + 1), std::memory_order_acq_rel,
+                                                      std::memory_order_acquire))
+                return mine + 1;
+            // Lost the race: v now holds the winner, maybe the same stack. Then our entry stays an
+            // unreferenced duplicate definition (harmless, and only as many as such races).
+        }
+        if ((v & 0xffffffff00000000ull) == tag && sameStack(uint32_t(v) - 1, pcs, n)) return uint32_t(v);
+    }
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+}
+
+void* reserve(size_t bytes)
+{
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+}
+
+}  // namespace
+
+void stackConfigure(unsigned depth)
+{
+    if (depth > wire::kMaxStackDepth) depth = wire::kMaxStackDepth;
+    if (depth == 0) {
+        g_depth.store(0, std::memory_order_release);
+        return;
+    }
+    if (!g_backtrace) {
+        // RTLD_LOCAL: libunwind exports _Unwind_* and backtrace, which must not interpose on the
+        // app's libgcc_s and libc ones (exceptions would unwind through libunwind). Loaded
+        // privately, only our calls reach it. No libunwind: stacks stay off.
+        void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+        if (lib) g_backtrace = reinterpret_cast<BacktraceFn>(dlsym(lib, "unw_backtrace"));
+        if (!g_backtrace) return;
+    }
+    if (!g_slots) {
+        g_slots = static_cast<std::atomic<uint64_t>*>(reserve(kSlots * sizeof(uint64_t)));
+        g_entries = static_cast<StackEntry*>(reserve(kMaxStacks * sizeof(StackEntry)));
+        g_frames = static_cast<uint64_t*>(reserve(kArenaFrames * sizeof(uint64_t)));
+        if (!g_slots || !g_entries || !g_frames) {
+            g_slots = nullptr;
+            return;
+        }
+    }
+    g_pid = getpid();
+    scanModules();
+    g_depth.store(depth, std::memory_order_release);
+}
+
+uint32_t stackCapture(unsigned skipFrames)
+{
+    const unsigned depth = g_depth.load(std::memory_order_acquire);
+    if (depth == 0) return 0;
+    if (skipFrames > kMaxSkip) skipFrames = kMaxSkip;
+    // buf[0] is the return address inside stackCapture itself (unw_backtrace's caller), buf[1]
+    // the one in our caller: skip 1 + skipFrames.
+    void* buf[1 + kMaxSkip + kSelfMargin + wire::kMaxStackDepth];
+    const unsigned skip = 1 + skipFrames;
+    const unsigned margin = g_selfHi ? kSelfMargin : 0;
+    int n = g_backtrace(buf, int(skip + margin + depth));
+    unsigned first = skip;
+    while (first < unsigned(n) && reinterpret_cast<uint64_t>(buf[first]) - g_selfLo < g_selfHi - g_selfLo) ++first;
+    if (int(first) >= n) return 0;
+    uint32_t count = uint32_t(n) - first;
+    if (count > depth) count = depth;
+    return intern(reinterpret_cast<const uint64_t*>(buf + first), count);
+}
+
+size_t stackDrainDefs(uint8_t* out, size_t cap)
+{
+    if (!g_entries) return 0;
+    size_t written = 0;
+    // Stacks complete now; the modules they need were published before them (coverFrames), so
+    // loading the module count after their states sees those modules.
+    uint32_t limit = g_entryCount.load(std::memory_order_acquire);
+    if (limit > kMaxStacks) limit = kMaxStacks;
+    uint32_t ready = g_drainStack;
+    while (ready < limit && g_entries[ready].state.load(std::memory_order_acquire) != kWriting) ++ready;
+    const uint32_t modules = g_moduleCount.load(std::memory_order_acquire);
+
+    while (g_drainModule < modules) {
+        const ModuleEntry& m = g_modules[g_drainModule];
+        wire::ModuleDefBody body{m.start, m.end, m.bias, m.pathLength, 0};
+        size_t n = wire::encodeVar(out + written, cap - written, body, g_paths + m.pathOffset, m.pathLength);
+        if (n == 0) return written;
+        written += n;
+        ++g_drainModule;
+    }
+    while (g_drainStack < ready) {
+        const StackEntry& e = g_entries[g_drainStack];
+        if (e.state.load(std::memory_order_acquire) == kReady) {
+            wire::StackDefBody body{g_drainStack + 1, e.depth};
+            size_t n = wire::encodeVar(out + written, cap - written, body, g_frames + e.offset,
+                                       uint32_t(e.depth * sizeof(uint64_t)));
+            if (n == 0) return written;
+            written += n;
+        }
+        ++g_drainStack;
+    }
+    return written;
+}
+
+void stackAfterForkChild()
+{
+    // Also called in the same process when the drain thread starts a new stream (the collector
+    // went away): then only the cursors go back, as other threads are still capturing.
+    const pid_t pid = getpid();
+    const bool forked = pid != g_pid;
+    g_pid = pid;
+    if (forked && g_entries) {
+        // Only the forking thread survives: the module lock's holder and the writers of
+        // half-written entries are gone.
+        pthread_mutex_init(&g_moduleLock, nullptr);
+        uint32_t limit = g_entryCount.load(std::memory_order_acquire);
+        if (limit > kMaxStacks) limit = kMaxStacks;
+        for (uint32_t i = 0; i < limit; ++i) {
+            uint32_t expected = kWriting;
+            g_entries[i].state.compare_exchange_strong(expected, kDead);
+        }
+    }
+    g_drainModule = 0;
+    g_drainStack = 0;
+}
+
+uint64_t stackDroppedCount() { return g_dropped.load(std::memory_order_relaxed); }
+
+}  // namespace gpuspy::shim

@@ -1,0 +1,361 @@
+// tests/shim/compare_capture.cpp: checks one shim capture against the simulated driver's ground-truth
+// trace of the same process: every device operation recorded exactly once, with the right bytes,
+// direction, memory kind, kernel, stream, and (when timed) GPU begin/end.
+//
+//   compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N] CAPTURE TRACE.jsonl|-
+// Exit 0: match; 1: mismatch (first problems printed); 2: a file could not be read.
+#include "wire/codec.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace gpuspy;
+
+namespace {
+
+struct Call {
+    wire::CallBody body;
+    bool hasSpan = false;
+    wire::GpuSpanBody span{};
+    std::vector<size_t> ops;  // trace ops it submitted
+};
+
+struct Capture {
+    uint32_t pid = 0;
+    std::map<uint16_t, std::string> apis;
+    std::map<uint32_t, std::string> kernels;
+    std::vector<Call> calls;
+    std::map<uint64_t, size_t> bySeq;
+    bool hasEnd = false;
+    wire::EndBody end{};
+    uint64_t nvtx = 0, clocks = 0, stacks = 0, threadStats = 0;
+    std::vector<uint64_t> stackTops;  // innermost frame of each stack
+    struct Module {
+        uint64_t start, end;
+        std::string path;
+    };
+    std::vector<Module> modules;
+};
+
+struct Op {
+    nlohmann::json j;
+    uint32_t tid;
+    std::string api, op;
+    uint64_t submit, start, end;
+    bool graph;
+};
+
+int g_errors = 0;
+void problem(const std::string& s)
+{
+    if (++g_errors <= 25) std::fprintf(stderr, "MISMATCH: %s\n", s.c_str());
+}
+
+bool readCapture(const char* path, Capture& cap)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        std::fprintf(stderr, "cannot open %s\n", path);
+        return false;
+    }
+    std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    wire::StreamDecoder dec;
+    bool ok = dec.feed(data.data(), data.size(), [&](const wire::RecordView& r) {
+        switch (r.type) {
+        case wire::RecordType::ApiDef: cap.apis[r.as<wire::ApiDefBody>().apiId] = std::string(r.tail<wire::ApiDefBody>()); break;
+        case wire::RecordType::KernelDef:
+            cap.kernels[r.as<wire::KernelDefBody>().kernelId] = std::string(r.tail<wire::KernelDefBody>());
+            break;
+        case wire::RecordType::Call: {
+            Call c;
+            c.body = r.as<wire::CallBody>();
+            cap.bySeq[c.body.seq] = cap.calls.size();
+            cap.calls.push_back(c);
+            break;
+        }
+        case wire::RecordType::GpuSpan: {
+            auto s = r.as<wire::GpuSpanBody>();
+            auto it = cap.bySeq.find(s.seq);
+            if (it == cap.bySeq.end()) {
+                problem("GpuSpan for unknown seq " + std::to_string(s.seq));
+                break;
+            }
+            Call& c = cap.calls[it->second];
+            if (c.hasSpan) problem("two GpuSpans for seq " + std::to_string(s.seq));
+            c.hasSpan = true;
+            c.span = s;
+            break;
+        }
+        case wire::RecordType::End: cap.hasEnd = true; cap.end = r.as<wire::EndBody>(); break;
+        case wire::RecordType::Nvtx: ++cap.nvtx; break;
+        case wire::RecordType::Clock: ++cap.clocks; break;
+        case wire::RecordType::StackDef: {
+            ++cap.stacks;
+            auto sd = r.as<wire::StackDefBody>();
+            auto t = r.tail<wire::StackDefBody>();
+            if (sd.depth > 0) {
+                uint64_t top;
+                std::memcpy(&top, t.data(), 8);
+                cap.stackTops.push_back(top);
+            }
+            break;
+        }
+        case wire::RecordType::ModuleDef: {
+            auto m = r.as<wire::ModuleDefBody>();
+            cap.modules.push_back({m.start, m.end, std::string(r.tail<wire::ModuleDefBody>())});
+            break;
+        }
+        case wire::RecordType::ThreadStats: ++cap.threadStats; break;
+        default: break;
+        }
+    });
+    if (ok) ok = dec.finish();
+    if (!ok) {
+        std::fprintf(stderr, "%s: %s\n", path, dec.errorMessage().c_str());
+        return false;
+    }
+    cap.pid = dec.header().pid;
+    return true;
+}
+
+std::string hostSide(const wire::TransferArgs& t)
+{
+    using wire::Direction;
+    using wire::MemKind;
+    MemKind k = MemKind::Device;
+    if (t.direction == Direction::HtoD) k = t.srcMem;
+    else if (t.direction == Direction::DtoH) k = t.dstMem;
+    else if (t.direction == Direction::HtoH)
+        k = t.srcMem == MemKind::Pageable || t.dstMem == MemKind::Pageable ? MemKind::Pageable : MemKind::Pinned;
+    switch (k) {
+    case MemKind::Pageable: return "pageable";
+    case MemKind::Pinned: return "pinned";
+    case MemKind::Managed: return "managed";
+    case MemKind::Device: return "device";
+    default: return "unknown";
+    }
+}
+
+std::string dirName(wire::Direction d)
+{
+    switch (d) {
+    case wire::Direction::HtoD: return "HtoD";
+    case wire::Direction::DtoH: return "DtoH";
+    case wire::Direction::DtoD: return "DtoD";
+    case wire::Direction::HtoH: return "HtoH";
+    case wire::Direction::PtoP: return "PtoP";
+    case wire::Direction::Memset: return "Memset";
+    default: return "Unknown";
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    int64_t tol = 20000, grossTol = 1000000000;
+    bool requireGpu = false, allowDrops = false;
+    uint64_t minNvtx = 0;
+    std::vector<const char*> files;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--gpu-tol-ns" && i + 1 < argc) tol = std::atoll(argv[++i]);
+        else if (a == "--gpu-gross-ns" && i + 1 < argc) grossTol = std::atoll(argv[++i]);
+        else if (a == "--require-gpu") requireGpu = true;
+        else if (a == "--allow-drops") allowDrops = true;
+        else if (a == "--min-nvtx" && i + 1 < argc) minNvtx = std::strtoull(argv[++i], nullptr, 10);
+        else files.push_back(argv[i]);
+    }
+    if (files.size() != 2) {
+        std::fprintf(stderr, "usage: compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N] CAPTURE TRACE|-\n");
+        return 2;
+    }
+    Capture cap;
+    if (!readCapture(files[0], cap)) return 2;
+
+    std::vector<Op> ops;
+    const bool haveTrace = std::string(files[1]) != "-";  // "-": check the capture alone
+    std::ifstream tin(files[1]);
+    if (!tin && std::string(files[1]) != "-") {
+        std::fprintf(stderr, "cannot open %s\n", files[1]);
+        return 2;
+    }
+    std::string line;
+    while (std::getline(tin, line)) {
+        if (line.empty()) continue;
+        auto j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded()) {
+            std::fprintf(stderr, "bad trace line: %s\n", line.c_str());
+            return 2;
+        }
+        if (j.value("type", "") != "op" || j.value("pid", 0u) != cap.pid) continue;
+        Op o;
+        o.tid = j.value("tid", 0u);
+        o.api = j.value("api", "");
+        o.op = j.value("op", "");
+        o.submit = j.value("submit", uint64_t(0));
+        o.start = j.value("start", uint64_t(0));
+        o.end = j.value("end", uint64_t(0));
+        o.graph = j.value("graph", false);
+        o.j = std::move(j);
+        ops.push_back(std::move(o));
+    }
+
+    // Calls per thread, by begin time, for the containment search.
+    std::map<uint32_t, std::vector<size_t>> byTid;
+    for (size_t i = 0; i < cap.calls.size(); ++i) byTid[cap.calls[i].body.tid].push_back(i);
+    for (auto& [tid, v] : byTid)
+        std::sort(v.begin(), v.end(), [&](size_t a, size_t b) { return cap.calls[a].body.beginNs < cap.calls[b].body.beginNs; });
+
+    for (size_t oi = 0; oi < ops.size(); ++oi) {
+        const Op& o = ops[oi];
+        auto it = byTid.find(o.tid);
+        std::vector<size_t> matches;
+        if (it != byTid.end()) {
+            for (size_t ci : it->second) {
+                const wire::CallBody& b = cap.calls[ci].body;
+                if (b.beginNs > o.submit) break;
+                if (o.submit <= b.endNs && cap.apis[b.apiId] == o.api) matches.push_back(ci);
+            }
+        }
+        if (matches.empty()) {
+            problem("op not recorded: " + o.j.dump());
+            continue;
+        }
+        if (matches.size() > 1) {
+            problem("op recorded " + std::to_string(matches.size()) + " times: " + o.j.dump());
+            continue;
+        }
+        cap.calls[matches[0]].ops.push_back(oi);
+    }
+
+    // Streams: one shim stream key <-> one simulated stream id.
+    std::map<std::string, uint64_t> keyToId;
+    std::map<uint64_t, std::string> idToKey;
+    size_t timed = 0, untimedCopies = 0, deviceCalls = 0;
+    // GPU times from events cannot be exact on an idle stream (an event there completes when recorded,
+    // not when the work starts) and a loaded machine delays event records: the typical error must be
+    // within --gpu-tol-ns, every error within --gpu-gross-ns (a broken calibration is off by far more).
+    std::vector<int64_t> gpuErrors;
+    size_t gpuChecked = 0, gpuOutOfBound = 0;
+    for (Call& c : cap.calls) {
+        const wire::CallBody& b = c.body;
+        const std::string api = cap.apis[b.apiId];
+        const bool deviceWork = b.flags & wire::kCallDeviceWork;
+        if (deviceWork) ++deviceCalls;
+        if (c.ops.empty()) {
+            // Capturing calls and failed calls submit nothing; anything else is a phantom.
+            if (haveTrace && deviceWork && b.result == 0 && !(b.flags & wire::kCallCapturing) && api.find("Prefetch") == std::string::npos)
+                problem("recorded device work with no device op: seq " + std::to_string(b.seq) + " " + api);
+            continue;
+        }
+        const Op& first = ops[c.ops.front()];
+        // Stream identity.
+        uint64_t h = b.stream;
+        bool pt = b.flags & wire::kCallPerThreadStream;
+        if (h == 1) h = 0, pt = false;
+        if (h == 2) h = 0, pt = true;
+        std::string key = std::to_string(h) + "/" + std::to_string(b.device);
+        if (h == 0) key += pt ? "/pt" + std::to_string(b.tid) : "/legacy";
+        const uint64_t sid = first.j.value("stream", uint64_t(0));
+        if (!first.graph) {
+            auto k = keyToId.find(key);
+            if (k == keyToId.end()) keyToId[key] = sid;
+            else if (k->second != sid) problem("stream " + key + " seen as sim streams " + std::to_string(k->second) + " and " + std::to_string(sid));
+            auto s = idToKey.find(sid);
+            if (s == idToKey.end()) idToKey[sid] = key;
+            else if (s->second != key) problem("sim stream " + std::to_string(sid) + " seen as " + s->second + " and " + key);
+        }
+        if (b.device != first.j.value("dev", -1)) problem("device " + std::to_string(b.device) + " vs " + first.j.dump());
+        if (!first.graph) {
+            if (first.op == "kernel") {
+                const auto& l = b.args.launch;
+                const std::string name = cap.kernels.count(l.kernelId) ? cap.kernels[l.kernelId] : "";
+                if (name != first.j.value("name", "")) problem("kernel name '" + name + "' vs " + first.j.dump());
+                auto grid = first.j["grid"], block = first.j["block"];
+                for (int d = 0; d < 3; ++d)
+                    if (l.grid[d] != grid[d].get<uint32_t>() || l.block[d] != block[d].get<uint32_t>())
+                        problem("grid/block vs " + first.j.dump());
+                if (l.sharedMem != first.j.value("smem", 0u)) problem("smem vs " + first.j.dump());
+            } else if (first.op == "memcpy" || first.op == "memset") {
+                uint64_t bytes = 0;
+                for (size_t oi : c.ops) bytes += ops[oi].j.value("bytes", uint64_t(0));
+                const auto& t = b.args.transfer;
+                if (t.bytes != bytes) problem("bytes " + std::to_string(t.bytes) + " vs " + std::to_string(bytes) + " " + first.j.dump());
+                if (first.op == "memcpy") {
+                    if (dirName(t.direction) != first.j.value("dir", "")) problem("direction " + dirName(t.direction) + " vs " + first.j.dump());
+                    if (hostSide(t) != first.j.value("host_mem", "")) problem("memory kind " + hostSide(t) + " vs " + first.j.dump());
+                } else if (t.direction != wire::Direction::Memset) {
+                    problem("memset not recorded as Memset: " + first.j.dump());
+                }
+            }
+        }
+        // GPU time.
+        uint64_t start = UINT64_MAX, end = 0;
+        for (size_t oi : c.ops) start = std::min(start, ops[oi].start), end = std::max(end, ops[oi].end);
+        if (c.hasSpan) {
+            ++timed;
+            const int64_t db = int64_t(c.span.beginNs) - int64_t(start), de = int64_t(c.span.endNs) - int64_t(end);
+            // An event marks when the stream reached it: on an idle stream that is when it was recorded, so the
+            // begin can be off by at most the host call's duration, the end by the time from the work's end to
+            // the call's return (for work that had finished before the call returned), plus the slack.
+            const int64_t callDur = int64_t(b.endNs) - int64_t(b.beginNs);
+            const int64_t lateEnd = std::max<int64_t>(0, int64_t(b.endNs) - int64_t(end));
+            gpuErrors.push_back(std::max(std::llabs(db), std::llabs(de)));
+            ++gpuChecked;
+            if (std::llabs(db) > callDur + tol || de > lateEnd + tol || de < -tol) {
+                if (++gpuOutOfBound <= 5)
+                    std::fprintf(stderr, "note: GPU span outside the bound: begin %+lld ns, end %+lld ns, call %lld..%lld ns from submit: %s %s\n",
+                                 (long long)db, (long long)de, (long long)(int64_t(b.beginNs) - int64_t(first.submit)),
+                                 (long long)(int64_t(b.endNs) - int64_t(first.submit)), api.c_str(), first.j.dump().c_str());
+            }
+            if (std::llabs(db) > grossTol || std::llabs(de) > grossTol)
+                problem("GPU time off by begin " + std::to_string(db) + " ns, end " + std::to_string(de) + " ns (call " +
+                        std::to_string(int64_t(b.beginNs) - int64_t(first.submit)) + ".." +
+                        std::to_string(int64_t(b.endNs) - int64_t(first.submit)) + " ns from submit): " + api + " " + first.j.dump());
+        } else if (requireGpu && (first.op == "memcpy" || first.op == "memset") && !(b.flags & wire::kCallCapturing)) {
+            // The shim drops a span whose end event was recorded late (a preempted thread): rare.
+            if (++untimedCopies <= 3) std::fprintf(stderr, "note: copy without GPU time: %s %s\n", api.c_str(), first.j.dump().c_str());
+        }
+    }
+    int64_t p50 = 0, p90 = 0, worst = 0;
+    if (!gpuErrors.empty()) {
+        std::sort(gpuErrors.begin(), gpuErrors.end());
+        p50 = gpuErrors[gpuErrors.size() / 2];
+        p90 = gpuErrors[gpuErrors.size() * 9 / 10];
+        worst = gpuErrors.back();
+        // A preempted thread records its event late: a few spans (3, or 5%) may miss the bound, never many.
+        if (gpuOutOfBound > 3 && gpuOutOfBound * 20 > gpuChecked)
+            problem(std::to_string(gpuOutOfBound) + " of " + std::to_string(gpuChecked) +
+                    " GPU spans outside the event placement bound (+" + std::to_string(tol) + " ns)");
+    }
+    // gpuspy's own frames are skipped: no stack may start inside libgpuspy.so.
+    for (uint64_t top : cap.stackTops)
+        for (const auto& m : cap.modules)
+            if (top >= m.start && top < m.end && m.path.find("libgpuspy") != std::string::npos) {
+                problem("a stack starts inside gpuspy's own code (" + m.path + ")");
+                break;
+            }
+    if (cap.nvtx < minNvtx) problem(std::to_string(cap.nvtx) + " NVTX records, expected at least " + std::to_string(minNvtx));
+    if (!cap.hasEnd) problem("no End record (the stream was not closed cleanly)");
+    else if (!allowDrops && cap.end.recordsDropped != 0)
+        problem("records dropped: " + std::to_string(cap.end.recordsDropped));
+    if (requireGpu && timed == 0 && deviceCalls > 0) problem("no GPU spans at all");
+    if (untimedCopies > 3 && untimedCopies * 20 > timed) problem(std::to_string(untimedCopies) + " copies without GPU time");
+
+    std::printf("pid %u: %zu calls, %zu device ops, %zu calls GPU-timed (error p50 %lld ns, p90 %lld ns, max %lld ns), "
+                "%zu outside the bound, %llu nvtx, %llu clocks, %llu stacks, %zu modules: %s\n",
+                cap.pid, cap.calls.size(), ops.size(), timed, (long long)p50, (long long)p90, (long long)worst, gpuOutOfBound,
+                (unsigned long long)cap.nvtx, (unsigned long long)cap.clocks, (unsigned long long)cap.stacks, cap.modules.size(),
+                g_errors ? "MISMATCH" : "ok");
+    return g_errors ? 1 : 0;
+}

@@ -1,0 +1,248 @@
+// Copies and memsets: direction and host-memory kind from the pointers, bandwidth-modelled durations, sync rules.
+#include "sim.h"
+
+#include <cstring>
+
+namespace simcuda {
+namespace {
+
+struct Direction {
+    const char* dir;
+    PtrKind host;  // the host-side pointer's kind; Device for DtoD/PtoP
+};
+
+// Unified addressing: the pointers alone decide the direction (cuMemcpy, cuMemcpyAsync, 2D/3D with UNIFIED).
+Direction directionOf(const void* dst, const void* src)
+{
+    int sdev = 0, ddev = 0;
+    const PtrKind s = classifyPtr(src, &sdev), d = classifyPtr(dst, &ddev);
+    if (s == PtrKind::Device && d == PtrKind::Device) return {sdev != ddev ? "PtoP" : "DtoD", PtrKind::Device};
+    if (s == PtrKind::Device) return {"DtoH", d};
+    if (d == PtrKind::Device) return {"HtoD", s};
+    if (s == PtrKind::Managed && d == PtrKind::Managed) return {"DtoD", PtrKind::Device};
+    if (s == PtrKind::Managed) return {"DtoH", d};
+    if (d == PtrKind::Managed) return {"HtoD", s};
+    return {"HtoH", s == PtrKind::Pageable || d == PtrKind::Pageable ? PtrKind::Pageable : PtrKind::Pinned};
+}
+
+double bandwidth(const Direction& d)
+{
+    const Config& c = config();
+    if (!strcmp(d.dir, "DtoD")) return c.bwDtoD;
+    if (!strcmp(d.dir, "PtoP")) return c.bwPtoP;
+    if (!strcmp(d.dir, "HtoH")) return c.bwHtoH;
+    return d.host == PtrKind::Pageable ? c.bwPageable : c.bwPinned;
+}
+
+Op copyOp(size_t bytes, Direction d, bool async, std::function<void()> effect)
+{
+    Op op;
+    op.kind = OpKind::Memcpy;
+    op.bytes = bytes;
+    op.dir = d.dir;
+    op.hostMem = ptrKindName(d.host);
+    op.duration = config().copyFixed + static_cast<Ns>(static_cast<double>(bytes) / bandwidth(d));
+    // A non-Async copy blocks; an Async one with pageable host memory is staged and so blocks as well.
+    op.sync = !async || d.host == PtrKind::Pageable;
+    op.reason = !async ? WaitReason::SyncCopy : WaitReason::PageableCopy;
+    op.effect = std::move(effect);
+    return op;
+}
+
+CUresult submitCopy(const char* api, CUstream h, bool pt, Op op)
+{
+    Stream* s = resolveStream(h, pt);
+    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    return submitOp(s, std::move(op), api);
+}
+
+CUresult linear(const char* api, CUstream h, bool pt, bool async, void* dst, const void* src, size_t n, const char* forced)
+{
+    if ((!dst || !src) && n) return CUDA_ERROR_INVALID_VALUE;
+    Direction d = directionOf(dst, src);
+    if (forced) {
+        // Explicit-direction calls trust their name for the direction; the host pointer still decides pinned/pageable.
+        if (!strcmp(forced, "HtoD")) d = {"HtoD", classifyPtr(src) == PtrKind::Device ? PtrKind::Pinned : classifyPtr(src)};
+        else if (!strcmp(forced, "DtoH")) d = {"DtoH", classifyPtr(dst) == PtrKind::Device ? PtrKind::Pinned : classifyPtr(dst)};
+        else if (strcmp(d.dir, "PtoP") != 0) d = {"DtoD", PtrKind::Device};
+    }
+    return submitCopy(api, h, pt, copyOp(n, d, async, [dst, src, n] { memmove(dst, src, n); }));
+}
+
+CUresult peer(const char* api, CUstream h, bool pt, bool async, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
+              CUcontext sctx, size_t n)
+{
+    Context *dc = asContext(dctx), *sc = asContext(sctx);
+    if (!dc || !sc) return CUDA_ERROR_INVALID_CONTEXT;
+    const Direction d{dc->dev != sc->dev ? "PtoP" : "DtoD", PtrKind::Device};
+    void* dp = reinterpret_cast<void*>(dst);
+    const void* sp = reinterpret_cast<const void*>(src);
+    return submitCopy(api, h, pt, copyOp(n, d, async, [dp, sp, n] { memmove(dp, sp, n); }));
+}
+
+template <class T>
+const char* basePtr(CUmemorytype type, const T* host, CUdeviceptr dev)
+{
+    return type == CU_MEMORYTYPE_HOST ? reinterpret_cast<const char*>(host) : reinterpret_cast<const char*>(dev);
+}
+
+CUresult copy2D(const char* api, CUstream h, bool pt, bool async, const CUDA_MEMCPY2D* c)
+{
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
+    const CUDA_MEMCPY2D p = *c;
+    const char* src = basePtr(p.srcMemoryType, p.srcHost, p.srcDevice) + p.srcY * p.srcPitch + p.srcXInBytes;
+    char* dst = const_cast<char*>(basePtr(p.dstMemoryType, p.dstHost, p.dstDevice)) + p.dstY * p.dstPitch + p.dstXInBytes;
+    const Direction d = directionOf(dst, src);
+    return submitCopy(api, h, pt, copyOp(p.WidthInBytes * p.Height, d, async, [p, src, dst] {
+        for (size_t y = 0; y < p.Height; ++y) memmove(dst + y * p.dstPitch, src + y * p.srcPitch, p.WidthInBytes);
+    }));
+}
+
+// CUDA_MEMCPY3D and CUDA_MEMCPY3D_PEER share these field names.
+template <class T>
+CUresult copy3D(const char* api, CUstream h, bool pt, bool async, const T* c)
+{
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
+    const T p = *c;
+    const size_t srcSlice = p.srcPitch * (p.srcHeight ? p.srcHeight : p.Height);
+    const size_t dstSlice = p.dstPitch * (p.dstHeight ? p.dstHeight : p.Height);
+    const char* src = basePtr(p.srcMemoryType, p.srcHost, p.srcDevice) + p.srcZ * srcSlice + p.srcY * p.srcPitch + p.srcXInBytes;
+    char* dst = const_cast<char*>(basePtr(p.dstMemoryType, p.dstHost, p.dstDevice)) + p.dstZ * dstSlice +
+                p.dstY * p.dstPitch + p.dstXInBytes;
+    const Direction d = directionOf(dst, src);
+    const size_t depth = p.Depth ? p.Depth : 1;
+    return submitCopy(api, h, pt, copyOp(p.WidthInBytes * p.Height * depth, d, async, [p, src, dst, srcSlice, dstSlice, depth] {
+        for (size_t z = 0; z < depth; ++z)
+            for (size_t y = 0; y < p.Height; ++y)
+                memmove(dst + z * dstSlice + y * p.dstPitch, src + z * srcSlice + y * p.srcPitch, p.WidthInBytes);
+    }));
+}
+
+CUresult batch(const char* api, CUstream h, bool pt, CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+               size_t* failIdx)
+{
+    if (!dsts || !srcs || !sizes || !count) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; ++i) {
+        const CUresult rc = linear(api, h, pt, true, reinterpret_cast<void*>(dsts[i]), reinterpret_cast<const void*>(srcs[i]),
+                                   sizes[i], nullptr);
+        if (rc != CUDA_SUCCESS) {
+            if (failIdx) *failIdx = i;
+            return rc;
+        }
+    }
+    if (failIdx) *failIdx = SIZE_MAX;
+    return CUDA_SUCCESS;
+}
+
+template <class T>
+CUresult memset2D(const char* api, CUstream h, bool pt, bool async, CUdeviceptr dst, size_t pitch, T value, size_t width,
+                  size_t height)
+{
+    if (!dst && width && height) return CUDA_ERROR_INVALID_VALUE;
+    Stream* s = resolveStream(h, pt);
+    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    Op op;
+    op.kind = OpKind::Memset;
+    op.bytes = width * height * sizeof(T);
+    op.duration = config().memsetFixed + static_cast<Ns>(static_cast<double>(op.bytes) / config().bwMemset);
+    op.sync = !async;
+    op.reason = WaitReason::SyncMemset;
+    char* base = reinterpret_cast<char*>(dst);
+    op.effect = [base, pitch, value, width, height] {
+        for (size_t y = 0; y < height; ++y) {
+            T* row = reinterpret_cast<T*>(base + y * pitch);
+            for (size_t x = 0; x < width; ++x) row[x] = value;
+        }
+    };
+    return submitOp(s, std::move(op), api);
+}
+
+template <class T>
+CUresult memset1D(const char* api, CUstream h, bool pt, bool async, CUdeviceptr dst, T value, size_t n)
+{
+    return memset2D<T>(api, h, pt, async, dst, n * sizeof(T), value, n, 1);
+}
+
+void* vp(CUdeviceptr p) { return reinterpret_cast<void*>(p); }
+const void* cvp(CUdeviceptr p) { return reinterpret_cast<const void*>(p); }
+
+}  // namespace
+}  // namespace simcuda
+
+using namespace simcuda;
+
+// ---- synchronous copies (plain: legacy stream; _ptds: the thread's per-thread stream)
+SIM_PAIR(cuMemcpy, cuMemcpy_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t n),
+         linear(scope.name(), nullptr, pt, false, vp(dst), cvp(src), n, nullptr))
+SIM_PAIR(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, (CUdeviceptr dst, const void* src, size_t n),
+         linear(scope.name(), nullptr, pt, false, vp(dst), src, n, "HtoD"))
+SIM_PAIR(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, (void* dst, CUdeviceptr src, size_t n),
+         linear(scope.name(), nullptr, pt, false, dst, cvp(src), n, "DtoH"))
+SIM_PAIR(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t n),
+         linear(scope.name(), nullptr, pt, false, vp(dst), cvp(src), n, "DtoD"))
+SIM_PAIR(cuMemcpyPeer, cuMemcpyPeer_ptds, (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n),
+         peer(scope.name(), nullptr, pt, false, dst, dc, src, sc, n))
+SIM_PAIR(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D* c), copy2D(scope.name(), nullptr, pt, false, c))
+SIM_PAIR(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D* c),
+         copy2D(scope.name(), nullptr, pt, false, c))
+SIM_PAIR(cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D* c), copy3D(scope.name(), nullptr, pt, false, c))
+SIM_PAIR(cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, (const CUDA_MEMCPY3D_PEER* c), copy3D(scope.name(), nullptr, pt, false, c))
+
+// ---- asynchronous copies (plain: NULL is the legacy stream; _ptsz: NULL is the per-thread stream)
+SIM_PAIR(cuMemcpyAsync, cuMemcpyAsync_ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h),
+         linear(scope.name(), h, pt, true, vp(dst), cvp(src), n, nullptr))
+SIM_PAIR(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr dst, const void* src, size_t n, CUstream h),
+         linear(scope.name(), h, pt, true, vp(dst), src, n, "HtoD"))
+SIM_PAIR(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, (void* dst, CUdeviceptr src, size_t n, CUstream h),
+         linear(scope.name(), h, pt, true, dst, cvp(src), n, "DtoH"))
+SIM_PAIR(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h),
+         linear(scope.name(), h, pt, true, vp(dst), cvp(src), n, "DtoD"))
+SIM_PAIR(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz,
+         (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream h),
+         peer(scope.name(), h, pt, true, dst, dc, src, sc, n))
+SIM_PAIR(cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D* c, CUstream h),
+         copy2D(scope.name(), h, pt, true, c))
+SIM_PAIR(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D* c, CUstream h),
+         copy3D(scope.name(), h, pt, true, c))
+SIM_PAIR(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz, (const CUDA_MEMCPY3D_PEER* c, CUstream h),
+         copy3D(scope.name(), h, pt, true, c))
+// 12080 ABI (with failIdx) and 13000 ABI (without)
+SIM_PAIR(cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz,
+         (CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes*, size_t*, size_t,
+          size_t* failIdx, CUstream h),
+         batch(scope.name(), h, pt, dsts, srcs, sizes, count, failIdx))
+SIM_PAIR(cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz,
+         (CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes*, size_t*, size_t,
+          CUstream h),
+         batch(scope.name(), h, pt, dsts, srcs, sizes, count, nullptr))
+
+// ---- memsets
+SIM_PAIR(cuMemsetD8_v2, cuMemsetD8_v2_ptds, (CUdeviceptr d, unsigned char v, size_t n),
+         memset1D<unsigned char>(scope.name(), nullptr, pt, false, d, v, n))
+SIM_PAIR(cuMemsetD16_v2, cuMemsetD16_v2_ptds, (CUdeviceptr d, unsigned short v, size_t n),
+         memset1D<unsigned short>(scope.name(), nullptr, pt, false, d, v, n))
+SIM_PAIR(cuMemsetD32_v2, cuMemsetD32_v2_ptds, (CUdeviceptr d, unsigned int v, size_t n),
+         memset1D<unsigned int>(scope.name(), nullptr, pt, false, d, v, n))
+SIM_PAIR(cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds, (CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h),
+         memset2D<unsigned char>(scope.name(), nullptr, pt, false, d, pitch, v, w, h))
+SIM_PAIR(cuMemsetD2D16_v2, cuMemsetD2D16_v2_ptds, (CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h),
+         memset2D<unsigned short>(scope.name(), nullptr, pt, false, d, pitch, v, w, h))
+SIM_PAIR(cuMemsetD2D32_v2, cuMemsetD2D32_v2_ptds, (CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h),
+         memset2D<unsigned int>(scope.name(), nullptr, pt, false, d, pitch, v, w, h))
+SIM_PAIR(cuMemsetD8Async, cuMemsetD8Async_ptsz, (CUdeviceptr d, unsigned char v, size_t n, CUstream s),
+         memset1D<unsigned char>(scope.name(), s, pt, true, d, v, n))
+SIM_PAIR(cuMemsetD16Async, cuMemsetD16Async_ptsz, (CUdeviceptr d, unsigned short v, size_t n, CUstream s),
+         memset1D<unsigned short>(scope.name(), s, pt, true, d, v, n))
+SIM_PAIR(cuMemsetD32Async, cuMemsetD32Async_ptsz, (CUdeviceptr d, unsigned int v, size_t n, CUstream s),
+         memset1D<unsigned int>(scope.name(), s, pt, true, d, v, n))
+SIM_PAIR(cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz,
+         (CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s),
+         memset2D<unsigned char>(scope.name(), s, pt, true, d, pitch, v, w, h))
+SIM_PAIR(cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz,
+         (CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s),
+         memset2D<unsigned short>(scope.name(), s, pt, true, d, pitch, v, w, h))
+SIM_PAIR(cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz,
+         (CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s),
+         memset2D<unsigned int>(scope.name(), s, pt, true, d, pitch, v, w, h))

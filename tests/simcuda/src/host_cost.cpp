@@ -1,0 +1,99 @@
+// The modelled host-side cost of each entry point, and the clock helpers that spin or sleep on CLOCK_MONOTONIC.
+#include "sim.h"
+
+#include <time.h>
+
+namespace simcuda {
+
+Ns nowNs()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<Ns>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void spinFor(Ns ns)
+{
+    if (ns <= 0) return;
+    const Ns end = nowNs() + ns;
+    while (nowNs() < end) {
+    }
+}
+
+void waitUntil(Ns deadline)
+{
+    // Sleep most of the way (the kernel's wake-up is late by tens of µs), then spin for precision.
+    constexpr Ns kSpinTail = 60000;
+    if (deadline - nowNs() > kSpinTail) {
+        const Ns wake = deadline - kSpinTail;
+        timespec ts{static_cast<time_t>(wake / 1000000000), static_cast<long>(wake % 1000000000)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
+        }
+    }
+    while (nowNs() < deadline) {
+    }
+}
+
+namespace {
+
+// Defaults by base name; anything absent costs nothing.
+Ns defaultCost(const std::string& base)
+{
+    // Leaked: registerApi may run from cudart's exit handlers, after static destructors.
+    static const auto& kDefaults = *new std::map<std::string, Ns>{{
+        {"cuLaunchKernel", 3000}, {"cuLaunchKernelEx", 3000}, {"cuLaunchCooperativeKernel", 3000},
+        {"cuEventRecord", 2500}, {"cuEventRecordWithFlags", 2500},
+        {"cuCtxSynchronize", 500}, {"cuStreamSynchronize", 500}, {"cuEventSynchronize", 500},
+        {"cuMemcpy", 10000}, {"cuMemcpyHtoD", 10000}, {"cuMemcpyDtoH", 10000}, {"cuMemcpyDtoD", 10000},
+        {"cuMemcpy2D", 10000}, {"cuMemcpy2DUnaligned", 10000}, {"cuMemcpy3D", 10000}, {"cuMemcpyPeer", 10000},
+        {"cuMemcpy3DPeer", 10000},
+        {"cuMemcpyAsync", 2000}, {"cuMemcpyHtoDAsync", 2000}, {"cuMemcpyDtoHAsync", 2000}, {"cuMemcpyDtoDAsync", 2000},
+        {"cuMemcpy2DAsync", 2000}, {"cuMemcpy3DAsync", 2000}, {"cuMemcpyPeerAsync", 2000}, {"cuMemcpy3DPeerAsync", 2000},
+        {"cuMemcpyBatchAsync", 2000},
+        {"cuMemsetD8", 2000}, {"cuMemsetD16", 2000}, {"cuMemsetD32", 2000}, {"cuMemsetD2D8", 2000},
+        {"cuMemsetD2D16", 2000}, {"cuMemsetD2D32", 2000}, {"cuMemsetD8Async", 2000}, {"cuMemsetD16Async", 2000},
+        {"cuMemsetD32Async", 2000}, {"cuMemsetD2D8Async", 2000}, {"cuMemsetD2D16Async", 2000},
+        {"cuMemsetD2D32Async", 2000},
+        {"cuMemAlloc", 2000}, {"cuMemAllocHost", 2000}, {"cuMemHostAlloc", 2000}, {"cuMemAllocManaged", 2000},
+        {"cuMemAllocPitch", 2000}, {"cuMemAllocAsync", 2000}, {"cuMemAllocFromPoolAsync", 2000},
+        {"cuStreamQuery", 200}, {"cuEventQuery", 200},
+    }};
+    auto it = kDefaults.find(base);
+    return it == kDefaults.end() ? 0 : it->second;
+}
+
+}  // namespace
+
+Ns hostCostOf(const ApiInfo& api)
+{
+    return api.cost;
+}
+
+ApiInfo& registerApi(const char* abiName)
+{
+    const Config& c = config();
+    auto* info = new ApiInfo;  // one per entry point, held by a function-local static: never freed
+    info->name = abiName;
+    info->base = baseName(abiName);
+    auto over = c.hostCost.find(info->base);
+    info->cost = !c.hostCostOn ? 0 : over != c.hostCost.end() ? over->second : defaultCost(info->base);
+    for (size_t i = 0; i < c.fails.size(); ++i)
+        if (c.fails[i].name == abiName || c.fails[i].name == info->base) info->failRules.push_back(static_cast<int>(i));
+    return *info;
+}
+
+ApiScope::ApiScope(ApiInfo& api, bool manualCost) : m_api(api), m_start(nowNs())
+{
+    if (!api.failRules.empty() && injectFault(api, &m_rc)) {
+        m_injected = true;
+        return;
+    }
+    if (!manualCost) spinFor(api.cost);
+}
+
+ApiScope::~ApiScope()
+{
+    if (config().traceCalls) traceCall(m_api.name, m_start, nowNs(), m_rc);
+}
+
+}  // namespace simcuda

@@ -1,0 +1,637 @@
+// Memory: device, pinned, registered and managed ranges (an interval map), memory pools, VMM, pointer attributes.
+//
+// Device memory is host memory, so a CUdeviceptr is a host address and copies really move bytes.
+#include "sim.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace simcuda {
+namespace {
+
+constexpr size_t kGranularity = 2u << 20;
+
+struct Pool {
+    uint32_t magic = kMagicPool;
+    int dev = 0;
+    cuuint64_t releaseThreshold = 0;
+};
+
+struct Phys {
+    uint32_t magic = kMagicPhys;
+    int fd = -1;
+    size_t size = 0;
+    int dev = 0;
+    CUmemAllocationProp prop{};
+};
+
+std::map<uintptr_t, Range>& ranges()
+{
+    static auto* m = new std::map<uintptr_t, Range>;  // never destroyed (exit-handler calls)
+    return *m;
+}
+
+std::map<uintptr_t, size_t>& reservations()
+{
+    static auto* m = new std::map<uintptr_t, size_t>;
+    return *m;
+}
+
+int currentDevice()
+{
+    Context* c = currentContext();
+    return c ? c->dev : 0;
+}
+
+void addRange(uintptr_t base, size_t size, MemKind kind, unsigned flags = 0)
+{
+    Range r;
+    r.size = size;
+    r.kind = kind;
+    r.dev = currentDevice();
+    r.ctx = currentContext();
+    r.flags = flags;
+    Lock g(bigLock());
+    ranges()[base] = r;
+}
+
+// Frees one of our own allocations (device, pinned or managed), after the implicit device synchronization.
+CUresult freeOwned(uintptr_t p, bool host, const char* api)
+{
+    if (!p) return CUDA_SUCCESS;
+    uintptr_t base;
+    Range r;
+    if (!findRange(p, &base, &r) || base != p) return CUDA_ERROR_INVALID_VALUE;
+    const bool isHost = r.kind == MemKind::Pinned;
+    if (isHost != host || r.kind == MemKind::Registered) return CUDA_ERROR_INVALID_VALUE;
+    syncContextForFree(r.ctx, api, WaitReason::FreeSync);
+    Lock g(bigLock());
+    ranges().erase(base);
+    free(reinterpret_cast<void*>(base));
+    return CUDA_SUCCESS;
+}
+
+Pool* asPool(CUmemoryPool p)
+{
+    auto* pool = reinterpret_cast<Pool*>(p);
+    return pool && pool->magic == kMagicPool ? pool : nullptr;
+}
+
+CUmemoryPool defaultPool(int dev)
+{
+    Lock g(bigLock());
+    Device* d = device(dev);
+    if (!d) return nullptr;
+    if (!d->defaultPool) {
+        auto* p = new Pool;
+        p->dev = dev;
+        d->defaultPool = reinterpret_cast<CUmemoryPool>(p);
+        d->currentPool = d->defaultPool;
+    }
+    return d->defaultPool;
+}
+
+CUresult allocAsync(CUdeviceptr* p, size_t bytes, CUstream h, bool pt)
+{
+    // Stream-ordered allocation is modelled as immediate: the address is valid at once, as it is for
+    // any op later in the same stream.
+    if (!resolveStream(h, pt)) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    return allocDevice(p, bytes, MemKind::Device);
+}
+
+CUresult freeAsync(CUdeviceptr p, CUstream h, bool pt)
+{
+    if (!resolveStream(h, pt)) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    uintptr_t base;
+    Range r;
+    if (!findRange(p, &base, &r) || base != p || r.kind != MemKind::Device) return CUDA_ERROR_INVALID_VALUE;
+    // Freed without waiting: work queued on the stream already moved its bytes at submission.
+    Lock g(bigLock());
+    ranges().erase(base);
+    free(reinterpret_cast<void*>(base));
+    return CUDA_SUCCESS;
+}
+
+CUresult hostAlloc(void** pp, size_t bytes, unsigned flags)
+{
+    if (!pp) return CUDA_ERROR_INVALID_VALUE;
+    if (!currentContext()) return CUDA_ERROR_INVALID_CONTEXT;
+    void* m = aligned_alloc(4096, (std::max<size_t>(bytes, 1) + 4095) & ~size_t(4095));
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    addRange(reinterpret_cast<uintptr_t>(m), bytes, MemKind::Pinned, flags);
+    *pp = m;
+    return CUDA_SUCCESS;
+}
+
+CUresult hostRegister(void* p, size_t bytes, unsigned flags, const char* api)
+{
+    if (!p || !bytes) return CUDA_ERROR_INVALID_VALUE;
+    if (!currentContext()) return CUDA_ERROR_INVALID_CONTEXT;
+    uintptr_t base;
+    if (findRange(reinterpret_cast<uintptr_t>(p), &base, nullptr)) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    syncContextForFree(currentContext(), api, WaitReason::RegisterSync);
+    addRange(reinterpret_cast<uintptr_t>(p), bytes, MemKind::Registered, flags);
+    return CUDA_SUCCESS;
+}
+
+CUresult hostUnregister(void* p, const char* api)
+{
+    uintptr_t base;
+    Range r;
+    if (!findRange(reinterpret_cast<uintptr_t>(p), &base, &r) || base != reinterpret_cast<uintptr_t>(p) ||
+        r.kind != MemKind::Registered)
+        return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    syncContextForFree(r.ctx, api, WaitReason::RegisterSync);
+    Lock g(bigLock());
+    ranges().erase(base);
+    return CUDA_SUCCESS;
+}
+
+CUresult pointerAttribute(void* data, CUpointer_attribute a, CUdeviceptr p)
+{
+    if (!data) return CUDA_ERROR_INVALID_VALUE;
+    uintptr_t base;
+    Range r;
+    if (!findRange(p, &base, &r)) return CUDA_ERROR_INVALID_VALUE;  // pageable malloc memory: the real driver says so too
+    const bool onDevice = r.kind == MemKind::Device || r.kind == MemKind::Managed;
+    switch (a) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT: *static_cast<CUcontext*>(data) = reinterpret_cast<CUcontext>(r.ctx); break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *static_cast<unsigned*>(data) = onDevice ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+        break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *static_cast<CUdeviceptr*>(data) = p; break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        if (r.kind == MemKind::Device) return CUDA_ERROR_INVALID_VALUE;
+        *static_cast<void**>(data) = reinterpret_cast<void*>(p);
+        break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<int*>(data) = r.kind == MemKind::Managed; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data) = r.dev; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr*>(data) = base; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<size_t*>(data) = r.size; break;
+    case CU_POINTER_ATTRIBUTE_MAPPED: *static_cast<int*>(data) = 1; break;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: *static_cast<int*>(data) = 1; break;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *static_cast<unsigned long long*>(data) = base; break;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *static_cast<int*>(data) = 0; break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: *static_cast<CUmemoryPool*>(data) = nullptr; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+Phys* asPhys(CUmemGenericAllocationHandle h)
+{
+    auto* ph = reinterpret_cast<Phys*>(h);
+    return ph && ph->magic == kMagicPhys ? ph : nullptr;
+}
+
+}  // namespace
+
+bool findRange(uintptr_t p, uintptr_t* base, Range* out)
+{
+    Lock g(bigLock());
+    auto& m = ranges();
+    auto it = m.upper_bound(p);
+    if (it == m.begin()) return false;
+    --it;
+    if (p >= it->first + std::max<size_t>(it->second.size, 1)) return false;
+    if (base) *base = it->first;
+    if (out) *out = it->second;
+    return true;
+}
+
+CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags)
+{
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    if (!currentContext()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    void* m = aligned_alloc(256, (bytes + 255) & ~size_t(255));
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    memset(m, 0, bytes);
+    addRange(reinterpret_cast<uintptr_t>(m), bytes, kind, flags);
+    *p = reinterpret_cast<CUdeviceptr>(m);
+    return CUDA_SUCCESS;
+}
+
+PtrKind classifyPtr(const void* p, int* dev)
+{
+    Range r;
+    if (!findRange(reinterpret_cast<uintptr_t>(p), nullptr, &r)) return PtrKind::Pageable;
+    if (dev) *dev = r.dev;
+    switch (r.kind) {
+    case MemKind::Device: return PtrKind::Device;
+    case MemKind::Managed: return PtrKind::Managed;
+    case MemKind::Pinned:
+    case MemKind::Registered: return PtrKind::Pinned;
+    }
+    return PtrKind::Pageable;
+}
+
+const char* ptrKindName(PtrKind k)
+{
+    switch (k) {
+    case PtrKind::Pageable: return "pageable";
+    case PtrKind::Pinned: return "pinned";
+    case PtrKind::Managed: return "managed";
+    case PtrKind::Device: return "device";
+    }
+    return "?";
+}
+
+}  // namespace simcuda
+
+using namespace simcuda;
+
+SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes)
+{
+    SIM_API(cuMemAlloc_v2);
+    return scope.ret(allocDevice(p, bytes, MemKind::Device));
+}
+
+SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* p, size_t* pitch, size_t width, size_t height, unsigned elem)
+{
+    SIM_API(cuMemAllocPitch_v2);
+    if (!pitch || (elem != 4 && elem != 8 && elem != 16)) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    *pitch = (width + 511) & ~size_t(511);
+    return scope.ret(allocDevice(p, *pitch * height, MemKind::Device));
+}
+
+SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t bytes, unsigned flags)
+{
+    SIM_API(cuMemAllocManaged);
+    return scope.ret(allocDevice(p, bytes, MemKind::Managed, flags));
+}
+
+SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+    SIM_API(cuMemFree_v2);
+    return scope.ret(freeOwned(p, false, scope.name()));
+}
+
+SIM_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytes)
+{
+    SIM_API(cuMemAllocHost_v2);
+    return scope.ret(hostAlloc(pp, bytes, 0));
+}
+
+SIM_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned flags)
+{
+    SIM_API(cuMemHostAlloc);
+    return scope.ret(hostAlloc(pp, bytes, flags));
+}
+
+SIM_EXPORT CUresult cuMemFreeHost(void* p)
+{
+    SIM_API(cuMemFreeHost);
+    return scope.ret(freeOwned(reinterpret_cast<uintptr_t>(p), true, scope.name()));
+}
+
+SIM_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t bytes, unsigned flags)
+{
+    SIM_API(cuMemHostRegister_v2);
+    return scope.ret(hostRegister(p, bytes, flags, scope.name()));
+}
+
+SIM_EXPORT CUresult cuMemHostRegister(void* p, size_t bytes, unsigned flags)
+{
+    SIM_API(cuMemHostRegister);
+    return scope.ret(hostRegister(p, bytes, flags, scope.name()));
+}
+
+SIM_EXPORT CUresult cuMemHostUnregister(void* p)
+{
+    SIM_API(cuMemHostUnregister);
+    return scope.ret(hostUnregister(p, scope.name()));
+}
+
+SIM_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsigned)
+{
+    SIM_API(cuMemHostGetDevicePointer_v2);
+    if (!d) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    if (classifyPtr(p) != PtrKind::Pinned) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    *d = reinterpret_cast<CUdeviceptr>(p);
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemHostGetFlags(unsigned* f, void* p)
+{
+    SIM_API(cuMemHostGetFlags);
+    Range r;
+    if (!f || !findRange(reinterpret_cast<uintptr_t>(p), nullptr, &r) || r.kind != MemKind::Pinned)
+        return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    *f = r.flags;
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr p)
+{
+    SIM_API(cuMemGetAddressRange_v2);
+    uintptr_t b;
+    Range r;
+    if (!findRange(p, &b, &r) || r.kind == MemKind::Pinned || r.kind == MemKind::Registered)
+        return scope.ret(CUDA_ERROR_NOT_FOUND);
+    if (base) *base = b;
+    if (size) *size = r.size;
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute a, CUdeviceptr p)
+{
+    SIM_API(cuPointerGetAttribute);
+    return scope.ret(pointerAttribute(data, a, p));
+}
+
+SIM_EXPORT CUresult cuPointerGetAttributes(unsigned n, CUpointer_attribute* as, void** data, CUdeviceptr p)
+{
+    SIM_API(cuPointerGetAttributes);
+    if (!as || !data) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    // Unlike the single-attribute call, unknown (pageable) memory succeeds with zeroed answers here,
+    // as on the real driver: MEMORY_TYPE 0 tells the caller "not ours".
+    for (unsigned i = 0; i < n; ++i) {
+        if (pointerAttribute(data[i], as[i], p) != CUDA_SUCCESS) {
+            const size_t size = as[i] == CU_POINTER_ATTRIBUTE_RANGE_SIZE || as[i] == CU_POINTER_ATTRIBUTE_CONTEXT ||
+                                        as[i] == CU_POINTER_ATTRIBUTE_DEVICE_POINTER ||
+                                        as[i] == CU_POINTER_ATTRIBUTE_HOST_POINTER ||
+                                        as[i] == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR ||
+                                        as[i] == CU_POINTER_ATTRIBUTE_BUFFER_ID
+                                    ? 8
+                                    : 4;
+            if (data[i]) memset(data[i], 0, size);
+            if (as[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL && data[i]) *static_cast<int*>(data[i]) = -2;
+        }
+    }
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr, size_t, CUdevice, CUstream h)
+{
+    SIM_API(cuMemPrefetchAsync);
+    return scope.ret(resolveStream(h, false) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
+}
+
+SIM_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr, size_t, CUdevice, CUstream h)
+{
+    SIM_API(cuMemPrefetchAsync_ptsz);
+    return scope.ret(resolveStream(h, true) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
+}
+
+SIM_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream h)
+{
+    SIM_API(cuMemPrefetchAsync_v2);
+    return scope.ret(resolveStream(h, false) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
+}
+
+SIM_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream h)
+{
+    SIM_API(cuMemPrefetchAsync_v2_ptsz);
+    return scope.ret(resolveStream(h, true) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
+}
+
+SIM_EXPORT CUresult cuMemAdvise(CUdeviceptr, size_t, CUmem_advise, CUdevice)
+{
+    SIM_API(cuMemAdvise);
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr, size_t, CUmem_advise, CUmemLocation)
+{
+    SIM_API(cuMemAdvise_v2);
+    return scope.ret(CUDA_SUCCESS);
+}
+
+// ---- stream-ordered allocation and pools
+SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* p, size_t bytes, CUstream h)
+{
+    SIM_API(cuMemAllocAsync);
+    return scope.ret(allocAsync(p, bytes, h, false));
+}
+
+SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* p, size_t bytes, CUstream h)
+{
+    SIM_API(cuMemAllocAsync_ptsz);
+    return scope.ret(allocAsync(p, bytes, h, true));
+}
+
+SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* p, size_t bytes, CUmemoryPool pool, CUstream h)
+{
+    SIM_API(cuMemAllocFromPoolAsync);
+    if (!asPool(pool)) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    return scope.ret(allocAsync(p, bytes, h, false));
+}
+
+SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* p, size_t bytes, CUmemoryPool pool, CUstream h)
+{
+    SIM_API(cuMemAllocFromPoolAsync_ptsz);
+    if (!asPool(pool)) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    return scope.ret(allocAsync(p, bytes, h, true));
+}
+
+SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream h)
+{
+    SIM_API(cuMemFreeAsync);
+    return scope.ret(freeAsync(p, h, false));
+}
+
+SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream h)
+{
+    SIM_API(cuMemFreeAsync_ptsz);
+    return scope.ret(freeAsync(p, h, true));
+}
+
+SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice d)
+{
+    SIM_API(cuDeviceGetDefaultMemPool);
+    if (!pool) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    *pool = defaultPool(d);
+    return scope.ret(*pool ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE);
+}
+
+SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice d)
+{
+    SIM_API(cuDeviceGetMemPool);
+    if (!pool) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    if (!defaultPool(d)) return scope.ret(CUDA_ERROR_INVALID_DEVICE);
+    *pool = device(d)->currentPool;
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice d, CUmemoryPool pool)
+{
+    SIM_API(cuDeviceSetMemPool);
+    if (!defaultPool(d)) return scope.ret(CUDA_ERROR_INVALID_DEVICE);
+    if (!asPool(pool)) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    device(d)->currentPool = pool;
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props)
+{
+    SIM_API(cuMemPoolCreate);
+    if (!pool || !props) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    auto* p = new Pool;
+    p->dev = props->location.id;
+    *pool = reinterpret_cast<CUmemoryPool>(p);
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    SIM_API(cuMemPoolDestroy);
+    Pool* p = asPool(pool);
+    if (!p) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    p->magic = 0;
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t)
+{
+    SIM_API(cuMemPoolTrimTo);
+    return scope.ret(asPool(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
+}
+
+SIM_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void* v)
+{
+    SIM_API(cuMemPoolSetAttribute);
+    Pool* p = asPool(pool);
+    if (!p || !v) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    if (a == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) p->releaseThreshold = *static_cast<cuuint64_t*>(v);
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void* v)
+{
+    SIM_API(cuMemPoolGetAttribute);
+    Pool* p = asPool(pool);
+    if (!p || !v) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    switch (a) {
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *static_cast<cuuint64_t*>(v) = p->releaseThreshold; break;
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: *static_cast<int*>(v) = 1; break;
+    default: *static_cast<cuuint64_t*>(v) = 0; break;
+    }
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc*, size_t)
+{
+    SIM_API(cuMemPoolSetAccess);
+    return scope.ret(asPool(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
+}
+
+SIM_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool pool, CUmemLocation*)
+{
+    SIM_API(cuMemPoolGetAccess);
+    if (!flags || !asPool(pool)) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    *flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return scope.ret(CUDA_SUCCESS);
+}
+
+// ---- virtual memory management: reservations are PROT_NONE mappings, physical handles are memfds
+SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags)
+{
+    SIM_API(cuMemGetAllocationGranularity);
+    if (!g || !prop) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    *g = kGranularity;
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t, CUdeviceptr addr, unsigned long long)
+{
+    SIM_API(cuMemAddressReserve);
+    if (!ptr || !size || size % kGranularity) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    void* m = mmap(reinterpret_cast<void*>(addr), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return scope.ret(CUDA_ERROR_OUT_OF_MEMORY);
+    Lock g(bigLock());
+    reservations()[reinterpret_cast<uintptr_t>(m)] = size;
+    *ptr = reinterpret_cast<CUdeviceptr>(m);
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    SIM_API(cuMemAddressFree);
+    Lock g(bigLock());
+    auto it = reservations().find(ptr);
+    if (it == reservations().end() || it->second != size) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    munmap(reinterpret_cast<void*>(ptr), size);
+    reservations().erase(it);
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* h, size_t size, const CUmemAllocationProp* prop,
+                                unsigned long long)
+{
+    SIM_API(cuMemCreate);
+    if (!h || !prop || !size || size % kGranularity) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    const int fd = memfd_create("simcuda-vmm", MFD_CLOEXEC);
+    if (fd < 0) return scope.ret(CUDA_ERROR_OUT_OF_MEMORY);
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+        close(fd);
+        return scope.ret(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    auto* ph = new Phys;
+    ph->fd = fd;
+    ph->size = size;
+    ph->dev = prop->location.id;
+    ph->prop = *prop;
+    *h = reinterpret_cast<CUmemGenericAllocationHandle>(ph);
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+    SIM_API(cuMemRelease);
+    Phys* ph = asPhys(h);
+    if (!ph) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    close(ph->fd);  // mappings keep the memory alive, as the real driver's do
+    ph->magic = 0;
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h, unsigned long long)
+{
+    SIM_API(cuMemMap);
+    Phys* ph = asPhys(h);
+    if (!ph || !size || offset + size > ph->size) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    void* m = mmap(reinterpret_cast<void*>(ptr), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ph->fd,
+                   static_cast<off_t>(offset));
+    if (m == MAP_FAILED) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    Range r;
+    r.size = size;
+    r.kind = MemKind::Device;
+    r.dev = ph->dev;
+    r.ctx = primaryContext(ph->dev);
+    Lock g(bigLock());
+    ranges()[ptr] = r;
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    SIM_API(cuMemUnmap);
+    Lock g(bigLock());
+    auto it = ranges().find(ptr);
+    if (it == ranges().end() || it->second.size != size) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    ranges().erase(it);
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t, const CUmemAccessDesc* desc, size_t count)
+{
+    SIM_API(cuMemSetAccess);
+    if (!desc || !count || !findRange(ptr, nullptr, nullptr)) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop, CUmemGenericAllocationHandle h)
+{
+    SIM_API(cuMemGetAllocationPropertiesFromHandle);
+    Phys* ph = asPhys(h);
+    if (!ph || !prop) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    *prop = ph->prop;
+    return scope.ret(CUDA_SUCCESS);
+}

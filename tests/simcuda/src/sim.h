@@ -1,0 +1,257 @@
+// The simulated driver's shared internal model: handles, the device timeline, memory ranges and the per-call scope.
+#pragma once
+
+// Build against cuda.h the way the real driver does: every ABI name (_v2, _ptds, _ptsz and the old
+// pre-_v2 ones) is declared with its own signature, so the compiler checks each exported definition.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <vector>
+
+#define SIM_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace simcuda {
+
+using Ns = int64_t;
+
+// ---- clock and host blocking (host_cost.cpp)
+Ns nowNs();
+void spinFor(Ns ns);
+void waitUntil(Ns deadline);  // sleeps, then spins the last microseconds
+
+// ---- configuration from the environment (config.cpp)
+struct KernelRule {
+    std::regex re;
+    Ns ns;
+};
+struct FailRule {
+    std::string name;
+    long nth;  // 0 = every call
+    CUresult rc;
+};
+struct Config {
+    int devices = 1;
+    Ns launchLatency = 2000;
+    Ns kernelDefault = 5000;
+    std::vector<KernelRule> kernelRules;
+    double bwPinned = 25, bwPageable = 8, bwDtoD = 1000, bwPtoP = 50, bwHtoH = 10, bwMemset = 1500;  // GB/s == bytes/ns
+    Ns copyFixed = 1000, memsetFixed = 1000, hostFuncNs = 1000;
+    bool hostCostOn = true;
+    std::map<std::string, Ns> hostCost;  // base name -> ns (overrides)
+    std::vector<FailRule> fails;
+    std::string tracePath;
+    bool traceCalls = false;
+    bool quiet = false;
+};
+const Config& config();
+std::string baseName(const std::string& abiName);
+
+// ---- per-call bookkeeping: fault injection, host cost, call trace (faults.cpp, host_cost.cpp)
+struct ApiInfo {
+    const char* name;
+    std::string base;
+    Ns cost;
+    std::vector<int> failRules;  // indexes into config().fails
+};
+ApiInfo& registerApi(const char* abiName);
+Ns hostCostOf(const ApiInfo& api);
+
+class ApiScope {
+public:
+    // manualCost: the call spends its host cost itself (synchronize, event record).
+    explicit ApiScope(ApiInfo& api, bool manualCost = false);
+    ~ApiScope();
+    ApiScope(const ApiScope&) = delete;
+    ApiScope& operator=(const ApiScope&) = delete;
+    bool injected() const { return m_injected; }
+    CUresult injectedRc() const { return m_rc; }
+    CUresult ret(CUresult rc) { m_rc = rc; return rc; }
+    const char* name() const { return m_api.name; }
+    const ApiInfo& api() const { return m_api; }
+    Ns start() const { return m_start; }
+
+private:
+    ApiInfo& m_api;
+    Ns m_start;
+    bool m_injected = false;
+    CUresult m_rc = CUDA_SUCCESS;
+};
+bool injectFault(ApiInfo& api, CUresult* rc);
+
+#define SIM_API_MANUAL(abiName, manual)                                          \
+    static ::simcuda::ApiInfo& s_api = ::simcuda::registerApi(#abiName);         \
+    ::simcuda::ApiScope scope(s_api, manual);                                    \
+    if (scope.injected()) return scope.injectedRc()
+#define SIM_API(abiName) SIM_API_MANUAL(abiName, false)
+
+// Defines a plain entry point and its per-thread-default-stream twin (_ptsz/_ptds): same body, `pt` tells them apart.
+#define SIM_PAIR(plainName, ptName, params, call) \
+    SIM_EXPORT CUresult plainName params          \
+    {                                             \
+        SIM_API(plainName);                       \
+        [[maybe_unused]] constexpr bool pt = false; \
+        return scope.ret(call);                   \
+    }                                             \
+    SIM_EXPORT CUresult ptName params             \
+    {                                             \
+        SIM_API(ptName);                          \
+        [[maybe_unused]] constexpr bool pt = true;  \
+        return scope.ret(call);                   \
+    }
+
+// ---- the object model (device.cpp, timeline.cpp)
+enum : uint32_t {
+    kMagicCtx = 0xC7C7C7C7, kMagicStream = 0x57EA57EA, kMagicEvent = 0xE7E7E7E7, kMagicLib = 0x11B11B11,
+    kMagicKernel = 0x4E4E4E4E, kMagicGraph = 0x6A6A6A6A, kMagicExec = 0x6E6E6E6E, kMagicPool = 0x9009F00D,
+    kMagicPhys = 0x9A9A9A9A, kMagicNode = 0x40DE40DE
+};
+
+struct Graph;
+struct Context;
+
+struct Stream {
+    uint32_t magic = kMagicStream;
+    Context* ctx = nullptr;
+    unsigned flags = 0;
+    int priority = 0;
+    unsigned long long id = 0;
+    bool legacy = false, perThread = false;
+    Ns tail = 0;  // completion time of everything submitted so far
+    Graph* capture = nullptr;
+    CUstreamCaptureMode captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    bool blocking() const { return !(flags & CU_STREAM_NON_BLOCKING); }
+};
+
+struct Context {
+    uint32_t magic = kMagicCtx;
+    int dev = 0;
+    unsigned flags = 0;
+    unsigned long long id = 0;
+    bool primary = false;
+    Stream* legacy = nullptr;
+    std::map<pid_t, Stream*> perThread;
+    std::vector<Stream*> streams;  // every live stream, the legacy one included
+};
+
+struct Device {
+    int ordinal = 0;
+    Context* primary = nullptr;
+    unsigned primaryFlags = 0;
+    int primaryRefs = 0;
+    bool primaryActive = false;
+    CUmemoryPool defaultPool = nullptr;
+    CUmemoryPool currentPool = nullptr;
+    CUuuid uuid{};
+    int pciBus = 0;
+};
+
+struct Event {
+    uint32_t magic = kMagicEvent;
+    unsigned flags = 0;
+    Context* ctx = nullptr;
+    Ns time = 0;
+    bool recorded = false;
+    Graph* capturedIn = nullptr;
+};
+
+std::recursive_mutex& bigLock();  // one lock for the whole model: calls are short, waits happen outside it
+using Lock = std::unique_lock<std::recursive_mutex>;
+
+extern const int kDriverVersion;
+bool initialized();
+int deviceCount();
+Device* device(int ordinal);
+int deviceAttribute(CUdevice_attribute a, int ordinal);
+Context* currentContext();
+Context* primaryContext(int ordinal);  // creates it on first use
+Context* asContext(CUcontext c);
+pid_t threadId();
+
+// NULL means the legacy stream for plain entry points and the per-thread stream for _ptsz/_ptds ones.
+Stream* resolveStream(CUstream s, bool perThreadDefault, Context* ctx = nullptr);
+Stream* newStream(Context* ctx, unsigned flags, int priority);
+
+// ---- device operations on the timeline (timeline.cpp)
+enum class OpKind { Kernel, Memcpy, Memset, HostFunc };
+enum class WaitReason { CtxSync, StreamSync, EventSync, SyncCopy, PageableCopy, SyncMemset, FreeSync, RegisterSync };
+
+struct Op {
+    OpKind kind = OpKind::Kernel;
+    Ns duration = 0;
+    std::string name;  // kernel
+    unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1}, smem = 0;
+    size_t bytes = 0;
+    const char* dir = "";
+    const char* hostMem = "";
+    bool sync = false;       // the host call blocks until the op completes
+    WaitReason reason = WaitReason::SyncCopy;
+    std::function<void()> effect;  // moves the bytes; runs at submission (or at graph replay)
+    std::function<void()> hostFn;  // host_func: called on the host at the op's start
+};
+
+// Submits or captures an op; blocks when op.sync. apiName is the ABI name of the submitting call.
+CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph = false);
+Ns streamReadyTime(Stream* s, Ns submit);  // start time an op submitted now would get
+Ns contextTail(Context* c);
+void blockUntil(Ns target, const char* apiName, int dev, WaitReason reason, Ns callStart, const ApiInfo* costIfIdle);
+void syncContextForFree(Context* c, const char* apiName, WaitReason reason);
+
+// ---- modules and kernels (module.cpp)
+struct Kernel {
+    uint32_t magic = kMagicKernel;
+    std::string name;  // mangled
+    Ns duration = -1;  // from SIMCUDA_KERNEL_NS, resolved on first launch
+};
+Kernel* asKernel(const void* handle);
+
+// ---- capture (graph.cpp)
+struct GraphNode {
+    uint32_t magic = kMagicNode;
+    Graph* graph = nullptr;
+    size_t index = 0;
+};
+struct Graph {
+    uint32_t magic = kMagicGraph;
+    std::vector<Op> ops;
+    std::vector<GraphNode*> nodes;
+    bool invalidated = false;
+    unsigned long long captureId = 0;
+    Stream* origin = nullptr;
+};
+void captureOp(Graph* g, Op op);
+void invalidateCapture(Stream* s);
+
+// ---- memory ranges (memory.cpp)
+enum class MemKind { Device, Pinned, Registered, Managed };
+struct Range {
+    size_t size = 0;
+    MemKind kind = MemKind::Device;
+    int dev = 0;
+    Context* ctx = nullptr;
+    unsigned flags = 0;
+};
+bool findRange(uintptr_t p, uintptr_t* base, Range* out);
+CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags = 0);
+
+// Which side of a copy a pointer lives on, for direction, bandwidth and the trace's host_mem.
+enum class PtrKind { Pageable, Pinned, Managed, Device };
+PtrKind classifyPtr(const void* p, int* dev = nullptr);
+const char* ptrKindName(PtrKind k);
+
+// ---- trace (trace.cpp)
+void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, unsigned long long streamId, Ns submit,
+             Ns start, Ns end, bool graph);
+void traceWait(const char* api, int dev, Ns start, Ns end, WaitReason reason);
+void traceCall(const char* api, Ns start, Ns end, CUresult rc);
+void logOnce(const char* what, const char* name);
+void logLine(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace simcuda

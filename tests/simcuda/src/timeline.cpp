@@ -1,0 +1,422 @@
+// The device timeline: streams as in-order queues on CLOCK_MONOTONIC, events, host blocking, and the stream/event API.
+//
+// Completion times are computed at submission, so no worker thread exists: an op starts at
+// max(submit + launch latency, the stream's tail, legacy-stream ordering) and ends a modelled time later.
+#include "sim.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+namespace simcuda {
+namespace {
+
+std::atomic<unsigned long long> g_nextStreamId{16};
+
+Event* asEvent(CUevent e)
+{
+    auto* ev = reinterpret_cast<Event*>(e);
+    return ev && ev->magic == kMagicEvent ? ev : nullptr;
+}
+
+// The legacy stream waits for every blocking stream of its context; blocking streams wait for the legacy stream.
+Ns legacyOrdering(Stream* s, Ns t)
+{
+    Context* c = s->ctx;
+    if (s->legacy) {
+        for (Stream* other : c->streams)
+            if (other != s && other->blocking()) t = std::max(t, other->tail);
+    } else if (s->blocking()) {
+        t = std::max(t, c->legacy->tail);
+    }
+    return t;
+}
+
+CUresult captureCheck(Stream* s)
+{
+    if (s->capture) {
+        invalidateCapture(s);
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult streamSynchronize(CUstream h, bool pt, const ApiScope& scope)
+{
+    Lock g(bigLock());
+    Stream* s = resolveStream(h, pt);
+    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    if (CUresult rc = captureCheck(s)) return rc;
+    const Ns target = s->tail;
+    const int dev = s->ctx->dev;
+    g.unlock();
+    blockUntil(target, scope.name(), dev, WaitReason::StreamSync, scope.start(), &scope.api());
+    return CUDA_SUCCESS;
+}
+
+CUresult streamQuery(CUstream h, bool pt)
+{
+    Lock g(bigLock());
+    Stream* s = resolveStream(h, pt);
+    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    if (CUresult rc = captureCheck(s)) return rc;
+    return nowNs() >= s->tail ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult streamWaitEvent(CUstream h, CUevent he, bool pt)
+{
+    Lock g(bigLock());
+    Stream* s = resolveStream(h, pt);
+    Event* e = asEvent(he);
+    if (!s || !e) return CUDA_ERROR_INVALID_HANDLE;
+    if (e->capturedIn) {
+        // Joining a capture: the fork/join pattern cudaStreamWaitEvent uses to capture several streams into one graph.
+        if (!s->capture) s->capture = e->capturedIn;
+        return CUDA_SUCCESS;
+    }
+    if (e->recorded && !s->capture) s->tail = std::max(s->tail, e->time);
+    return CUDA_SUCCESS;
+}
+
+template <class T>
+CUresult streamGet(CUstream h, bool pt, T* out, T (*get)(Stream*))
+{
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    Lock g(bigLock());
+    Stream* s = resolveStream(h, pt);
+    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    *out = get(s);
+    return CUDA_SUCCESS;
+}
+
+CUresult streamCreate(CUstream* ph, unsigned flags, int priority)
+{
+    if (!ph) return CUDA_ERROR_INVALID_VALUE;
+    Context* c = currentContext();
+    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+    Lock g(bigLock());
+    *ph = reinterpret_cast<CUstream>(newStream(c, flags, priority));
+    return CUDA_SUCCESS;
+}
+
+CUresult streamDestroy(CUstream h)
+{
+    Lock g(bigLock());
+    auto* s = reinterpret_cast<Stream*>(h);
+    if (!s || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD || s->magic != kMagicStream || s->legacy || s->perThread)
+        return CUDA_ERROR_INVALID_HANDLE;
+    // Pending work still completes and still counts for cuCtxSynchronize: the object stays in the context, unreachable.
+    s->magic = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult eventRecord(CUevent he, CUstream h, bool pt, const ApiScope& scope)
+{
+    Event* e = asEvent(he);
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    // A timing event costs what the config says; a CU_EVENT_DISABLE_TIMING one a tenth of it (2500 vs 250 ns by default).
+    spinFor((e->flags & CU_EVENT_DISABLE_TIMING) ? hostCostOf(scope.api()) / 10 : hostCostOf(scope.api()));
+    Lock g(bigLock());
+    Stream* s = resolveStream(h, pt);
+    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    if (s->capture) {
+        e->capturedIn = s->capture;
+        return CUDA_SUCCESS;
+    }
+    // The stream's tail if work is pending on it, else now + launch latency (then the legacy-stream rules).
+    const Ns now = nowNs();
+    const Ns t = legacyOrdering(s, s->tail > now ? s->tail : now + config().launchLatency);
+    s->tail = std::max(s->tail, t);
+    e->time = t;
+    e->recorded = true;
+    e->capturedIn = nullptr;
+    return CUDA_SUCCESS;
+}
+
+CUresult eventElapsed(float* ms, CUevent a, CUevent b)
+{
+    if (!ms) return CUDA_ERROR_INVALID_VALUE;
+    Lock g(bigLock());
+    Event *ea = asEvent(a), *eb = asEvent(b);
+    if (!ea || !eb) return CUDA_ERROR_INVALID_HANDLE;
+    if ((ea->flags | eb->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+    if (!ea->recorded || !eb->recorded) return CUDA_ERROR_INVALID_HANDLE;
+    const Ns now = nowNs();
+    if (now < ea->time || now < eb->time) return CUDA_ERROR_NOT_READY;
+    *ms = static_cast<float>(static_cast<double>(eb->time - ea->time) / 1e6);
+    return CUDA_SUCCESS;
+}
+
+CUresult eventDestroy(CUevent he)
+{
+    Lock g(bigLock());
+    Event* e = asEvent(he);
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    e->magic = 0;  // leaked: a stream may still name it in a cudart structure
+    return CUDA_SUCCESS;
+}
+
+CUresult hostFunc(CUstream h, bool pt, std::function<void()> fn, const char* api)
+{
+    Stream* s;
+    {
+        Lock g(bigLock());
+        s = resolveStream(h, pt);
+    }
+    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    Op op;
+    op.kind = OpKind::HostFunc;
+    op.duration = config().hostFuncNs;
+    op.hostFn = std::move(fn);
+    return submitOp(s, std::move(op), api);
+}
+
+}  // namespace
+
+Stream* newStream(Context* ctx, unsigned flags, int priority)
+{
+    auto* s = new Stream;
+    s->ctx = ctx;
+    s->flags = flags;
+    s->priority = priority;
+    s->id = g_nextStreamId++;
+    ctx->streams.push_back(s);
+    return s;
+}
+
+Stream* resolveStream(CUstream h, bool perThreadDefault, Context* ctx)
+{
+    Lock g(bigLock());
+    if (!h) h = perThreadDefault ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+    if (h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
+        if (!ctx) ctx = currentContext();
+        if (!ctx) return nullptr;
+        if (h == CU_STREAM_LEGACY) return ctx->legacy;
+        Stream*& pt = ctx->perThread[threadId()];
+        if (!pt) {
+            pt = newStream(ctx, 0, 0);
+            pt->perThread = true;
+        }
+        return pt;
+    }
+    auto* s = reinterpret_cast<Stream*>(h);
+    return s->magic == kMagicStream ? s : nullptr;
+}
+
+Ns streamReadyTime(Stream* s, Ns submit)
+{
+    return legacyOrdering(s, std::max(submit + config().launchLatency, s->tail));
+}
+
+Ns contextTail(Context* c)
+{
+    Ns t = 0;
+    for (Stream* s : c->streams) t = std::max(t, s->tail);
+    return t;
+}
+
+void blockUntil(Ns target, const char* apiName, int dev, WaitReason reason, Ns callStart, const ApiInfo* costIfIdle)
+{
+    (void)callStart;
+    const Ns start = nowNs();
+    if (target > start) waitUntil(target);
+    else if (costIfIdle) spinFor(hostCostOf(*costIfIdle));
+    traceWait(apiName, dev, start, nowNs(), reason);
+}
+
+void syncContextForFree(Context* c, const char* apiName, WaitReason reason)
+{
+    Lock g(bigLock());
+    if (!c) c = currentContext();
+    const Ns target = c ? contextTail(c) : 0;
+    const int dev = c ? c->dev : 0;
+    g.unlock();
+    blockUntil(target, apiName, dev, reason, 0, nullptr);
+}
+
+CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph)
+{
+    Lock g(bigLock());
+    if (s->capture) {
+        // Work on a capturing stream becomes a graph node; a call that must block cannot be captured.
+        if (op.sync) {
+            invalidateCapture(s);
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+        captureOp(s->capture, std::move(op));
+        return CUDA_SUCCESS;
+    }
+    const Ns submit = nowNs();
+    const Ns start = streamReadyTime(s, submit);
+    const Ns end = start + op.duration;
+    s->tail = end;
+    if (op.effect) op.effect();  // bytes move at submission: the host cannot observe them early without racing anyway
+    const int dev = s->ctx->dev;
+    traceOp(op, apiName, dev, s->ctx->id, s->id, submit, start, end, fromGraph);
+    g.unlock();
+    if (op.hostFn) {
+        // Host functions run on the submitting thread once their simulated start time has come.
+        waitUntil(start);
+        op.hostFn();
+        const Ns done = nowNs();
+        if (done > end) {
+            Lock g2(bigLock());
+            s->tail = std::max(s->tail, done);
+        }
+    }
+    if (op.sync) blockUntil(end, apiName, dev, op.reason, 0, nullptr);
+    return CUDA_SUCCESS;
+}
+
+}  // namespace simcuda
+
+using namespace simcuda;
+
+// ---- streams
+SIM_EXPORT CUresult cuStreamCreate(CUstream* ph, unsigned flags)
+{
+    SIM_API(cuStreamCreate);
+    return scope.ret(streamCreate(ph, flags, 0));
+}
+
+SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream* ph, unsigned flags, int priority)
+{
+    SIM_API(cuStreamCreateWithPriority);
+    return scope.ret(streamCreate(ph, flags, std::max(-5, std::min(0, priority))));
+}
+
+SIM_EXPORT CUresult cuStreamDestroy(CUstream h)
+{
+    SIM_API(cuStreamDestroy);
+    return scope.ret(streamDestroy(h));
+}
+
+SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream h)
+{
+    SIM_API(cuStreamDestroy_v2);
+    return scope.ret(streamDestroy(h));
+}
+
+SIM_EXPORT CUresult cuStreamSynchronize(CUstream h)
+{
+    SIM_API_MANUAL(cuStreamSynchronize, true);
+    return scope.ret(streamSynchronize(h, false, scope));
+}
+
+SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream h)
+{
+    SIM_API_MANUAL(cuStreamSynchronize_ptsz, true);
+    return scope.ret(streamSynchronize(h, true, scope));
+}
+
+SIM_PAIR(cuStreamQuery, cuStreamQuery_ptsz, (CUstream h), streamQuery(h, pt))
+SIM_PAIR(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, (CUstream h, CUevent e, unsigned), streamWaitEvent(h, e, pt))
+SIM_PAIR(cuStreamGetFlags, cuStreamGetFlags_ptsz, (CUstream h, unsigned* f),
+                streamGet<unsigned>(h, pt, f, [](Stream* s) { return s->flags; }))
+SIM_PAIR(cuStreamGetPriority, cuStreamGetPriority_ptsz, (CUstream h, int* p),
+                streamGet<int>(h, pt, p, [](Stream* s) { return s->priority; }))
+SIM_PAIR(cuStreamGetId, cuStreamGetId_ptsz, (CUstream h, unsigned long long* id),
+                streamGet<unsigned long long>(h, pt, id, [](Stream* s) { return s->id; }))
+SIM_PAIR(cuStreamGetCtx, cuStreamGetCtx_ptsz, (CUstream h, CUcontext* c),
+                streamGet<CUcontext>(h, pt, c, [](Stream* s) { return reinterpret_cast<CUcontext>(s->ctx); }))
+SIM_PAIR(cuStreamGetDevice, cuStreamGetDevice_ptsz, (CUstream h, CUdevice* d),
+                streamGet<CUdevice>(h, pt, d, [](Stream* s) { return static_cast<CUdevice>(s->ctx->dev); }))
+SIM_PAIR(cuStreamGetCtx_v2, cuStreamGetCtx_v2_ptsz, (CUstream h, CUcontext* c, CUgreenCtx* gc),
+                (gc ? (*gc = nullptr, 0) : 0,
+                 streamGet<CUcontext>(h, pt, c, [](Stream* s) { return reinterpret_cast<CUcontext>(s->ctx); })))
+SIM_PAIR(cuStreamAttachMemAsync, cuStreamAttachMemAsync_ptsz, (CUstream h, CUdeviceptr, size_t, unsigned),
+                resolveStream(h, pt) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE)
+SIM_PAIR(cuStreamGetAttribute, cuStreamGetAttribute_ptsz, (CUstream h, CUstreamAttrID, CUstreamAttrValue* v),
+                (v ? (void)memset(v, 0, sizeof *v) : (void)0, resolveStream(h, pt) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE))
+SIM_PAIR(cuStreamSetAttribute, cuStreamSetAttribute_ptsz, (CUstream h, CUstreamAttrID, const CUstreamAttrValue*),
+                resolveStream(h, pt) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE)
+SIM_PAIR(cuStreamCopyAttributes, cuStreamCopyAttributes_ptsz, (CUstream dst, CUstream src),
+                resolveStream(dst, pt) && resolveStream(src, pt) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE)
+SIM_PAIR(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, (CUstream h, CUhostFn fn, void* ud),
+                fn ? hostFunc(h, pt, [fn, ud] { fn(ud); }, scope.name()) : CUDA_ERROR_INVALID_VALUE)
+SIM_PAIR(cuStreamAddCallback, cuStreamAddCallback_ptsz, (CUstream h, CUstreamCallback cb, void* ud, unsigned),
+                cb ? hostFunc(h, pt, [cb, h, ud] { cb(h, CUDA_SUCCESS, ud); }, scope.name()) : CUDA_ERROR_INVALID_VALUE)
+
+// ---- events
+SIM_EXPORT CUresult cuEventCreate(CUevent* pe, unsigned flags)
+{
+    SIM_API(cuEventCreate);
+    if (!pe) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    auto* e = new Event;
+    e->flags = flags;
+    e->ctx = currentContext();
+    *pe = reinterpret_cast<CUevent>(e);
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuEventRecord(CUevent e, CUstream h)
+{
+    SIM_API_MANUAL(cuEventRecord, true);
+    return scope.ret(eventRecord(e, h, false, scope));
+}
+
+SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream h)
+{
+    SIM_API_MANUAL(cuEventRecord_ptsz, true);
+    return scope.ret(eventRecord(e, h, true, scope));
+}
+
+SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream h, unsigned)
+{
+    SIM_API_MANUAL(cuEventRecordWithFlags, true);
+    return scope.ret(eventRecord(e, h, false, scope));
+}
+
+SIM_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream h, unsigned)
+{
+    SIM_API_MANUAL(cuEventRecordWithFlags_ptsz, true);
+    return scope.ret(eventRecord(e, h, true, scope));
+}
+
+SIM_EXPORT CUresult cuEventQuery(CUevent he)
+{
+    SIM_API(cuEventQuery);
+    Lock g(bigLock());
+    Event* e = asEvent(he);
+    if (!e) return scope.ret(CUDA_ERROR_INVALID_HANDLE);
+    if (e->capturedIn) return scope.ret(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    return scope.ret(!e->recorded || nowNs() >= e->time ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY);
+}
+
+SIM_EXPORT CUresult cuEventSynchronize(CUevent he)
+{
+    SIM_API_MANUAL(cuEventSynchronize, true);
+    Lock g(bigLock());
+    Event* e = asEvent(he);
+    if (!e) return scope.ret(CUDA_ERROR_INVALID_HANDLE);
+    if (e->capturedIn) return scope.ret(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    const Ns target = e->recorded ? e->time : 0;
+    const int dev = e->ctx ? e->ctx->dev : 0;
+    g.unlock();
+    blockUntil(target, scope.name(), dev, WaitReason::EventSync, scope.start(), &scope.api());
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuEventDestroy(CUevent e)
+{
+    SIM_API(cuEventDestroy);
+    return scope.ret(eventDestroy(e));
+}
+
+SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e)
+{
+    SIM_API(cuEventDestroy_v2);
+    return scope.ret(eventDestroy(e));
+}
+
+SIM_EXPORT CUresult cuEventElapsedTime(float* ms, CUevent a, CUevent b)
+{
+    SIM_API(cuEventElapsedTime);
+    return scope.ret(eventElapsed(ms, a, b));
+}
+
+SIM_EXPORT CUresult cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b)
+{
+    SIM_API(cuEventElapsedTime_v2);
+    return scope.ret(eventElapsed(ms, a, b));
+}

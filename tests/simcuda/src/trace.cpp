@@ -1,0 +1,194 @@
+// The ground-truth trace: one JSON object per line, appended with a single write() so processes can share a file.
+#include "sim.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+namespace simcuda {
+namespace {
+
+std::atomic<int> g_fd{-2};  // -2: not opened yet, -1: disabled or failed
+std::mutex g_openMu;
+
+int traceFd()
+{
+    int fd = g_fd.load(std::memory_order_acquire);
+    if (fd != -2) return fd;
+    std::lock_guard<std::mutex> g(g_openMu);
+    fd = g_fd.load();
+    if (fd != -2) return fd;
+    std::string path = config().tracePath;
+    if (path.empty()) {
+        fd = -1;
+    } else {
+        for (size_t pos; (pos = path.find("%p")) != std::string::npos;) path.replace(pos, 2, std::to_string(getpid()));
+        fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) logLine("cannot open SIMCUDA_TRACE file %s", path.c_str());
+    }
+    g_fd.store(fd < 0 ? -1 : fd, std::memory_order_release);
+    return g_fd.load();
+}
+
+// A child with '%p' in the path gets its own file; otherwise it keeps appending to the shared one.
+void atForkChild()
+{
+    if (config().tracePath.find("%p") == std::string::npos) return;
+    const int fd = g_fd.load();
+    if (fd >= 0) close(fd);
+    g_fd.store(-2);
+}
+
+struct ForkHook {
+    ForkHook() { pthread_atfork(nullptr, nullptr, atForkChild); }
+};
+ForkHook g_forkHook;
+
+void emit(const char* buf, int len)
+{
+    const int fd = traceFd();
+    if (fd < 0 || len <= 0) return;
+    const int saved = errno;
+    ssize_t n = write(fd, buf, static_cast<size_t>(len));
+    (void)n;  // a full disk must not break the program under test
+    errno = saved;
+}
+
+// Kernel names are mangled C++ (no quotes or backslashes in practice), but escape anyway.
+std::string jsonEscape(const std::string& s)
+{
+    std::string o;
+    o.reserve(s.size());
+    for (char ch : s) {
+        if (ch == '"' || ch == '\\') { o += '\\'; o += ch; }
+        else if (static_cast<unsigned char>(ch) < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", ch); o += b; }
+        else o += ch;
+    }
+    return o;
+}
+
+const char* opName(OpKind k)
+{
+    switch (k) {
+    case OpKind::Kernel: return "kernel";
+    case OpKind::Memcpy: return "memcpy";
+    case OpKind::Memset: return "memset";
+    case OpKind::HostFunc: return "host_func";
+    }
+    return "?";
+}
+
+const char* reasonName(WaitReason r)
+{
+    switch (r) {
+    case WaitReason::CtxSync: return "ctx_sync";
+    case WaitReason::StreamSync: return "stream_sync";
+    case WaitReason::EventSync: return "event_sync";
+    case WaitReason::SyncCopy: return "sync_copy";
+    case WaitReason::PageableCopy: return "pageable_copy";
+    case WaitReason::SyncMemset: return "sync_memset";
+    case WaitReason::FreeSync: return "free_sync";
+    case WaitReason::RegisterSync: return "register_sync";
+    }
+    return "?";
+}
+
+}  // namespace
+
+pid_t threadId()
+{
+    static thread_local pid_t t_tid = 0;
+    static thread_local pid_t t_pid = 0;
+    const pid_t pid = getpid();  // a forked child keeps the thread_local of its parent's thread
+    if (t_pid != pid) {
+        t_pid = pid;
+        t_tid = static_cast<pid_t>(syscall(SYS_gettid));
+    }
+    return t_tid;
+}
+
+void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, unsigned long long streamId, Ns submit,
+             Ns start, Ns end, bool graph)
+{
+    if (traceFd() < 0) return;
+    std::string line;
+    char head[512];
+    snprintf(head, sizeof head,
+             "{\"type\":\"op\",\"op\":\"%s\",\"pid\":%d,\"tid\":%d,\"api\":\"%s\",\"dev\":%d,\"ctx\":%llu,\"stream\":%llu,"
+             "\"submit\":%lld,\"start\":%lld,\"end\":%lld,\"graph\":%s",
+             opName(op.kind), getpid(), threadId(), api, dev, ctxId, streamId, static_cast<long long>(submit),
+             static_cast<long long>(start), static_cast<long long>(end), graph ? "true" : "false");
+    line = head;
+    char tail[256];
+    switch (op.kind) {
+    case OpKind::Kernel:
+        line += ",\"name\":\"" + jsonEscape(op.name) + "\"";
+        snprintf(tail, sizeof tail, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%u", op.grid[0], op.grid[1],
+                 op.grid[2], op.block[0], op.block[1], op.block[2], op.smem);
+        line += tail;
+        break;
+    case OpKind::Memcpy:
+        snprintf(tail, sizeof tail, ",\"bytes\":%zu,\"dir\":\"%s\",\"host_mem\":\"%s\",\"sync\":%s", op.bytes, op.dir,
+                 op.hostMem, op.sync ? "true" : "false");
+        line += tail;
+        break;
+    case OpKind::Memset:
+        snprintf(tail, sizeof tail, ",\"bytes\":%zu,\"sync\":%s", op.bytes, op.sync ? "true" : "false");
+        line += tail;
+        break;
+    case OpKind::HostFunc:
+        break;
+    }
+    line += "}\n";
+    emit(line.data(), static_cast<int>(line.size()));
+}
+
+void traceWait(const char* api, int dev, Ns start, Ns end, WaitReason reason)
+{
+    if (traceFd() < 0) return;
+    char buf[512];
+    const int n = snprintf(buf, sizeof buf,
+                           "{\"type\":\"wait\",\"pid\":%d,\"tid\":%d,\"api\":\"%s\",\"dev\":%d,\"start\":%lld,\"end\":%lld,"
+                           "\"reason\":\"%s\"}\n",
+                           getpid(), threadId(), api, dev, static_cast<long long>(start), static_cast<long long>(end),
+                           reasonName(reason));
+    emit(buf, std::min(n, static_cast<int>(sizeof buf) - 1));
+}
+
+void traceCall(const char* api, Ns start, Ns end, CUresult rc)
+{
+    if (traceFd() < 0) return;
+    char buf[512];
+    const int n = snprintf(buf, sizeof buf,
+                           "{\"type\":\"call\",\"api\":\"%s\",\"pid\":%d,\"tid\":%d,\"start\":%lld,\"end\":%lld,\"rc\":%d}\n",
+                           api, getpid(), threadId(), static_cast<long long>(start), static_cast<long long>(end),
+                           static_cast<int>(rc));
+    emit(buf, std::min(n, static_cast<int>(sizeof buf) - 1));
+}
+
+void logLine(const char* fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "simcuda: %s\n", buf);
+}
+
+void logOnce(const char* what, const char* name)
+{
+    static std::mutex mu;
+    static auto& seen = *new std::set<std::string>;
+    std::lock_guard<std::mutex> g(mu);
+    if (seen.insert(std::string(what) + name).second) fprintf(stderr, "simcuda: %s %s\n", what, name);
+}
+
+}  // namespace simcuda

@@ -1,0 +1,635 @@
+// Tests of the simulated driver through dlopen, as a profiler or cudart would meet it: ABIs, timeline, trace, faults.
+#define __CUDA_API_VERSION_INTERNAL 1  // declares every ABI variant (_v2, _ptsz, _ptds, the old ones) for the typedefs
+#include <cuda.h>
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string tracePath() { return std::string(SIMCUDA_TEST_DIR) + "/trace_" + std::to_string(getpid()) + ".jsonl"; }
+
+// The driver reads its environment once, at first use: set it before main() and dlopen().
+struct Environment {
+    Environment()
+    {
+        setenv("SIMCUDA_DEVICES", "2", 1);
+        setenv("SIMCUDA_KERNEL_NS", "slow2ms=2000000,slow50ms=50000000,ten_us=10000", 1);
+        setenv("SIMCUDA_FAIL", "cuMemAllocPitch_v2@2=2,cuLaunchCooperativeKernel@*=700", 1);
+        setenv("SIMCUDA_TRACE", (std::string(SIMCUDA_TEST_DIR) + "/trace_%p.jsonl").c_str(), 1);
+        unlink(tracePath().c_str());
+    }
+};
+const Environment g_environment;
+
+int64_t nowNs()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void* library()
+{
+    static void* h = [] {
+        void* lib = dlopen(SIMCUDA_LIB, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) ADD_FAILURE() << dlerror();
+        return lib;
+    }();
+    return h;
+}
+
+void* sym(const char* name) { return dlsym(library(), name); }
+
+// Looks a name up the way cudart does: through cuGetProcAddress_v2, with a version and flags.
+void* proc(const char* name, int version, cuuint64_t flags = 0, CUdriverProcAddressQueryResult* status = nullptr,
+           CUresult* rc = nullptr)
+{
+    auto getProc = reinterpret_cast<decltype(&cuGetProcAddress_v2)>(sym("cuGetProcAddress_v2"));
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult st;
+    const CUresult r = getProc(name, &fn, version, flags, &st);
+    if (status) *status = st;
+    if (rc) *rc = r;
+    return fn;
+}
+
+#define FN(name) reinterpret_cast<decltype(&::name)>(sym(#name))
+
+// A context on device `dev` made current, and a module whose kernels are named as SIMCUDA_KERNEL_NS expects.
+struct Fixture {
+    CUcontext ctx = nullptr;
+    CUmodule mod = nullptr;
+    explicit Fixture(int dev = 0)
+    {
+        EXPECT_EQ(FN(cuInit)(0), CUDA_SUCCESS);
+        EXPECT_EQ(FN(cuDevicePrimaryCtxRetain)(&ctx, dev), CUDA_SUCCESS);
+        EXPECT_EQ(FN(cuCtxSetCurrent)(ctx), CUDA_SUCCESS);
+        static const char image[16] = "not a fatbin";
+        EXPECT_EQ(FN(cuModuleLoadData)(&mod, image), CUDA_SUCCESS);
+    }
+    CUfunction kernel(const char* name)
+    {
+        CUfunction f = nullptr;
+        EXPECT_EQ(FN(cuModuleGetFunction)(&f, mod, name), CUDA_SUCCESS);
+        return f;
+    }
+    CUresult launch(CUfunction f, CUstream s, bool perThread = false)
+    {
+        auto fn = perThread ? FN(cuLaunchKernel_ptsz) : FN(cuLaunchKernel);
+        return fn(f, 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr);
+    }
+    unsigned long long streamId(CUstream s)
+    {
+        unsigned long long id = 0;
+        EXPECT_EQ(FN(cuStreamGetId)(s, &id), CUDA_SUCCESS);
+        return id;
+    }
+};
+
+std::vector<json> traceRecords()
+{
+    std::vector<json> out;
+    std::ifstream in(tracePath());
+    for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+    return out;
+}
+
+// Device ops on one stream, in submission order.
+std::vector<json> opsOn(unsigned long long stream)
+{
+    std::vector<json> out;
+    for (json& r : traceRecords())
+        if (r["type"] == "op" && r["stream"] == stream) out.push_back(r);
+    return out;
+}
+
+std::vector<json> waitsFor(const std::string& api)
+{
+    std::vector<json> out;
+    for (json& r : traceRecords())
+        if (r["type"] == "wait" && r["api"] == api) out.push_back(r);
+    return out;
+}
+
+// ---------------------------------------------------------------- cuGetProcAddress
+TEST(Lookup, VersionedAbisMatchTheRealDriversNames)
+{
+    Fixture fx;
+    const struct {
+        const char* name;
+        int oldVersion;
+        const char* oldSym;
+        int newVersion;
+        const char* newSym;
+    } cases[] = {
+        {"cuCtxSynchronize", 2000, "cuCtxSynchronize", 13000, "cuCtxSynchronize_v2"},
+        {"cuEventElapsedTime", 2000, "cuEventElapsedTime", 12080, "cuEventElapsedTime_v2"},
+        {"cuCtxGetDevice", 2000, "cuCtxGetDevice", 13000, "cuCtxGetDevice_v2"},
+        {"cuStreamBeginCapture", 10000, "cuStreamBeginCapture", 10010, "cuStreamBeginCapture_v2"},
+        {"cuMemPrefetchAsync", 8000, "cuMemPrefetchAsync", 12020, "cuMemPrefetchAsync_v2"},
+        {"cuMemcpyBatchAsync", 12080, "cuMemcpyBatchAsync", 13000, "cuMemcpyBatchAsync_v2"},
+        {"cuGetProcAddress", 11030, "cuGetProcAddress", 12000, "cuGetProcAddress_v2"},
+        {"cuMemAlloc", 3020, "cuMemAlloc_v2", 13000, "cuMemAlloc_v2"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.name);
+        void* oldFn = proc(c.name, c.oldVersion);
+        void* newFn = proc(c.name, c.newVersion);
+        ASSERT_NE(oldFn, nullptr);
+        EXPECT_EQ(oldFn, sym(c.oldSym));
+        EXPECT_EQ(newFn, sym(c.newSym));
+        EXPECT_EQ(proc(c.name, 13000), proc(c.name, 13010)) << "a newer runtime gets the newest ABI";
+    }
+    // Both cuCtxSynchronize ABIs work when called with their own signature.
+    auto sync2000 = reinterpret_cast<CUresult (*)()>(proc("cuCtxSynchronize", 2000));
+    auto sync13000 = reinterpret_cast<CUresult (*)(CUcontext)>(proc("cuCtxSynchronize", 13000));
+    EXPECT_EQ(sync2000(), CUDA_SUCCESS);
+    EXPECT_EQ(sync13000(fx.ctx), CUDA_SUCCESS);
+    CUdevice dev = -1;
+    EXPECT_EQ(reinterpret_cast<CUresult (*)(CUdevice*, CUcontext)>(proc("cuCtxGetDevice", 13000))(&dev, fx.ctx), CUDA_SUCCESS);
+    EXPECT_EQ(dev, 0);
+}
+
+TEST(Lookup, PerThreadFlagGivesDistinctFunctions)
+{
+    const struct {
+        const char* name;
+        int version;
+        const char* plain;
+        const char* perThread;
+    } cases[] = {
+        {"cuLaunchKernel", 7000, "cuLaunchKernel", "cuLaunchKernel_ptsz"},
+        {"cuMemcpyHtoD", 7000, "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds"},
+        {"cuMemcpyAsync", 7000, "cuMemcpyAsync", "cuMemcpyAsync_ptsz"},
+        {"cuStreamSynchronize", 7000, "cuStreamSynchronize", "cuStreamSynchronize_ptsz"},
+        {"cuEventRecord", 7000, "cuEventRecord", "cuEventRecord_ptsz"},
+        {"cuGraphLaunch", 10000, "cuGraphLaunch", "cuGraphLaunch_ptsz"},
+        {"cuStreamBeginCapture", 10010, "cuStreamBeginCapture_v2", "cuStreamBeginCapture_v2_ptsz"},
+        {"cuMemsetD8", 7000, "cuMemsetD8_v2", "cuMemsetD8_v2_ptds"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.name);
+        void* plain = proc(c.name, c.version, CU_GET_PROC_ADDRESS_LEGACY_STREAM);
+        void* perThread = proc(c.name, c.version, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+        ASSERT_NE(plain, nullptr);
+        ASSERT_NE(perThread, nullptr);
+        EXPECT_NE(plain, perThread);
+        EXPECT_EQ(plain, sym(c.plain));
+        EXPECT_EQ(perThread, sym(c.perThread));
+        EXPECT_EQ(proc(c.name, c.version, 0), plain) << "flags 0 means the legacy stream";
+    }
+}
+
+TEST(Lookup, UnknownAndTooOldNamesFailLoudly)
+{
+    CUdriverProcAddressQueryResult st;
+    CUresult rc;
+    void* fn = proc("cuGraphicsGLRegisterBuffer", 13000, 0, &st, &rc);
+    ASSERT_NE(fn, nullptr) << "unimplemented entry points get a stub";
+    EXPECT_EQ(reinterpret_cast<CUresult (*)()>(fn)(), CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT_EQ(proc("cuCtxSynchronize", 1000, 0, &st, &rc), nullptr);
+    EXPECT_EQ(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    EXPECT_EQ(rc, CUDA_ERROR_NOT_FOUND);
+}
+
+// ---------------------------------------------------------------- timeline
+TEST(Timeline, StreamOrderAndLegacyDefaultStream)
+{
+    Fixture fx;
+    CUfunction k = fx.kernel("ten_us_kernel");
+    CUstream blocking, nonBlocking;
+    ASSERT_EQ(FN(cuStreamCreate)(&blocking, CU_STREAM_DEFAULT), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamCreate)(&nonBlocking, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    const unsigned long long legacyId = fx.streamId(nullptr), blockingId = fx.streamId(blocking),
+                             nonBlockingId = fx.streamId(nonBlocking);
+    unsigned long long perThreadId = 0;
+    ASSERT_EQ(FN(cuStreamGetId_ptsz)(nullptr, &perThreadId), CUDA_SUCCESS);
+    EXPECT_NE(legacyId, perThreadId);
+    EXPECT_EQ(fx.streamId(CU_STREAM_LEGACY), legacyId);
+
+    ASSERT_EQ(fx.launch(k, blocking), CUDA_SUCCESS);
+    ASSERT_EQ(fx.launch(k, blocking), CUDA_SUCCESS);
+    ASSERT_EQ(fx.launch(k, nullptr), CUDA_SUCCESS);            // legacy: waits for the blocking stream
+    ASSERT_EQ(fx.launch(k, nonBlocking), CUDA_SUCCESS);        // not ordered with the legacy stream
+    ASSERT_EQ(fx.launch(k, blocking), CUDA_SUCCESS);           // waits for the legacy stream
+    ASSERT_EQ(fx.launch(k, nullptr, true), CUDA_SUCCESS);      // per-thread stream: blocking, waits for legacy
+    ASSERT_EQ(FN(cuCtxSynchronize)(), CUDA_SUCCESS);
+
+    const auto b = opsOn(blockingId), l = opsOn(legacyId), nb = opsOn(nonBlockingId), pt = opsOn(perThreadId);
+    ASSERT_EQ(b.size(), 3u);
+    ASSERT_EQ(l.size(), 1u);
+    ASSERT_EQ(nb.size(), 1u);
+    ASSERT_EQ(pt.size(), 1u);
+    EXPECT_EQ(b[0]["api"], "cuLaunchKernel");
+    EXPECT_EQ(pt[0]["api"], "cuLaunchKernel_ptsz");
+    EXPECT_EQ(b[0]["name"], "ten_us_kernel");
+    EXPECT_EQ(b[0]["end"].get<int64_t>() - b[0]["start"].get<int64_t>(), 10000);
+    EXPECT_GE(b[0]["start"].get<int64_t>(), b[0]["submit"].get<int64_t>() + 2000) << "launch latency";
+    EXPECT_GE(b[1]["start"].get<int64_t>(), b[0]["end"].get<int64_t>()) << "in-order stream";
+    EXPECT_GE(l[0]["start"].get<int64_t>(), b[1]["end"].get<int64_t>()) << "legacy waits for blocking streams";
+    EXPECT_EQ(nb[0]["start"].get<int64_t>(), nb[0]["submit"].get<int64_t>() + 2000) << "non-blocking stream is free";
+    EXPECT_GE(b[2]["start"].get<int64_t>(), l[0]["end"].get<int64_t>()) << "blocking streams wait for legacy";
+    EXPECT_GE(pt[0]["start"].get<int64_t>(), l[0]["end"].get<int64_t>());
+    EXPECT_EQ(b[0]["graph"], false);
+    EXPECT_EQ(b[0]["grid"], json::array({1, 1, 1}));
+    EXPECT_EQ(b[0]["block"], json::array({32, 1, 1}));
+    EXPECT_EQ(b[0]["pid"], getpid());
+}
+
+TEST(Timeline, StreamWaitEventOrdersAcrossStreams)
+{
+    Fixture fx;
+    CUstream a, b;
+    CUevent e;
+    ASSERT_EQ(FN(cuStreamCreate)(&a, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamCreate)(&b, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventCreate)(&e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+    ASSERT_EQ(fx.launch(fx.kernel("slow2ms_kernel"), a), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventRecord)(e, a), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamWaitEvent)(b, e, 0), CUDA_SUCCESS);
+    ASSERT_EQ(fx.launch(fx.kernel("ten_us_kernel"), b), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamSynchronize)(b), CUDA_SUCCESS);
+    const auto opsA = opsOn(fx.streamId(a)), opsB = opsOn(fx.streamId(b));
+    ASSERT_EQ(opsA.size(), 1u);
+    ASSERT_EQ(opsB.size(), 1u);
+    EXPECT_GE(opsB[0]["start"].get<int64_t>(), opsA[0]["end"].get<int64_t>());
+}
+
+TEST(Timeline, StreamSynchronizeBlocksUntilTheKernelEnds)
+{
+    Fixture fx;
+    CUstream s;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    const int64_t before = nowNs();
+    ASSERT_EQ(fx.launch(fx.kernel("slow2ms_kernel"), s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamSynchronize)(s), CUDA_SUCCESS);
+    const int64_t after = nowNs();
+    EXPECT_GE(after - before, 2000000);
+    const auto ops = opsOn(fx.streamId(s));
+    ASSERT_EQ(ops.size(), 1u);
+    EXPECT_GE(after, ops[0]["end"].get<int64_t>());
+    const auto waits = waitsFor("cuStreamSynchronize");
+    ASSERT_FALSE(waits.empty());
+    EXPECT_EQ(waits.back()["reason"], "stream_sync");
+    EXPECT_GE(waits.back()["end"].get<int64_t>(), ops[0]["end"].get<int64_t>());
+}
+
+TEST(Timeline, EventQueryAndElapsedTime)
+{
+    Fixture fx;
+    CUstream s;
+    CUevent e0, e1, untimed;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventCreate)(&e0, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventCreate)(&e1, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventCreate)(&untimed, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventRecord)(e0, s), CUDA_SUCCESS);
+    ASSERT_EQ(fx.launch(fx.kernel("slow50ms_kernel"), s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventRecord)(e1, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventRecord)(untimed, s), CUDA_SUCCESS);
+    float ms = -1;
+    EXPECT_EQ(FN(cuEventQuery)(e1), CUDA_ERROR_NOT_READY);
+    EXPECT_EQ(FN(cuStreamQuery)(s), CUDA_ERROR_NOT_READY);
+    EXPECT_EQ(FN(cuEventElapsedTime_v2)(&ms, e0, e1), CUDA_ERROR_NOT_READY);
+    ASSERT_EQ(FN(cuEventSynchronize)(e1), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuEventQuery)(e1), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuStreamQuery)(s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventElapsedTime_v2)(&ms, e0, e1), CUDA_SUCCESS);
+    EXPECT_GE(ms, 50.0f);
+    EXPECT_EQ(FN(cuEventElapsedTime_v2)(&ms, e0, untimed), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(waitsFor("cuEventSynchronize").back()["reason"], "event_sync");
+}
+
+TEST(Timeline, LaunchSpendsItsHostCost)
+{
+    Fixture fx;
+    CUfunction k = fx.kernel("ten_us_kernel");
+    const int64_t before = nowNs();
+    for (int i = 0; i < 10; ++i) ASSERT_EQ(fx.launch(k, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    EXPECT_GE(nowNs() - before, 10 * 3000);
+    ASSERT_EQ(FN(cuCtxSynchronize)(), CUDA_SUCCESS);
+}
+
+// ---------------------------------------------------------------- memory
+TEST(Memory, PinnedAndPageableCopiesInTheTrace)
+{
+    Fixture fx;
+    constexpr size_t kBytes = 8 << 20;
+    CUstream s;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr d, d2;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&d, kBytes), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&d2, kBytes), CUDA_SUCCESS);
+    void* pinned;
+    ASSERT_EQ(FN(cuMemAllocHost_v2)(&pinned, kBytes), CUDA_SUCCESS);
+    std::vector<char> pageable(kBytes, 7), registered(kBytes, 9);
+    ASSERT_EQ(FN(cuMemHostRegister_v2)(registered.data(), kBytes, 0), CUDA_SUCCESS);
+
+    ASSERT_EQ(FN(cuMemcpyHtoDAsync_v2)(d, pageable.data(), kBytes, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemcpyDtoHAsync_v2)(pinned, d, kBytes, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemcpyAsync)(d2, reinterpret_cast<CUdeviceptr>(registered.data()), kBytes, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemcpyAsync)(d, d2, kBytes, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemsetD32Async)(d, 0x01010101, kBytes / 4, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemcpyDtoH_v2)(pageable.data(), d, kBytes), CUDA_SUCCESS);  // legacy stream
+    ASSERT_EQ(FN(cuStreamSynchronize)(s), CUDA_SUCCESS);
+    EXPECT_EQ(static_cast<char*>(pinned)[100], 7) << "copies move real bytes";
+
+    const auto ops = opsOn(fx.streamId(s));
+    ASSERT_EQ(ops.size(), 5u);
+    auto duration = [](const json& op) { return op["end"].get<int64_t>() - op["start"].get<int64_t>(); };
+    EXPECT_EQ(ops[0]["dir"], "HtoD");
+    EXPECT_EQ(ops[0]["host_mem"], "pageable");
+    EXPECT_EQ(ops[0]["sync"], true) << "an async copy from pageable memory is synchronous";
+    EXPECT_EQ(ops[0]["api"], "cuMemcpyHtoDAsync_v2");
+    EXPECT_EQ(duration(ops[0]), 1000 + static_cast<int64_t>(kBytes / 8));
+    EXPECT_EQ(ops[1]["dir"], "DtoH");
+    EXPECT_EQ(ops[1]["host_mem"], "pinned");
+    EXPECT_EQ(ops[1]["sync"], false);
+    EXPECT_EQ(duration(ops[1]), 1000 + static_cast<int64_t>(kBytes / 25));
+    EXPECT_EQ(ops[2]["dir"], "HtoD") << "direction from the pointers (unified addressing)";
+    EXPECT_EQ(ops[2]["host_mem"], "pinned") << "registered memory is pinned";
+    EXPECT_EQ(ops[3]["dir"], "DtoD");
+    EXPECT_EQ(ops[3]["host_mem"], "device");
+    EXPECT_EQ(duration(ops[3]), 1000 + static_cast<int64_t>(kBytes / 1000));
+    EXPECT_EQ(ops[4]["op"], "memset");
+    EXPECT_EQ(ops[4]["bytes"], kBytes);
+    EXPECT_EQ(duration(ops[4]), 1000 + static_cast<int64_t>(kBytes / 1500));
+    EXPECT_EQ(waitsFor("cuMemcpyHtoDAsync_v2").back()["reason"], "pageable_copy");
+    const auto syncCopy = opsOn(fx.streamId(nullptr)).back();
+    EXPECT_EQ(syncCopy["api"], "cuMemcpyDtoH_v2");
+    EXPECT_EQ(syncCopy["sync"], true);
+    EXPECT_EQ(waitsFor("cuMemcpyDtoH_v2").back()["reason"], "sync_copy");
+
+    ASSERT_EQ(FN(cuMemHostUnregister)(registered.data()), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemFreeHost)(pinned), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemFree_v2)(d), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemFree_v2)(d2), CUDA_SUCCESS);
+    EXPECT_EQ(waitsFor("cuMemFree_v2").back()["reason"], "free_sync");
+    EXPECT_EQ(waitsFor("cuMemHostUnregister").back()["reason"], "register_sync");
+}
+
+TEST(Memory, PointerAttributesAnswerTruthfully)
+{
+    Fixture fx;
+    CUdeviceptr d, managed;
+    void* pinned;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&d, 4096), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemAllocManaged)(&managed, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemHostAlloc)(&pinned, 4096, CU_MEMHOSTALLOC_PORTABLE), CUDA_SUCCESS);
+    auto get = FN(cuPointerGetAttribute);
+
+    unsigned type = 0;
+    ASSERT_EQ(get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d + 100), CUDA_SUCCESS);
+    EXPECT_EQ(type, CU_MEMORYTYPE_DEVICE);
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    ASSERT_EQ(get(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d + 100), CUDA_SUCCESS);
+    ASSERT_EQ(get(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, d + 100), CUDA_SUCCESS);
+    EXPECT_EQ(start, d);
+    EXPECT_EQ(size, 4096u);
+    CUcontext ctx = nullptr;
+    ASSERT_EQ(get(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, d), CUDA_SUCCESS);
+    EXPECT_EQ(ctx, fx.ctx);
+    int ordinal = -1, isManaged = -1;
+    ASSERT_EQ(get(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, d), CUDA_SUCCESS);
+    EXPECT_EQ(ordinal, 0);
+    ASSERT_EQ(get(&isManaged, CU_POINTER_ATTRIBUTE_IS_MANAGED, managed), CUDA_SUCCESS);
+    EXPECT_EQ(isManaged, 1);
+    ASSERT_EQ(get(&isManaged, CU_POINTER_ATTRIBUTE_IS_MANAGED, d), CUDA_SUCCESS);
+    EXPECT_EQ(isManaged, 0);
+
+    ASSERT_EQ(get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(pinned)), CUDA_SUCCESS);
+    EXPECT_EQ(type, CU_MEMORYTYPE_HOST);
+    void* host = nullptr;
+    ASSERT_EQ(get(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, reinterpret_cast<CUdeviceptr>(pinned)), CUDA_SUCCESS);
+    EXPECT_EQ(host, pinned);
+    CUdeviceptr devPtr = 0;
+    ASSERT_EQ(get(&devPtr, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, reinterpret_cast<CUdeviceptr>(pinned)), CUDA_SUCCESS);
+    EXPECT_EQ(devPtr, reinterpret_cast<CUdeviceptr>(pinned));
+
+    std::vector<char> plain(64);
+    EXPECT_EQ(get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(plain.data())),
+              CUDA_ERROR_INVALID_VALUE);
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
+    void* data[] = {&type};
+    type = 99;
+    EXPECT_EQ(FN(cuPointerGetAttributes)(1, attrs, data, reinterpret_cast<CUdeviceptr>(plain.data())), CUDA_SUCCESS);
+    EXPECT_EQ(type, 0u);
+}
+
+TEST(Memory, VirtualMemoryMapsRealBytes)
+{
+    Fixture fx;
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    size_t gran = 0;
+    ASSERT_EQ(FN(cuMemGetAllocationGranularity)(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle h;
+    ASSERT_EQ(FN(cuMemAddressReserve)(&va, 2 * gran, 0, 0, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemCreate)(&h, gran, &prop, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemMap)(va, gran, 0, h, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemMap)(va + gran, gran, 0, h, 0), CUDA_SUCCESS);
+    CUmemAccessDesc access = {};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    ASSERT_EQ(FN(cuMemSetAccess)(va, 2 * gran, &access, 1), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemsetD8_v2)(va, 0x5a, 16), CUDA_SUCCESS);
+    EXPECT_EQ(reinterpret_cast<unsigned char*>(va + gran)[3], 0x5a) << "both mappings share one allocation";
+    unsigned type = 0;
+    ASSERT_EQ(FN(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, va), CUDA_SUCCESS);
+    EXPECT_EQ(type, CU_MEMORYTYPE_DEVICE);
+    ASSERT_EQ(FN(cuMemUnmap)(va, gran), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemUnmap)(va + gran, gran), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemRelease)(h), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemAddressFree)(va, 2 * gran), CUDA_SUCCESS);
+}
+
+// ---------------------------------------------------------------- faults
+TEST(Faults, NthCallAndEveryCallFail)
+{
+    Fixture fx;
+    CUdeviceptr p;
+    size_t pitch;
+    EXPECT_EQ(FN(cuMemAllocPitch_v2)(&p, &pitch, 64, 4, 4), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuMemAllocPitch_v2)(&p, &pitch, 64, 4, 4), CUDA_ERROR_OUT_OF_MEMORY);
+    EXPECT_EQ(FN(cuMemAllocPitch_v2)(&p, &pitch, 64, 4, 4), CUDA_SUCCESS);
+    CUfunction k = fx.kernel("ten_us_kernel");
+    CUstream s;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuLaunchCooperativeKernel)(k, 1, 1, 1, 1, 1, 1, 0, s, nullptr), CUDA_ERROR_ILLEGAL_ADDRESS);
+    EXPECT_EQ(FN(cuLaunchCooperativeKernel_ptsz)(k, 1, 1, 1, 1, 1, 1, 0, s, nullptr), CUDA_ERROR_ILLEGAL_ADDRESS)
+        << "the base name matches the _ptsz variant";
+    EXPECT_EQ(fx.launch(k, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamSynchronize)(s), CUDA_SUCCESS);
+    EXPECT_EQ(opsOn(fx.streamId(s)).size(), 1u) << "a failed call does no work";
+}
+
+// ---------------------------------------------------------------- graphs
+TEST(Graphs, CaptureRecordsAndLaunchReplays)
+{
+    Fixture fx;
+    CUstream s;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr d;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&d, 1024), CUDA_SUCCESS);
+    std::vector<unsigned char> host(1024, 0);
+    ASSERT_EQ(FN(cuMemHostRegister_v2)(host.data(), host.size(), 0), CUDA_SUCCESS);
+
+    ASSERT_EQ(FN(cuStreamBeginCapture_v2)(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CUstreamCaptureStatus st;
+    ASSERT_EQ(FN(cuStreamIsCapturing)(s, &st), CUDA_SUCCESS);
+    EXPECT_EQ(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    ASSERT_EQ(FN(cuMemsetD8Async)(d, 0x42, 1024, s), CUDA_SUCCESS);
+    ASSERT_EQ(fx.launch(fx.kernel("ten_us_kernel"), s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemcpyDtoHAsync_v2)(host.data(), d, 1024, s), CUDA_SUCCESS);
+    CUgraph graph;
+    ASSERT_EQ(FN(cuStreamEndCapture)(s, &graph), CUDA_SUCCESS);
+    EXPECT_EQ(opsOn(fx.streamId(s)).size(), 0u) << "captured work is not executed";
+    EXPECT_EQ(host[0], 0);
+    size_t nodes = 0;
+    ASSERT_EQ(FN(cuGraphGetNodes)(graph, nullptr, &nodes), CUDA_SUCCESS);
+    EXPECT_EQ(nodes, 3u);
+
+    CUgraphExec exec;
+    ASSERT_EQ(FN(cuGraphInstantiateWithFlags)(&exec, graph, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphLaunch)(exec, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphLaunch_ptsz)(exec, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamSynchronize)(s), CUDA_SUCCESS);
+    EXPECT_EQ(host[1000], 0x42) << "replay moves the bytes";
+    const auto ops = opsOn(fx.streamId(s));
+    ASSERT_EQ(ops.size(), 6u);
+    for (const json& op : ops) EXPECT_EQ(op["graph"], true);
+    EXPECT_EQ(ops[0]["op"], "memset");
+    EXPECT_EQ(ops[1]["op"], "kernel");
+    EXPECT_EQ(ops[2]["op"], "memcpy");
+    EXPECT_EQ(ops[3]["api"], "cuGraphLaunch_ptsz");
+    EXPECT_GE(ops[3]["start"].get<int64_t>(), ops[2]["end"].get<int64_t>());
+    ASSERT_EQ(FN(cuGraphExecDestroy)(exec), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphDestroy)(graph), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemHostUnregister)(host.data()), CUDA_SUCCESS);
+}
+
+TEST(Graphs, SynchronizingACapturingStreamInvalidatesTheCapture)
+{
+    Fixture fx;
+    CUstream s;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamBeginCapture)(s), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuStreamSynchronize)(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUstreamCaptureStatus st;
+    ASSERT_EQ(FN(cuStreamIsCapturing)(s, &st), CUDA_SUCCESS);
+    EXPECT_EQ(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    CUgraph graph = reinterpret_cast<CUgraph>(1);
+    EXPECT_EQ(FN(cuStreamEndCapture)(s, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    EXPECT_EQ(graph, nullptr);
+    EXPECT_EQ(FN(cuStreamBeginCapture)(nullptr), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) << "legacy stream";
+}
+
+// ---------------------------------------------------------------- devices
+TEST(Devices, TwoDevicesWithTheirOwnContexts)
+{
+    Fixture fx0(0);
+    int n = 0;
+    ASSERT_EQ(FN(cuDeviceGetCount)(&n), CUDA_SUCCESS);
+    ASSERT_EQ(n, 2);
+    char name0[64], name1[64], bus0[32], bus1[32];
+    ASSERT_EQ(FN(cuDeviceGetName)(name0, sizeof name0, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuDeviceGetName)(name1, sizeof name1, 1), CUDA_SUCCESS);
+    EXPECT_STREQ(name0, "gpuspy simulated GPU 0");
+    EXPECT_STREQ(name1, "gpuspy simulated GPU 1");
+    ASSERT_EQ(FN(cuDeviceGetPCIBusId)(bus0, sizeof bus0, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuDeviceGetPCIBusId)(bus1, sizeof bus1, 1), CUDA_SUCCESS);
+    EXPECT_STRNE(bus0, bus1);
+    CUdevice byBus = -1;
+    ASSERT_EQ(FN(cuDeviceGetByPCIBusId)(&byBus, bus1), CUDA_SUCCESS);
+    EXPECT_EQ(byBus, 1);
+    CUuuid u0, u1;
+    ASSERT_EQ(FN(cuDeviceGetUuid_v2)(&u0, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuDeviceGetUuid_v2)(&u1, 1), CUDA_SUCCESS);
+    EXPECT_NE(memcmp(u0.bytes, u1.bytes, 16), 0);
+
+    CUdeviceptr d0;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&d0, 4096), CUDA_SUCCESS);
+    Fixture fx1(1);
+    EXPECT_NE(fx0.ctx, fx1.ctx);
+    CUdevice dev = -1;
+    ASSERT_EQ(FN(cuCtxGetDevice)(&dev), CUDA_SUCCESS);
+    EXPECT_EQ(dev, 1);
+    CUdeviceptr d1;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&d1, 4096), CUDA_SUCCESS);
+    int ordinal = -1;
+    ASSERT_EQ(FN(cuPointerGetAttribute)(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, d1), CUDA_SUCCESS);
+    EXPECT_EQ(ordinal, 1);
+    ASSERT_EQ(FN(cuMemcpyPeer)(d1, fx1.ctx, d0, fx0.ctx, 4096), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemcpy)(d0, d1, 4096), CUDA_SUCCESS);
+    const auto ops = opsOn(fx1.streamId(nullptr));
+    ASSERT_EQ(ops.size(), 2u);
+    EXPECT_EQ(ops[0]["dir"], "PtoP");
+    EXPECT_EQ(ops[0]["dev"], 1);
+    EXPECT_EQ(ops[1]["dir"], "PtoP") << "unified cuMemcpy between devices";
+
+    CUcontext created = nullptr, popped = nullptr;
+    ASSERT_EQ(FN(cuCtxCreate_v4)(&created, nullptr, 0, 1), CUDA_SUCCESS);
+    CUcontext cur = nullptr;
+    ASSERT_EQ(FN(cuCtxGetCurrent)(&cur), CUDA_SUCCESS);
+    EXPECT_EQ(cur, created);
+    ASSERT_EQ(FN(cuCtxPopCurrent_v2)(&popped), CUDA_SUCCESS);
+    EXPECT_EQ(popped, created);
+    ASSERT_EQ(FN(cuCtxGetCurrent)(&cur), CUDA_SUCCESS);
+    EXPECT_EQ(cur, fx1.ctx);
+    ASSERT_EQ(FN(cuCtxDestroy_v2)(created), CUDA_SUCCESS);
+}
+
+// ---------------------------------------------------------------- errors and fork
+TEST(Errors, NamesAndStrings)
+{
+    const char* s = nullptr;
+    ASSERT_EQ(FN(cuGetErrorName)(CUDA_ERROR_OUT_OF_MEMORY, &s), CUDA_SUCCESS);
+    EXPECT_STREQ(s, "CUDA_ERROR_OUT_OF_MEMORY");
+    ASSERT_EQ(FN(cuGetErrorName)(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, &s), CUDA_SUCCESS);
+    EXPECT_STREQ(s, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED");
+    ASSERT_EQ(FN(cuGetErrorString)(CUDA_ERROR_NOT_READY, &s), CUDA_SUCCESS);
+    EXPECT_NE(strstr(s, "have not completed yet"), nullptr) << s;
+    EXPECT_EQ(FN(cuGetErrorName)(static_cast<CUresult>(123456), &s), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST(Errors, ForkedChildTracesWithItsOwnPid)
+{
+    Fixture fx;
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        CUdeviceptr d;
+        const bool ok = FN(cuMemAlloc_v2)(&d, 64) == CUDA_SUCCESS && FN(cuMemsetD8_v2)(d, 1, 64) == CUDA_SUCCESS;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    // '%p' in SIMCUDA_TRACE gives the child its own file.
+    const std::string childTrace = std::string(SIMCUDA_TEST_DIR) + "/trace_" + std::to_string(child) + ".jsonl";
+    std::ifstream in(childTrace);
+    std::string line;
+    ASSERT_TRUE(std::getline(in, line)) << childTrace;
+    EXPECT_EQ(json::parse(line)["pid"], child);
+    unlink(childTrace.c_str());
+}
+
+}  // namespace

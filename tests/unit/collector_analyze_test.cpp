@@ -1,0 +1,807 @@
+// tests/unit/collector_analyze_test.cpp: the analysis on hand-built captures: each section's numbers
+// exact on a small case, each finding on its pattern (and not on a well-behaved program), the ranking.
+#include "collector/analyze.h"
+#include "collector/api_names.h"
+#include "collector/timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+namespace gpuspy::collect {
+namespace {
+
+using wire::Category;
+using wire::Direction;
+using wire::MemKind;
+
+constexpr uint64_t KiB = 1024, MiB = 1024 * 1024;
+
+// Builds one process's records the way ingest would deliver them.
+struct ProcBuilder {
+    Process p;
+    uint64_t seq = 0;
+    std::map<std::string, uint16_t> apiIds;
+
+    explicit ProcBuilder(uint32_t pid = 100)
+    {
+        p.pid = pid;
+        p.command = "app --flag";
+        p.startNs = 0;
+        p.devices[0] = "Simulated GPU";
+        p.modules.push_back({0x400000, 0x500000, 0x400000, "/work/app"});
+        p.modules.push_back({0x7f0000000000, 0x7f0000100000, 0x7f0000000000, "/usr/lib/libcudart.so.12"});
+    }
+
+    uint16_t api(const std::string& name, Category cat)
+    {
+        auto it = apiIds.find(name);
+        if (it != apiIds.end()) return it->second;
+        const uint16_t id = uint16_t(apiIds.size() + 1);
+        apiIds[name] = id;
+        p.apis[id] = ApiInfo{name, cat};
+        return id;
+    }
+
+    // A stack whose innermost frames are cudart's and whose first app frame is `function` at file:line.
+    uint32_t site(const std::string& function, uint32_t line)
+    {
+        const uint32_t id = uint32_t(p.stacks.size() + 1);
+        const uint64_t lib = 0x7f0000000100 + id * 16, app = 0x401000 + id * 16, outer = 0x402000;
+        p.stacks[id] = {lib, app, outer};
+        p.symbols[lib] = {Frame{lib, "cudaMemcpy", "", 0, "/usr/lib/libcudart.so.12", lib - 0x7f0000000000, false}};
+        p.symbols[app] = {Frame{app, function, "/src/app.cu", line, "/work/app", app - 0x400000, false}};
+        p.symbols[outer] = {Frame{outer, "__libc_start_main", "", 0, "/lib/libc.so.6", 0x2000, false}};
+        return id;
+    }
+
+    wire::CallBody& call(const std::string& name, Category cat, uint64_t begin, uint64_t end, uint16_t flags = 0,
+                         uint32_t stack = 0, int32_t result = 0, uint32_t tid = 1)
+    {
+        wire::CallBody c{};
+        c.seq = ++seq;
+        c.beginNs = begin;
+        c.endNs = end;
+        c.tid = tid;
+        c.stackId = stack;
+        c.apiId = api(name, cat);
+        c.category = cat;
+        c.flags = flags;
+        c.device = 0;
+        c.result = result;
+        p.calls.push_back(c);
+        p.lastNs = std::max(p.lastNs, end);
+        return p.calls.back();
+    }
+
+    void span(uint64_t seqOf, uint64_t begin, uint64_t end, int device = 0)
+    {
+        wire::GpuSpanBody s{};
+        s.seq = seqOf;
+        s.beginNs = begin;
+        s.endNs = end;
+        s.device = device;
+        p.spans.push_back(s);
+        p.lastNs = std::max(p.lastNs, end);
+    }
+
+    // A copy; gpuBegin == gpuEnd means untimed.
+    uint64_t copy(const std::string& name, Direction dir, MemKind src, MemKind dst, uint64_t bytes, uint64_t begin,
+                  uint64_t end, bool async, uint64_t gpuBegin = 0, uint64_t gpuEnd = 0, uint32_t stack = 0,
+                  uint16_t extra = 0)
+    {
+        uint16_t flags = uint16_t(wire::kCallDeviceWork | extra | (async ? wire::kCallAsync : 0));
+        if (!async) flags |= wire::kCallImplicitSync;
+        if (gpuEnd > gpuBegin) flags |= wire::kCallGpuTimed;
+        wire::CallBody& c = call(name, Category::Transfer, begin, end, flags, stack);
+        c.args.transfer = wire::TransferArgs{bytes, 0xd000, 0xa000, dir, src, dst, 0, 0};
+        if (gpuEnd > gpuBegin) span(c.seq, gpuBegin, gpuEnd);
+        return c.seq;
+    }
+
+    uint64_t launch(uint32_t kernelId, uint64_t begin, uint64_t end, uint64_t gpuBegin, uint64_t gpuEnd,
+                    uint32_t stack = 0, uint16_t extra = 0)
+    {
+        uint16_t flags = uint16_t(wire::kCallDeviceWork | wire::kCallAsync | extra);
+        if (gpuEnd > gpuBegin) flags |= wire::kCallGpuTimed;
+        wire::CallBody& c = call("cuLaunchKernel", Category::Launch, begin, end, flags, stack);
+        c.args.launch.kernelId = kernelId;
+        if (gpuEnd > gpuBegin) span(c.seq, gpuBegin, gpuEnd);
+        return c.seq;
+    }
+
+    Capture capture() const
+    {
+        Capture cap;
+        cap.processes.push_back(p);
+        return cap;
+    }
+};
+
+const Finding* findingOf(const Report& r, const std::string& rule)
+{
+    for (const Finding& f : r.findings)
+        if (f.rule == rule) return &f;
+    return nullptr;
+}
+
+const TransferRow* transferOf(const Report& r, const std::string& dir, const std::string& mem, const std::string& mode)
+{
+    for (const TransferRow& t : r.transfers)
+        if (t.direction == dir && t.hostMemory == mem && t.mode == mode) return &t;
+    return nullptr;
+}
+
+const SyncRow* syncOf(const Report& r, const std::string& api)
+{
+    for (const SyncRow& s : r.syncs)
+        if (s.api == api) return &s;
+    return nullptr;
+}
+
+TEST(Timeline, UnionGapsAndOverlap)
+{
+    IntervalSet s;
+    s.add(10, 20);
+    s.add(15, 30);
+    s.add(50, 60);
+    s.add(5, 5);  // empty: ignored
+    EXPECT_EQ(s.total(), 30u);
+    ASSERT_EQ(s.merged().size(), 2u);
+    EXPECT_EQ(s.overlap(0, 100), 30u);
+    EXPECT_EQ(s.overlap(12, 55), 18u + 5u);
+    EXPECT_EQ(s.overlap(30, 50), 0u);
+    EXPECT_EQ(s.overlap(52, 54), 2u);
+    const auto gaps = s.gaps();
+    ASSERT_EQ(gaps.size(), 1u);
+    EXPECT_EQ(gaps[0].begin, 30u);
+    EXPECT_EQ(gaps[0].end, 50u);
+    EXPECT_EQ(s.clipped(0, 55).total(), 25u);
+}
+
+TEST(DurationStats, MedianAndP99)
+{
+    const DurationStats s = durationStats({5, 1, 3, 2});
+    EXPECT_EQ(s.count, 4u);
+    EXPECT_EQ(s.total, 11u);
+    EXPECT_EQ(s.min, 1u);
+    EXPECT_EQ(s.max, 5u);
+    EXPECT_EQ(s.median, 2u);  // (2 + 3) / 2, integer
+    EXPECT_EQ(s.p99, 5u);
+    std::vector<uint64_t> hundred;
+    for (uint64_t i = 1; i <= 100; ++i) hundred.push_back(i);
+    EXPECT_EQ(durationStats(hundred).p99, 99u);
+    EXPECT_EQ(durationStats({}).count, 0u);
+}
+
+TEST(ApiNames, RuntimeNamesBesideDriverNames)
+{
+    EXPECT_EQ(displayName("cuMemcpyHtoD_v2"), "cuMemcpyHtoD_v2 (cudaMemcpy)");
+    EXPECT_EQ(displayName("cuCtxSynchronize"), "cuCtxSynchronize (cudaDeviceSynchronize)");
+    EXPECT_EQ(displayName("cuLaunchKernel"), "cuLaunchKernel (cudaLaunchKernel / <<<>>>)");
+    EXPECT_EQ(displayName("cuLaunchKernel_ptsz"), "cuLaunchKernel_ptsz (cudaLaunchKernel / <<<>>>)");
+    EXPECT_EQ(displayName("cuMemcpyHtoDAsync_v2_ptsz"), "cuMemcpyHtoDAsync_v2_ptsz (cudaMemcpyAsync)");
+    EXPECT_EQ(displayName("cuMemcpy_ptds"), "cuMemcpy_ptds (cudaMemcpy)");
+    EXPECT_EQ(displayName("cuMemsetD32_v2"), "cuMemsetD32_v2");  // no runtime call reaches it
+    EXPECT_EQ(driverBaseName("cuStreamSynchronize_ptsz"), "cuStreamSynchronize");
+    EXPECT_EQ(runtimeNameOf("cuModuleLoadData"), "");
+}
+
+TEST(Analyze, OverviewAndBusyPercent)
+{
+    ProcBuilder b;
+    b.p.startNs = 50;
+    b.p.ended = true;
+    b.p.end.endNs = 1050;
+    b.p.end.recordsMade = 50;
+    b.p.threadStats.push_back({1, 0, 4, 0, 7});
+    b.p.threadStats.push_back({2, 0, 1, 0, 3});
+    b.launch(1, 100, 110, 120, 140);  // host 10, GPU [120,140)
+    b.launch(1, 110, 130, 130, 160);  // GPU overlaps: union [120,160)
+    b.launch(1, 300, 320, 400, 420);  // gap [160,400) = 240
+    b.call("cuCtxSynchronize", Category::Sync, 320, 500);
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.processes.size(), 1u);
+    const ProcessSummary& p = r.processes[0];
+    EXPECT_EQ(p.wallNs, 1000u);
+    EXPECT_EQ(p.cudaApiNs, 10u + 20 + 20 + 180);
+    EXPECT_DOUBLE_EQ(p.cudaApiPct, 23.0);
+    EXPECT_EQ(p.gpuspyOverheadNs, 10u);
+    EXPECT_EQ(p.activeBeginNs, 100u);
+    EXPECT_EQ(p.activeEndNs, 500u);
+    ASSERT_EQ(r.devices.size(), 1u);
+    const DeviceSummary& d = r.devices[0];
+    EXPECT_EQ(d.name, "Simulated GPU");
+    EXPECT_EQ(d.activeNs, 400u);
+    EXPECT_EQ(d.busyNs, 60u);
+    EXPECT_DOUBLE_EQ(d.busyPct, 15.0);
+    EXPECT_EQ(d.idleGapNs, 240u);
+    EXPECT_EQ(d.largestGapNs, 240u);
+    EXPECT_EQ(d.kernelNs, 20u + 30 + 20);
+    EXPECT_EQ(d.ops, 3u);
+    EXPECT_EQ(d.timedOps, 3u);
+    // The gap [160,400): the host was inside CUDA in [300,320) and [320,400).
+    EXPECT_EQ(d.starvedNs, 240u - 20 - 80);
+}
+
+TEST(Analyze, TransfersGroupedExactly)
+{
+    ProcBuilder b;
+    // 3 synchronous pageable HtoD copies of 1 MiB, 2 timed.
+    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, MiB, 0, 100, false, 10, 60);
+    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, MiB, 100, 300, false, 110, 160);
+    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, MiB, 300, 400, false);
+    // DtoH to pinned, async: the host side is the destination.
+    b.copy("cuMemcpyDtoHAsync_v2", Direction::DtoH, MemKind::Device, MemKind::Pinned, 4 * KiB, 400, 410, true, 420, 430);
+    b.copy("cuMemcpyDtoHAsync_v2", Direction::DtoH, MemKind::Device, MemKind::Pinned, 2 * MiB, 410, 420, true, 430, 530);
+    b.copy("cuMemcpyDtoD_v2", Direction::DtoD, MemKind::Device, MemKind::Device, 100, 600, 610, false, 601, 602);
+    b.copy("cuMemcpyPeerAsync", Direction::PtoP, MemKind::Device, MemKind::Device, 100, 620, 630, true);
+    b.copy("cuMemsetD8_v2", Direction::Memset, MemKind::Unknown, MemKind::Device, 64, 640, 650, false);
+    // Failed and captured copies move no data.
+    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, MiB, 700, 710, false);
+    b.p.calls.back().result = 1;
+    b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, MiB, 720, 730, true, 0, 0, 0,
+           wire::kCallCapturing);
+    const Report r = analyze(b.capture(), {});
+
+    const TransferRow* h = transferOf(r, "HtoD", "pageable", "sync");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->count, 3u);
+    EXPECT_EQ(h->bytes, 3 * MiB);
+    EXPECT_EQ(h->hostNs, 400u);
+    EXPECT_EQ(h->gpuNs, 100u);
+    EXPECT_EQ(h->timedCount, 2u);
+    EXPECT_EQ(h->gbpsBasis, "gpu");
+    EXPECT_DOUBLE_EQ(h->gbps, double(2 * MiB) / 100.0);
+    ASSERT_EQ(h->buckets.size(), 3u);
+    EXPECT_EQ(h->buckets[1].count, 3u);  // <= 1 MiB includes 1 MiB
+    EXPECT_EQ(h->host.median, 100u);
+    EXPECT_EQ(h->apis, std::vector<std::string>{"cuMemcpyHtoD_v2"});
+
+    const TransferRow* d = transferOf(r, "DtoH", "pinned", "async");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->count, 2u);
+    EXPECT_EQ(d->bytes, 2 * MiB + 4 * KiB);
+    EXPECT_EQ(d->buckets[0].count, 1u);
+    EXPECT_EQ(d->buckets[0].bytes, 4 * KiB);
+    EXPECT_EQ(d->buckets[1].count, 0u);
+    EXPECT_EQ(d->buckets[2].count, 1u);
+    EXPECT_EQ(d->gpuNs, 110u);
+
+    EXPECT_TRUE(transferOf(r, "DtoD", "device", "sync"));
+    const TransferRow* peer = transferOf(r, "PtoP", "device", "async");
+    ASSERT_TRUE(peer);
+    EXPECT_EQ(peer->gbpsBasis, "host");  // untimed: bytes / host time
+    EXPECT_DOUBLE_EQ(peer->gbps, 10.0);
+    EXPECT_TRUE(transferOf(r, "Memset", "device", "sync"));
+    EXPECT_FALSE(transferOf(r, "HtoD", "pinned", "async"));  // captured
+    EXPECT_EQ(r.transfers.size(), 5u);
+}
+
+TEST(Analyze, LaunchesKernelsAndLaunchBound)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4tinyPi";
+    b.p.kernels[2] = "_Z3bigPfi";
+    // tiny: 4 launches, host 10 each, GPU 2 each -> launch-bound.
+    for (int i = 0; i < 4; ++i) b.launch(1, 100 * i, 100 * i + 10, 100 * i + 20, 100 * i + 22);
+    // big: 2 timed launches of 50 and 70, one sampled out, host 5 each.
+    b.launch(2, 1000, 1005, 1010, 1060);
+    b.launch(2, 1100, 1105, 1110, 1180);
+    b.launch(2, 1200, 1205, 0, 0, 0, wire::kCallGpuSampledOut);
+    b.launch(2, 1300, 1305, 0, 0, 0, wire::kCallCapturing);  // captured: not run
+    const Report r = analyze(b.capture(), {});
+    const LaunchSummary& L = r.launches;
+    EXPECT_EQ(L.count, 7u);
+    EXPECT_EQ(L.hostNs, 4u * 10 + 3 * 5);
+    EXPECT_EQ(L.medianHostNs, 10u);
+    EXPECT_EQ(L.p99HostNs, 10u);
+    EXPECT_EQ(L.timed, 6u);
+    EXPECT_EQ(L.sampledOut, 1u);
+    EXPECT_EQ(L.captured, 1u);
+    EXPECT_FALSE(L.samplingNote.empty());
+    EXPECT_EQ(L.launchBoundKernels, 1u);
+    ASSERT_EQ(L.launchBoundNames.size(), 1u);
+    EXPECT_EQ(L.launchBoundNames[0], "tiny(int*)");
+    // Active span [0, 1305): 7 launches.
+    EXPECT_NEAR(L.perSecond, 7e9 / 1305.0, 1e-3);
+    ASSERT_EQ(r.kernels.size(), 2u);
+    const KernelRow& big = r.kernels[0];
+    EXPECT_EQ(big.name, "big(float*, int)");
+    EXPECT_EQ(big.mangled, "_Z3bigPfi");
+    EXPECT_EQ(big.count, 3u);
+    EXPECT_EQ(big.timedCount, 2u);
+    EXPECT_EQ(big.gpuNs, 120u);
+    EXPECT_EQ(big.estimatedGpuNs, 180u);  // scaled to the untimed launch
+    EXPECT_EQ(big.gpu.median, 60u);
+    EXPECT_EQ(big.launchHostNs, 15u);
+    EXPECT_FALSE(big.launchBound);
+    const KernelRow& tiny = r.kernels[1];
+    EXPECT_EQ(tiny.count, 4u);
+    EXPECT_EQ(tiny.gpu.median, 2u);
+    EXPECT_EQ(tiny.medianLaunchHostNs, 10u);
+    EXPECT_TRUE(tiny.launchBound);
+}
+
+TEST(Analyze, SyncsExplicitImplicitAndPolling)
+{
+    ProcBuilder b;
+    b.launch(0, 0, 10, 20, 80);  // GPU busy [20,80)
+    b.call("cuCtxSynchronize", Category::Sync, 10, 100);  // blocked 90, GPU busy 60 of it
+    b.call("cuStreamQuery", Category::Sync, 100, 101, 0, 0, 600);
+    b.call("cuStreamQuery", Category::Sync, 101, 102, 0, 0, 600);
+    b.call("cuStreamQuery", Category::Sync, 102, 103, 0, 0, 0);
+    b.call("cuMemFree_v2", Category::Alloc, 200, 250, wire::kCallImplicitSync).args.alloc.ptr = 0xd000;
+    b.call("cuMemFree_v2", Category::Alloc, 250, 255, wire::kCallImplicitSync);  // cudaFree(nullptr): no wait
+    b.call("cuStreamWaitEvent", Category::Sync, 260, 261);  // no host wait
+    b.copy("cuMemcpyDtoH_v2", Direction::DtoH, MemKind::Device, MemKind::Pageable, 100, 300, 340, false, 310, 320);
+    b.copy("cuMemsetD8_v2", Direction::Memset, MemKind::Unknown, MemKind::Device, 64, 400, 410, false);
+    b.p.calls.back().flags &= uint16_t(~wire::kCallImplicitSync);
+    b.copy("cuMemsetD8Async", Direction::Memset, MemKind::Unknown, MemKind::Device, 64, 420, 430, true);
+    const Report r = analyze(b.capture(), {});
+    const SyncRow* ctx = syncOf(r, "cuCtxSynchronize");
+    ASSERT_TRUE(ctx);
+    EXPECT_FALSE(ctx->implicit);
+    EXPECT_EQ(ctx->kind, "context");
+    EXPECT_EQ(ctx->display, "cuCtxSynchronize (cudaDeviceSynchronize)");
+    EXPECT_EQ(ctx->count, 1u);
+    EXPECT_EQ(ctx->blockedNs, 90u);
+    EXPECT_EQ(ctx->gpuBusyNs, 60u);
+    const SyncRow* q = syncOf(r, "cuStreamQuery");
+    ASSERT_TRUE(q);
+    EXPECT_EQ(q->count, 3u);
+    EXPECT_EQ(q->notReady, 2u);
+    const SyncRow* fr = syncOf(r, "cuMemFree_v2");
+    ASSERT_TRUE(fr);
+    EXPECT_TRUE(fr->implicit);
+    EXPECT_EQ(fr->kind, "free");
+    EXPECT_EQ(fr->blockedNs, 50u);
+    EXPECT_EQ(fr->gpuBusyNs, 0u);
+    const SyncRow* cp = syncOf(r, "cuMemcpyDtoH_v2");
+    ASSERT_TRUE(cp);
+    EXPECT_TRUE(cp->implicit);
+    EXPECT_EQ(cp->kind, "copy");
+    EXPECT_EQ(cp->gpuBusyNs, 10u);
+    EXPECT_FALSE(syncOf(r, "cuStreamWaitEvent"));
+    const SyncRow* ms = syncOf(r, "cuMemsetD8_v2");  // synchronous memset, even unflagged
+    ASSERT_TRUE(ms);
+    EXPECT_EQ(ms->kind, "memset");
+    EXPECT_TRUE(ms->implicit);
+    EXPECT_FALSE(syncOf(r, "cuMemsetD8Async"));
+    // A NOT_READY poll is not an error in the API table.
+    for (const ApiRow& a : r.apis)
+        if (a.api == "cuStreamQuery") {
+            EXPECT_EQ(a.errors, 0u);
+        }
+}
+
+TEST(Analyze, CallSitesSkipCudaFramesAndFallBackToModuleOffset)
+{
+    ProcBuilder b;
+    const uint32_t s = b.site("main", 42);
+    // A stack without symbols: module+offset of the first frame outside CUDA's libraries.
+    b.p.stacks[99] = {0x7f0000000200, 0x401234};
+    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 10, 0, 10, false, 0, 0, s);
+    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 10, 10, 30, false, 0, 0, s);
+    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 10, 30, 35, false, 0, 0, 99);
+    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 10, 40, 41, false);
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.callsites.size(), 3u);
+    const CallSite& top = r.callsites[0];
+    EXPECT_EQ(top.id, 0u);
+    EXPECT_EQ(top.label, "main (app.cu:42)");
+    EXPECT_EQ(top.category, "transfer");
+    EXPECT_EQ(top.count, 2u);
+    EXPECT_EQ(top.ns, 30u);
+    ASSERT_EQ(top.frames.size(), 3u);
+    EXPECT_FALSE(top.frames[0].app);
+    EXPECT_EQ(top.siteFrame, 1u);
+    EXPECT_EQ(top.frames[1].file, "/src/app.cu");
+    EXPECT_EQ(r.callsites[1].label, "app+0x1234");
+    EXPECT_EQ(r.callsites[2].label, "(no stack)");
+    ASSERT_EQ(r.transfers.size(), 1u);
+    EXPECT_EQ(r.transfers[0].callsites, (std::vector<uint32_t>{0, 1, 2}));
+}
+
+TEST(Analyze, KernelLaunchStubIsNotTheCallSite)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z13process_chunkPKfPfi";
+    const uint64_t cudart = 0x7f0000000300, stub = 0x401500, kernelStub = 0x401600, caller = 0x401700;
+    b.p.stacks[1] = {cudart, stub, kernelStub, caller};
+    b.p.symbols[cudart] = {Frame{cudart, "cudart::cudaApiLaunchKernel", "", 0, "/usr/lib/libcudart.so.12", 0x300, false}};
+    b.p.symbols[stub] = {Frame{stub, "__device_stub__Z13process_chunkPKfPfi(float const*, float*, int)",
+                               "/tmp/tmpxft_0001.cudafe1.stub.c", 3, "/work/app", 0x1500, false}};
+    b.p.symbols[kernelStub] = {Frame{kernelStub, "process_chunk(float const*, float*, int)", "/src/app.cu", 9, "/work/app", 0x1600, false}};
+    b.p.symbols[caller] = {Frame{caller, "run()", "/src/app.cu", 30, "/work/app", 0x1700, true},
+                           Frame{caller, "main", "/src/app.cu", 50, "/work/app", 0x1700, false}};
+    b.launch(1, 0, 10, 10, 20, 1);
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.callsites.size(), 1u);
+    EXPECT_EQ(r.callsites[0].label, "run() (app.cu:30)");  // the inlined frame comes first
+    EXPECT_EQ(r.callsites[0].category, "launch");
+    EXPECT_EQ(r.callsites[0].frames.size(), 5u);
+}
+
+TEST(Analyze, StaticRuntimeFramesSkippedButUserCudaNamedFunctionsKept)
+{
+    ProcBuilder b;
+    const uint64_t rt = 0x401100, user = 0x401200, caller = 0x401300;
+    b.p.stacks[1] = {rt, user, caller};
+    b.p.symbols[rt] = {Frame{rt, "cudaMemcpy", "", 0, "/work/app", 0x1100, false}};  // static cudart: no lines
+    b.p.symbols[user] = {Frame{user, "cudaCheckedCopy(void*, void const*, unsigned long)", "/src/util.cu", 17,
+                               "/work/app", 0x1200, false}};
+    b.p.symbols[caller] = {Frame{caller, "main", "/src/app.cu", 5, "/work/app", 0x1300, false}};
+    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 10, 0, 10, false, 0, 0, 1);
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.callsites.size(), 1u);
+    EXPECT_EQ(r.callsites[0].label, "cudaCheckedCopy(void*, void const*, unsigned long) (util.cu:17)");
+    EXPECT_EQ(r.callsites[0].siteFrame, 1u);
+}
+
+TEST(Analyze, NvtxRangesInclusive)
+{
+    ProcBuilder b;
+    b.p.strings[1] = "step";
+    b.p.strings[2] = "load";
+    auto nvtx = [&](wire::NvtxKind k, uint64_t t, uint32_t msg, uint32_t tid = 1, uint64_t id = 0) {
+        wire::NvtxBody n{};
+        n.kind = k;
+        n.timeNs = t;
+        n.messageId = msg;
+        n.tid = tid;
+        n.rangeId = id;
+        b.p.nvtx.push_back(n);
+    };
+    nvtx(wire::NvtxKind::Push, 0, 1);
+    nvtx(wire::NvtxKind::Push, 10, 2);
+    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 1000, 20, 30, false, 22, 28);
+    nvtx(wire::NvtxKind::Pop, 40, 0);
+    b.launch(0, 50, 55, 60, 70);
+    b.call("cuCtxSynchronize", Category::Sync, 55, 80);
+    b.call("cuCtxSynchronize", Category::Sync, 56, 57, 0, 0, 0, /*tid=*/2);  // another thread: outside
+    nvtx(wire::NvtxKind::Pop, 90, 0);
+    nvtx(wire::NvtxKind::Start, 100, 1, 7, 5);  // process-wide: same name, counted once per call
+    b.launch(0, 110, 115, 0, 0, 0, 0);
+    b.p.calls.back().tid = 3;
+    nvtx(wire::NvtxKind::End, 120, 0, 9, 5);
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.nvtx.size(), 2u);
+    const NvtxRow& step = r.nvtx[0];
+    EXPECT_EQ(step.name, "step");
+    EXPECT_EQ(step.ranges, 2u);
+    EXPECT_EQ(step.rangeNs, 90u + 20);
+    EXPECT_EQ(step.calls, 4u);
+    EXPECT_EQ(step.transfers, 1u);
+    EXPECT_EQ(step.transferBytes, 1000u);
+    EXPECT_EQ(step.launches, 2u);
+    EXPECT_EQ(step.syncs, 2u);  // the copy (implicit) and the context sync
+    EXPECT_EQ(step.syncBlockedNs, 10u + 25);
+    EXPECT_EQ(step.gpuNs, 6u + 10);
+    const NvtxRow& load = r.nvtx[1];
+    EXPECT_EQ(load.name, "load");
+    EXPECT_EQ(load.calls, 1u);
+    EXPECT_EQ(load.cudaApiNs, 10u);
+}
+
+TEST(Analyze, BusyPerDeviceAndSyncOverlapOnItsOwnDevice)
+{
+    ProcBuilder b;
+    b.p.devices[1] = "Second GPU";
+    b.launch(0, 0, 10, 10, 110);  // device 0 busy [10,110)
+    const uint64_t seq = b.launch(0, 10, 20, 0, 0);
+    b.p.calls.back().device = 1;
+    b.p.calls.back().flags |= wire::kCallGpuTimed;
+    b.span(seq, 150, 200, 1);  // device 1 busy [150,200)
+    wire::CallBody& sync = b.call("cuCtxSynchronize", Category::Sync, 100, 200);
+    sync.device = 1;
+    b.copy("cuMemcpyPeer", Direction::PtoP, MemKind::Device, MemKind::Device, 1000, 200, 210, false, 200, 210);
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.devices.size(), 2u);
+    EXPECT_EQ(r.devices[0].busyNs, 100u + 10);
+    EXPECT_EQ(r.devices[1].id, 1);
+    EXPECT_EQ(r.devices[1].name, "Second GPU");
+    EXPECT_EQ(r.devices[1].busyNs, 50u);
+    EXPECT_DOUBLE_EQ(r.devices[1].busyPct, 100.0 * 50 / 210);
+    const SyncRow* s = syncOf(r, "cuCtxSynchronize");
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->gpuBusyNs, 50u);  // device 1 only, not device 0's [100,110)
+    EXPECT_TRUE(transferOf(r, "PtoP", "device", "sync"));
+}
+
+TEST(Analyze, ProcessFilter)
+{
+    ProcBuilder a(1), c(2);
+    a.launch(0, 0, 10, 10, 20);
+    c.launch(0, 0, 10, 10, 20);
+    c.launch(0, 20, 30, 30, 40);
+    Capture cap;
+    cap.processes = {a.p, c.p};
+    ReportOptions o;
+    EXPECT_EQ(analyze(cap, o).launches.count, 3u);
+    o.pid = 2;
+    const Report r = analyze(cap, o);
+    ASSERT_EQ(r.processes.size(), 1u);
+    EXPECT_EQ(r.processes[0].pid, 2u);
+    EXPECT_EQ(r.launches.count, 2u);
+}
+
+// ---- findings
+
+TEST(Findings, PageableAndSyncMemcpy)
+{
+    ProcBuilder b;
+    const uint32_t s = b.site("copy_loop", 25);
+    const uint32_t pinnedSite = b.site("warmup", 10);
+    // One pinned synchronous copy measures pinned bandwidth: 1 MiB in 50 ns.
+    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, MiB, 0, 60, false, 5, 55, pinnedSite);
+    uint64_t t = 100;
+    for (int i = 0; i < 10; ++i) {
+        // Host 300: waits 100 for a kernel, then the copy runs 200 on the GPU.
+        b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, MiB, t, t + 300, false, t + 100,
+               t + 300, s);
+        t += 400;
+    }
+    const Report r = analyze(b.capture(), {});
+    const Finding* pg = findingOf(r, "pageable-memcpy");
+    ASSERT_TRUE(pg);
+    EXPECT_EQ(pg->count, 10u);
+    // Pageable GPU time 2000; at the pinned 1 MiB/50 ns the copies would take 500.
+    EXPECT_EQ(pg->estimatedSavingsNs, 1500u);
+    EXPECT_NE(pg->message.find("pinned"), std::string::npos);
+    EXPECT_NE(pg->message.find("assuming"), std::string::npos);
+    ASSERT_FALSE(pg->callsites.empty());
+    EXPECT_EQ(r.callsites[pg->callsites[0]].label, "copy_loop (app.cu:25)");
+    const Finding* sy = findingOf(r, "sync-memcpy");
+    ASSERT_TRUE(sy);
+    EXPECT_EQ(sy->count, 11u);
+    // Host 3060 - GPU 2050 over the 11 copies.
+    EXPECT_EQ(sy->estimatedSavingsNs, 3060u - 2050u);
+    EXPECT_FALSE(findingOf(r, "pageable-async-memcpy"));
+}
+
+TEST(Findings, PageableMemcpyWithoutPinnedReferenceStatesAssumption)
+{
+    ProcBuilder b;
+    for (int i = 0; i < 8; ++i)
+        b.copy("cuMemcpyDtoH_v2", Direction::DtoH, MemKind::Device, MemKind::Pageable, MiB, i * 100, i * 100 + 50,
+               false, i * 100, i * 100 + 40);
+    const Report r = analyze(b.capture(), {});
+    const Finding* pg = findingOf(r, "pageable-memcpy");
+    ASSERT_TRUE(pg);
+    EXPECT_EQ(pg->estimatedSavingsNs, 8u * 40 / 2);
+    EXPECT_NE(pg->message.find("doubles"), std::string::npos);
+}
+
+TEST(Findings, PageableAsyncMemcpy)
+{
+    ProcBuilder b;
+    b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, MiB, 0, 5, true, 10, 60);
+    for (int i = 0; i < 3; ++i)
+        b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, MiB, 100 + i * 200,
+               100 + i * 200 + 105, true, 100 + i * 200, 100 + i * 200 + 100, 0, wire::kCallImplicitSync);
+    const Report r = analyze(b.capture(), {});
+    const Finding* f = findingOf(r, "pageable-async-memcpy");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->count, 3u);
+    EXPECT_EQ(f->estimatedSavingsNs, 3u * 105 - 3 * 5);  // the pinned async copy's 5 ns as the reference
+    EXPECT_FALSE(findingOf(r, "sync-memcpy"));
+}
+
+TEST(Findings, SmallTransfers)
+{
+    ProcBuilder b;
+    const uint32_t s = b.site("upload_params", 7);
+    for (int i = 0; i < 100; ++i)
+        b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 4 * KiB, i * 10, i * 10 + 3,
+               true, i * 10 + 3, i * 10 + 5, s);
+    const Report r = analyze(b.capture(), {});
+    const Finding* f = findingOf(r, "small-transfers");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->count, 100u);
+    EXPECT_EQ(f->estimatedSavingsNs, 99u * 2);  // all but one copy, each its median GPU time
+    // 63 are not many.
+    ProcBuilder few;
+    for (int i = 0; i < 63; ++i)
+        few.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, KiB, i * 10, i * 10 + 3, true);
+    EXPECT_FALSE(findingOf(analyze(few.capture(), {}), "small-transfers"));
+}
+
+TEST(Findings, LaunchBoundKernels)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4tinyPi";
+    const uint32_t s = b.site("loop", 12);
+    for (int i = 0; i < 20; ++i) b.launch(1, i * 10, i * 10 + 8, i * 10 + 9, i * 10 + 10, s);
+    const Report r = analyze(b.capture(), {});
+    const Finding* f = findingOf(r, "launch-bound-kernels");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->count, 20u);
+    EXPECT_EQ(f->estimatedSavingsNs, 20u * (8 - 1));
+    EXPECT_NE(f->message.find("tiny(int*)"), std::string::npos);
+    EXPECT_NE(f->message.find("CUDA graph"), std::string::npos);
+    EXPECT_EQ(r.callsites[f->callsites.at(0)].label, "loop (app.cu:12)");
+}
+
+TEST(Findings, GpuIdleAndStarved)
+{
+    ProcBuilder b;
+    // Short kernels, the host outside CUDA for ~1 us between them (loading the next batch).
+    for (uint64_t t = 0; t < 5000; t += 1000) b.launch(0, t, t + 10, t + 10, t + 20);
+    b.call("cuCtxSynchronize", Category::Sync, 4010, 4020);
+    const Report r = analyze(b.capture(), {});
+    const Finding* idle = findingOf(r, "gpu-idle");
+    ASSERT_TRUE(idle);
+    EXPECT_EQ(idle->estimatedSavingsNs, 0u);
+    ASSERT_EQ(r.devices.size(), 1u);
+    // Each gap [t+20, t+1010) less the next launch call [t+1000, t+1010).
+    EXPECT_EQ(r.devices[0].starvedNs, 4u * 980);
+    EXPECT_EQ(r.devices[0].largestStarvedNs, 980u);
+    const Finding* st = findingOf(r, "gpu-starved");
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->estimatedSavingsNs, 3u * 980);  // the longest single pause does not count
+    EXPECT_NE(st->message.find("assuming"), std::string::npos);
+}
+
+TEST(Findings, GpuStarvedNotForOneStartupPauseOrGpuspyOverhead)
+{
+    ProcBuilder b;
+    b.launch(0, 0, 10, 10, 20);
+    b.launch(0, 1000, 1010, 1010, 1020);  // one long pause: start-up, not a loop
+    b.call("cuCtxSynchronize", Category::Sync, 1010, 1020);
+    EXPECT_FALSE(findingOf(analyze(b.capture(), {}), "gpu-starved"));
+    ProcBuilder c;
+    for (uint64_t t = 0; t < 5000; t += 1000) c.launch(0, t, t + 10, t + 10, t + 20);
+    c.p.threadStats.push_back({1, 0, 5, 0, 3000});  // gpuspy's own time could explain the gaps
+    EXPECT_FALSE(findingOf(analyze(c.capture(), {}), "gpu-starved"));
+}
+
+TEST(Findings, GpuStarvedIgnoresGapsWhereUntimedWorkMayHaveRun)
+{
+    ProcBuilder b;
+    b.launch(0, 0, 10, 10, 20);
+    b.launch(0, 500, 510, 0, 0, 0, wire::kCallGpuSampledOut);  // ran somewhere in [20,1010): unknown
+    b.launch(0, 1000, 1010, 1010, 1020);
+    b.call("cuCtxSynchronize", Category::Sync, 1010, 1020);
+    const Report r = analyze(b.capture(), {});
+    EXPECT_FALSE(findingOf(r, "gpu-starved"));
+    ASSERT_EQ(r.devices.size(), 1u);
+    EXPECT_EQ(r.devices[0].starvedNs, 0u);
+    EXPECT_EQ(r.devices[0].sampledOutOps, 1u);
+    EXPECT_EQ(r.devices[0].idleGapNs, 990u);  // measured on the timed work, as the note says
+    EXPECT_FALSE(r.notes.empty());
+}
+
+TEST(Findings, SyncInLoop)
+{
+    ProcBuilder b;
+    const uint32_t launchSite = b.site("step", 20), syncSite = b.site("step", 21);
+    uint64_t t = 0;
+    for (int i = 0; i < 20; ++i) {
+        b.launch(0, t, t + 10, t + 10, t + 40, launchSite);
+        b.call("cuCtxSynchronize", Category::Sync, t + 10, t + 42, 0, syncSite);
+        t += 50;  // 8 ns of host work after each wait
+    }
+    const Report r = analyze(b.capture(), {});
+    const Finding* f = findingOf(r, "sync-in-loop");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->count, 20u);
+    EXPECT_EQ(f->ns, 20u * 32);
+    // Span of the waits: first begin 10, last end 19*50+42 = 992 -> 982; host work between = 982 - 640.
+    EXPECT_EQ(f->estimatedSavingsNs, 982u - 640);
+    EXPECT_NE(f->message.find("cuCtxSynchronize (cudaDeviceSynchronize) 20 times from step (app.cu:21)"), std::string::npos);
+    ASSERT_EQ(f->callsites.size(), 1u);
+    EXPECT_EQ(r.callsites[f->callsites[0]].label, "step (app.cu:21)");
+}
+
+TEST(Findings, ImplicitSyncAllocFreeInHotPath)
+{
+    ProcBuilder b;
+    const uint32_t a = b.site("loop", 22), fr = b.site("loop", 25), aa = b.site("loop_async", 31),
+                   fa = b.site("loop_async", 34);
+    uint64_t t = 0;
+    for (int i = 0; i < 10; ++i, t += 100) {
+        b.call("cuMemAlloc_v2", Category::Alloc, t, t + 20, 0, a);
+        b.call("cuMemFree_v2", Category::Alloc, t + 50, t + 90, wire::kCallImplicitSync, fr);
+    }
+    for (int i = 0; i < 10; ++i, t += 100) {
+        b.call("cuMemAllocAsync", Category::Alloc, t, t + 2, wire::kCallAsync, aa);
+        b.call("cuMemFreeAsync", Category::Alloc, t + 50, t + 52, wire::kCallAsync, fa);
+    }
+    const Report r = analyze(b.capture(), {});
+    const Finding* f = findingOf(r, "implicit-sync");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->count, 20u);
+    EXPECT_EQ(f->ns, 10u * 20 + 10 * 40);
+    EXPECT_EQ(f->estimatedSavingsNs, 600u - 20 * 2);
+    ASSERT_EQ(f->callsites.size(), 2u);
+    EXPECT_EQ(r.callsites[f->callsites[0]].label, "loop (app.cu:25)");
+    EXPECT_NE(f->message.find("cudaMallocAsync"), std::string::npos);
+}
+
+TEST(Findings, DroppedRecords)
+{
+    ProcBuilder b;
+    b.launch(0, 0, 10, 10, 20);
+    b.p.ended = true;
+    b.p.end.recordsMade = 100;
+    b.p.end.recordsDropped = 5;
+    const Report r = analyze(b.capture(), {});
+    const Finding* f = findingOf(r, "dropped-records");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->count, 5u);
+    EXPECT_EQ(f->severity, "high");
+    EXPECT_NE(f->message.find("5 of 100"), std::string::npos);
+    EXPECT_FALSE(r.notes.empty());
+}
+
+// The pinned_async_overlap pattern: pinned buffers, async copies and kernels on two streams that
+// overlap, one synchronization at the end, a few allocations and frees outside the loop.
+TEST(Findings, WellBehavedProgramGetsNoTransferOrSyncWarning)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z13process_chunkPKfPfi";
+    const uint32_t allocHost = b.site("main", 21), malloc = b.site("main", 32), h2d = b.site("main", 40),
+                   kern = b.site("main", 41), d2h = b.site("main", 43), sync = b.site("main", 45),
+                   free = b.site("main", 50), freeHost = b.site("main", 53);
+    b.call("cuMemHostAlloc", Category::Alloc, 0, 50000, 0, allocHost);
+    b.call("cuMemHostAlloc", Category::Alloc, 50000, 100000, 0, allocHost);
+    b.call("cuMemAlloc_v2", Category::Alloc, 100000, 101000, 0, malloc);
+    b.call("cuMemAlloc_v2", Category::Alloc, 101000, 102000, 0, malloc);
+    uint64_t host = 200000, gpu[2] = {200000, 200000};
+    for (int c = 0; c < 16; ++c) {
+        const int s = c % 2;
+        uint64_t& g = gpu[s];
+        g = std::max(g, host + 3000);
+        b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, MiB, host, host + 3000,
+               true, g, g + 42000, h2d);
+        g += 42000;
+        host += 3000;
+        b.launch(1, host, host + 4000, g, g + 30000, kern);
+        g += 30000;
+        host += 4000;
+        b.copy("cuMemcpyDtoHAsync_v2", Direction::DtoH, MemKind::Device, MemKind::Pinned, MiB, host, host + 3000,
+               true, g, g + 42000, d2h);
+        g += 42000;
+        host += 3000;
+    }
+    const uint64_t end = std::max(gpu[0], gpu[1]);
+    b.call("cuCtxSynchronize", Category::Sync, host, end + 1000, 0, sync);
+    host = end + 1000;
+    for (int i = 0; i < 4; ++i, host += 1000)
+        b.call("cuMemFree_v2", Category::Alloc, host, host + 800, wire::kCallImplicitSync, free);
+    for (int i = 0; i < 2; ++i, host += 1000)
+        b.call("cuMemFreeHost", Category::Alloc, host, host + 800, wire::kCallImplicitSync, freeHost);
+    const Report r = analyze(b.capture(), {});
+    for (const char* rule : {"pageable-memcpy", "sync-memcpy", "pageable-async-memcpy", "small-transfers",
+                             "sync-in-loop", "implicit-sync", "launch-bound-kernels", "gpu-starved", "dropped-records"})
+        EXPECT_FALSE(findingOf(r, rule)) << rule << " fired: " << findingOf(r, rule)->message;
+    EXPECT_EQ(r.transfers.size(), 2u);
+    EXPECT_EQ(r.launches.count, 16u);
+}
+
+TEST(Findings, RankedByEstimatedSavings)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4tinyPi";
+    // launch-bound: 20 x (8 - 1) = 140 saved.
+    for (int i = 0; i < 20; ++i) b.launch(1, i * 10, i * 10 + 8, i * 10 + 9, i * 10 + 10);
+    // pageable: 10 copies of GPU 200, no pinned reference: 1000 saved.
+    uint64_t t = 200;
+    for (int i = 0; i < 10; ++i, t += 210)
+        b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, MiB, t, t + 210, false, t + 5, t + 205);
+    b.p.ended = true;
+    b.p.end.recordsMade = 1000;
+    b.p.end.recordsDropped = 1;
+    const Report r = analyze(b.capture(), {});
+    ASSERT_GE(r.findings.size(), 3u);
+    for (size_t i = 1; i < r.findings.size(); ++i)
+        EXPECT_GE(r.findings[i - 1].estimatedSavingsNs, r.findings[i].estimatedSavingsNs);
+    EXPECT_EQ(r.findings[0].rule, "pageable-memcpy");
+    EXPECT_TRUE(findingOf(r, "launch-bound-kernels"));
+    EXPECT_TRUE(findingOf(r, "dropped-records"));
+}
+
+}  // namespace
+}  // namespace gpuspy::collect
