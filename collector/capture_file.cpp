@@ -393,9 +393,13 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
             if (options.onRecord) s.ingest->setObserver(options.onRecord);
         }
         if (kind == ChunkKind::Stream) {
-            if (!s.ingest->failed() && !s.ingest->feed(raw.data(), raw.size()))
-                s.ingest->fail(s.ingest->error() + " (stream of process #" + std::to_string(h.stream) +
-                               ", chunk at file offset " + std::to_string(at) + ")");
+            if (!s.ingest->failed() && !s.ingest->feed(raw.data(), raw.size())) {
+                // The collector stored validated bytes only: this is damage to the file.
+                std::string& error = s.ingest->process().streamError;
+                error += " (stream of process #" + std::to_string(h.stream) + ", chunk at file offset " +
+                         std::to_string(at) + ")";
+                if (info.damage.empty()) info.damage = error;
+            }
         } else if (kind == ChunkKind::Error) {
             s.collectorError.assign(reinterpret_cast<const char*>(raw.data()), std::min<size_t>(raw.size(), 4096));
         } else {

@@ -27,7 +27,7 @@ namespace gpuspy::collect {
 inline constexpr uint32_t kCaptureVersionMajor = 1;  // a reader refuses another major
 inline constexpr uint32_t kCaptureVersionMinor = 0;  // and skips chunk kinds it does not know
 inline constexpr uint32_t kMaxChunkRaw = 4u << 20;   // bounds every allocation of the reader
-inline constexpr uint32_t kMaxStreams = 1u << 20;
+inline constexpr uint32_t kMaxStreams = 1u << 16;  // processes per capture: bounds a reader's state
 
 struct CaptureHeader {
     char magic[8];  // wire::kCaptureMagic

@@ -22,7 +22,8 @@ namespace gpuspy::collect {
 namespace {
 
 constexpr size_t kReadSize = 256u << 10;
-constexpr uint64_t kFlushIntervalNs = 1000000000ull;  // at most this much received data is only in memory
+constexpr uint64_t kFlushIntervalNs = 1000000000ull;  // at most this long is received data only in memory
+constexpr uint64_t kMaxUnflushed = 64u << 20;         // nor more than this, all connections together
 
 std::string errnoText()
 {
@@ -200,6 +201,7 @@ void Server::flushAll()
 {
     for (auto& c : m_conns) flush(*c, true);
     m_lastFlushNs = monotonicNs();
+    m_sinceFlushAll = 0;
 }
 
 bool Server::readSome(Conn& c)
@@ -232,6 +234,8 @@ bool Server::ingest(Conn& c, const uint8_t* data, size_t n)
         return false;
     }
     flush(c, false);
+    m_sinceFlushAll += n;
+    if (m_sinceFlushAll > kMaxUnflushed) flushAll();
     return true;
 }
 
@@ -241,9 +245,8 @@ void Server::finishConn(Conn& c, bool eof)
     if (c.ingest.failed()) {
         ++m_bad;
         if (!m_opt.quiet)
-            fmt::print(stderr, "gpuspy: {} from pid {}: {}; connection closed, {} records kept\n",
-                       c.ingest.hasHeader() ? "bad stream" : "not a gpuspy stream", c.peerPid, c.ingest.error(),
-                       c.ingest.records());
+            fmt::print(stderr, "gpuspy: closed the connection from pid {}: {} ({} records kept)\n", c.peerPid,
+                       c.ingest.error(), c.ingest.records());
     }
     flush(c, true);
     if (c.stream >= 0) {

@@ -85,6 +85,7 @@ private:
     uint32_t m_streams = 0;
     uint64_t m_accepted = 0, m_refused = 0, m_bad = 0;
     uint64_t m_lastChangeNs = 0, m_lastFlushNs = 0;
+    uint64_t m_sinceFlushAll = 0;  // bytes received since every connection was last flushed
     std::vector<uint8_t> m_buf;  // one read buffer for all connections
     std::vector<uint8_t> m_out;
 };

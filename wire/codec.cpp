@@ -11,11 +11,11 @@ struct TypeInfo {
     bool known;
     bool fixed;
     uint32_t headSize;
-    uint32_t (*tail)(const uint8_t*);  // tail length stated by a variable head
+    uint64_t (*tail)(const uint8_t*);  // tail length stated by a variable head
 };
 
 template <class Body>
-uint32_t tailOf(const uint8_t* p)
+uint64_t tailOf(const uint8_t* p)
 {
     Body b;
     std::memcpy(&b, p, sizeof b);

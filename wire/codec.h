@@ -69,7 +69,7 @@ struct RecordView {
     std::string_view tail() const
     {
         Body b = as<Body>();
-        return {reinterpret_cast<const char*>(body) + sizeof(Body), tailLength(b)};
+        return {reinterpret_cast<const char*>(body) + sizeof(Body), size_t(tailLength(b))};
     }
 };
 

@@ -215,16 +215,16 @@ struct SymbolBody {
 };
 
 // The length field of a variable record's head, for the decoder.
-inline uint32_t tailLength(const ProcessBody& b) { return b.length; }
-inline uint32_t tailLength(const ApiDefBody& b) { return b.length; }
-inline uint32_t tailLength(const KernelDefBody& b) { return b.length; }
-inline uint32_t tailLength(const StackDefBody& b) { return b.depth * 8u; }
-inline uint32_t tailLength(const ModuleDefBody& b) { return b.length; }
-inline uint32_t tailLength(const ThreadDefBody& b) { return b.length; }
-inline uint32_t tailLength(const DeviceDefBody& b) { return b.length; }
-inline uint32_t tailLength(const StringDefBody& b) { return b.length; }
-inline uint32_t tailLength(const NoticeBody& b) { return b.length; }
-inline uint32_t tailLength(const SymbolBody& b) { return b.length; }
+inline uint64_t tailLength(const ProcessBody& b) { return b.length; }
+inline uint64_t tailLength(const ApiDefBody& b) { return b.length; }
+inline uint64_t tailLength(const KernelDefBody& b) { return b.length; }
+inline uint64_t tailLength(const StackDefBody& b) { return uint64_t(b.depth) * 8u; }  // 64-bit: a hostile depth must not wrap
+inline uint64_t tailLength(const ModuleDefBody& b) { return b.length; }
+inline uint64_t tailLength(const ThreadDefBody& b) { return b.length; }
+inline uint64_t tailLength(const DeviceDefBody& b) { return b.length; }
+inline uint64_t tailLength(const StringDefBody& b) { return b.length; }
+inline uint64_t tailLength(const NoticeBody& b) { return b.length; }
+inline uint64_t tailLength(const SymbolBody& b) { return b.length; }
 
 const char* recordName(RecordType t);
 const char* directionName(Direction d);

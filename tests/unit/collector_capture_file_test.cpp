@@ -415,3 +415,25 @@ TEST(CollectorCaptureFile, StreamsMayArriveInAnyOrder)
     EXPECT_EQ(r.processes[1].pid, 2u);
     EXPECT_EQ(r.processes[1].calls.size(), 3u);
 }
+
+TEST(CollectorCaptureFile, InvalidStreamInsideAValidChunkIsDamage)
+{
+    // A chunk that decompresses fine but holds an invalid record: only a crafted or buggy file.
+    TempDir dir;
+    StreamBuilder s(3);
+    s.launch(1, 1, 0, 10, 20);
+    const uint64_t lie = ~0ull;
+    s.put(&lie, sizeof lie);
+    {
+        CaptureWriter w(dir.file("d.gspy"), false);
+        w.writeStream(w.addStream(), s.bytes.data(), s.bytes.size());
+        w.finish(0);
+    }
+    ReadInfo info;
+    Capture r = readCapture(dir.file("d.gspy"), {}, &info);
+    ASSERT_EQ(r.processes.size(), 1u);
+    EXPECT_EQ(r.processes[0].calls.size(), 1u);
+    EXPECT_EQ(r.badStreams, 1u);
+    EXPECT_NE(info.damage.find("at offset 144"), std::string::npos) << info.damage;
+    EXPECT_NE(info.damage.find("(stream of process #0, chunk at file offset 32)"), std::string::npos) << info.damage;
+}

@@ -17,6 +17,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <functional>
+#include <thread>
 
 using namespace gpuspy;
 using namespace gpuspy::collect;
@@ -330,5 +331,43 @@ TEST(CollectorServer, UserSocketPathRefusesToReplaceAFileOrALiveCollector)
             EXPECT_NE(std::string(e.what()).find("another collector"), std::string::npos) << e.what();
         }
     }
+    std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST(CollectorServer, KeepsUpWithAFastClientAndWritesEveryRecord)
+{
+    char t[] = "/tmp/gpuspy-fast-XXXXXX";
+    const std::string dir = mkdtemp(t);
+    gpuspy::test::StreamBuilder s(4242);
+    s.api(1, "cuLaunchKernel", wire::Category::Launch).kernel(1, "_Z1kv");
+    const int n = 100000;
+    for (int i = 1; i <= n; ++i) s.launch(uint64_t(i), 1, 1, uint64_t(i) * 1000, uint64_t(i) * 1000 + 300);
+    s.end(uint64_t(n + 1) * 1000, s.records + 1);
+    {
+        CaptureWriter w(dir + "/f.gspy", false);
+        ServerOptions o;
+        o.quiet = true;
+        o.writer = &w;
+        Server srv(o);
+        const int fd = connectTo(srv.socketPath());
+        std::thread client([&] {
+            sendAll(fd, s.bytes.data(), s.bytes.size());
+            close(fd);
+        });
+        const uint64_t t0 = monotonicNs();
+        pollUntil(srv, [&] { return srv.acceptedConnections() == 1 && srv.openConnections() == 0; });
+        client.join();
+        const double secs = double(monotonicNs() - t0) / 1e9;
+        std::printf("server: %zu bytes in %.3f s (%.0f MB/s)\n", s.bytes.size(), secs, double(s.bytes.size()) / secs / 1e6);
+        srv.closeAll();
+        Capture c = srv.takeCapture();
+        ASSERT_EQ(c.processes.size(), 1u);
+        EXPECT_EQ(c.processes[0].calls.size(), size_t(n));
+        w.finish(c.badStreams);
+    }
+    Capture r = readCapture(dir + "/f.gspy");
+    ASSERT_EQ(r.processes.size(), 1u);
+    EXPECT_EQ(r.processes[0].calls.size(), size_t(n));
+    EXPECT_TRUE(r.processes[0].ended);
     std::system(("rm -rf '" + dir + "'").c_str());
 }

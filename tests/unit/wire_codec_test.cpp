@@ -174,3 +174,20 @@ TEST(WireCodec, EncoderRefusesSmallBuffersAndHugeBodies)
     KernelDefBody k{1, uint32_t(kMaxBody)};
     EXPECT_EQ(encodeVar(big.data(), big.size(), k, big.data(), kMaxBody), 0u);
 }
+
+TEST(WireCodec, HugeStackDepthDoesNotWrap)
+{
+    // depth * 8 would wrap to 8 in 32 bits: the decoder must see the real 4 GiB claim.
+    std::vector<uint8_t> bytes(sizeof(StreamHeader));
+    StreamHeader h = makeStreamHeader(1, 0, 0);
+    std::memcpy(bytes.data(), &h, sizeof h);
+    StackDefBody st{1, 0x20000001u};
+    uint64_t pc = 0x1234;
+    uint8_t rec[64];
+    size_t n = encodeRaw(rec, sizeof rec, RecordType::StackDef, &st, sizeof st, &pc, sizeof pc);
+    ASSERT_GT(n, 0u);
+    bytes.insert(bytes.end(), rec, rec + n);
+    StreamDecoder d;
+    EXPECT_FALSE(d.feed(bytes.data(), bytes.size(), [](const RecordView&) { FAIL(); }));
+    EXPECT_EQ(d.error(), DecodeError::BadTail);
+}
