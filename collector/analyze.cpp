@@ -166,7 +166,8 @@ bool isLibraryFrame(const ReportFrame& f, const ProcView& pv)
     }
     const std::string& fn = f.function;
     if (!fn.empty()) {
-        for (std::string_view p : {"cudart::", "__cudart", "__device_stub_", "__cuda", "gpuspy::"})
+        // libcudart_static_<hash>: the static runtime's internal functions, as its symbol table names them.
+        for (std::string_view p : {"cudart::", "__cudart", "__device_stub_", "__cuda", "gpuspy::", "libcudart_static_"})
             if (startsWith(fn, p)) return true;
         std::string base = functionBase(fn);
         // A statically linked runtime's entry points (cudaMemcpy, cudaLaunchKernel<char>) have no line
