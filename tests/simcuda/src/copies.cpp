@@ -49,16 +49,32 @@ Op copyOp(size_t bytes, Direction d, bool async, std::function<void()> effect)
     return op;
 }
 
+// Device-side addresses must lie in memory this driver handed out (address 0 never does): the real driver
+// answers CUDA_ERROR_INVALID_VALUE for anything else, and we must not touch such memory.
+bool deviceOk(const void* p, size_t n) { return !n || rangeCovers(reinterpret_cast<uintptr_t>(p), n); }
+
+// A unified-addressing pointer: host memory we do not know is pageable and fine; one inside a known range must
+// keep the whole extent inside known memory.
+bool unifiedOk(const void* p, size_t n)
+{
+    if (!n) return true;
+    if (!p) return false;
+    return !findRange(reinterpret_cast<uintptr_t>(p), nullptr, nullptr) || rangeCovers(reinterpret_cast<uintptr_t>(p), n);
+}
+
 CUresult submitCopy(const char* api, CUstream h, bool pt, Op op)
 {
-    Stream* s = resolveStream(h, pt);
-    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     return submitOp(s, std::move(op), api);
 }
 
 CUresult linear(const char* api, CUstream h, bool pt, bool async, void* dst, const void* src, size_t n, const char* forced)
 {
     if ((!dst || !src) && n) return CUDA_ERROR_INVALID_VALUE;
+    const bool devDst = forced && strcmp(forced, "DtoH") != 0, devSrc = forced && strcmp(forced, "HtoD") != 0;
+    if (!(devDst ? deviceOk(dst, n) : unifiedOk(dst, n)) || !(devSrc ? deviceOk(src, n) : unifiedOk(src, n)))
+        return CUDA_ERROR_INVALID_VALUE;
     Direction d = directionOf(dst, src);
     if (forced) {
         // Explicit-direction calls trust their name for the direction; the host pointer still decides pinned/pageable.
@@ -73,7 +89,10 @@ CUresult peer(const char* api, CUstream h, bool pt, bool async, CUdeviceptr dst,
               CUcontext sctx, size_t n)
 {
     Context *dc = asContext(dctx), *sc = asContext(sctx);
-    if (!dc || !sc) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!dc) return contextError(dctx);
+    if (!sc) return contextError(sctx);
+    if (!deviceOk(reinterpret_cast<const void*>(dst), n) || !deviceOk(reinterpret_cast<const void*>(src), n))
+        return CUDA_ERROR_INVALID_VALUE;
     const Direction d{dc->dev != sc->dev ? "PtoP" : "DtoD", PtrKind::Device};
     void* dp = reinterpret_cast<void*>(dst);
     const void* sp = reinterpret_cast<const void*>(src);
@@ -86,6 +105,14 @@ const char* basePtr(CUmemorytype type, const T* host, CUdeviceptr dev)
     return type == CU_MEMORYTYPE_HOST ? reinterpret_cast<const char*>(host) : reinterpret_cast<const char*>(dev);
 }
 
+// One side of a 2D/3D copy: `first` is its first byte, `extent` the bytes from there to its last one.
+bool sideOk(CUmemorytype type, const char* base, const char* first, size_t extent)
+{
+    if (!extent) return true;
+    if (!base) return false;
+    return type == CU_MEMORYTYPE_DEVICE ? deviceOk(first, extent) : unifiedOk(first, extent);
+}
+
 CUresult copy2D(const char* api, CUstream h, bool pt, bool async, const CUDA_MEMCPY2D* c)
 {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
@@ -93,6 +120,12 @@ CUresult copy2D(const char* api, CUstream h, bool pt, bool async, const CUDA_MEM
     const CUDA_MEMCPY2D p = *c;
     const char* src = basePtr(p.srcMemoryType, p.srcHost, p.srcDevice) + p.srcY * p.srcPitch + p.srcXInBytes;
     char* dst = const_cast<char*>(basePtr(p.dstMemoryType, p.dstHost, p.dstDevice)) + p.dstY * p.dstPitch + p.dstXInBytes;
+    const size_t rows = p.WidthInBytes && p.Height ? p.Height : 0;
+    if (!sideOk(p.srcMemoryType, basePtr(p.srcMemoryType, p.srcHost, p.srcDevice), src,
+                rows ? (rows - 1) * p.srcPitch + p.WidthInBytes : 0) ||
+        !sideOk(p.dstMemoryType, basePtr(p.dstMemoryType, p.dstHost, p.dstDevice), dst,
+                rows ? (rows - 1) * p.dstPitch + p.WidthInBytes : 0))
+        return CUDA_ERROR_INVALID_VALUE;
     const Direction d = directionOf(dst, src);
     return submitCopy(api, h, pt, copyOp(p.WidthInBytes * p.Height, d, async, [p, src, dst] {
         for (size_t y = 0; y < p.Height; ++y) memmove(dst + y * p.dstPitch, src + y * p.srcPitch, p.WidthInBytes);
@@ -111,8 +144,14 @@ CUresult copy3D(const char* api, CUstream h, bool pt, bool async, const T* c)
     const char* src = basePtr(p.srcMemoryType, p.srcHost, p.srcDevice) + p.srcZ * srcSlice + p.srcY * p.srcPitch + p.srcXInBytes;
     char* dst = const_cast<char*>(basePtr(p.dstMemoryType, p.dstHost, p.dstDevice)) + p.dstZ * dstSlice +
                 p.dstY * p.dstPitch + p.dstXInBytes;
-    const Direction d = directionOf(dst, src);
     const size_t depth = p.Depth ? p.Depth : 1;
+    const bool any = p.WidthInBytes && p.Height;
+    if (!sideOk(p.srcMemoryType, basePtr(p.srcMemoryType, p.srcHost, p.srcDevice), src,
+                any ? (depth - 1) * srcSlice + (p.Height - 1) * p.srcPitch + p.WidthInBytes : 0) ||
+        !sideOk(p.dstMemoryType, basePtr(p.dstMemoryType, p.dstHost, p.dstDevice), dst,
+                any ? (depth - 1) * dstSlice + (p.Height - 1) * p.dstPitch + p.WidthInBytes : 0))
+        return CUDA_ERROR_INVALID_VALUE;
+    const Direction d = directionOf(dst, src);
     return submitCopy(api, h, pt, copyOp(p.WidthInBytes * p.Height * depth, d, async, [p, src, dst, srcSlice, dstSlice, depth] {
         for (size_t z = 0; z < depth; ++z)
             for (size_t y = 0; y < p.Height; ++y)
@@ -140,9 +179,11 @@ template <class T>
 CUresult memset2D(const char* api, CUstream h, bool pt, bool async, CUdeviceptr dst, size_t pitch, T value, size_t width,
                   size_t height)
 {
-    if (!dst && width && height) return CUDA_ERROR_INVALID_VALUE;
-    Stream* s = resolveStream(h, pt);
-    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    if (width && height && (pitch < width * sizeof(T) || !deviceOk(reinterpret_cast<const void*>(dst),
+                                                                   (height - 1) * pitch + width * sizeof(T))))
+        return CUDA_ERROR_INVALID_VALUE;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     Op op;
     op.kind = OpKind::Memset;
     op.bytes = width * height * sizeof(T);

@@ -46,8 +46,10 @@ Context* newContext(int dev, unsigned flags, bool primary)
     c->flags = flags;
     c->primary = primary;
     c->id = g_nextCtxId++;
+    Lock g(bigLock());
     c->legacy = newStream(c, 0, 0);
     c->legacy->legacy = true;
+    registerHandle(c, HandleKind::Context);
     return c;
 }
 
@@ -126,18 +128,6 @@ CUresult deviceUuid(CUuuid* u, CUdevice d)
 
 }  // namespace
 
-std::recursive_mutex& bigLock()
-{
-    static std::recursive_mutex* mu = [] {
-        // Hold the lock across fork(), so no other thread is inside the model when the child's copy is taken.
-        // The child gets a fresh mutex: a recursive one stays owned by the parent's thread id after fork.
-        pthread_atfork([] { bigLock().lock(); }, [] { bigLock().unlock(); },
-                       [] { mu = new std::recursive_mutex; });
-        return new std::recursive_mutex;
-    }();
-    return *mu;
-}
-
 bool initialized() { return g_initialized.load(); }
 int deviceCount() { return static_cast<int>(devices().size()); }
 Device* device(int ordinal) { return ordinal >= 0 && ordinal < deviceCount() ? devices()[ordinal] : nullptr; }
@@ -151,12 +141,25 @@ Context* primaryContext(int ordinal)
     return d->primary;
 }
 
-Context* currentContext() { return t_current; }
-
-Context* asContext(CUcontext c)
+Context* currentContext()
 {
-    auto* ctx = reinterpret_cast<Context*>(c);
-    return ctx && ctx->magic == kMagicCtx ? ctx : nullptr;
+    Context* c = t_current;
+    return c && !c->destroyed.load(std::memory_order_acquire) ? c : nullptr;
+}
+
+CUresult noContextError()
+{
+    Context* c = t_current;
+    return c && c->destroyed.load(std::memory_order_acquire) ? CUDA_ERROR_CONTEXT_IS_DESTROYED
+                                                             : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+Context* asContext(CUcontext c) { return liveHandle<Context>(c, HandleKind::Context); }
+
+CUresult contextError(CUcontext c)
+{
+    return handleState(c, HandleKind::Context) == HandleState::Destroyed ? CUDA_ERROR_CONTEXT_IS_DESTROYED
+                                                                        : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 int deviceAttribute(CUdevice_attribute a, int ordinal)
@@ -276,7 +279,7 @@ SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice d)
 SIM_EXPORT CUresult cuMemGetInfo_v2(size_t* freeBytes, size_t* total)
 {
     SIM_API(cuMemGetInfo_v2);
-    if (!currentContext()) return scope.ret(CUDA_ERROR_INVALID_CONTEXT);
+    if (!currentContext()) return scope.ret(noContextError());
     if (freeBytes) *freeBytes = kTotalMem - (1ull << 30);
     if (total) *total = kTotalMem;
     return scope.ret(CUDA_SUCCESS);
@@ -439,11 +442,15 @@ SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext c)
 {
     SIM_API(cuCtxDestroy_v2);
     Context* ctx = asContext(c);
-    if (!ctx || ctx->primary) return scope.ret(CUDA_ERROR_INVALID_CONTEXT);
+    if (!ctx) return scope.ret(contextError(c));
+    if (ctx->primary) return scope.ret(CUDA_ERROR_INVALID_CONTEXT);
     syncContextForFree(ctx, scope.name(), WaitReason::CtxSync);
     Lock g(bigLock());
     if (t_current == ctx) t_current = nullptr;
-    ctx->magic = 0;  // the object leaks on purpose: stale handles must fail the magic check, not crash
+    // The object leaks on purpose: its handle, its streams' and its events' must fail cleanly, not crash, and
+    // threads that still have it current get CUDA_ERROR_CONTEXT_IS_DESTROYED.
+    ctx->destroyed.store(true, std::memory_order_release);
+    retireHandle(ctx);
     return scope.ret(CUDA_SUCCESS);
 }
 
@@ -458,7 +465,7 @@ SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext* c)
 SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext c)
 {
     SIM_API(cuCtxSetCurrent);
-    if (c && !asContext(c)) return scope.ret(CUDA_ERROR_INVALID_CONTEXT);
+    if (c && !asContext(c)) return scope.ret(contextError(c));
     t_current = asContext(c);
     return scope.ret(CUDA_SUCCESS);
 }
@@ -466,7 +473,7 @@ SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext c)
 SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c)
 {
     SIM_API(cuCtxPushCurrent_v2);
-    if (!asContext(c)) return scope.ret(CUDA_ERROR_INVALID_CONTEXT);
+    if (!asContext(c)) return scope.ret(contextError(c));
     ctxStack().push_back(t_current);
     t_current = asContext(c);
     return scope.ret(CUDA_SUCCESS);
@@ -487,8 +494,9 @@ SIM_EXPORT CUresult cuCtxGetDevice(CUdevice* d)
 {
     SIM_API(cuCtxGetDevice);
     if (!d) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    if (!t_current) return scope.ret(CUDA_ERROR_INVALID_CONTEXT);
-    *d = t_current->dev;
+    Context* ctx = currentContext();
+    if (!ctx) return scope.ret(noContextError());
+    *d = ctx->dev;
     return scope.ret(CUDA_SUCCESS);
 }
 
@@ -496,8 +504,8 @@ SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice* d, CUcontext c)
 {
     SIM_API(cuCtxGetDevice_v2);
     if (!d) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    Context* ctx = c ? asContext(c) : t_current;
-    if (!ctx) return scope.ret(CUDA_ERROR_INVALID_CONTEXT);
+    Context* ctx = c ? asContext(c) : currentContext();
+    if (!ctx) return scope.ret(c ? contextError(c) : noContextError());
     *d = ctx->dev;
     return scope.ret(CUDA_SUCCESS);
 }
@@ -505,20 +513,22 @@ SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice* d, CUcontext c)
 SIM_EXPORT CUresult cuCtxSynchronize(void)
 {
     SIM_API_MANUAL(cuCtxSynchronize, true);
-    return scope.ret(ctxSynchronize(t_current, scope));
+    return scope.ret(currentContext() ? ctxSynchronize(currentContext(), scope) : noContextError());
 }
 
 SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext c)
 {
     SIM_API_MANUAL(cuCtxSynchronize_v2, true);
-    return scope.ret(ctxSynchronize(c ? asContext(c) : t_current, scope));
+    Context* ctx = c ? asContext(c) : currentContext();
+    if (!ctx) return scope.ret(c ? contextError(c) : noContextError());
+    return scope.ret(ctxSynchronize(ctx, scope));
 }
 
 SIM_EXPORT CUresult cuCtxGetFlags(unsigned* f)
 {
     SIM_API(cuCtxGetFlags);
     if (!f) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    if (!t_current) return scope.ret(CUDA_ERROR_INVALID_CONTEXT);
+    if (!currentContext()) return scope.ret(noContextError());
     *f = t_current->flags;
     return scope.ret(CUDA_SUCCESS);
 }
@@ -526,7 +536,7 @@ SIM_EXPORT CUresult cuCtxGetFlags(unsigned* f)
 SIM_EXPORT CUresult cuCtxSetFlags(unsigned f)
 {
     SIM_API(cuCtxSetFlags);
-    if (!t_current) return scope.ret(CUDA_ERROR_INVALID_CONTEXT);
+    if (!currentContext()) return scope.ret(noContextError());
     t_current->flags = f;
     return scope.ret(CUDA_SUCCESS);
 }
@@ -534,9 +544,9 @@ SIM_EXPORT CUresult cuCtxSetFlags(unsigned f)
 SIM_EXPORT CUresult cuCtxGetId(CUcontext c, unsigned long long* id)
 {
     SIM_API(cuCtxGetId);
-    Context* ctx = c ? asContext(c) : t_current;
+    Context* ctx = c ? asContext(c) : currentContext();
     if (!id) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    if (!ctx) return scope.ret(CUDA_ERROR_INVALID_CONTEXT);
+    if (!ctx) return scope.ret(c ? contextError(c) : noContextError());
     *id = ctx->id;
     return scope.ret(CUDA_SUCCESS);
 }
@@ -615,14 +625,15 @@ SIM_EXPORT CUresult cuCtxResetPersistingL2Cache(void)
 SIM_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned)
 {
     SIM_API(cuCtxEnablePeerAccess);
-    if (!asContext(peer) || !t_current) return scope.ret(CUDA_ERROR_INVALID_CONTEXT);
+    if (!asContext(peer)) return scope.ret(contextError(peer));
+    if (!currentContext()) return scope.ret(noContextError());
     return scope.ret(CUDA_SUCCESS);
 }
 
 SIM_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer)
 {
     SIM_API(cuCtxDisablePeerAccess);
-    if (!asContext(peer)) return scope.ret(CUDA_ERROR_INVALID_CONTEXT);
+    if (!asContext(peer)) return scope.ret(contextError(peer));
     return scope.ret(CUDA_SUCCESS);
 }
 

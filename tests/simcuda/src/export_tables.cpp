@@ -168,6 +168,23 @@ private:
 const unsigned char kIntegrityKey[16] = {0x14, 0x6a, 0xdd, 0xae, 0x53, 0xa9, 0xa7, 0x52,
                                          0xaa, 0x08, 0x41, 0x36, 0x0b, 0xf5, 0x5a, 0x9f};
 
+// The per-device part of the integrity record: 28 packed bytes.
+struct __attribute__((packed)) DeviceIdentity {
+    unsigned char uuid[16];
+    int32_t domain, bus, device;
+};
+static_assert(sizeof(DeviceIdentity) == 28, "integrity record layout");
+
+DeviceIdentity deviceIdentity(int ordinal)
+{
+    DeviceIdentity id = {};
+    memcpy(id.uuid, device(ordinal)->uuid.bytes, 16);
+    id.domain = deviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, ordinal);
+    id.bus = deviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, ordinal);
+    id.device = deviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, ordinal);
+    return id;
+}
+
 CUresult integrityCheck(unsigned version, uint64_t unixSeconds, unsigned char result[16])
 {
     if (version % 10 < 2) {
@@ -184,21 +201,16 @@ CUresult integrityCheck(unsigned version, uint64_t unixSeconds, unsigned char re
              static_cast<uint32_t>(reinterpret_cast<uintptr_t>(reinterpret_cast<void*>(pthread_self()))),
              g_tables[kCudart].slots, g_tables[kIntegrity].slots, reinterpret_cast<const void*>(&integrityCheck),
              unixSeconds};
-    // cudart hashes device 0's identity into the record.
-    struct __attribute__((packed)) {
-        unsigned char uuid[16];
-        int32_t domain, bus, device;
-    } dev = {};
-    memcpy(dev.uuid, device(0)->uuid.bytes, 16);
-    dev.domain = deviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 0);
-    dev.bus = deviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 0);
-    dev.device = deviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, 0);
     unsigned char k[16], inner[16];
     Md2 a;
     for (int i = 0; i < 16; ++i) k[i] = kIntegrityKey[i] ^ 0x36;
     a.update(k, 16);
     a.update(&rec, sizeof rec);
-    a.update(&dev, sizeof dev);
+    // Then every device's identity, in ordinal order: cudart recomputes the hash over all the devices it sees.
+    for (int d = 0; d < deviceCount(); ++d) {
+        const DeviceIdentity id = deviceIdentity(d);
+        a.update(&id, sizeof id);
+    }
     a.final(inner);
     Md2 b;
     for (int i = 0; i < 16; ++i) k[i] = kIntegrityKey[i] ^ 0x5c;

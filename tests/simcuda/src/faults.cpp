@@ -6,9 +6,8 @@ namespace simcuda {
 bool injectFault(ApiInfo& api, CUresult* rc)
 {
     // Counted per rule name, so 'cuLaunchKernel@3' counts plain and _ptsz launches together.
-    static std::mutex mu;
     static auto& counters = *new std::map<std::string, long>;
-    std::lock_guard<std::mutex> g(mu);
+    Lock g(bigLock());  // the model lock, which fork() handles
     bool hit = false;
     std::map<std::string, bool> counted;
     for (int i : api.failRules) {

@@ -9,7 +9,6 @@ namespace simcuda {
 namespace {
 
 struct GraphExec {
-    uint32_t magic = kMagicExec;
     std::vector<Op> ops;
     unsigned long long flags = 0;
 };
@@ -17,26 +16,24 @@ struct GraphExec {
 std::atomic<unsigned long long> g_nextCaptureId{1};
 thread_local CUstreamCaptureMode t_captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
-Graph* asGraph(CUgraph g)
-{
-    auto* gr = reinterpret_cast<Graph*>(g);
-    return gr && gr->magic == kMagicGraph ? gr : nullptr;
-}
+Graph* asGraph(CUgraph g) { return liveHandle<Graph>(g, HandleKind::Graph); }
+GraphExec* asExec(CUgraphExec e) { return liveHandle<GraphExec>(e, HandleKind::GraphExec); }
 
-GraphExec* asExec(CUgraphExec e)
+Graph* newGraph()
 {
-    auto* ex = reinterpret_cast<GraphExec*>(e);
-    return ex && ex->magic == kMagicExec ? ex : nullptr;
+    auto* g = new Graph;
+    registerHandle(g, HandleKind::Graph);
+    return g;
 }
 
 CUresult beginCapture(CUstream h, bool pt, CUstreamCaptureMode mode, Graph* into)
 {
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     Lock g(bigLock());
-    Stream* s = resolveStream(h, pt);
-    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
     if (s->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // the legacy stream cannot be captured
     if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
-    Graph* graph = into ? into : new Graph;
+    Graph* graph = into ? into : newGraph();
     graph->captureId = g_nextCaptureId++;
     graph->origin = s;
     graph->invalidated = false;
@@ -48,9 +45,9 @@ CUresult beginCapture(CUstream h, bool pt, CUstreamCaptureMode mode, Graph* into
 CUresult endCapture(CUstream h, bool pt, CUgraph* out)
 {
     if (!out) return CUDA_ERROR_INVALID_VALUE;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     Lock g(bigLock());
-    Stream* s = resolveStream(h, pt);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
     Graph* graph = s->capture;
     if (!graph) return CUDA_ERROR_ILLEGAL_STATE;
     if (graph->origin != s) return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
@@ -68,9 +65,9 @@ CUresult endCapture(CUstream h, bool pt, CUgraph* out)
 CUresult isCapturing(CUstream h, bool pt, CUstreamCaptureStatus* st)
 {
     if (!st) return CUDA_ERROR_INVALID_VALUE;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     Lock g(bigLock());
-    Stream* s = resolveStream(h, pt);
-    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
     *st = !s->capture ? CU_STREAM_CAPTURE_STATUS_NONE
           : s->capture->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
                                     : CU_STREAM_CAPTURE_STATUS_ACTIVE;
@@ -82,8 +79,9 @@ CUresult captureInfo(CUstream h, bool pt, CUstreamCaptureStatus* st, cuuint64_t*
                      const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* numDeps)
 {
     if (CUresult rc = isCapturing(h, pt, st)) return rc;
-    Lock g(bigLock());
     Stream* s = resolveStream(h, pt);
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    Lock g(bigLock());
     Graph* graph = s->capture;
     if (id) *id = graph ? graph->captureId : 0;
     if (graphOut) *graphOut = reinterpret_cast<CUgraph>(graph);
@@ -103,21 +101,17 @@ CUresult instantiate(CUgraphExec* out, CUgraph hg, unsigned long long flags)
     auto* ex = new GraphExec;
     ex->ops = graph->ops;
     ex->flags = flags;
+    registerHandle(ex, HandleKind::GraphExec);
     *out = reinterpret_cast<CUgraphExec>(ex);
     return CUDA_SUCCESS;
 }
 
 CUresult graphLaunch(CUgraphExec he, CUstream h, bool pt, const char* api)
 {
-    GraphExec* ex;
-    Stream* s;
-    {
-        Lock g(bigLock());
-        ex = asExec(he);
-        s = resolveStream(h, pt);
-    }
+    GraphExec* ex = asExec(he);
     if (!ex) return CUDA_ERROR_INVALID_VALUE;
-    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     for (const Op& op : ex->ops)
         if (CUresult rc = submitOp(s, op, api, true)) return rc;
     return CUDA_SUCCESS;
@@ -126,7 +120,7 @@ CUresult graphLaunch(CUgraphExec he, CUstream h, bool pt, const char* api)
 CUresult graphUpload(CUgraphExec he, CUstream h, bool pt)
 {
     if (!asExec(he)) return CUDA_ERROR_INVALID_VALUE;
-    return resolveStream(h, pt) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    return streamStatus(h, pt);
 }
 
 CUresult instantiateWithParams(CUgraphExec* out, CUgraph hg, CUDA_GRAPH_INSTANTIATE_PARAMS* p)
@@ -145,6 +139,7 @@ void captureOp(Graph* g, Op op)
     auto* node = new GraphNode;
     node->graph = g;
     node->index = g->ops.size();
+    registerHandle(node, HandleKind::GraphNode);
     g->ops.push_back(std::move(op));
     g->nodes.push_back(node);
 }
@@ -193,7 +188,7 @@ SIM_EXPORT CUresult cuGraphCreate(CUgraph* out, unsigned flags)
 {
     SIM_API(cuGraphCreate);
     if (!out || flags) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    *out = reinterpret_cast<CUgraph>(new Graph);
+    *out = reinterpret_cast<CUgraph>(newGraph());
     return scope.ret(CUDA_SUCCESS);
 }
 
@@ -203,7 +198,7 @@ SIM_EXPORT CUresult cuGraphDestroy(CUgraph hg)
     Lock g(bigLock());
     Graph* graph = asGraph(hg);
     if (!graph) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    graph->magic = 0;  // leaked: node handles may still be held by the caller
+    retireHandle(graph);  // leaked: node handles may still be held by the caller
     return scope.ret(CUDA_SUCCESS);
 }
 
@@ -226,8 +221,8 @@ SIM_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hn, CUgraphNodeType* type)
 {
     SIM_API(cuGraphNodeGetType);
     Lock g(bigLock());
-    auto* n = reinterpret_cast<GraphNode*>(hn);
-    if (!n || n->magic != kMagicNode || !type) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    auto* n = liveHandle<GraphNode>(hn, HandleKind::GraphNode);
+    if (!n || !type) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     switch (n->graph->ops[n->index].kind) {
     case OpKind::Kernel: *type = CU_GRAPH_NODE_TYPE_KERNEL; break;
     case OpKind::Memcpy: *type = CU_GRAPH_NODE_TYPE_MEMCPY; break;
@@ -265,7 +260,7 @@ SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
     Lock g(bigLock());
     GraphExec* ex = asExec(e);
     if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    ex->magic = 0;
+    retireHandle(ex);
     return scope.ret(CUDA_SUCCESS);
 }
 

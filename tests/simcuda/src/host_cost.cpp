@@ -82,7 +82,21 @@ ApiInfo& registerApi(const char* abiName)
     return *info;
 }
 
-ApiScope::ApiScope(ApiInfo& api, bool manualCost) : m_api(api), m_start(nowNs())
+ApiInfo& apiInfo(std::atomic<ApiInfo*>& slot, const char* abiName)
+{
+    ApiInfo* info = slot.load(std::memory_order_acquire);
+    if (info) return *info;
+    ApiInfo* fresh;
+    {
+        RegistrationLock g;  // fork() takes it too, so it never catches a registration half-done
+        fresh = &registerApi(abiName);
+    }
+    if (slot.compare_exchange_strong(info, fresh, std::memory_order_acq_rel)) return *fresh;
+    delete fresh;  // another thread registered it first
+    return *info;
+}
+
+ApiScope::ApiScope(ApiInfo& api, bool manualCost) : m_api(api), m_start(config().traceCalls ? nowNs() : 0)
 {
     if (!api.failRules.empty() && injectFault(api, &m_rc)) {
         m_injected = true;

@@ -37,8 +37,8 @@ CUresult launch(const char* api, CUfunction f, const unsigned grid[3], const uns
     if (!k) return CUDA_ERROR_INVALID_HANDLE;
     if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2]) return CUDA_ERROR_INVALID_VALUE;
     if (static_cast<unsigned long long>(block[0]) * block[1] * block[2] > 1024) return CUDA_ERROR_INVALID_VALUE;
-    Stream* s = resolveStream(h, pt);
-    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     Op op;
     op.kind = OpKind::Kernel;
     op.name = k->name;

@@ -15,13 +15,11 @@ namespace {
 constexpr size_t kGranularity = 2u << 20;
 
 struct Pool {
-    uint32_t magic = kMagicPool;
     int dev = 0;
     cuuint64_t releaseThreshold = 0;
 };
 
 struct Phys {
-    uint32_t magic = kMagicPhys;
     int fd = -1;
     size_t size = 0;
     int dev = 0;
@@ -54,7 +52,7 @@ void addRange(uintptr_t base, size_t size, MemKind kind, unsigned flags = 0)
     r.dev = currentDevice();
     r.ctx = currentContext();
     r.flags = flags;
-    Lock g(bigLock());
+    RangesWriteLock g;
     ranges()[base] = r;
 }
 
@@ -68,17 +66,15 @@ CUresult freeOwned(uintptr_t p, bool host, const char* api)
     const bool isHost = r.kind == MemKind::Pinned;
     if (isHost != host || r.kind == MemKind::Registered) return CUDA_ERROR_INVALID_VALUE;
     syncContextForFree(r.ctx, api, WaitReason::FreeSync);
-    Lock g(bigLock());
-    ranges().erase(base);
+    {
+        RangesWriteLock g;
+        if (!ranges().erase(base)) return CUDA_ERROR_INVALID_VALUE;  // another thread freed it meanwhile
+    }
     free(reinterpret_cast<void*>(base));
     return CUDA_SUCCESS;
 }
 
-Pool* asPool(CUmemoryPool p)
-{
-    auto* pool = reinterpret_cast<Pool*>(p);
-    return pool && pool->magic == kMagicPool ? pool : nullptr;
-}
+Pool* asPool(CUmemoryPool p) { return liveHandle<Pool>(p, HandleKind::Pool); }
 
 CUmemoryPool defaultPool(int dev)
 {
@@ -88,6 +84,7 @@ CUmemoryPool defaultPool(int dev)
     if (!d->defaultPool) {
         auto* p = new Pool;
         p->dev = dev;
+        registerHandle(p, HandleKind::Pool);
         d->defaultPool = reinterpret_cast<CUmemoryPool>(p);
         d->currentPool = d->defaultPool;
     }
@@ -98,19 +95,21 @@ CUresult allocAsync(CUdeviceptr* p, size_t bytes, CUstream h, bool pt)
 {
     // Stream-ordered allocation is modelled as immediate: the address is valid at once, as it is for
     // any op later in the same stream.
-    if (!resolveStream(h, pt)) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    if (CUresult rc = streamStatus(h, pt)) return rc;
     return allocDevice(p, bytes, MemKind::Device);
 }
 
 CUresult freeAsync(CUdeviceptr p, CUstream h, bool pt)
 {
-    if (!resolveStream(h, pt)) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    if (CUresult rc = streamStatus(h, pt)) return rc;
     uintptr_t base;
     Range r;
     if (!findRange(p, &base, &r) || base != p || r.kind != MemKind::Device) return CUDA_ERROR_INVALID_VALUE;
     // Freed without waiting: work queued on the stream already moved its bytes at submission.
-    Lock g(bigLock());
-    ranges().erase(base);
+    {
+        RangesWriteLock g;
+        if (!ranges().erase(base)) return CUDA_ERROR_INVALID_VALUE;
+    }
     free(reinterpret_cast<void*>(base));
     return CUDA_SUCCESS;
 }
@@ -118,7 +117,7 @@ CUresult freeAsync(CUdeviceptr p, CUstream h, bool pt)
 CUresult hostAlloc(void** pp, size_t bytes, unsigned flags)
 {
     if (!pp) return CUDA_ERROR_INVALID_VALUE;
-    if (!currentContext()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!currentContext()) return noContextError();
     void* m = aligned_alloc(4096, (std::max<size_t>(bytes, 1) + 4095) & ~size_t(4095));
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
     addRange(reinterpret_cast<uintptr_t>(m), bytes, MemKind::Pinned, flags);
@@ -129,7 +128,7 @@ CUresult hostAlloc(void** pp, size_t bytes, unsigned flags)
 CUresult hostRegister(void* p, size_t bytes, unsigned flags, const char* api)
 {
     if (!p || !bytes) return CUDA_ERROR_INVALID_VALUE;
-    if (!currentContext()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!currentContext()) return noContextError();
     uintptr_t base;
     if (findRange(reinterpret_cast<uintptr_t>(p), &base, nullptr)) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
     syncContextForFree(currentContext(), api, WaitReason::RegisterSync);
@@ -145,7 +144,7 @@ CUresult hostUnregister(void* p, const char* api)
         r.kind != MemKind::Registered)
         return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
     syncContextForFree(r.ctx, api, WaitReason::RegisterSync);
-    Lock g(bigLock());
+    RangesWriteLock g;
     ranges().erase(base);
     return CUDA_SUCCESS;
 }
@@ -183,15 +182,33 @@ CUresult pointerAttribute(void* data, CUpointer_attribute a, CUdeviceptr p)
 
 Phys* asPhys(CUmemGenericAllocationHandle h)
 {
-    auto* ph = reinterpret_cast<Phys*>(h);
-    return ph && ph->magic == kMagicPhys ? ph : nullptr;
+    return liveHandle<Phys>(reinterpret_cast<const void*>(static_cast<uintptr_t>(h)), HandleKind::Phys);
 }
 
 }  // namespace
 
+// Profilers ask about the same few allocations on every call, from every thread: each thread remembers the last
+// ranges it found, valid while no range changed, so a repeated question writes no shared memory at all.
+struct CachedRange {
+    uint64_t version = 0;
+    uintptr_t base = 0;
+    Range range;
+};
+constexpr int kRangeCacheSize = 4;
+thread_local CachedRange t_rangeCache[kRangeCacheSize];
+thread_local unsigned t_rangeCacheNext = 0;
+
 bool findRange(uintptr_t p, uintptr_t* base, Range* out)
 {
-    Lock g(bigLock());
+    const uint64_t version = rangesVersion();
+    for (const CachedRange& c : t_rangeCache) {
+        if (c.version == version && p >= c.base && p < c.base + std::max<size_t>(c.range.size, 1)) {
+            if (base) *base = c.base;
+            if (out) *out = c.range;
+            return true;
+        }
+    }
+    RangesReadLock g;  // shared: no writer can change the ranges (or the version) while it is held
     auto& m = ranges();
     auto it = m.upper_bound(p);
     if (it == m.begin()) return false;
@@ -199,13 +216,34 @@ bool findRange(uintptr_t p, uintptr_t* base, Range* out)
     if (p >= it->first + std::max<size_t>(it->second.size, 1)) return false;
     if (base) *base = it->first;
     if (out) *out = it->second;
+    t_rangeCache[t_rangeCacheNext++ % kRangeCacheSize] = {rangesVersion(), it->first, it->second};
     return true;
+}
+
+bool rangeCovers(uintptr_t p, size_t n)
+{
+    if (!p) return false;
+    RangesReadLock g;
+    auto& m = ranges();
+    const uintptr_t end = p + n;
+    if (end < p) return false;
+    auto it = m.upper_bound(p);
+    if (it == m.begin()) return false;
+    --it;
+    // [p, end) may span adjacent ranges (VMM mappings side by side in one reservation).
+    for (uintptr_t at = p;;) {
+        const uintptr_t rangeEnd = it->first + std::max<size_t>(it->second.size, 1);
+        if (at < it->first || at >= rangeEnd) return false;
+        if (end <= rangeEnd) return true;
+        at = rangeEnd;
+        if (++it == m.end()) return false;
+    }
 }
 
 CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags)
 {
     if (!p) return CUDA_ERROR_INVALID_VALUE;
-    if (!currentContext()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!currentContext()) return noContextError();
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     void* m = aligned_alloc(256, (bytes + 255) & ~size_t(255));
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -368,25 +406,25 @@ SIM_EXPORT CUresult cuPointerGetAttributes(unsigned n, CUpointer_attribute* as, 
 SIM_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr, size_t, CUdevice, CUstream h)
 {
     SIM_API(cuMemPrefetchAsync);
-    return scope.ret(resolveStream(h, false) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
+    return scope.ret(streamStatus(h, false));
 }
 
 SIM_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr, size_t, CUdevice, CUstream h)
 {
     SIM_API(cuMemPrefetchAsync_ptsz);
-    return scope.ret(resolveStream(h, true) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
+    return scope.ret(streamStatus(h, true));
 }
 
 SIM_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream h)
 {
     SIM_API(cuMemPrefetchAsync_v2);
-    return scope.ret(resolveStream(h, false) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
+    return scope.ret(streamStatus(h, false));
 }
 
 SIM_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream h)
 {
     SIM_API(cuMemPrefetchAsync_v2_ptsz);
-    return scope.ret(resolveStream(h, true) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
+    return scope.ret(streamStatus(h, true));
 }
 
 SIM_EXPORT CUresult cuMemAdvise(CUdeviceptr, size_t, CUmem_advise, CUdevice)
@@ -472,6 +510,7 @@ SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* pr
     if (!pool || !props) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     auto* p = new Pool;
     p->dev = props->location.id;
+    registerHandle(p, HandleKind::Pool);
     *pool = reinterpret_cast<CUmemoryPool>(p);
     return scope.ret(CUDA_SUCCESS);
 }
@@ -481,7 +520,7 @@ SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
     SIM_API(cuMemPoolDestroy);
     Pool* p = asPool(pool);
     if (!p) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    p->magic = 0;
+    retireHandle(p);
     return scope.ret(CUDA_SUCCESS);
 }
 
@@ -577,6 +616,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* h, size_t size, co
     ph->size = size;
     ph->dev = prop->location.id;
     ph->prop = *prop;
+    registerHandle(ph, HandleKind::Phys);
     *h = reinterpret_cast<CUmemGenericAllocationHandle>(ph);
     return scope.ret(CUDA_SUCCESS);
 }
@@ -587,7 +627,7 @@ SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
     Phys* ph = asPhys(h);
     if (!ph) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     close(ph->fd);  // mappings keep the memory alive, as the real driver's do
-    ph->magic = 0;
+    retireHandle(ph);
     return scope.ret(CUDA_SUCCESS);
 }
 
@@ -604,7 +644,7 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
     r.kind = MemKind::Device;
     r.dev = ph->dev;
     r.ctx = primaryContext(ph->dev);
-    Lock g(bigLock());
+    RangesWriteLock g;
     ranges()[ptr] = r;
     return scope.ret(CUDA_SUCCESS);
 }
@@ -612,7 +652,7 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
 SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     SIM_API(cuMemUnmap);
-    Lock g(bigLock());
+    RangesWriteLock g;
     auto it = ranges().find(ptr);
     if (it == ranges().end() || it->second.size != size) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);

@@ -7,22 +7,18 @@ namespace simcuda {
 namespace {
 
 struct Library {
-    uint32_t magic = kMagicLib;
     const void* image = nullptr;
     std::map<std::string, Kernel*> kernels;
     std::map<std::string, std::pair<CUdeviceptr, size_t>> globals;
 };
 
-Library* asLibrary(const void* h)
-{
-    auto* l = static_cast<Library*>(const_cast<void*>(h));
-    return l && l->magic == kMagicLib ? l : nullptr;
-}
+Library* asLibrary(const void* h) { return liveHandle<Library>(h, HandleKind::Library); }
 
 Library* newLibrary(const void* image)
 {
     auto* l = new Library;  // leaked: cudart unregisters fatbins from exit handlers
     l->image = image;
+    registerHandle(l, HandleKind::Library);
     return l;
 }
 
@@ -35,6 +31,7 @@ CUresult getKernel(Library* l, const char* name, Kernel** out)
     if (!k) {
         k = new Kernel;
         k->name = name;
+        registerHandle(k, HandleKind::Kernel);
     }
     *out = k;
     return CUDA_SUCCESS;
@@ -44,7 +41,7 @@ CUresult getKernel(Library* l, const char* name, Kernel** out)
 CUresult getGlobal(Library* l, const char* name, CUdeviceptr* p, size_t* n, MemKind kind)
 {
     if (!l) return CUDA_ERROR_INVALID_HANDLE;
-    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    if (!name || (!p && !n)) return CUDA_ERROR_INVALID_VALUE;
     constexpr size_t kGlobalBytes = 65536;
     Lock g(bigLock());
     auto it = l->globals.find(name);
@@ -90,11 +87,7 @@ CUresult attribute(int* v, CUfunction_attribute a, const void* h)
 
 }  // namespace
 
-Kernel* asKernel(const void* handle)
-{
-    auto* k = static_cast<Kernel*>(const_cast<void*>(handle));
-    return k && k->magic == kMagicKernel ? k : nullptr;
-}
+Kernel* asKernel(const void* handle) { return liveHandle<Kernel>(handle, HandleKind::Kernel); }
 
 }  // namespace simcuda
 
@@ -134,7 +127,9 @@ SIM_EXPORT CUresult cuLibraryGetKernelCount(unsigned* count, CUlibrary l)
 {
     SIM_API(cuLibraryGetKernelCount);
     Library* lib = asLibrary(l);
-    if (!lib || !count) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    if (!count) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    if (!lib) return scope.ret(CUDA_ERROR_INVALID_HANDLE);
+    Lock g(bigLock());
     *count = static_cast<unsigned>(lib->kernels.size());
     return scope.ret(CUDA_SUCCESS);
 }

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -76,7 +77,7 @@ public:
     CUresult ret(CUresult rc) { m_rc = rc; return rc; }
     const char* name() const { return m_api.name; }
     const ApiInfo& api() const { return m_api; }
-    Ns start() const { return m_start; }
+    Ns start() const { return m_start; }  // when the call began; 0 unless SIMCUDA_TRACE_CALLS
 
 private:
     ApiInfo& m_api;
@@ -86,9 +87,12 @@ private:
 };
 bool injectFault(ApiInfo& api, CUresult* rc);
 
-#define SIM_API_MANUAL(abiName, manual)                                          \
-    static ::simcuda::ApiInfo& s_api = ::simcuda::registerApi(#abiName);         \
-    ::simcuda::ApiScope scope(s_api, manual);                                    \
+// The per-entry-point ApiInfo sits in a constant-initialised atomic, not a function-local static: a static's
+// initialisation guard, caught half-done by fork(), would hang the child's first call of that entry point.
+ApiInfo& apiInfo(std::atomic<ApiInfo*>& slot, const char* abiName);
+#define SIM_API_MANUAL(abiName, manual)                                                  \
+    static std::atomic<::simcuda::ApiInfo*> s_api{nullptr};                              \
+    ::simcuda::ApiScope scope(::simcuda::apiInfo(s_api, #abiName), manual);              \
     if (scope.injected()) return scope.injectedRc()
 #define SIM_API(abiName) SIM_API_MANUAL(abiName, false)
 
@@ -107,18 +111,58 @@ bool injectFault(ApiInfo& api, CUresult* rc);
         return scope.ret(call);                   \
     }
 
-// ---- the object model (device.cpp, timeline.cpp)
-enum : uint32_t {
-    kMagicCtx = 0xC7C7C7C7, kMagicStream = 0x57EA57EA, kMagicEvent = 0xE7E7E7E7, kMagicLib = 0x11B11B11,
-    kMagicKernel = 0x4E4E4E4E, kMagicGraph = 0x6A6A6A6A, kMagicExec = 0x6E6E6E6E, kMagicPool = 0x9009F00D,
-    kMagicPhys = 0x9A9A9A9A, kMagicNode = 0x40DE40DE
+// ---- locks, the handle registry, fork (handles.cpp)
+// One recursive lock for the whole model: calls are short, waits and byte moves happen outside it.
+class ModelMutex {
+public:
+    void lock();
+    void unlock();
+    bool try_lock();
 };
+ModelMutex& bigLock();
+using Lock = std::unique_lock<ModelMutex>;
+// The address ranges (memory.cpp) have their own reader/writer lock, taken after bigLock, never before it.
+struct RangesReadLock {
+    RangesReadLock();
+    ~RangesReadLock();
+    RangesReadLock(const RangesReadLock&) = delete;
+    RangesReadLock& operator=(const RangesReadLock&) = delete;
+};
+struct RangesWriteLock {
+    RangesWriteLock();
+    ~RangesWriteLock();
+    RangesWriteLock(const RangesWriteLock&) = delete;
+    RangesWriteLock& operator=(const RangesWriteLock&) = delete;
+};
+// First calls of entry points register their ApiInfo under this lock (not the model lock, which may be busy).
+struct RegistrationLock {
+    RegistrationLock();
+    ~RegistrationLock();
+    RegistrationLock(const RegistrationLock&) = delete;
+    RegistrationLock& operator=(const RegistrationLock&) = delete;
+};
+uint64_t rangesVersion();   // changes whenever a RangesWriteLock is taken: validates readers' caches
+unsigned forkGeneration();  // changes in a forked child: thread-local caches compare against it
+void traceAfterFork();      // trace.cpp
+
+// Every handle given out is registered; lookups take no lock. Objects are never freed.
+enum class HandleKind : uint8_t { Context = 1, Stream, Event, Library, Kernel, Graph, GraphExec, GraphNode, Pool, Phys };
+enum class HandleState { Unknown, Live, Destroyed };
+void registerHandle(const void* p, HandleKind kind);
+void retireHandle(const void* p);  // destroyed: recognised, but no longer usable
+HandleState handleState(const void* p, HandleKind kind);
+template <class T>
+T* liveHandle(const void* p, HandleKind kind)
+{
+    return handleState(p, kind) == HandleState::Live ? static_cast<T*>(const_cast<void*>(p)) : nullptr;
+}
+
+// ---- the object model (device.cpp, timeline.cpp)
 
 struct Graph;
 struct Context;
 
 struct Stream {
-    uint32_t magic = kMagicStream;
     Context* ctx = nullptr;
     unsigned flags = 0;
     int priority = 0;
@@ -131,14 +175,14 @@ struct Stream {
 };
 
 struct Context {
-    uint32_t magic = kMagicCtx;
     int dev = 0;
     unsigned flags = 0;
     unsigned long long id = 0;
     bool primary = false;
     Stream* legacy = nullptr;
     std::map<pid_t, Stream*> perThread;
-    std::vector<Stream*> streams;  // every live stream, the legacy one included
+    std::vector<Stream*> streams;  // every stream ever created in it (destroyed ones may still have work pending)
+    std::atomic<bool> destroyed{false};
 };
 
 struct Device {
@@ -154,7 +198,6 @@ struct Device {
 };
 
 struct Event {
-    uint32_t magic = kMagicEvent;
     unsigned flags = 0;
     Context* ctx = nullptr;
     Ns time = 0;
@@ -162,21 +205,37 @@ struct Event {
     Graph* capturedIn = nullptr;
 };
 
-std::recursive_mutex& bigLock();  // one lock for the whole model: calls are short, waits happen outside it
-using Lock = std::unique_lock<std::recursive_mutex>;
 
 extern const int kDriverVersion;
 bool initialized();
 int deviceCount();
 Device* device(int ordinal);
 int deviceAttribute(CUdevice_attribute a, int ordinal);
+// The calling thread's current context if it is usable, else nullptr; noContextError() then says why:
+// CUDA_ERROR_CONTEXT_IS_DESTROYED if it was destroyed (by any thread), else CUDA_ERROR_INVALID_CONTEXT.
 Context* currentContext();
+CUresult noContextError();
 Context* primaryContext(int ordinal);  // creates it on first use
-Context* asContext(CUcontext c);
+Context* asContext(CUcontext c);       // a live context, or nullptr
+CUresult contextError(CUcontext c);    // why asContext(c) failed: CONTEXT_IS_DESTROYED or INVALID_CONTEXT
 pid_t threadId();
+pid_t processId();
 
 // NULL means the legacy stream for plain entry points and the per-thread stream for _ptsz/_ptds ones.
-Stream* resolveStream(CUstream s, bool perThreadDefault, Context* ctx = nullptr);
+// Takes no lock for a registered handle, CU_STREAM_LEGACY, or a per-thread stream this thread already has.
+// Errors: INVALID_CONTEXT (no current context for a default stream), CONTEXT_IS_DESTROYED (the stream's or the
+// current context is gone), INVALID_HANDLE (not a live stream).
+CUresult lookupStream(CUstream h, bool perThreadDefault, Stream** out, Context* ctx = nullptr);
+inline Stream* resolveStream(CUstream h, bool perThreadDefault)
+{
+    Stream* s = nullptr;
+    return lookupStream(h, perThreadDefault, &s) == CUDA_SUCCESS ? s : nullptr;
+}
+inline CUresult streamStatus(CUstream h, bool perThreadDefault)
+{
+    Stream* s = nullptr;
+    return lookupStream(h, perThreadDefault, &s);
+}
 Stream* newStream(Context* ctx, unsigned flags, int priority);
 
 // ---- device operations on the timeline (timeline.cpp)
@@ -206,7 +265,6 @@ void syncContextForFree(Context* c, const char* apiName, WaitReason reason);
 
 // ---- modules and kernels (module.cpp)
 struct Kernel {
-    uint32_t magic = kMagicKernel;
     std::string name;  // mangled
     Ns duration = -1;  // from SIMCUDA_KERNEL_NS, resolved on first launch
 };
@@ -214,12 +272,10 @@ Kernel* asKernel(const void* handle);
 
 // ---- capture (graph.cpp)
 struct GraphNode {
-    uint32_t magic = kMagicNode;
     Graph* graph = nullptr;
     size_t index = 0;
 };
 struct Graph {
-    uint32_t magic = kMagicGraph;
     std::vector<Op> ops;
     std::vector<GraphNode*> nodes;
     bool invalidated = false;
@@ -239,6 +295,7 @@ struct Range {
     unsigned flags = 0;
 };
 bool findRange(uintptr_t p, uintptr_t* base, Range* out);
+bool rangeCovers(uintptr_t p, size_t n);  // every byte of [p, p + n) lies in known ranges; never for p == 0
 CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags = 0);
 
 // Which side of a copy a pointer lives on, for direction, bandwidth and the trace's host_mem.

@@ -13,11 +13,15 @@ namespace {
 
 std::atomic<unsigned long long> g_nextStreamId{16};
 
-Event* asEvent(CUevent e)
-{
-    auto* ev = reinterpret_cast<Event*>(e);
-    return ev && ev->magic == kMagicEvent ? ev : nullptr;
-}
+Event* asEvent(CUevent e) { return liveHandle<Event>(e, HandleKind::Event); }
+
+// Per-thread default streams: this thread's last one, so finding it again takes no lock.
+struct PerThreadCache {
+    Context* ctx = nullptr;
+    Stream* stream = nullptr;
+    unsigned forkGen = 0;
+};
+thread_local PerThreadCache t_perThread;
 
 // The legacy stream waits for every blocking stream of its context; blocking streams wait for the legacy stream.
 Ns legacyOrdering(Stream* s, Ns t)
@@ -44,8 +48,8 @@ CUresult captureCheck(Stream* s)
 CUresult streamSynchronize(CUstream h, bool pt, const ApiScope& scope)
 {
     Lock g(bigLock());
-    Stream* s = resolveStream(h, pt);
-    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     if (CUresult rc = captureCheck(s)) return rc;
     const Ns target = s->tail;
     const int dev = s->ctx->dev;
@@ -57,18 +61,19 @@ CUresult streamSynchronize(CUstream h, bool pt, const ApiScope& scope)
 CUresult streamQuery(CUstream h, bool pt)
 {
     Lock g(bigLock());
-    Stream* s = resolveStream(h, pt);
-    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     if (CUresult rc = captureCheck(s)) return rc;
     return nowNs() >= s->tail ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult streamWaitEvent(CUstream h, CUevent he, bool pt)
 {
-    Lock g(bigLock());
-    Stream* s = resolveStream(h, pt);
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     Event* e = asEvent(he);
-    if (!s || !e) return CUDA_ERROR_INVALID_HANDLE;
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    Lock g(bigLock());
     if (e->capturedIn) {
         // Joining a capture: the fork/join pattern cudaStreamWaitEvent uses to capture several streams into one graph.
         if (!s->capture) s->capture = e->capturedIn;
@@ -78,13 +83,13 @@ CUresult streamWaitEvent(CUstream h, CUevent he, bool pt)
     return CUDA_SUCCESS;
 }
 
+// Stream properties that never change after creation: no lock.
 template <class T>
 CUresult streamGet(CUstream h, bool pt, T* out, T (*get)(Stream*))
 {
     if (!out) return CUDA_ERROR_INVALID_VALUE;
-    Lock g(bigLock());
-    Stream* s = resolveStream(h, pt);
-    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     *out = get(s);
     return CUDA_SUCCESS;
 }
@@ -93,20 +98,24 @@ CUresult streamCreate(CUstream* ph, unsigned flags, int priority)
 {
     if (!ph) return CUDA_ERROR_INVALID_VALUE;
     Context* c = currentContext();
-    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
-    Lock g(bigLock());
-    *ph = reinterpret_cast<CUstream>(newStream(c, flags, priority));
+    if (!c) return noContextError();
+    Stream* s;
+    {
+        Lock g(bigLock());
+        s = newStream(c, flags, priority);
+    }
+    *ph = reinterpret_cast<CUstream>(s);
     return CUDA_SUCCESS;
 }
 
 CUresult streamDestroy(CUstream h)
 {
-    Lock g(bigLock());
-    auto* s = reinterpret_cast<Stream*>(h);
-    if (!s || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD || s->magic != kMagicStream || s->legacy || s->perThread)
-        return CUDA_ERROR_INVALID_HANDLE;
+    if (!h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) return CUDA_ERROR_INVALID_HANDLE;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, false, &s)) return rc;
+    if (s->legacy || s->perThread) return CUDA_ERROR_INVALID_HANDLE;
     // Pending work still completes and still counts for cuCtxSynchronize: the object stays in the context, unreachable.
-    s->magic = 0;
+    retireHandle(s);
     return CUDA_SUCCESS;
 }
 
@@ -117,8 +126,8 @@ CUresult eventRecord(CUevent he, CUstream h, bool pt, const ApiScope& scope)
     // A timing event costs what the config says; a CU_EVENT_DISABLE_TIMING one a tenth of it (2500 vs 250 ns by default).
     spinFor((e->flags & CU_EVENT_DISABLE_TIMING) ? hostCostOf(scope.api()) / 10 : hostCostOf(scope.api()));
     Lock g(bigLock());
-    Stream* s = resolveStream(h, pt);
-    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     if (s->capture) {
         e->capturedIn = s->capture;
         return CUDA_SUCCESS;
@@ -149,21 +158,16 @@ CUresult eventElapsed(float* ms, CUevent a, CUevent b)
 
 CUresult eventDestroy(CUevent he)
 {
-    Lock g(bigLock());
     Event* e = asEvent(he);
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
-    e->magic = 0;  // leaked: a stream may still name it in a cudart structure
+    retireHandle(e);  // leaked: a stream may still name it in a cudart structure
     return CUDA_SUCCESS;
 }
 
 CUresult hostFunc(CUstream h, bool pt, std::function<void()> fn, const char* api)
 {
-    Stream* s;
-    {
-        Lock g(bigLock());
-        s = resolveStream(h, pt);
-    }
-    if (!s) return currentContext() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     Op op;
     op.kind = OpKind::HostFunc;
     op.duration = config().hostFuncNs;
@@ -180,27 +184,49 @@ Stream* newStream(Context* ctx, unsigned flags, int priority)
     s->flags = flags;
     s->priority = priority;
     s->id = g_nextStreamId++;
+    Lock g(bigLock());
     ctx->streams.push_back(s);
+    registerHandle(s, HandleKind::Stream);
     return s;
 }
 
-Stream* resolveStream(CUstream h, bool perThreadDefault, Context* ctx)
+CUresult lookupStream(CUstream h, bool perThreadDefault, Stream** out, Context* ctx)
 {
-    Lock g(bigLock());
+    *out = nullptr;
     if (!h) h = perThreadDefault ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
     if (h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
         if (!ctx) ctx = currentContext();
-        if (!ctx) return nullptr;
-        if (h == CU_STREAM_LEGACY) return ctx->legacy;
+        if (!ctx) return noContextError();
+        if (ctx->destroyed.load(std::memory_order_acquire)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+        if (h == CU_STREAM_LEGACY) {
+            *out = ctx->legacy;
+            return CUDA_SUCCESS;
+        }
+        PerThreadCache& cache = t_perThread;
+        const unsigned gen = forkGeneration();  // a forked child's thread is a new thread with its own stream
+        if (cache.ctx == ctx && cache.forkGen == gen) {
+            *out = cache.stream;
+            return CUDA_SUCCESS;
+        }
+        Lock g(bigLock());
         Stream*& pt = ctx->perThread[threadId()];
         if (!pt) {
             pt = newStream(ctx, 0, 0);
             pt->perThread = true;
         }
-        return pt;
+        cache = {ctx, pt, gen};
+        *out = pt;
+        return CUDA_SUCCESS;
     }
-    auto* s = reinterpret_cast<Stream*>(h);
-    return s->magic == kMagicStream ? s : nullptr;
+    auto* s = static_cast<Stream*>(static_cast<void*>(h));
+    switch (handleState(s, HandleKind::Stream)) {
+    case HandleState::Unknown:
+    case HandleState::Destroyed: return CUDA_ERROR_INVALID_HANDLE;
+    case HandleState::Live: break;
+    }
+    if (s->ctx->destroyed.load(std::memory_order_acquire)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    *out = s;
+    return CUDA_SUCCESS;
 }
 
 Ns streamReadyTime(Stream* s, Ns submit)
@@ -250,10 +276,12 @@ CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph)
     const Ns start = streamReadyTime(s, submit);
     const Ns end = start + op.duration;
     s->tail = end;
-    if (op.effect) op.effect();  // bytes move at submission: the host cannot observe them early without racing anyway
     const int dev = s->ctx->dev;
     traceOp(op, apiName, dev, s->ctx->id, s->id, submit, start, end, fromGraph);
     g.unlock();
+    // Bytes move at submission, outside the lock (a large copy must not stall other threads' calls): the host
+    // cannot observe them early without racing anyway.
+    if (op.effect) op.effect();
     if (op.hostFn) {
         // Host functions run on the submitting thread once their simulated start time has come.
         waitUntil(start);
@@ -325,13 +353,13 @@ SIM_PAIR(cuStreamGetCtx_v2, cuStreamGetCtx_v2_ptsz, (CUstream h, CUcontext* c, C
                 (gc ? (*gc = nullptr, 0) : 0,
                  streamGet<CUcontext>(h, pt, c, [](Stream* s) { return reinterpret_cast<CUcontext>(s->ctx); })))
 SIM_PAIR(cuStreamAttachMemAsync, cuStreamAttachMemAsync_ptsz, (CUstream h, CUdeviceptr, size_t, unsigned),
-                resolveStream(h, pt) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE)
+                streamStatus(h, pt))
 SIM_PAIR(cuStreamGetAttribute, cuStreamGetAttribute_ptsz, (CUstream h, CUstreamAttrID, CUstreamAttrValue* v),
-                (v ? (void)memset(v, 0, sizeof *v) : (void)0, resolveStream(h, pt) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE))
+                !v ? CUDA_ERROR_INVALID_VALUE : ((void)memset(v, 0, sizeof *v), streamStatus(h, pt)))
 SIM_PAIR(cuStreamSetAttribute, cuStreamSetAttribute_ptsz, (CUstream h, CUstreamAttrID, const CUstreamAttrValue*),
-                resolveStream(h, pt) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE)
+                streamStatus(h, pt))
 SIM_PAIR(cuStreamCopyAttributes, cuStreamCopyAttributes_ptsz, (CUstream dst, CUstream src),
-                resolveStream(dst, pt) && resolveStream(src, pt) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE)
+                streamStatus(dst, pt) ? streamStatus(dst, pt) : streamStatus(src, pt))
 SIM_PAIR(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, (CUstream h, CUhostFn fn, void* ud),
                 fn ? hostFunc(h, pt, [fn, ud] { fn(ud); }, scope.name()) : CUDA_ERROR_INVALID_VALUE)
 SIM_PAIR(cuStreamAddCallback, cuStreamAddCallback_ptsz, (CUstream h, CUstreamCallback cb, void* ud, unsigned),
@@ -342,9 +370,12 @@ SIM_EXPORT CUresult cuEventCreate(CUevent* pe, unsigned flags)
 {
     SIM_API(cuEventCreate);
     if (!pe) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    Context* c = currentContext();
+    if (!c) return scope.ret(noContextError());
     auto* e = new Event;
     e->flags = flags;
-    e->ctx = currentContext();
+    e->ctx = c;
+    registerHandle(e, HandleKind::Event);
     *pe = reinterpret_cast<CUevent>(e);
     return scope.ret(CUDA_SUCCESS);
 }

@@ -16,40 +16,25 @@ namespace simcuda {
 namespace {
 
 std::atomic<int> g_fd{-2};  // -2: not opened yet, -1: disabled or failed
-std::mutex g_openMu;
 
 int traceFd()
 {
     int fd = g_fd.load(std::memory_order_acquire);
     if (fd != -2) return fd;
-    std::lock_guard<std::mutex> g(g_openMu);
+    Lock g(bigLock());  // the model lock: fork() handles it, so a child never inherits it held
     fd = g_fd.load();
     if (fd != -2) return fd;
     std::string path = config().tracePath;
     if (path.empty()) {
         fd = -1;
     } else {
-        for (size_t pos; (pos = path.find("%p")) != std::string::npos;) path.replace(pos, 2, std::to_string(getpid()));
+        for (size_t pos; (pos = path.find("%p")) != std::string::npos;) path.replace(pos, 2, std::to_string(processId()));
         fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
         if (fd < 0) logLine("cannot open SIMCUDA_TRACE file %s", path.c_str());
     }
     g_fd.store(fd < 0 ? -1 : fd, std::memory_order_release);
     return g_fd.load();
 }
-
-// A child with '%p' in the path gets its own file; otherwise it keeps appending to the shared one.
-void atForkChild()
-{
-    if (config().tracePath.find("%p") == std::string::npos) return;
-    const int fd = g_fd.load();
-    if (fd >= 0) close(fd);
-    g_fd.store(-2);
-}
-
-struct ForkHook {
-    ForkHook() { pthread_atfork(nullptr, nullptr, atForkChild); }
-};
-ForkHook g_forkHook;
 
 void emit(const char* buf, int len)
 {
@@ -100,15 +85,39 @@ const char* reasonName(WaitReason r)
     return "?";
 }
 
+std::atomic<pid_t> g_pid{0};
+
 }  // namespace
+
+// Called in a forked child (handles.cpp): with '%p' in the path the child gets its own file; otherwise it keeps
+// appending to the shared one. Either way its records carry its own pid.
+void traceAfterFork()
+{
+    g_pid.store(0);
+    if (config().tracePath.find("%p") == std::string::npos) return;
+    const int fd = g_fd.load();
+    if (fd >= 0) close(fd);
+    g_fd.store(-2);
+}
+
+pid_t processId()
+{
+    pid_t pid = g_pid.load(std::memory_order_relaxed);
+    if (!pid) {
+        pid = getpid();
+        g_pid.store(pid, std::memory_order_relaxed);
+    }
+    return pid;
+}
 
 pid_t threadId()
 {
+    // A forked child's thread keeps its parent thread's thread_locals: the fork generation tells them apart.
     static thread_local pid_t t_tid = 0;
-    static thread_local pid_t t_pid = 0;
-    const pid_t pid = getpid();  // a forked child keeps the thread_local of its parent's thread
-    if (t_pid != pid) {
-        t_pid = pid;
+    static thread_local unsigned t_gen = 0;
+    const unsigned gen = forkGeneration();
+    if (!t_tid || t_gen != gen) {
+        t_gen = gen;
         t_tid = static_cast<pid_t>(syscall(SYS_gettid));
     }
     return t_tid;
@@ -123,7 +132,7 @@ void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, u
     snprintf(head, sizeof head,
              "{\"type\":\"op\",\"op\":\"%s\",\"pid\":%d,\"tid\":%d,\"api\":\"%s\",\"dev\":%d,\"ctx\":%llu,\"stream\":%llu,"
              "\"submit\":%lld,\"start\":%lld,\"end\":%lld,\"graph\":%s",
-             opName(op.kind), getpid(), threadId(), api, dev, ctxId, streamId, static_cast<long long>(submit),
+             opName(op.kind), processId(), threadId(), api, dev, ctxId, streamId, static_cast<long long>(submit),
              static_cast<long long>(start), static_cast<long long>(end), graph ? "true" : "false");
     line = head;
     char tail[256];
@@ -157,7 +166,7 @@ void traceWait(const char* api, int dev, Ns start, Ns end, WaitReason reason)
     const int n = snprintf(buf, sizeof buf,
                            "{\"type\":\"wait\",\"pid\":%d,\"tid\":%d,\"api\":\"%s\",\"dev\":%d,\"start\":%lld,\"end\":%lld,"
                            "\"reason\":\"%s\"}\n",
-                           getpid(), threadId(), api, dev, static_cast<long long>(start), static_cast<long long>(end),
+                           processId(), threadId(), api, dev, static_cast<long long>(start), static_cast<long long>(end),
                            reasonName(reason));
     emit(buf, std::min(n, static_cast<int>(sizeof buf) - 1));
 }
@@ -168,7 +177,7 @@ void traceCall(const char* api, Ns start, Ns end, CUresult rc)
     char buf[512];
     const int n = snprintf(buf, sizeof buf,
                            "{\"type\":\"call\",\"api\":\"%s\",\"pid\":%d,\"tid\":%d,\"start\":%lld,\"end\":%lld,\"rc\":%d}\n",
-                           api, getpid(), threadId(), static_cast<long long>(start), static_cast<long long>(end),
+                           api, processId(), threadId(), static_cast<long long>(start), static_cast<long long>(end),
                            static_cast<int>(rc));
     emit(buf, std::min(n, static_cast<int>(sizeof buf) - 1));
 }
@@ -185,9 +194,8 @@ void logLine(const char* fmt, ...)
 
 void logOnce(const char* what, const char* name)
 {
-    static std::mutex mu;
     static auto& seen = *new std::set<std::string>;
-    std::lock_guard<std::mutex> g(mu);
+    Lock g(bigLock());
     if (seen.insert(std::string(what) + name).second) fprintf(stderr, "simcuda: %s %s\n", what, name);
 }
 

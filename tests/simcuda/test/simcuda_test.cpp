@@ -5,14 +5,18 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -630,6 +634,443 @@ TEST(Errors, ForkedChildTracesWithItsOwnPid)
     ASSERT_TRUE(std::getline(in, line)) << childTrace;
     EXPECT_EQ(json::parse(line)["pid"], child);
     unlink(childTrace.c_str());
+}
+
+// ---------------------------------------------------------------- the integrity check covers every device
+// RFC 1319 MD2 and RFC 2104 HMAC, written here independently of the driver, over the record cudart recomputes:
+// driver version, runtime version, pid, thread, the two tables, the check function, the time, then for each
+// device in ordinal order its UUID and PCI domain, bus and device numbers.
+std::vector<unsigned char> md2(std::vector<unsigned char> msg)
+{
+    static const unsigned char S[256] = {
+        41, 46, 67, 201, 162, 216, 124, 1, 61, 54, 84, 161, 236, 240, 6, 19, 98, 167, 5, 243, 192, 199, 115, 140,
+        152, 147, 43, 217, 188, 76, 130, 202, 30, 155, 87, 60, 253, 212, 224, 22, 103, 66, 111, 24, 138, 23, 229,
+        18, 190, 78, 196, 214, 218, 158, 222, 73, 160, 251, 245, 142, 187, 47, 238, 122, 169, 104, 121, 145, 21,
+        178, 7, 63, 148, 194, 16, 137, 11, 34, 95, 33, 128, 127, 93, 154, 90, 144, 50, 39, 53, 62, 204, 231, 191,
+        247, 151, 3, 255, 25, 48, 179, 72, 165, 181, 209, 215, 94, 146, 42, 172, 86, 170, 198, 79, 184, 56, 210,
+        150, 164, 125, 182, 118, 252, 107, 226, 156, 116, 4, 241, 69, 157, 112, 89, 100, 113, 135, 32, 134, 91,
+        207, 101, 230, 45, 168, 2, 27, 96, 37, 173, 174, 176, 185, 246, 28, 70, 97, 105, 52, 64, 126, 15, 85, 71,
+        163, 35, 221, 81, 175, 58, 195, 92, 249, 206, 186, 197, 234, 38, 44, 83, 13, 110, 133, 40, 132, 9, 211,
+        223, 205, 244, 65, 129, 77, 82, 106, 220, 55, 200, 108, 193, 171, 250, 36, 225, 123, 8, 12, 189, 177, 74,
+        120, 136, 149, 139, 227, 99, 232, 109, 233, 203, 213, 254, 59, 0, 29, 57, 242, 239, 183, 14, 102, 88, 208,
+        228, 166, 119, 114, 248, 235, 117, 75, 10, 49, 68, 80, 180, 143, 237, 31, 26, 219, 153, 141, 51, 159, 17,
+        131, 20};
+    // Step 1: pad to a multiple of 16 with n bytes of value n. Step 2: append the checksum of the padded message.
+    const size_t pad = 16 - msg.size() % 16;
+    msg.insert(msg.end(), pad, static_cast<unsigned char>(pad));
+    unsigned char checksum[16] = {}, l = 0;
+    for (size_t i = 0; i < msg.size(); i += 16)
+        for (int j = 0; j < 16; ++j) l = checksum[j] ^= S[msg[i + j] ^ l];
+    msg.insert(msg.end(), checksum, checksum + 16);
+    // Step 3: the 48-byte state over every 16-byte block.
+    unsigned char x[48] = {};
+    for (size_t i = 0; i < msg.size(); i += 16) {
+        for (int j = 0; j < 16; ++j) {
+            x[16 + j] = msg[i + j];
+            x[32 + j] = static_cast<unsigned char>(x[16 + j] ^ x[j]);
+        }
+        unsigned t = 0;
+        for (unsigned round = 0; round < 18; ++round) {
+            for (unsigned char& b : x) t = b ^= S[t];
+            t = (t + round) % 256;
+        }
+    }
+    return std::vector<unsigned char>(x, x + 16);
+}
+
+std::vector<unsigned char> hmacMd2(const unsigned char key[16], const std::vector<unsigned char>& msg)
+{
+    std::vector<unsigned char> inner, outer;
+    for (int i = 0; i < 16; ++i) inner.push_back(key[i] ^ 0x36);
+    inner.insert(inner.end(), msg.begin(), msg.end());
+    for (int i = 0; i < 16; ++i) outer.push_back(key[i] ^ 0x5c);
+    const std::vector<unsigned char> innerDigest = md2(inner);
+    outer.insert(outer.end(), innerDigest.begin(), innerDigest.end());
+    return md2(outer);
+}
+
+template <class T>
+void append(std::vector<unsigned char>& v, const T& x)
+{
+    const auto* p = reinterpret_cast<const unsigned char*>(&x);
+    v.insert(v.end(), p, p + sizeof x);
+}
+
+TEST(Devices, IntegrityHashCoversEveryDevice)
+{
+    Fixture fx;
+    const CUuuid cudartId = {{0x6b, (char)0xd5, (char)0xfb, 0x6c, 0x5b, (char)0xf4, (char)0xe7, 0x4a, (char)0x89,
+                              (char)0x87, (char)0xd9, 0x39, 0x12, (char)0xfd, (char)0x9d, (char)0xf9}};
+    const CUuuid integrityId = {{(char)0xd4, 0x08, 0x20, 0x55, (char)0xbd, (char)0xe6, 0x70, 0x4b, (char)0x8d, 0x34,
+                                 (char)0xba, 0x12, 0x3c, 0x66, (char)0xe1, (char)0xf2}};
+    const void* cudartTable = nullptr;
+    const void* integrityTable = nullptr;
+    ASSERT_EQ(FN(cuGetExportTable)(&cudartTable, &cudartId), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGetExportTable)(&integrityTable, &integrityId), CUDA_SUCCESS);
+    const void* check = static_cast<const void* const*>(integrityTable)[1];
+    using CheckFn = CUresult (*)(unsigned, uint64_t, unsigned char*);
+    const unsigned version = 13002;
+    const uint64_t seconds = 1764500000;
+    unsigned char got[16];
+    ASSERT_EQ(reinterpret_cast<CheckFn>(const_cast<void*>(check))(version, seconds, got), CUDA_SUCCESS);
+
+    std::vector<unsigned char> msg;
+    append(msg, static_cast<uint32_t>(13000));
+    append(msg, static_cast<uint32_t>(version));
+    append(msg, static_cast<uint32_t>(getpid()));
+    append(msg, static_cast<uint32_t>(reinterpret_cast<uintptr_t>(reinterpret_cast<void*>(pthread_self()))));
+    append(msg, cudartTable);
+    append(msg, integrityTable);
+    append(msg, check);
+    append(msg, seconds);
+    int count = 0;
+    ASSERT_EQ(FN(cuDeviceGetCount)(&count), CUDA_SUCCESS);
+    ASSERT_EQ(count, 2) << "the Environment asks for two devices";
+    for (int d = 0; d < count; ++d) {
+        CUuuid u;
+        ASSERT_EQ(FN(cuDeviceGetUuid_v2)(&u, d), CUDA_SUCCESS);
+        msg.insert(msg.end(), u.bytes, u.bytes + 16);
+        for (CUdevice_attribute a : {CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
+                                     CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID}) {
+            int v = -1;
+            ASSERT_EQ(FN(cuDeviceGetAttribute)(&v, a, d), CUDA_SUCCESS);
+            append(msg, static_cast<int32_t>(v));
+        }
+    }
+    const unsigned char key[16] = {0x14, 0x6a, 0xdd, 0xae, 0x53, 0xa9, 0xa7, 0x52,
+                                   0xaa, 0x08, 0x41, 0x36, 0x0b, 0xf5, 0x5a, 0x9f};
+    const std::vector<unsigned char> want = hmacMd2(key, msg);
+    EXPECT_EQ(std::vector<unsigned char>(got, got + 16), want) << "HMAC-MD2 over the record and both devices";
+}
+
+// ---------------------------------------------------------------- bad handles and addresses are errors, not crashes
+const CUstream kWildStream = reinterpret_cast<CUstream>(static_cast<uintptr_t>(0x10));  // unmapped
+const CUevent kWildEvent = reinterpret_cast<CUevent>(static_cast<uintptr_t>(0x20));
+
+TEST(Handles, InvalidAndDestroyedStreamsAndEvents)
+{
+    Fixture fx;
+    CUfunction k = fx.kernel("_Z4axpyfPKfPfi");
+    unsigned long long id = 0;
+    CUcontext c = nullptr;
+    int junk[16] = {};  // mapped memory that is not a stream
+    const CUstream foreign = reinterpret_cast<CUstream>(junk);
+    for (CUstream bad : {kWildStream, foreign}) {
+        EXPECT_EQ(FN(cuStreamSynchronize)(bad), CUDA_ERROR_INVALID_HANDLE);
+        EXPECT_EQ(FN(cuStreamQuery)(bad), CUDA_ERROR_INVALID_HANDLE);
+        EXPECT_EQ(FN(cuStreamGetId)(bad, &id), CUDA_ERROR_INVALID_HANDLE);
+        EXPECT_EQ(FN(cuStreamGetCtx)(bad, &c), CUDA_ERROR_INVALID_HANDLE);
+        EXPECT_EQ(FN(cuStreamDestroy_v2)(bad), CUDA_ERROR_INVALID_HANDLE);
+        EXPECT_EQ(fx.launch(k, bad), CUDA_ERROR_INVALID_HANDLE);
+    }
+    CUstream s = nullptr;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamDestroy_v2)(s), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuStreamDestroy_v2)(s), CUDA_ERROR_INVALID_HANDLE) << "destroyed twice";
+    EXPECT_EQ(FN(cuStreamGetId)(s, &id), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(FN(cuStreamSynchronize)(s), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(fx.launch(k, s), CUDA_ERROR_INVALID_HANDLE);
+
+    CUevent e = nullptr, live = nullptr;
+    ASSERT_EQ(FN(cuEventCreate)(&live, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventRecord)(live, nullptr), CUDA_SUCCESS);
+    float ms = 0;
+    for (CUevent bad : {kWildEvent, reinterpret_cast<CUevent>(junk)}) {
+        EXPECT_EQ(FN(cuEventRecord)(bad, nullptr), CUDA_ERROR_INVALID_HANDLE);
+        EXPECT_EQ(FN(cuEventQuery)(bad), CUDA_ERROR_INVALID_HANDLE);
+        EXPECT_EQ(FN(cuEventSynchronize)(bad), CUDA_ERROR_INVALID_HANDLE);
+        EXPECT_EQ(FN(cuEventElapsedTime)(&ms, live, bad), CUDA_ERROR_INVALID_HANDLE);
+        EXPECT_EQ(FN(cuStreamWaitEvent)(nullptr, bad, 0), CUDA_ERROR_INVALID_HANDLE);
+        EXPECT_EQ(FN(cuEventDestroy_v2)(bad), CUDA_ERROR_INVALID_HANDLE);
+    }
+    ASSERT_EQ(FN(cuEventCreate)(&e, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventDestroy_v2)(e), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuEventRecord)(e, nullptr), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(FN(cuEventDestroy_v2)(e), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(FN(cuStreamWaitEvent)(kWildStream, live, 0), CUDA_ERROR_INVALID_HANDLE);
+
+    // Other handle kinds: a wild pointer is an error too.
+    CUfunction f = nullptr;
+    EXPECT_EQ(FN(cuModuleGetFunction)(&f, reinterpret_cast<CUmodule>(junk), "k"), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(fx.launch(reinterpret_cast<CUfunction>(static_cast<uintptr_t>(0x30)), nullptr), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(FN(cuGraphLaunch)(reinterpret_cast<CUgraphExec>(static_cast<uintptr_t>(0x40)), nullptr),
+              CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuCtxSetCurrent)(reinterpret_cast<CUcontext>(static_cast<uintptr_t>(0x50))), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+TEST(Handles, DestroyedContext)
+{
+    Fixture fx;
+    CUcontext ctx = nullptr;
+    ASSERT_EQ(FN(cuCtxCreate_v4)(&ctx, nullptr, 0, 0), CUDA_SUCCESS);
+    CUstream s = nullptr;
+    CUevent e = nullptr;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventCreate)(&e, 0), CUDA_SUCCESS);
+    // Another thread keeps the context current while this one destroys it.
+    std::atomic<int> step{0};
+    CUresult alloc = CUDA_SUCCESS, device = CUDA_SUCCESS, sync = CUDA_SUCCESS, legacy = CUDA_SUCCESS;
+    std::thread other([&] {
+        FN(cuCtxSetCurrent)(ctx);
+        step = 1;
+        while (step != 2) std::this_thread::yield();
+        CUdeviceptr d;
+        CUdevice dev;
+        alloc = FN(cuMemAlloc_v2)(&d, 64);
+        device = FN(cuCtxGetDevice)(&dev);
+        sync = FN(cuCtxSynchronize)();
+        legacy = FN(cuStreamSynchronize)(nullptr);
+    });
+    while (step != 1) std::this_thread::yield();
+    ASSERT_EQ(FN(cuCtxDestroy_v2)(ctx), CUDA_SUCCESS);
+    step = 2;
+    other.join();
+    EXPECT_EQ(alloc, CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    EXPECT_EQ(device, CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    EXPECT_EQ(sync, CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    EXPECT_EQ(legacy, CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    ASSERT_EQ(FN(cuCtxSetCurrent)(fx.ctx), CUDA_SUCCESS);
+    unsigned long long id = 0;
+    EXPECT_EQ(FN(cuStreamGetId)(s, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED) << "a stream of the destroyed context";
+    EXPECT_EQ(FN(cuCtxSetCurrent)(ctx), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    EXPECT_EQ(FN(cuCtxPushCurrent_v2)(ctx), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    EXPECT_EQ(FN(cuCtxDestroy_v2)(ctx), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+}
+
+TEST(Handles, CopiesAndMemsetsOnlyTouchKnownMemory)
+{
+    Fixture fx;
+    CUdeviceptr d = 0;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&d, 4096), CUDA_SUCCESS);
+    std::vector<char> host(8192, 1);
+    const CUdeviceptr wild = 0x1000;  // unmapped, and not ours
+    const CUdeviceptr heap = reinterpret_cast<CUdeviceptr>(host.data());  // mapped, but pageable host memory
+    EXPECT_EQ(FN(cuMemcpyHtoD_v2)(0, host.data(), 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpyHtoD_v2)(wild, host.data(), 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpyHtoD_v2)(heap, host.data(), 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpyHtoD_v2)(d, nullptr, 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpyHtoD_v2)(d, host.data(), 8192), CUDA_ERROR_INVALID_VALUE) << "past the allocation's end";
+    EXPECT_EQ(FN(cuMemcpyHtoD_v2)(d + 4000, host.data(), 200), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpyDtoH_v2)(host.data(), wild, 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpyDtoH_v2)(host.data(), 0, 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpyDtoH_v2)(nullptr, d, 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpyDtoD_v2)(d, wild, 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpyDtoD_v2)(wild, d, 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpyHtoDAsync_v2)(wild, host.data(), 64, nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpyDtoHAsync_v2)(host.data(), wild, 64, nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpy)(0, d, 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpy)(d, 0, 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpy)(d, heap, 8192), CUDA_ERROR_INVALID_VALUE) << "past the allocation's end";
+    EXPECT_EQ(FN(cuMemcpyPeer)(d, fx.ctx, wild, fx.ctx, 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemsetD8_v2)(0, 0, 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemsetD8_v2)(wild, 0, 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemsetD32Async)(d, 0, 2048, nullptr), CUDA_ERROR_INVALID_VALUE) << "8 KiB into 4 KiB";
+    EXPECT_EQ(FN(cuMemsetD2D8_v2)(d, 64, 0, 64, 65), CUDA_ERROR_INVALID_VALUE);
+    CUDA_MEMCPY2D c2{};
+    c2.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c2.srcHost = host.data();
+    c2.srcPitch = 64;
+    c2.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c2.dstDevice = wild;
+    c2.dstPitch = 64;
+    c2.WidthInBytes = 64;
+    c2.Height = 4;
+    EXPECT_EQ(FN(cuMemcpy2D_v2)(&c2), CUDA_ERROR_INVALID_VALUE);
+    c2.dstDevice = d;
+    c2.Height = 65;
+    EXPECT_EQ(FN(cuMemcpy2D_v2)(&c2), CUDA_ERROR_INVALID_VALUE) << "rows past the allocation's end";
+    c2.Height = 64;
+    EXPECT_EQ(FN(cuMemcpy2D_v2)(&c2), CUDA_SUCCESS);
+    // Valid ones still work, pageable host memory included.
+    EXPECT_EQ(FN(cuMemcpyHtoD_v2)(d, host.data(), 4096), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuMemcpy)(heap, d, 4096), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuMemcpyHtoD_v2)(d + 4000, host.data(), 96), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuMemsetD8_v2)(d, 7, 4096), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuMemcpyHtoD_v2)(0, nullptr, 0), CUDA_SUCCESS) << "nothing to copy";
+    EXPECT_EQ(FN(cuMemFree_v2)(d), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuMemcpyHtoD_v2)(d, host.data(), 64), CUDA_ERROR_INVALID_VALUE) << "freed";
+}
+
+TEST(Handles, NullOutPointers)
+{
+    Fixture fx;
+    CUstream s = nullptr;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, 0), CUDA_SUCCESS);
+    CUdeviceptr d = 0;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&d, 64), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuCtxGetCurrent)(nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuCtxGetDevice)(nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuCtxGetId)(nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuStreamGetId)(s, nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuStreamGetCtx)(s, nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuStreamGetFlags)(s, nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuStreamGetAttribute)(s, CU_LAUNCH_ATTRIBUTE_PRIORITY, nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuStreamCreate)(nullptr, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuEventCreate)(nullptr, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemAlloc_v2)(nullptr, 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemAllocHost_v2)(nullptr, 64), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuPointerGetAttribute)(nullptr, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuDeviceGet)(nullptr, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuDeviceGetCount)(nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuDriverGetVersion)(nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuModuleGetFunction)(nullptr, fx.mod, "k"), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuModuleGetGlobal_v2)(nullptr, nullptr, fx.mod, "g"), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuEventElapsedTime)(nullptr, nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuStreamEndCapture)(s, nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuGetProcAddress_v2)("cuInit", nullptr, 13000, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuGetExportTable)(nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
+}
+
+// ---------------------------------------------------------------- the calls a profiler makes on every hooked call
+using HoldFn = void (*)(long long ns, volatile int* held);
+
+TEST(Concurrency, HotCallsDoNotWaitForTheModelLock)
+{
+    Fixture fx;
+    auto hold = reinterpret_cast<HoldFn>(sym("simcudaTestHoldModelLock"));
+    ASSERT_NE(hold, nullptr);
+    CUstream s = nullptr;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr d = 0;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&d, 4096), CUDA_SUCCESS);
+    unsigned long long id = 0;
+    ASSERT_EQ(FN(cuStreamGetId_ptsz)(nullptr, &id), CUDA_SUCCESS);  // this thread's per-thread stream exists
+
+    CUcontext c = nullptr;
+    CUdevice dev = -1;
+    unsigned memType = 0;
+    auto hotCalls = [&] {
+        EXPECT_EQ(FN(cuCtxGetCurrent)(&c), CUDA_SUCCESS);
+        EXPECT_EQ(FN(cuCtxGetDevice)(&dev), CUDA_SUCCESS);
+        EXPECT_EQ(FN(cuStreamGetId)(s, &id), CUDA_SUCCESS);
+        EXPECT_EQ(FN(cuStreamGetCtx)(s, &c), CUDA_SUCCESS);
+        EXPECT_EQ(FN(cuStreamGetCtx)(CU_STREAM_PER_THREAD, &c), CUDA_SUCCESS);
+        EXPECT_EQ(FN(cuPointerGetAttribute)(&memType, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d + 100), CUDA_SUCCESS);
+    };
+    hotCalls();  // steady state: each entry point's one-time registration is done
+
+    volatile int held = 0;
+    constexpr long long kHoldNs = 300000000;
+    std::thread holder([&] { hold(kHoldNs, &held); });
+    while (!held) std::this_thread::yield();
+    const int64_t t0 = nowNs();
+    EXPECT_EQ(FN(cuCtxGetCurrent)(&c), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuCtxGetDevice)(&dev), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuStreamGetId)(s, &id), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuStreamGetCtx)(s, &c), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuStreamGetId)(nullptr, &id), CUDA_SUCCESS) << "legacy stream";
+    EXPECT_EQ(FN(cuStreamGetId_ptsz)(nullptr, &id), CUDA_SUCCESS) << "per-thread stream";
+    EXPECT_EQ(FN(cuStreamGetCtx)(CU_STREAM_PER_THREAD, &c), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuPointerGetAttribute)(&memType, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d + 100), CUDA_SUCCESS);
+    EXPECT_EQ(memType, static_cast<unsigned>(CU_MEMORYTYPE_DEVICE));
+    const int64_t took = nowNs() - t0;
+    const bool stillHeld = nowNs() - t0 < kHoldNs / 2;
+    holder.join();
+    EXPECT_LT(took, kHoldNs / 3) << "the hot calls waited for the model lock";
+    EXPECT_TRUE(stillHeld);
+}
+
+// ---------------------------------------------------------------- fork
+// Runs `body` in a forked child that must exit 0 within a few seconds (a deadlock is killed by SIGALRM).
+template <class F>
+int inChild(F body)
+{
+    const pid_t child = fork();
+    if (child < 0) return -1;
+    if (child == 0) {
+        alarm(10);
+        _exit(body() ? 0 : 1);
+    }
+    int status = 0;
+    if (waitpid(child, &status, 0) != child) return -1;
+    return status;
+}
+
+bool childUsesTheDriver()
+{
+    CUdeviceptr d;
+    CUstream s;
+    char host[64] = {};
+    unsigned long long mine = 0;
+    return FN(cuMemAlloc_v2)(&d, 64) == CUDA_SUCCESS && FN(cuStreamCreate)(&s, 0) == CUDA_SUCCESS &&
+           FN(cuMemsetD8Async)(d, 3, 64, s) == CUDA_SUCCESS && FN(cuStreamSynchronize)(s) == CUDA_SUCCESS &&
+           FN(cuMemcpyDtoH_v2)(host, d, 64) == CUDA_SUCCESS && host[63] == 3 &&
+           FN(cuStreamGetId_ptsz)(nullptr, &mine) == CUDA_SUCCESS && FN(cuMemFree_v2)(d) == CUDA_SUCCESS &&
+           FN(cuLaunchCooperativeKernel)(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr) == 700;
+}
+
+TEST(Fork, ForkWhileAnotherThreadHoldsTheModelLock)
+{
+    Fixture fx;
+    auto hold = reinterpret_cast<HoldFn>(sym("simcudaTestHoldModelLock"));
+    ASSERT_NE(hold, nullptr);
+    unsigned long long parentPt = 0;
+    ASSERT_EQ(FN(cuStreamGetId_ptsz)(nullptr, &parentPt), CUDA_SUCCESS);
+    volatile int held = 0;
+    std::thread holder([&] { hold(200000000, &held); });
+    while (!held) std::this_thread::yield();
+    pid_t childPid = 0;
+    const pid_t child = fork();
+    if (child == 0) {
+        alarm(10);
+        unsigned long long childPt = 0;
+        const bool ok = childUsesTheDriver() && FN(cuStreamGetId_ptsz)(nullptr, &childPt) == CUDA_SUCCESS &&
+                        childPt != parentPt;
+        _exit(ok ? 0 : 1);
+    }
+    childPid = child;
+    ASSERT_GT(childPid, 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(childPid, &status, 0), childPid);
+    holder.join();
+    ASSERT_TRUE(WIFEXITED(status)) << "the child was killed (signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0)
+                                   << "): a deadlock on a lock held at fork()";
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    const std::string childTrace = std::string(SIMCUDA_TEST_DIR) + "/trace_" + std::to_string(childPid) + ".jsonl";
+    std::ifstream in(childTrace);
+    int lines = 0;
+    for (std::string line; std::getline(in, line); ++lines) EXPECT_EQ(json::parse(line)["pid"], childPid);
+    EXPECT_GT(lines, 0) << childTrace;
+    unlink(childTrace.c_str());
+}
+
+TEST(Fork, ForksWhileOtherThreadsUseTheDriver)
+{
+    Fixture fx;
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> busy;
+    for (int t = 0; t < 3; ++t) {
+        busy.emplace_back([&, t] {
+            FN(cuCtxSetCurrent)(fx.ctx);
+            CUfunction k = fx.kernel("ten_us");
+            while (!stop) {
+                CUstream s;
+                CUdeviceptr d;
+                CUevent e;
+                if (t == 0) FN(cuLaunchCooperativeKernel)(k, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr);  // fault rule
+                if (t == 1 && FN(cuStreamCreate)(&s, 0) == CUDA_SUCCESS) {
+                    FN(cuLaunchKernel_ptsz)(k, 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr);
+                    FN(cuStreamDestroy_v2)(s);
+                }
+                if (t == 2 && FN(cuMemAlloc_v2)(&d, 256) == CUDA_SUCCESS) {
+                    FN(cuEventCreate)(&e, 0);
+                    FN(cuMemsetD8Async)(d, 1, 256, nullptr);
+                    FN(cuEventRecord)(e, nullptr);
+                    FN(cuEventDestroy_v2)(e);
+                    FN(cuMemFree_v2)(d);
+                }
+            }
+        });
+    }
+    int failures = 0;
+    std::vector<pid_t> children;
+    for (int i = 0; i < 25; ++i) {
+        const int status = inChild(childUsesTheDriver);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
+    }
+    stop = true;
+    for (std::thread& t : busy) t.join();
+    EXPECT_EQ(failures, 0) << "children that failed or hung";
 }
 
 }  // namespace

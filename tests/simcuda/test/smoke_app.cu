@@ -128,6 +128,32 @@ int main()
     CHECK(cudaFreeHost(pinned));
     CHECK(cudaFree(dx));
     CHECK(cudaFree(dy));
+
+    // With SMOKE_EXPECT_DEVICES=N (and SIMCUDA_DEVICES=N): cudart must see all N devices (its integrity check
+    // covers each one) and work on every one of them, peer copies included.
+    if (const char* want = getenv("SMOKE_EXPECT_DEVICES")) {
+        EXPECT(ndev == atoi(want));
+        std::vector<float*> per(ndev);
+        for (int d = 0; d < ndev; ++d) {
+            CHECK(cudaSetDevice(d));
+            cudaDeviceProp p;
+            CHECK(cudaGetDeviceProperties(&p, d));
+            EXPECT(p.pciBusID == 0x41 + d);
+            CHECK(cudaMalloc(&per[d], bytes));
+            CHECK(cudaMemcpy(per[d], hx.data(), bytes, cudaMemcpyHostToDevice));
+            axpy<<<(n + 255) / 256, 256>>>(1.0f, per[d], per[d], n);
+            CHECK(cudaGetLastError());
+        }
+        for (int d = 1; d < ndev; ++d) CHECK(cudaMemcpyPeer(per[d], d, per[d - 1], d - 1, bytes));
+        for (int d = 0; d < ndev; ++d) {
+            CHECK(cudaSetDevice(d));
+            CHECK(cudaDeviceSynchronize());
+            float v = -1;
+            CHECK(cudaMemcpy(&v, per[d] + 13, sizeof v, cudaMemcpyDeviceToHost));
+            EXPECT(v == 13.f);
+            CHECK(cudaFree(per[d]));
+        }
+    }
     printf("smoke: ok\n");
     return 0;
 }
