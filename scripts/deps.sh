@@ -4,7 +4,8 @@
 set -euo pipefail
 
 GPUSPY_DEBS=(cmake g++ make pkg-config git libunwind-dev libfmt-dev libconcurrentqueue-dev libgtest-dev
-             libbenchmark-dev libdw-dev libelf-dev nlohmann-json3-dev libzstd-dev zstd)
+             libbenchmark-dev libdw-dev libelf-dev nlohmann-json3-dev libzstd-dev zstd
+             clang libclang-rt-14-dev)
 
 gpuspy_install_deps() {
   local missing=()

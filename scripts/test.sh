@@ -4,7 +4,8 @@
 set -euo pipefail
 GPUSPY_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$GPUSPY_ROOT/scripts/deps.sh"
-gpuspy_install_deps
+# chromium: the viewer's browser test (tests/viewer) drives it headless.
+gpuspy_install_deps chromium
 
 cd "$GPUSPY_ROOT"
 gpuspy_build build
