@@ -1,0 +1,695 @@
+// report_vs_trace: checks `gpuspy report --format json` against the simulated driver's ground truth
+// (SIMCUDA_TRACE, with SIMCUDA_TRACE_CALLS=1) of the same run, and the report's findings against a
+// per-app expectation list. Exit status: 0 all checks hold, 1 a check failed, 2 bad usage or input.
+//
+// Usage: report_vs_trace --report JSON --dump DUMP [--expect FILE] [--app-src DIR] [--rel-tol F] TRACE...
+//   TRACE     a trace file or a directory of them (one per process with SIMCUDA_TRACE=dir/trace.%p.jsonl)
+//   --dump    `gpuspy dump` of the capture: its Call lines give the (pid, tid) of every app thread the
+//             shim recorded, each call's own begin/end and flags; its GpuSpan lines which calls were timed;
+//             its Clock lines the anchors' error. Trace records of any other thread are the profiler's own (the shim's drain
+//             thread creates a stream and events, records and queries them) and are left out.
+//   --expect  findings: lines `present RULE FUNC[|FUNC...]` (the finding must be there, and every one
+//             of its call sites must be named after one of the functions, in a source file under
+//             --app-src) and `absent RULE...`; '#' starts a comment.
+//   --app-src the directory of the apps' sources (tests/apps)
+//   --rel-tol relative allowance on GPU times and busy time on top of the computed bound (default 0.02)
+//
+// What is compared, and how the trace's vocabulary maps to the report's:
+//  * transfers: trace memcpy ops -> (direction = dir, host_memory = host_mem, mode); memset ops ->
+//    direction "Memset", compared per mode summed over host_memory (the trace does not say what a
+//    memset's destination is). mode is the API form the report uses: "async" when the driver entry point
+//    is an Async one, else "sync" -- not the trace's "sync" field, which says whether the call blocked
+//    (a pageable cudaMemcpyAsync blocks but is still the async form). count and bytes must be equal.
+//  * graph-replayed ops (trace "graph":true) are not API calls of the app: the report counts a
+//    cuGraphLaunch as a graph launch (launches.graph_launches), not as the copies and kernels its nodes
+//    run, and the copies/kernels recorded into the capture are flagged as captured, not run. So they
+//    are excluded from transfers and kernels; each replay (one cuGraphLaunch call: same pid, tid and
+//    submit time) must be one graph launch, and its nodes count in busy time.
+//  * kernels: count by name exactly; the trace's mangled names are demangled (__cxa_demangle) and
+//    compared with the report's demangled name (and its "mangled" field with the trace name).
+//  * syncs: trace "wait" records by api. cuCtxSynchronize/cuStreamSynchronize/cuEventSynchronize are
+//    the explicit rows (implicit == false); every other api that waited is an implicit row whose kind
+//    must fit the reason (copy: sync_copy|pageable_copy, memset: sync_memset, free: free_sync,
+//    register: register_sync, context: ctx_sync). Report rows the trace has no wait for must have the
+//    kind query/module/alloc/other (those do not block in the simulated driver), else it is a mismatch.
+//  * GPU times and busy: see the comment above opBounds() for the bound.
+#include <nlohmann/json.hpp>
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <numeric>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+int g_failures = 0;
+int g_checks = 0;
+
+void fail(const std::string& what)
+{
+    ++g_failures;
+    std::cout << "FAIL " << what << "\n";
+}
+void ok(const std::string& what)
+{
+    std::cout << "ok   " << what << "\n";
+}
+bool check(bool cond, const std::string& what)
+{
+    ++g_checks;
+    if (cond) ok(what);
+    else fail(what);
+    return cond;
+}
+
+[[noreturn]] void usage(const std::string& why)
+{
+    std::cerr << "report_vs_trace: " << why << "\n"
+              << "usage: report_vs_trace --report JSON --dump DUMP [--expect FILE] [--app-src DIR] [--rel-tol F] TRACE...\n";
+    std::exit(2);
+}
+
+std::string demangle(const std::string& m)
+{
+    if (m.rfind("_Z", 0) != 0) return m;
+    int st = 0;
+    std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(m.c_str(), nullptr, nullptr, &st), std::free);
+    return st == 0 && out ? std::string(out.get()) : m;
+}
+
+// Driver ABI name without version/stream suffixes: cuStreamSynchronize_ptsz -> cuStreamSynchronize.
+std::string baseName(std::string s)
+{
+    for (const char* suf : {"_ptsz", "_ptds"})
+        if (s.size() > 5 && s.compare(s.size() - 5, 5, suf) == 0) s.resize(s.size() - 5);
+    static const std::regex ver("_v[0-9]+$");
+    return std::regex_replace(s, ver, "");
+}
+
+bool isExplicitApi(const std::string& api)
+{
+    const std::string b = baseName(api);
+    return b == "cuCtxSynchronize" || b == "cuStreamSynchronize" || b == "cuEventSynchronize";
+}
+
+// `gpuspy dump` lines: "pid P @OFF Call #SEQ API CATEGORY tid=T t=B..E ... flags=F ..." and
+// "pid P @OFF GpuSpan #SEQ dev=D t=B..E ...". The Call lines give the app threads and, for each call, the
+// shim's own begin/end (the clamp limits of its GPU spans) and whether it blocked; a GpuSpan says the
+// call was timed, i.e. counts in the report's GPU sums.
+struct ShimCall {
+    long long pid = 0, seq = 0, tid = 0, begin = 0, end = 0;
+    std::string api;
+    bool blocking = false, timed = false;
+};
+struct Dump {
+    std::set<std::pair<long long, long long>> threads;
+    std::map<std::pair<long long, long long>, std::vector<ShimCall>> callsByThread;  // sorted by begin
+    std::map<long long, long long> anchorErrorNs;  // per pid: the largest error of its clock anchors
+};
+
+Dump readDump(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in) usage("cannot read dump " + path);
+    static const std::regex call(R"(^pid ([0-9]+) @[0-9]+ Call #([0-9]+) (\S+) \S+ tid=([0-9]+) t=([0-9]+)\.\.([0-9]+) .* flags=(\S+))");
+    static const std::regex span(R"(^pid ([0-9]+) @[0-9]+ GpuSpan #([0-9]+) )");
+    static const std::regex clock(R"(^pid ([0-9]+) @[0-9]+ Clock .* error=([0-9]+)ns)");
+    Dump d;
+    std::vector<ShimCall> calls;
+    std::set<std::pair<long long, long long>> spans;
+    std::string line;
+    std::smatch m;
+    while (std::getline(in, line)) {
+        if (std::regex_search(line, m, call)) {
+            ShimCall c;
+            c.pid = std::stoll(m[1]);
+            c.seq = std::stoll(m[2]);
+            c.api = m[3];
+            c.tid = std::stoll(m[4]);
+            c.begin = std::stoll(m[5]);
+            c.end = std::stoll(m[6]);
+            c.blocking = std::string(m[7]).find("implicit-sync") != std::string::npos;
+            calls.push_back(c);
+            d.threads.insert({c.pid, c.tid});
+        } else if (std::regex_search(line, m, clock)) {
+            long long& e = d.anchorErrorNs[std::stoll(m[1])];
+            e = std::max(e, std::stoll(m[2]));
+        } else if (std::regex_search(line, m, span)) {
+            spans.insert({std::stoll(m[1]), std::stoll(m[2])});
+        }
+    }
+    for (ShimCall& c : calls) {
+        c.timed = spans.count({c.pid, c.seq}) != 0;
+        d.callsByThread[{c.pid, c.tid}].push_back(c);
+    }
+    for (auto& [k, v] : d.callsByThread)
+        std::sort(v.begin(), v.end(), [](const ShimCall& a, const ShimCall& b) { return a.begin < b.begin; });
+    return d;
+}
+
+struct Op {
+    std::string op, api, name, dir, hostMem;
+    long long pid = 0, tid = 0, dev = 0, stream = 0;
+    long long submit = 0, start = 0, end = 0, bytes = 0;
+    bool graph = false;
+    long long callStart = -1, callEnd = -1;  // the driver call that submitted it (trace "call" record)
+    const ShimCall* shim = nullptr;          // the shim's record of that call (dump)
+    bool timed() const { return shim && shim->timed; }
+};
+struct Wait {
+    std::string api, reason;
+    long long pid = 0, tid = 0, dev = 0, start = 0, end = 0;
+};
+struct Call {
+    std::string api;
+    long long pid = 0, tid = 0, start = 0, end = 0;
+};
+
+struct Trace {
+    std::vector<Op> ops;
+    std::vector<Wait> waits;
+    std::vector<Call> calls;
+    size_t foreignOps = 0, foreignWaits = 0;  // on the profiler's own threads
+};
+
+std::vector<std::string> traceFiles(const std::vector<std::string>& args)
+{
+    std::vector<std::string> files;
+    for (const std::string& a : args) {
+        if (fs::is_directory(a)) {
+            std::vector<std::string> v;
+            for (const auto& e : fs::directory_iterator(a))
+                if (e.is_regular_file()) v.push_back(e.path().string());
+            std::sort(v.begin(), v.end());
+            files.insert(files.end(), v.begin(), v.end());
+        } else {
+            files.push_back(a);
+        }
+    }
+    return files;
+}
+
+Trace readTrace(const std::vector<std::string>& files, const std::set<std::pair<long long, long long>>& appThreads)
+{
+    Trace t;
+    for (const std::string& f : files) {
+        std::ifstream in(f);
+        if (!in) usage("cannot read trace " + f);
+        std::string line;
+        size_t n = 0;
+        while (std::getline(in, line)) {
+            ++n;
+            if (line.empty()) continue;
+            Json j;
+            try {
+                j = Json::parse(line);
+            } catch (const std::exception& e) {
+                usage(f + ":" + std::to_string(n) + ": not JSON: " + e.what());
+            }
+            const std::string type = j.value("type", "");
+            const long long pid = j.value("pid", 0LL), tid = j.value("tid", 0LL);
+            const bool app = appThreads.count({pid, tid}) != 0;
+            if (type == "op") {
+                if (!app) {
+                    ++t.foreignOps;
+                    continue;
+                }
+                Op o;
+                o.op = j.value("op", "");
+                o.api = j.value("api", "");
+                o.name = j.value("name", "");
+                o.dir = j.value("dir", "");
+                o.hostMem = j.value("host_mem", "");
+                o.pid = pid;
+                o.tid = tid;
+                o.dev = j.value("dev", 0LL);
+                o.stream = j.value("stream", 0LL);
+                o.submit = j.value("submit", 0LL);
+                o.start = j.value("start", 0LL);
+                o.end = j.value("end", 0LL);
+                o.bytes = j.value("bytes", 0LL);
+                o.graph = j.value("graph", false);
+                t.ops.push_back(o);
+            } else if (type == "wait") {
+                if (!app) {
+                    ++t.foreignWaits;
+                    continue;
+                }
+                t.waits.push_back(Wait{j.value("api", ""), j.value("reason", ""), pid, tid, j.value("dev", 0LL),
+                                       j.value("start", 0LL), j.value("end", 0LL)});
+            } else if (type == "call") {
+                t.calls.push_back(Call{j.value("api", ""), pid, tid, j.value("start", 0LL), j.value("end", 0LL)});
+            }
+        }
+    }
+    return t;
+}
+
+std::string modeOf(const std::string& api) { return api.find("Async") != std::string::npos ? "async" : "sync"; }
+
+std::string fmtNs(double ns)
+{
+    char b[64];
+    std::snprintf(b, sizeof b, "%.0f", ns);
+    return b;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The bound on GPU time placement. The shim times device work with events on the app's stream: a begin
+// event (the previous timed op's end event on that stream, or one it records just before the call),
+// and an end event recorded just after the call returns; the drain thread converts them to the host
+// clock through an anchor event, then clamps the begin to >= the call's begin (as the shim recorded it,
+// the dump's t=B..E) and, for calls that blocked (flag implicit-sync), the end to <= the call's end. In
+// the simulated driver an event stamps the stream's tail if work is pending, else "now + latency".
+// Therefore, for a timed op with true interval [s, e] (trace):
+//   begin b: b <= s (the begin event is recorded before the op is submitted, and s >= submit + latency;
+//     a shared begin is an earlier op's end on the same stream); b >= the shim's call begin B (clamp) and
+//     b >= the end of the previous op on the same stream (a stamp is never before the tail).
+//     So 0 <= s - b <= Eb = s - max(B, previous end on the stream). On a busy stream (the op queued
+//     behind the previous one, s == its end) Eb is 0: the span starts exactly. On an idle stream Eb is
+//     the time from the call's begin to the op's start: the call's own host cost, the latency, and any
+//     time the thread was descheduled in between -- "the event clock's placement error on idle streams".
+//   end f: f >= e (the end event is queued behind the op); f <= max(e, R + latency) where R is the end
+//     of the first cuEventRecord call (trace call record) on that thread after the op's call returned,
+//     the shim's end record (its stamp is the tail if the op is still pending, else its "now" +
+//     latency); a blocking call also clamps f <= E. So 0 <= f - e <= Ef.
+//   The anchor itself is placed within the width of its query bracket (the dump's Clock error): a
+//     shift of the converted ends that a clamp stops on one side only lengthens the span by at most
+//     that; it is added to Eb and Ef.
+//   Both ends also carry the float-ms rounding of cuEventElapsedTime against the anchor: |elapsed| <
+//     2 s gives under 2^-24 * 2048 ms / 2 = 61 ns per end; kFloatNs = 128 per end covers it.
+// A span thus contains the op's true interval and exceeds it by at most Eb + Ef: the GPU time of a row
+// lies in [sum over its timed ops of (e - s) - 2 kFloatNs n, sum of (e - s + Eb + Ef) + 2 kFloatNs n],
+// and the busy union of the timed ops between the union of their true intervals and the union of the
+// widened ones. Which ops were timed is exact: the dump's GpuSpan records name the calls. On top of
+// this, --rel-tol (2%) of the truth allows for what the model leaves out (another thread queueing on the
+// same stream between the op and its end record, CPU clock reads).
+constexpr double kFloatNs = 128;
+
+long long g_latencyNs = 2000;
+
+struct OpBound {
+    long long eb = 0, ef = 0;
+};
+
+// Matches each op to its driver call (trace call record, SIMCUDA_TRACE_CALLS=1) and to the shim's record
+// of that call (dump), then computes Eb and Ef as above.
+std::vector<OpBound> opBounds(Trace& t, const Dump& dump)
+{
+    std::map<std::pair<long long, long long>, std::vector<const Call*>> callsByThread;
+    for (const Call& c : t.calls) callsByThread[{c.pid, c.tid}].push_back(&c);
+    for (auto& [k, v] : callsByThread)
+        std::sort(v.begin(), v.end(), [](const Call* a, const Call* b) { return a->start < b->start; });
+    for (Op& o : t.ops) {
+        if (auto it = callsByThread.find({o.pid, o.tid}); it != callsByThread.end())
+            for (const Call* c : it->second)
+                if (c->api == o.api && c->start <= o.submit && o.submit <= c->end) {
+                    o.callStart = c->start;
+                    o.callEnd = c->end;
+                }
+        if (auto it = dump.callsByThread.find({o.pid, o.tid}); it != dump.callsByThread.end())
+            for (const ShimCall& c : it->second)
+                if (c.api == o.api && c.begin <= o.submit && o.submit <= c.end) o.shim = &c;
+    }
+    std::vector<size_t> order(t.ops.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.ops[a].submit < t.ops[b].submit; });
+    std::map<std::tuple<long long, long long, long long>, long long> streamEnd;  // (pid, dev, stream) -> max end so far
+    std::vector<OpBound> out(t.ops.size());
+    for (size_t idx : order) {
+        const Op& o = t.ops[idx];
+        OpBound& b = out[idx];
+        const auto key = std::make_tuple(o.pid, o.dev, o.stream);
+        long long lower = o.shim ? o.shim->begin : (o.callStart >= 0 ? o.callStart : o.submit);
+        if (auto s = streamEnd.find(key); s != streamEnd.end()) lower = std::max(lower, s->second);
+        b.eb = std::max(0LL, o.start - lower);
+        long long fmax = LLONG_MAX;  // no end record found: unbounded
+        if (auto ct = callsByThread.find({o.pid, o.tid}); ct != callsByThread.end()) {
+            const long long after = o.callEnd >= 0 ? o.callEnd : o.end;
+            for (const Call* c : ct->second)
+                if (c->start >= after && c->api.rfind("cuEventRecord", 0) == 0) {
+                    fmax = c->end + g_latencyNs;
+                    break;
+                }
+        }
+        if (o.shim && o.shim->blocking) fmax = std::min(fmax, o.shim->end);
+        b.ef = fmax == LLONG_MAX ? LLONG_MAX / 4 : std::max(0LL, fmax - o.end);
+        // The anchor's own error (the dump's Clock error: the width of the query bracket that placed it)
+        // shifts both converted ends alike; where one end is clamped to the call, the span grows by it.
+        if (auto a = dump.anchorErrorNs.find(o.pid); a != dump.anchorErrorNs.end()) {
+            b.eb += a->second;
+            b.ef += a->second;
+        }
+        long long& se = streamEnd[key];
+        se = std::max(se, o.end);
+    }
+    return out;
+}
+
+struct Interval {
+    long long b, e;
+};
+
+long long unionWithin(std::vector<Interval> v, long long lo, long long hi)
+{
+    std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.b < b.b; });
+    long long total = 0, cb = 0, ce = 0;
+    bool open = false;
+    for (Interval x : v) {
+        x.b = std::max(x.b, lo);
+        x.e = std::min(x.e, hi);
+        if (x.e <= x.b) continue;
+        if (!open || x.b > ce) {
+            if (open) total += ce - cb;
+            cb = x.b;
+            ce = x.e;
+            open = true;
+        } else {
+            ce = std::max(ce, x.e);
+        }
+    }
+    if (open) total += ce - cb;
+    return total;
+}
+
+// A row's GPU time against its timed ops: [sum (e - s) - rounding - rel, sum (e - s + Eb + Ef) + rounding + rel],
+// and its timed count against the number of ops the dump shows timed.
+void checkGpuTime(const std::string& what, double reported, uint64_t timedReported, const std::vector<size_t>& idx,
+                  const Trace& t, const std::vector<OpBound>& bounds, double relTol)
+{
+    double truth = 0, all = 0, upper = 0;
+    uint64_t timed = 0;
+    for (size_t i : idx) {
+        const Op& o = t.ops[i];
+        all += double(o.end - o.start);
+        if (!o.timed()) continue;
+        ++timed;
+        truth += double(o.end - o.start);
+        upper += double(o.end - o.start) + double(bounds[i].eb) + double(bounds[i].ef);
+    }
+    check(timedReported == timed, what + ": report timed_count " + std::to_string(timedReported) + ", the capture timed " +
+                                      std::to_string(timed) + " of " + std::to_string(idx.size()) + " ops");
+    const double lo = truth * (1 - relTol) - 2 * kFloatNs * double(timed);
+    const double hi = upper + relTol * truth + 2 * kFloatNs * double(timed);
+    std::ostringstream s;
+    s << what << " GPU time " << fmtNs(reported) << " ns within [" << fmtNs(lo) << ", " << fmtNs(hi) << "] (trace "
+      << fmtNs(truth) << " ns over the " << timed << " timed ops, " << fmtNs(all) << " over all " << idx.size() << ")";
+    check(reported >= lo && reported <= hi, s.str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    std::string reportPath, dumpPath, expectPath, appSrc;
+    double relTol = 0.02;
+    std::vector<std::string> traces;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) usage(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "--report") reportPath = next();
+        else if (a == "--dump") dumpPath = next();
+        else if (a == "--expect") expectPath = next();
+        else if (a == "--app-src") appSrc = next();
+        else if (a == "--rel-tol") relTol = std::stod(next());
+        else if (a.rfind("--", 0) == 0) usage("unknown option " + a);
+        else traces.push_back(a);
+    }
+    if (reportPath.empty() || dumpPath.empty() || traces.empty()) usage("--report, --dump and a trace are required");
+    if (const char* l = std::getenv("SIMCUDA_LAUNCH_LATENCY_NS")) g_latencyNs = std::atoll(l);
+
+    Json report;
+    {
+        std::ifstream in(reportPath);
+        if (!in) usage("cannot read report " + reportPath);
+        try {
+            in >> report;
+        } catch (const std::exception& e) {
+            usage(reportPath + ": not JSON: " + e.what());
+        }
+    }
+    check(report.value("schema", "") == "gpuspy.report/1", "report schema is gpuspy.report/1");
+    const Dump dump = readDump(dumpPath);
+    const auto& appThreads = dump.threads;
+    Trace t = readTrace(traceFiles(traces), appThreads);
+    if (t.calls.empty()) usage("the trace has no call records: run with SIMCUDA_TRACE_CALLS=1");
+    std::cout << "trace: " << t.ops.size() << " ops, " << t.waits.size() << " waits on " << appThreads.size()
+              << " app thread(s); left out " << t.foreignOps << " ops and " << t.foreignWaits
+              << " waits of the profiler's own threads\n";
+
+    // ---- processes: the same set of pids.
+    std::set<long long> tracePids, reportPids;
+    for (const Op& o : t.ops) tracePids.insert(o.pid);
+    for (const Wait& w : t.waits) tracePids.insert(w.pid);
+    for (const Json& p : report["processes"]) reportPids.insert(p.value("pid", 0LL));
+    for (long long pid : tracePids)
+        check(reportPids.count(pid) != 0, "process " + std::to_string(pid) + " of the trace is in the report");
+    for (const Json& p : report["processes"])
+        check(p.value("dropped_records", 0) == 0,
+              "process " + std::to_string(p.value("pid", 0LL)) + " dropped no records");
+
+    // ---- transfers
+    std::map<std::tuple<std::string, std::string, std::string>, std::pair<long long, long long>> want, got;
+    std::map<std::tuple<std::string, std::string, std::string>, std::vector<size_t>> opsOfGroup;
+    for (size_t i = 0; i < t.ops.size(); ++i) {
+        const Op& o = t.ops[i];
+        if (o.graph || (o.op != "memcpy" && o.op != "memset")) continue;
+        const auto key = o.op == "memset" ? std::make_tuple(std::string("Memset"), std::string("*"), modeOf(o.api))
+                                          : std::make_tuple(o.dir, o.hostMem, modeOf(o.api));
+        want[key].first += 1;
+        want[key].second += o.bytes;
+        opsOfGroup[key].push_back(i);
+    }
+    std::map<std::tuple<std::string, std::string, std::string>, std::pair<double, uint64_t>> gpuOfGroup;
+    for (const Json& r : report["transfers"]) {
+        std::string dir = r.value("direction", ""), mem = r.value("host_memory", ""), mode = r.value("mode", "");
+        if (dir == "Memset") mem = "*";
+        const auto key = std::make_tuple(dir, mem, mode);
+        got[key].first += r.value("count", 0LL);
+        got[key].second += r.value("bytes", 0LL);
+        gpuOfGroup[key].first += r.value("gpu_ns", 0.0);
+        gpuOfGroup[key].second += r.value("timed_count", 0ULL);
+    }
+    std::set<std::tuple<std::string, std::string, std::string>> keys;
+    for (const auto& [k, v] : want) keys.insert(k);
+    for (const auto& [k, v] : got) keys.insert(k);
+    for (const auto& k : keys) {
+        const auto w = want.count(k) ? want[k] : std::make_pair(0LL, 0LL);
+        const auto g = got.count(k) ? got[k] : std::make_pair(0LL, 0LL);
+        const std::string name = "transfers " + std::get<0>(k) + "/" + std::get<1>(k) + "/" + std::get<2>(k);
+        check(w.first == g.first && w.second == g.second,
+              name + ": report count " + std::to_string(g.first) + " bytes " + std::to_string(g.second) + ", trace count " +
+                  std::to_string(w.first) + " bytes " + std::to_string(w.second));
+    }
+
+    const std::vector<OpBound> bounds = opBounds(t, dump);
+    for (const auto& [k, idx] : opsOfGroup) {
+        if (!gpuOfGroup.count(k)) continue;
+        checkGpuTime("transfers " + std::get<0>(k) + "/" + std::get<1>(k) + "/" + std::get<2>(k), gpuOfGroup[k].first,
+                     gpuOfGroup[k].second, idx, t, bounds, relTol);
+    }
+
+    // ---- kernels
+    std::map<std::string, std::vector<size_t>> kernelOps;
+    std::map<std::string, std::set<std::string>> mangledOf;
+    for (size_t i = 0; i < t.ops.size(); ++i) {
+        const Op& o = t.ops[i];
+        if (o.graph || o.op != "kernel") continue;
+        kernelOps[demangle(o.name)].push_back(i);
+        mangledOf[demangle(o.name)].insert(o.name);
+    }
+    std::set<std::string> reportKernels;
+    for (const Json& k : report["kernels"]) {
+        const std::string name = k.value("name", "");
+        reportKernels.insert(name);
+        const auto it = kernelOps.find(name);
+        const long long want = it == kernelOps.end() ? 0 : (long long)it->second.size();
+        check(k.value("count", 0ULL) == uint64_t(want), "kernel " + name + ": report count " + std::to_string(k.value("count", 0LL)) +
+                                                 ", trace " + std::to_string(want));
+        if (it == kernelOps.end()) continue;
+        if (!k.value("mangled", "").empty())
+            check(mangledOf[name].count(k.value("mangled", "")) != 0, "kernel " + name + ": mangled name " +
+                                                                         k.value("mangled", "") + " is the trace's");
+        checkGpuTime("kernel " + name, k.value("gpu_ns", 0.0), k.value("timed_count", 0ULL), it->second, t, bounds, relTol);
+    }
+    for (const auto& [name, idx] : kernelOps)
+        if (!reportKernels.count(name))
+            fail("kernel " + name + ": " + std::to_string(idx.size()) + " launches in the trace, none in the report");
+
+    // ---- graph launches: one per cuGraphLaunch call that replayed nodes.
+    std::set<std::tuple<long long, long long, long long>> replays;
+    for (const Op& o : t.ops)
+        if (o.graph) replays.insert({o.pid, o.tid, o.callStart >= 0 ? o.callStart : o.submit});
+    check(report["launches"].value("graph_launches", 0ULL) == replays.size(),
+          "graph launches: report " + std::to_string(report["launches"].value("graph_launches", 0ULL)) + ", trace " +
+              std::to_string(replays.size()) + " replays");
+
+    // ---- syncs
+    std::map<std::string, std::map<std::string, long long>> waitsByApi;  // api -> reason -> count
+    for (const Wait& w : t.waits) waitsByApi[w.api][w.reason] += 1;
+    std::map<std::pair<std::string, bool>, std::pair<long long, std::string>> reportSyncs;  // (api, implicit) -> count, kind
+    for (const Json& s : report["syncs"])
+        reportSyncs[{s.value("api", ""), s.value("implicit", false)}] = {s.value("count", 0LL), s.value("kind", "")};
+    static const std::map<std::string, std::string> kindOfReason = {
+        {"sync_copy", "copy"}, {"pageable_copy", "copy"}, {"sync_memset", "memset"}, {"free_sync", "free"},
+        {"register_sync", "register"}, {"ctx_sync", "context"}, {"stream_sync", "stream"}, {"event_sync", "event"}};
+    for (const auto& [api, reasons] : waitsByApi) {
+        long long n = 0;
+        std::string why;
+        for (const auto& [r, c] : reasons) {
+            n += c;
+            why += (why.empty() ? "" : ",") + r + "=" + std::to_string(c);
+        }
+        const bool implicit = !isExplicitApi(api);
+        auto it = reportSyncs.find({api, implicit});
+        const long long g = it == reportSyncs.end() ? 0 : it->second.first;
+        check(g == n, std::string("syncs ") + api + (implicit ? " (implicit)" : " (explicit)") + ": report " +
+                          std::to_string(g) + ", trace " + std::to_string(n) + " waits (" + why + ")");
+        if (it != reportSyncs.end())
+            for (const auto& [r, c] : reasons) {
+                const auto k = kindOfReason.find(r);
+                check(k != kindOfReason.end() && k->second == it->second.second,
+                      "syncs " + api + ": report kind " + it->second.second + " fits trace reason " + r);
+            }
+    }
+    for (const auto& [key, v] : reportSyncs) {
+        if (waitsByApi.count(key.first)) continue;
+        const std::string& kind = v.second;
+        check(kind == "query" || kind == "module" || kind == "alloc" || kind == "other",
+              "syncs " + key.first + ": " + std::to_string(v.first) + " in the report (kind " + kind +
+                  "), no wait in the trace" + (kind == "query" || kind == "module" || kind == "alloc" || kind == "other"
+                                                   ? " (this kind does not block in the simulated driver)"
+                                                   : ""));
+    }
+
+    // ---- busy per (pid, device)
+    for (const Json& d : report["devices"]) {
+        const long long pid = d.value("pid", 0LL), dev = d.value("id", 0LL);
+        long long lo = 0, hi = 0;
+        for (const Json& p : report["processes"])
+            if (p.value("pid", 0LL) == pid) {
+                lo = p.value("active_begin_ns", 0LL);
+                hi = p.value("active_end_ns", 0LL);
+            }
+        // The report's union holds the timed ops only (a graph launch is one timed span around its nodes:
+        // each node is matched to the launch call, and the widened nodes cover that span).
+        std::vector<Interval> all, truth, upper;
+        size_t ops = 0, untimed = 0;
+        for (size_t i = 0; i < t.ops.size(); ++i) {
+            const Op& o = t.ops[i];
+            if (o.pid != pid || o.dev != dev) continue;
+            ++ops;
+            all.push_back({o.start, o.end});
+            if (!o.timed()) {
+                ++untimed;
+                continue;
+            }
+            truth.push_back({o.start, o.end});
+            upper.push_back({o.start - bounds[i].eb, o.end + std::min(bounds[i].ef, LLONG_MAX / 8)});
+        }
+        const double busyAll = double(unionWithin(all, lo, hi));
+        const double busyTrue = double(unionWithin(truth, lo, hi));
+        const double busyUpper = double(unionWithin(upper, lo, hi));
+        const double lower = busyTrue * (1 - relTol) - 2 * kFloatNs * double(ops);
+        const double upperB = busyUpper + relTol * busyTrue + 2 * kFloatNs * double(ops);
+        const double reported = d.value("busy_ns", 0.0);
+        const double active = double(hi - lo);
+        std::ostringstream s;
+        s.precision(2);
+        s << std::fixed << "device " << dev << " pid " << pid << ": busy " << fmtNs(reported) << " ns ("
+          << d.value("busy_pct", 0.0) << "%) within [" << fmtNs(lower) << ", " << fmtNs(upperB) << "] (trace "
+          << fmtNs(busyTrue) << " ns of the timed ops; all ops " << fmtNs(busyAll) << " ns = "
+          << (active > 0 ? 100 * busyAll / active : 0) << "% of the active span; " << untimed << " of " << ops
+          << " ops untimed)";
+        check(reported >= lower && reported <= upperB, s.str());
+        if (active > 0)
+            check(std::fabs(d.value("busy_pct", 0.0) - 100 * reported / active) < 0.01,
+                  "device " + std::to_string(dev) + " pid " + std::to_string(pid) + ": busy_pct = busy_ns / active span");
+    }
+
+    // ---- findings
+    if (!expectPath.empty()) {
+        std::ifstream in(expectPath);
+        if (!in) usage("cannot read " + expectPath);
+        std::map<std::string, const Json*> findings;
+        for (const Json& f : report["findings"]) findings[f.value("rule", "")] = &f;
+        std::map<long long, const Json*> sites;
+        for (const Json& c : report["callsites"]) sites[c.value("id", -1LL)] = &c;
+        const std::string srcDir = appSrc.empty() ? "" : fs::weakly_canonical(appSrc).string() + "/";
+        std::string line;
+        while (std::getline(in, line)) {
+            if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
+            std::istringstream ls(line);
+            std::string verb;
+            if (!(ls >> verb)) continue;
+            if (verb == "absent") {
+                std::string rule;
+                while (ls >> rule)
+                    check(!findings.count(rule), "finding " + rule + " is absent" +
+                                                     (findings.count(rule) ? ": " + findings[rule]->value("message", "") : ""));
+            } else if (verb == "present") {
+                std::string rule, funcs;
+                ls >> rule >> funcs;
+                std::set<std::string> allowed;
+                for (size_t p = 0, q; p <= funcs.size(); p = q + 1) {
+                    q = funcs.find('|', p);
+                    if (q == std::string::npos) q = funcs.size();
+                    if (q > p) allowed.insert(funcs.substr(p, q - p));
+                }
+                if (!check(findings.count(rule) != 0, "finding " + rule + " is present")) continue;
+                const Json& f = *findings[rule];
+                check(!f["callsites"].empty(), "finding " + rule + " has call sites");
+                for (const Json& id : f["callsites"]) {
+                    auto it = sites.find(id.get<long long>());
+                    if (it == sites.end()) {
+                        fail("finding " + rule + ": call site " + id.dump() + " is not in callsites");
+                        continue;
+                    }
+                    const Json& c = *it->second;
+                    const size_t sf = c.value("site_frame", size_t(0));
+                    std::string fn, file;
+                    long long lineNo = 0;
+                    if (sf < c["frames"].size()) {
+                        fn = c["frames"][sf].value("function", "");
+                        file = c["frames"][sf].value("file", "");
+                        lineNo = c["frames"][sf].value("line", 0LL);
+                    }
+                    std::string base = fn.substr(0, fn.find('('));
+                    if (auto sp = base.rfind(' '); sp != std::string::npos) base = base.substr(sp + 1);
+                    const bool fileOk = !file.empty() && (srcDir.empty() || fs::weakly_canonical(file).string().rfind(srcDir, 0) == 0);
+                    check(allowed.count(base) && fileOk && lineNo > 0,
+                          "finding " + rule + ": call site " + id.dump() + " \"" + c.value("label", "") + "\" is " + funcs +
+                              " in the app's source (site frame: function '" + fn + "' file '" + file + "' line " +
+                              std::to_string(lineNo) + ")");
+                }
+            } else {
+                usage(expectPath + ": unknown line '" + line + "'");
+            }
+        }
+    }
+
+    std::cout << (g_failures ? "FAILED: " : "PASSED: ") << g_failures << " of " << g_checks << " checks failed\n";
+    return g_failures ? 1 : 0;
+}
