@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -32,10 +33,43 @@ size_t snapshotThreadStats(wire::ThreadStatsBody* out, size_t cap);
 
 namespace {
 
+// The queue's memory comes resident: its block pool is handed out front to back before any block is
+// reused, so lazily mapped pages would fault on the app threads one by one through the first 64 Ki
+// records, and a first touch costs 12-30 us on a VM (1 us per page populated in bulk). A producer's
+// block index (16 KiB, one per thread) likewise. The header keeps the mapping's size for free().
+struct QueueMemory {
+    static constexpr size_t kHeader = 64;  // keeps the caller's pointer 64-byte aligned
+    static constexpr size_t kMapAbove = 4096;
+    static void* allocate(size_t size)
+    {
+        const bool map = size >= kMapAbove;
+        uint8_t* raw = nullptr;
+        if (map) {
+            void* p = mmap(nullptr, size + kHeader, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+            raw = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+        } else {
+            raw = static_cast<uint8_t*>(std::malloc(size + kHeader));
+        }
+        if (!raw) return nullptr;
+        reinterpret_cast<size_t*>(raw)[0] = map ? size + kHeader : 0;
+        return raw + kHeader;
+    }
+    static void release(void* p)
+    {
+        if (!p) return;
+        uint8_t* raw = static_cast<uint8_t*>(p) - kHeader;
+        const size_t mapped = reinterpret_cast<size_t*>(raw)[0];
+        if (mapped) munmap(raw, mapped);
+        else std::free(raw);
+    }
+};
+
 struct QueueTraits : moodycamel::ConcurrentQueueDefaultTraits {
     static const size_t BLOCK_SIZE = 64;
     // try_enqueue never grows a producer's block index: size it so one thread can fill the queue.
     static const size_t EXPLICIT_INITIAL_INDEX_SIZE = 1024;
+    static inline void* malloc(size_t size) { return QueueMemory::allocate(size); }
+    static inline void free(void* p) { QueueMemory::release(p); }
 };
 using Queue = moodycamel::ConcurrentQueue<Item, QueueTraits>;
 
@@ -47,6 +81,14 @@ constexpr size_t kBatch = 512;
 
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_running{false};
+// How the stream ends: fast (a signal, _exit, exec: no waiting for pending GPU spans) and why.
+std::atomic<bool> g_fast{false};
+std::atomic<int> g_exitReason{0};
+// Flush requests (a signal handler chaining to the app's own): the drain thread acknowledges the
+// request it saw before a pass that found the queue empty and wrote everything out.
+std::atomic<uint64_t> g_flushReq{0};
+std::atomic<uint64_t> g_flushAck{0};
+thread_local bool t_drainThread GS_TLS = false;
 std::atomic<bool> g_finished{false};
 
 struct Output {
@@ -136,10 +178,9 @@ bool writeAll(const uint8_t* p, size_t n)
 size_t encodePreamble(uint8_t* out, size_t cap)
 {
     size_t n = 0;
-    const uint64_t mono = nowNs();
-    timespec rt;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    const uint64_t real = uint64_t(rt.tv_sec) * 1000000000u + uint64_t(rt.tv_nsec);
+    // The start is when recording began, not now: records were queued before this thread ran.
+    uint64_t mono = 0, real = 0;
+    startTimes(&mono, &real);
     wire::StreamHeader h = wire::makeStreamHeader(uint32_t(getpid()), mono, real);
     memcpy(out, &h, sizeof h);
     n += sizeof h;
@@ -258,6 +299,7 @@ void flushBuffer(uint8_t* buf, size_t& n, uint64_t records)
 void* drainMain(void*)
 {
     ++t_depth;  // nothing this thread calls is recorded
+    t_drainThread = true;
     prctl(PR_SET_NAME, "gpuspy-drain", 0, 0, 0);
     uint8_t* buf = static_cast<uint8_t*>(malloc(kBufSize));
     Item* items = static_cast<Item*>(malloc(sizeof(Item) * kBatch));
@@ -278,6 +320,11 @@ void* drainMain(void*)
             stopping = true;
             stopDeadline = nowNs() + 1500000000ull;
         }
+#ifdef GPUSPY_HAVE_STACK
+        stackPrefault();
+#endif
+        const uint64_t flushReq = g_flushReq.load(std::memory_order_acquire);
+        const bool waitGpu = stopping && !g_fast.load(std::memory_order_acquire);
         const size_t got = q->try_dequeue_bulk(ctok, items, kBatch);
         // Definitions first, so that the records that follow can refer to them.
         n += drainDefs(buf + n, kBufSize - n);
@@ -297,12 +344,13 @@ void* drainMain(void*)
                 pendingRecords = 0;
             }
         }
-        const size_t g = gpuDrain(buf + n, kBufSize - n, items, got, stopping);
+        const size_t g = gpuDrain(buf + n, kBufSize - n, items, got, waitGpu);
         n += g;
         if (kBufSize - n < 200000 || got == 0) {
             flushBuffer(buf, n, pendingRecords);
             pendingRecords = 0;
         }
+        if (got == 0) g_flushAck.store(flushReq, std::memory_order_release);
         if (got == 0) {
             if (stopping && (q->size_approx() == 0 || nowNs() > stopDeadline)) break;
             timespec ts{0, stopping ? 200000 : 2000000};
@@ -311,7 +359,7 @@ void* drainMain(void*)
     }
     // Final totals: per-thread figures for threads still alive, then End.
     n += drainDefs(buf + n, kBufSize - n);
-    n += gpuDrain(buf + n, kBufSize - n, nullptr, 0, true);
+    n += gpuDrain(buf + n, kBufSize - n, nullptr, 0, !g_fast.load(std::memory_order_acquire));
     wire::ThreadStatsBody stats[256];
     const size_t ns = snapshotThreadStats(stats, 256);
     for (size_t i = 0; i < ns && kBufSize - n > 64; ++i) n += wire::encode(buf + n, kBufSize - n, stats[i]);
@@ -321,7 +369,7 @@ void* drainMain(void*)
     end.recordsMade = recordsMade();
     end.recordsDropped = recordsDropped() + q->size_approx();
     end.gpuSpansSampledOut = gpuSampledOut();
-    end.exitReason = 0;
+    end.exitReason = g_exitReason.load(std::memory_order_acquire);
     n += wire::encode(buf + n, kBufSize - n, end);
     flushBuffer(buf, n, ns + 1);
     if (g_out.fd >= 0) {
@@ -347,6 +395,7 @@ void queueCreate()
     if (!mem) return;
     // Explicit producers only (one token per thread); all blocks allocated now: bounded.
     g_queue = new (mem) Queue(g_queueItems + 2 * QueueTraits::BLOCK_SIZE, 0, 0);
+    newQueueGeneration();  // tokens of an older queue must not be used with this one
 }
 
 void* queueNewToken()
@@ -398,15 +447,49 @@ void drainStart()
 
 void drainWake() {}
 
-void drainStopAndFlush(uint64_t timeoutNs)
+bool onDrainThread() { return t_drainThread; }
+
+bool drainFlushNow(uint64_t timeoutNs)
 {
-    if (!g_running.load()) return;
+    // Async-signal-safe: atomics and nanosleep only.
+    if (!g_running.load() || g_finished.load() || t_drainThread) return false;
+    const uint64_t req = g_flushReq.fetch_add(1, std::memory_order_acq_rel) + 1;
+    const uint64_t deadline = nowNs() + timeoutNs;
+    while (g_flushAck.load(std::memory_order_acquire) < req && !g_finished.load(std::memory_order_acquire)) {
+        if (nowNs() > deadline) return false;
+        timespec ts{0, 100000};
+        nanosleep(&ts, nullptr);
+    }
+    return true;
+}
+
+void drainStopAndFlush(uint64_t timeoutNs, bool fast, int exitReason)
+{
+    // Async-signal-safe too (a signal handler, _exit): atomics and nanosleep only.
+    if (!g_running.load() || t_drainThread) return;
+    if (fast) g_fast.store(true, std::memory_order_release);
+    g_exitReason.store(exitReason, std::memory_order_release);
     g_stop.store(true, std::memory_order_release);
     const uint64_t deadline = nowNs() + timeoutNs;
     while (!g_finished.load(std::memory_order_acquire) && nowNs() < deadline) {
         timespec ts{0, 500000};
         nanosleep(&ts, nullptr);
     }
+}
+
+void drainRestartable()
+{
+    if (!g_finished.load(std::memory_order_acquire)) return;  // still writing: never two drain threads
+    g_running.store(false);
+    g_stop.store(false);
+    g_finished.store(false);
+    g_fast.store(false);
+    g_exitReason.store(0);
+    // A new stream (new file): every definition is pending again.
+    internForgetSent();
+#ifdef GPUSPY_HAVE_STACK
+    stackAfterForkChild();
+#endif
 }
 
 void drainAfterForkChild()

@@ -21,7 +21,10 @@ std::atomic<uint64_t> g_sampledOut{0};
 std::atomic<int> g_capturing{0};  // streams in capture right now (any mode)
 std::atomic<int64_t> g_inFlight{0};
 std::atomic<uint64_t> g_lateEnds{0};       // spans dropped: end event recorded too late to trust
-constexpr uint64_t kLateRecordNs = 50000;   // spans queued or pending in the drain thread
+// An end event recorded later than this after its call returned may carry the record's time rather
+// than the work's end: with the driver's launch latency (a few us) the span would be off by more
+// than the event placement bound, so such a span is dropped rather than sent wrong.
+constexpr uint64_t kLateRecordNs = 10000;
 std::atomic<uint32_t> g_epoch{0};     // bumped when contexts may have died: pools and anchors are stale
 
 // A pooled event with a reference count: the span that ends with it, the span that starts with it,
@@ -280,47 +283,57 @@ void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways)
     }
     Pool* pool = poolFor(ctx, dev);
     if (!pool || !slot) return;
+    // The end event is taken now, so that between the call's return and its record there is nothing
+    // but the record itself (no lock, no event creation, no allocation).
+    Ev* end = acquire(pool);
+    if (!end) return;
     lockSlot(slot);
     Ev* begin = slot->lastEnd;  // the previous operation's end, if nothing untimed ran since
     slot->lastEnd = nullptr;
     unlockSlot(slot);
     if (!begin) {
         begin = acquire(pool);
-        if (!begin) return;
-        if (recordOn(begin, stream, pt) != CUDA_SUCCESS) {
+        if (!begin || recordOn(begin, stream, pt) != CUDA_SUCCESS) {
             release(begin);
+            release(end);
             return;
         }
     }
-    scope.item().ctx = ctx;
-    scope.item().evBegin = reinterpret_cast<CUevent>(begin);  // the reference moves to the span
+    scope.item().evBegin = reinterpret_cast<CUevent>(begin);  // the references move to the span
+    scope.item().evEnd = reinterpret_cast<CUevent>(end);
 }
 
-void gpuAfter(CallScope& scope, CUresult rc)
+void gpuRecordEnd(CallScope& scope, CUresult rc, uint64_t returnedNs)
 {
     Item& it = scope.item();
     if (!it.evBegin) return;
     Ev* begin = reinterpret_cast<Ev*>(it.evBegin);
-    Ev* end = nullptr;
-    if (rc == CUDA_SUCCESS) {
-        const uint64_t late = nowNs() - it.call.endNs;
+    Ev* end = reinterpret_cast<Ev*>(it.evEnd);
+    if (rc == CUDA_SUCCESS &&
+        recordOn(end, reinterpret_cast<CUstream>(uintptr_t(it.call.stream)), scope.perThread()) == CUDA_SUCCESS) {
+        // The event took its time no later than now: how late that may be tells the drain thread
+        // whether the span's end can be trusted (a thread preempted here records a late end).
+        const uint64_t late = nowNs() - returnedNs;
         it.endRecordDelayNs = late > 0xffffffffull ? 0xffffffffu : uint32_t(late);
-        end = acquire(begin->pool);
-        if (end && recordOn(end, reinterpret_cast<CUstream>(uintptr_t(it.call.stream)), scope.perThread()) != CUDA_SUCCESS) {
-            release(end);
-            end = nullptr;
-        }
-    }
-    if (!end) {
-        release(begin);
-        it.evBegin = nullptr;
         return;
     }
-    it.evEnd = reinterpret_cast<CUevent>(end);
+    release(begin);
+    release(end);
+    it.evBegin = nullptr;
+    it.evEnd = nullptr;
+}
+
+void gpuAfter(CallScope& scope, CUresult)
+{
+    Item& it = scope.item();
+    if (!it.evBegin) return;
+    Ev* end = reinterpret_cast<Ev*>(it.evEnd);
     it.call.flags |= wire::kCallGpuTimed;
     g_inFlight.fetch_add(1, std::memory_order_acq_rel);
     // Share the end as the next operation's start on this stream.
-    StreamSlot* slot = slotFor(streamKey(reinterpret_cast<CUstream>(uintptr_t(it.call.stream)), scope.perThread(), it.ctx), false);
+    StreamSlot* slot = slotFor(streamKey(reinterpret_cast<CUstream>(uintptr_t(it.call.stream)), scope.perThread(),
+                                         end->pool->ctx.load(std::memory_order_relaxed)),
+                               false);
     if (slot && !(it.call.flags & wire::kCallImplicitSync)) {
         end->refs.fetch_add(1, std::memory_order_relaxed);
         lockSlot(slot);
@@ -463,7 +476,7 @@ size_t gpuDrain(uint8_t* out, size_t cap, const Item* calls, size_t count, bool 
                 // The thread was held up between the call's return and the end event record, and the
                 // event completed after that record: the work may have ended long before. No span
                 // rather than a wrong one.
-                const bool lateEnd = !p.blocking && p.endRecordedNs - p.callEnd > kLateRecordNs && e >= p.endRecordedNs;
+                const bool lateEnd = !p.blocking && p.endRecordedNs - p.callEnd > kLateRecordNs && e >= p.callEnd;
                 if (lateEnd) {
                     release(p.begin);
                     release(p.end);

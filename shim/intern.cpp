@@ -127,8 +127,16 @@ struct CtxDev {
     std::atomic<int> dev;
 };
 CtxDev g_ctxDev[64];
+pthread_mutex_t g_ctxDevLock = PTHREAD_MUTEX_INITIALIZER;
 thread_local CUcontext t_lastCtx GS_TLS = nullptr;
 thread_local int t_lastDev GS_TLS = -1;
+thread_local uint32_t t_lastEpoch GS_TLS = 0;
+
+// The current context per thread, kept by the context hooks. Valid while t_ctxEpoch matches
+// g_ctxEpoch (0 never does: a new thread asks the driver once).
+thread_local CUcontext t_ctx GS_TLS = nullptr;
+thread_local uint32_t t_ctxEpoch GS_TLS = 0;
+std::atomic<uint32_t> g_ctxEpoch{1};
 
 }  // namespace
 
@@ -199,16 +207,71 @@ uint32_t internString(const char* s, size_t n)
     return id;
 }
 
+CUcontext currentContext()
+{
+    const uint32_t epoch = g_ctxEpoch.load(std::memory_order_acquire);
+    if (t_ctxEpoch == epoch) return t_ctx;
+    const Driver& d = driver();
+    CUcontext ctx = nullptr;
+    if (!d.ctxGetCurrent || d.ctxGetCurrent(&ctx) != CUDA_SUCCESS) return nullptr;  // asked again next time
+    t_ctx = ctx;
+    t_ctxEpoch = epoch;
+    return ctx;
+}
+
+void noteCurrentContext(CUcontext ctx)
+{
+    t_ctx = ctx;
+    t_ctxEpoch = g_ctxEpoch.load(std::memory_order_acquire);
+}
+
+void forgetCurrentContexts()
+{
+    g_ctxEpoch.fetch_add(1, std::memory_order_acq_rel);
+    t_lastCtx = nullptr;
+    t_lastDev = -1;
+}
+
+void forgetThreadContext()
+{
+    t_ctxEpoch = 0;
+}
+
+void noteContextDevice(CUcontext ctx, int device)
+{
+    if (!ctx || device < 0) return;
+    // Inserts are serialised (rare: once per context); readers go without the lock. A slot's device is
+    // written before its context is published, so a reader that finds the context finds its device.
+    pthread_mutex_lock(&g_ctxDevLock);
+    CtxDev* slot = nullptr;
+    for (auto& e : g_ctxDev) {
+        const uintptr_t c = e.ctx.load(std::memory_order_acquire);
+        if (c == uintptr_t(ctx) || c == 0) {
+            slot = &e;
+            break;
+        }
+    }
+    if (slot) {
+        // A context address can come back for another device after a destroy: the newest wins.
+        slot->dev.store(device, std::memory_order_release);
+        slot->ctx.store(uintptr_t(ctx), std::memory_order_release);
+    }
+    pthread_mutex_unlock(&g_ctxDevLock);
+    if (t_lastCtx == ctx) t_lastDev = device;
+    noteDevice(device);
+}
+
 int deviceOfCurrentContext(CUcontext* ctxOut)
 {
     const Driver& d = driver();
-    CUcontext ctx = nullptr;
-    if (!d.ctxGetCurrent || d.ctxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) {
+    CUcontext ctx = currentContext();
+    if (!ctx) {
         if (ctxOut) *ctxOut = nullptr;
         return -1;
     }
     if (ctxOut) *ctxOut = ctx;
-    if (ctx == t_lastCtx) return t_lastDev;
+    const uint32_t epoch = g_ctxEpoch.load(std::memory_order_relaxed);
+    if (ctx == t_lastCtx && t_lastEpoch == epoch) return t_lastDev;
     int dev = -1;
     for (auto& e : g_ctxDev) {
         if (e.ctx.load(std::memory_order_acquire) == uintptr_t(ctx)) {
@@ -217,18 +280,14 @@ int deviceOfCurrentContext(CUcontext* ctxOut)
         }
     }
     if (dev < 0 && d.ctxGetDevice) {
+        // A context no hook saw created (made current before we were loaded): ask once.
         CUdevice cd = -1;
         if (d.ctxGetDevice(&cd) == CUDA_SUCCESS) dev = cd;
-        for (auto& e : g_ctxDev) {
-            uintptr_t expected = 0;
-            if (e.ctx.load() == uintptr_t(ctx)) break;
-            e.dev.store(dev);
-            if (e.ctx.compare_exchange_strong(expected, uintptr_t(ctx))) break;
-        }
-        noteDevice(dev);
+        noteContextDevice(ctx, dev);
     }
     t_lastCtx = ctx;
     t_lastDev = dev;
+    t_lastEpoch = epoch;
     return dev;
 }
 
@@ -440,6 +499,7 @@ void internPostforkChild()
     g_threadHead = g_threadTail = 0;
     t_lastCtx = nullptr;
     t_lastDev = -1;
+    t_ctxEpoch = 0;  // contexts do not survive fork
 }
 
 }  // namespace gpuspy::shim

@@ -1,9 +1,15 @@
 // shim/preload.cpp: the exported glue only the shared library has: our dlsym, which every
-// lookup goes through (static cudart calls the executable's dlsym import, which this interposes).
+// lookup goes through (static cudart calls the executable's dlsym import, which this interposes), and
+// the exits atexit never sees: _exit/_Exit and exec (the capture so far is complete before the
+// process image goes; a failed exec goes on recording in a new stream).
 #include "shim/shim.h"
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdarg>
 
 namespace {
 
@@ -29,6 +35,46 @@ void* nextAfter(void* caller, const char* name, gpuspy::shim::DlsymFn real)
 
 }  // namespace
 
+namespace gpuspy::shim {
+namespace {
+
+constexpr uint64_t kExitFlushNs = 1000000000ull;
+
+// Before the process image is replaced: the capture so far must be complete. If the exec fails,
+// the app goes on and so does recording, in a new stream.
+template <class F, class... Args>
+int execThrough(const char* name, Args... args)
+{
+    DlsymFn dl = realDlsym();
+    auto real = dl ? reinterpret_cast<F>(dl(RTLD_NEXT, name)) : nullptr;
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    const bool stopped = stopRecording(kExitFlushNs, true, 0);
+    const int rc = real(args...);
+    const int savedErrno = errno;
+    if (stopped) resumeRecording();
+    errno = savedErrno;
+    return rc;
+}
+
+}  // namespace
+}  // namespace gpuspy::shim
+
+namespace {
+
+// execl* take their arguments as a list: gather them (on the stack) and use the execv* form.
+size_t countArgs(const char* arg0, va_list ap)
+{
+    size_t n = arg0 ? 1 : 0;
+    if (arg0)
+        while (va_arg(ap, const char*)) ++n;
+    return n;
+}
+
+}  // namespace
+
 extern "C" __attribute__((visibility("default"))) void* dlsym(void* handle, const char* name)
 {
     gpuspy::shim::DlsymFn real = gpuspy::shim::realDlsym();
@@ -38,4 +84,83 @@ extern "C" __attribute__((visibility("default"))) void* dlsym(void* handle, cons
     void* out = gpuspy::shim::interceptDlsym(handle, name, p);
     errno = saved;
     return out;
+}
+
+
+// _exit skips atexit, so it is where a program that leaves that way (a worker, a forked child that
+// used CUDA) is last seen. exit() itself calls the kernel directly, not this.
+extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status)
+{
+    gpuspy::shim::stopRecording(gpuspy::shim::kExitFlushNs, true, 0);
+    for (;;) syscall(SYS_exit_group, status);
+}
+
+extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status)
+{
+    gpuspy::shim::stopRecording(gpuspy::shim::kExitFlushNs, true, 0);
+    for (;;) syscall(SYS_exit_group, status);
+}
+
+extern "C" __attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[])
+{
+    return gpuspy::shim::execThrough<int (*)(const char*, char* const*, char* const*)>("execve", path, argv, envp);
+}
+
+extern "C" __attribute__((visibility("default"))) int execv(const char* path, char* const argv[])
+{
+    return gpuspy::shim::execThrough<int (*)(const char*, char* const*)>("execv", path, argv);
+}
+
+extern "C" __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[])
+{
+    return gpuspy::shim::execThrough<int (*)(const char*, char* const*)>("execvp", file, argv);
+}
+
+extern "C" __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[])
+{
+    return gpuspy::shim::execThrough<int (*)(const char*, char* const*, char* const*)>("execvpe", file, argv, envp);
+}
+
+extern "C" __attribute__((visibility("default"))) int execl(const char* path, const char* arg0, ...)
+{
+    va_list ap;
+    va_start(ap, arg0);
+    const size_t n = countArgs(arg0, ap);
+    va_end(ap);
+    const char* argv[n + 1];
+    va_start(ap, arg0);
+    for (size_t i = 0; i < n; ++i) argv[i] = i == 0 ? arg0 : va_arg(ap, const char*);
+    va_end(ap);
+    argv[n] = nullptr;
+    return execv(path, const_cast<char* const*>(argv));
+}
+
+extern "C" __attribute__((visibility("default"))) int execlp(const char* file, const char* arg0, ...)
+{
+    va_list ap;
+    va_start(ap, arg0);
+    const size_t n = countArgs(arg0, ap);
+    va_end(ap);
+    const char* argv[n + 1];
+    va_start(ap, arg0);
+    for (size_t i = 0; i < n; ++i) argv[i] = i == 0 ? arg0 : va_arg(ap, const char*);
+    va_end(ap);
+    argv[n] = nullptr;
+    return execvp(file, const_cast<char* const*>(argv));
+}
+
+extern "C" __attribute__((visibility("default"))) int execle(const char* path, const char* arg0, ...)
+{
+    va_list ap;
+    va_start(ap, arg0);
+    const size_t n = countArgs(arg0, ap);
+    va_end(ap);
+    const char* argv[n + 1];
+    va_start(ap, arg0);
+    for (size_t i = 0; i < n; ++i) argv[i] = i == 0 ? arg0 : va_arg(ap, const char*);
+    if (n > 0) (void)va_arg(ap, const char*);  // the terminating null (when arg0 was not it)
+    char* const* envp = va_arg(ap, char* const*);
+    va_end(ap);
+    argv[n] = nullptr;
+    return execve(path, const_cast<char* const*>(argv), envp);
 }

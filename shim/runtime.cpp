@@ -40,6 +40,11 @@ std::atomic<uint64_t> g_seq{0};
 std::atomic<uint64_t> g_made{0};
 std::atomic<uint64_t> g_dropped{0};
 bool g_disabled = false;
+// When this process started recording (Off -> On, before its first record; in a forked child, its
+// first use after the fork): the Process record's start, which no record may precede.
+uint64_t g_startMonoNs = 0;
+uint64_t g_startRealNs = 0;
+pid_t g_recordingPid = 0;
 
 void threadExit(void* p)
 {
@@ -117,6 +122,7 @@ void onceInit()
     pthread_key_create(&g_threadKey, threadExit);
     pthread_atfork(prefork, postforkParent, postforkChild);
     atexit(atExit);
+    installExitPaths();
     gpuConfigure();
 #ifdef GPUSPY_HAVE_STACK
     unsigned depth = 24;
@@ -127,14 +133,9 @@ void onceInit()
 
 void atExit()
 {
-    int expected = int(State::On);
-    if (!g_state.compare_exchange_strong(expected, int(State::Draining))) return;
-    ++t_depth;
     // Exit drains with a time limit, then leaks on purpose: cudart's own exit handlers call the
     // driver after us and must find working (pass-through) wrappers.
-    drainStopAndFlush(2000000000ull);
-    g_state.store(int(State::Dead));
-    --t_depth;
+    stopRecording(2000000000ull, false, 0);
 }
 
 __attribute__((destructor)) void libraryTeardown()
@@ -144,10 +145,51 @@ __attribute__((destructor)) void libraryTeardown()
 
 }  // namespace
 
+bool stopRecording(uint64_t timeoutNs, bool fast, int exitReason)
+{
+    // Only the process that started recording: a vfork child shares our memory but not our drain
+    // thread, and must not end the parent's stream.
+    if (g_recordingPid == 0 || pid_t(syscall(SYS_getpid)) != g_recordingPid) return false;
+    if (onDrainThread()) return false;
+    int expected = int(State::On);
+    if (!g_state.compare_exchange_strong(expected, int(State::Draining))) return false;
+    ++t_depth;
+    drainStopAndFlush(timeoutNs, fast, exitReason);
+    g_state.store(int(State::Dead));
+    --t_depth;
+    return true;
+}
+
+bool flushRecording(uint64_t timeoutNs)
+{
+    if (g_recordingPid == 0 || pid_t(syscall(SYS_getpid)) != g_recordingPid) return false;
+    if (g_state.load(std::memory_order_acquire) != int(State::On)) return false;
+    return drainFlushNow(timeoutNs);
+}
+
+void resumeRecording()
+{
+    // An exec failed after its stop: recording may start again, as a new stream (a new file).
+    if (g_state.load() != int(State::Dead)) return;
+    drainRestartable();
+    g_state.store(int(State::Off));
+}
+
 uint32_t currentTid()
 {
     if (t_tid == 0) t_tid = uint32_t(syscall(SYS_gettid));
     return t_tid;
+}
+
+void startTimes(uint64_t* monoNs, uint64_t* realNs)
+{
+    *monoNs = g_startMonoNs;
+    *realNs = g_startRealNs;
+}
+
+void newQueueGeneration()
+{
+    g_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
 uint64_t nextSeq()
@@ -164,8 +206,12 @@ bool ensureStarted()
     if (g_disabled) return false;
     pthread_mutex_lock(&g_startLock);
     if (g_state.load() == int(State::Off)) {
-        queueCreate();
-        g_generation.fetch_add(1);
+        g_startMonoNs = nowNs();
+        g_recordingPid = pid_t(syscall(SYS_getpid));
+        timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        g_startRealNs = uint64_t(rt.tv_sec) * 1000000000u + uint64_t(rt.tv_nsec);
+        queueCreate();  // a new queue generation: every thread takes a new producer token
         g_state.store(int(State::On), std::memory_order_release);
         drainStart();
     }
@@ -275,7 +321,7 @@ CallScope::CallScope(Api api)
     const ApiInfo& info = kApis[size_t(api)];
     m_perThread = info.perThread;
     m_item.kind = Item::Call;
-    m_item.ctx = nullptr;
+    m_item.pad1 = 0;
     m_item.evBegin = nullptr;
     m_item.evEnd = nullptr;
     m_item.endRecordDelayNs = 0;
@@ -305,6 +351,7 @@ CUresult CallScope::finish(CUresult rc)
     if (!m_active) return rc;
     const uint64_t end = nowNs();
     m_errno = errno;  // what the driver left is what the app must see
+    gpuRecordEnd(*this, rc, end);  // first: every bookkeeping step comes after the end event
     wire::CallBody& b = m_item.call;
     b.endNs = end;
     b.result = int32_t(rc);

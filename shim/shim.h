@@ -94,14 +94,23 @@ inline uint64_t nowNs()
 }
 uint32_t currentTid();
 bool ensureStarted();  // Off -> On on the first recorded call; false when not recording
+void startTimes(uint64_t* monoNs, uint64_t* realNs);  // when recording started (Off -> On)
+// On -> Draining -> Dead: ends the stream, waiting at most timeoutNs (fast: not for pending GPU spans).
+// Async-signal-safe. False when this process was not recording (or a vfork child shares our memory).
+bool stopRecording(uint64_t timeoutNs, bool fast, int exitReason);
+bool flushRecording(uint64_t timeoutNs);  // everything recorded so far written; recording goes on
+void resumeRecording();                   // after a stop for an exec that failed
+
+// ---- lifecycle.cpp: the exit paths atexit does not see (fatal signals, _exit, quick_exit, exec)
+void installExitPaths();
 
 // One queue element: a record body plus what the drain thread needs to finish it.
 struct Item {
     enum Kind : uint8_t { Call = 1, Nvtx = 2, ThreadStats = 3 };
     Kind kind;
     uint8_t pad0[3];
-    uint32_t endRecordDelayNs;  // Call with GPU timing: from the call's return to its end event record
-    CUcontext ctx;     // Call with GPU timing: the context of its events
+    uint32_t endRecordDelayNs;  // Call with GPU timing: from the call's return to its end event recorded
+    uint64_t pad1;
     CUevent evBegin;   // GPU timing events (null: untimed)
     CUevent evEnd;
     union {
@@ -153,7 +162,14 @@ uint32_t internKernelName(const void* handle, const char* name);  // handle -> i
 void aliasKernel(const void* handle, const void* sameAs);         // cuKernelGetFunction
 uint32_t kernelIdOf(const void* handle);                          // 0 = unknown; may ask cuFuncGetName
 uint32_t internString(const char* s, size_t n);                   // NVTX messages and domains
-int deviceOfCurrentContext(CUcontext* ctxOut);                    // -1 when none
+int deviceOfCurrentContext(CUcontext* ctxOut);                    // -1 when none; no driver call once known
+// The calling thread's current context as the context hooks saw it set; asks the driver once per
+// thread (and again after a context may have been destroyed).
+CUcontext currentContext();
+void noteCurrentContext(CUcontext ctx);       // this thread made ctx current (set, push, pop, create)
+void forgetCurrentContexts();                 // a context may be gone: every thread asks again
+void forgetThreadContext();                   // this thread's current context changed to one we cannot name
+void noteContextDevice(CUcontext ctx, int device);  // ctx belongs to device (primary retain, create)
 int deviceOfContext(CUcontext ctx);                               // -1 when never seen current
 void noteDevice(int device);
 void memAddRange(uint64_t start, uint64_t bytes, wire::MemKind kind);
@@ -173,10 +189,18 @@ void internPostforkChild();
 
 // ---- drain.cpp
 void drainStart();
-void drainStopAndFlush(uint64_t timeoutNs);  // at exit
+// Ends the stream (End record, exitReason as in wire::EndBody) and waits, at most timeoutNs, for the
+// drain thread to write it; fast: no waiting for pending GPU spans. Async-signal-safe.
+void drainStopAndFlush(uint64_t timeoutNs, bool fast = false, int exitReason = 0);
+// Waits, at most timeoutNs, until everything queued so far is written; the stream goes on.
+// Async-signal-safe. False: timed out or nothing to flush.
+bool drainFlushNow(uint64_t timeoutNs);
+bool onDrainThread();
+void drainRestartable();  // after a stop: the next recorded call may start a new stream
 void drainWake();
 void drainAfterForkChild();
 void queueCreate();
+void newQueueGeneration();  // runtime.cpp: every thread's producer token is stale
 bool queueTryEnqueue(void* token, const Item& item);
 void* queueNewToken();
 void queueFreeToken(void* token);
@@ -186,6 +210,10 @@ void gpuConfigure();
 // Around a call that submits device work on `stream`: `timeAlways` for copies, memsets, graph
 // launches; kernels may be sampled out. Both are no-ops when GPU timing is off.
 void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways);
+// Right after the real call returned (at returnedNs): records the end event taken by gpuBefore, or
+// gives both events back when the call failed. Nothing else may run between the return and this.
+void gpuRecordEnd(CallScope& scope, CUresult rc, uint64_t returnedNs);
+// Later in the same call: the bookkeeping (flags, the end shared as the stream's next start).
 void gpuAfter(CallScope& scope, CUresult rc);
 void gpuStreamTouched(CUstream stream, bool perThread);  // untimed work joined the stream
 void gpuCaptureBegin(CUstream stream, bool perThread);

@@ -29,6 +29,11 @@ size_t stackDrainDefs(uint8_t* out, size_t cap);
 // (new stream).
 void stackAfterForkChild();
 
+// Keeps the entry and frame regions resident ahead of their cursors (the drain thread calls it on
+// every pass), so that a new stack on an app thread does not pay for page faults. Cheap when there
+// is nothing to do.
+void stackPrefault();
+
 // Captures that returned 0 because the intern table or its frame arena was full.
 uint64_t stackDroppedCount();
 

@@ -83,20 +83,25 @@ CUresult memAllocFromPoolAsync(CUdeviceptr* p, size_t bytes, CUmemoryPool pool, 
     return allocated(s, rc, rc == CUDA_SUCCESS && p ? *p : 0, bytes, MemKind::Device);
 }
 
-// cuMemFree synchronises the device (CUDA "API synchronization behavior").
+// Frees and (un)registrations synchronise the device (CUDA "API synchronization behavior") when they
+// do something: freeing null (cudaFree(nullptr), cudart's way to initialise) and a call the driver
+// refused wait for nothing.
+void syncedIf(CallScope& s, CUresult rc, bool didSomething)
+{
+    if (rc == CUDA_SUCCESS && didSomething) s.setFlags(wire::kCallImplicitSync);
+}
+
 template <Api A>
 CUresult memFree(CUdeviceptr p)
 {
     CallScope s(A);
     auto real = realAs<decltype(&::cuMemFree_v2)>(A);
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describeAlloc(s, p, 0, memKindOf(p, false));
-        s.setFlags(wire::kCallImplicitSync);
-    }
+    if (s.active()) describeAlloc(s, p, 0, memKindOf(p, false));
     s.beforeReal();
     const CUresult rc = real(p);
     if (rc == CUDA_SUCCESS) memRemoveRange(p);
+    syncedIf(s, rc, p != 0);
     return s.finish(rc);
 }
 
@@ -145,13 +150,11 @@ CUresult memFreeHost(void* p)
     CallScope s(A);
     auto real = realAs<decltype(&::cuMemFreeHost)>(A);
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describeAlloc(s, uint64_t(uintptr_t(p)), 0, MemKind::Pinned);
-        s.setFlags(wire::kCallImplicitSync);
-    }
+    if (s.active()) describeAlloc(s, uint64_t(uintptr_t(p)), 0, MemKind::Pinned);
     s.beforeReal();
     const CUresult rc = real(p);
     if (rc == CUDA_SUCCESS) memRemoveRange(uint64_t(uintptr_t(p)));
+    syncedIf(s, rc, p != nullptr);
     return s.finish(rc);
 }
 
@@ -162,9 +165,9 @@ CUresult memHostRegister(void* p, size_t bytes, unsigned int flags)
     CallScope s(A);
     auto real = realAs<decltype(&::cuMemHostRegister_v2)>(A);
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    s.setFlags(wire::kCallImplicitSync);
     s.beforeReal();
     const CUresult rc = real(p, bytes, flags);
+    syncedIf(s, rc, true);
     return allocated(s, rc, uint64_t(uintptr_t(p)), bytes, MemKind::Pinned);
 }
 
@@ -174,13 +177,11 @@ CUresult memHostUnregister(void* p)
     CallScope s(A);
     auto real = realAs<decltype(&::cuMemHostUnregister)>(A);
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describeAlloc(s, uint64_t(uintptr_t(p)), 0, MemKind::Pinned);
-        s.setFlags(wire::kCallImplicitSync);
-    }
+    if (s.active()) describeAlloc(s, uint64_t(uintptr_t(p)), 0, MemKind::Pinned);
     s.beforeReal();
     const CUresult rc = real(p);
     if (rc == CUDA_SUCCESS) memRemoveRange(uint64_t(uintptr_t(p)));
+    syncedIf(s, rc, p != nullptr);
     return s.finish(rc);
 }
 

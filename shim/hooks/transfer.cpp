@@ -359,7 +359,8 @@ CUresult memcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, s
     return s.finish(real(dsts, srcs, sizes, count, attrs, attrIdxs, numAttrs, stream));
 }
 
-// ---- memsets (device memory; asynchronous to the host unless the target is host memory)
+// ---- memsets: the *Async forms are asynchronous; the plain ones block the host until the memset is
+// done (the driver waits for it, as for a synchronous copy)
 void describeMemset(CallScope& s, CUdeviceptr dst, size_t bytes, CUstream stream, bool async)
 {
     wire::TransferArgs& t = s.body().args.transfer;
@@ -370,7 +371,7 @@ void describeMemset(CallScope& s, CUdeviceptr dst, size_t bytes, CUstream stream
     if (t.dstMem == MemKind::Pageable) t.dstMem = MemKind::Device;
     t.srcMem = MemKind::Unknown;
     s.setStream(stream);
-    s.setFlags(wire::kCallDeviceWork | (async ? wire::kCallAsync : 0));
+    s.setFlags(wire::kCallDeviceWork | (async ? wire::kCallAsync : wire::kCallImplicitSync));
     gpuBefore(s, stream, true);
 }
 
