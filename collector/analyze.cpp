@@ -269,8 +269,9 @@ void indexProcess(Context& cx, ProcView& pv, std::map<std::string, int>& siteIds
     for (const wire::CallBody& c : p.calls) pv.calls.push_back(&c);
     std::stable_sort(pv.calls.begin(), pv.calls.end(), [](auto* a, auto* b) { return a->beginNs < b->beginNs; });
     for (const wire::GpuSpanBody& s : p.spans) {
-        if (s.endNs <= s.beginNs) continue;
-        pv.spans[s.seq].push_back(&s);
+        if (s.endNs < s.beginNs) continue;
+        pv.spans[s.seq].push_back(&s);  // a zero-length span still says the call was timed
+        if (s.endNs == s.beginNs) continue;
         pv.busy[s.device].add(s.beginNs, s.endNs);
         pv.busyAll.add(s.beginNs, s.endNs);
     }

@@ -14,7 +14,7 @@ namespace {
 std::string syncKind(const wire::CallBody& c, std::string_view api)
 {
     const std::string_view b = driverBaseName(api);
-    if (b == "cuCtxSynchronize") return "context";
+    if (b == "cuCtxSynchronize" || b == "cuCtxDestroy") return "context";  // a destroy waits for the context's work
     if (b == "cuStreamSynchronize") return "stream";
     if (b == "cuEventSynchronize") return "event";
     if (isQuery(api)) return "query";

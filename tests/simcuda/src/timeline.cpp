@@ -262,16 +262,24 @@ void syncContextForFree(Context* c, const char* apiName, WaitReason reason)
 
 CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph)
 {
-    Lock g(bigLock());
-    if (s->capture) {
-        // Work on a capturing stream becomes a graph node; a call that must block cannot be captured.
-        if (op.sync) {
-            invalidateCapture(s);
-            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    {
+        Lock g(bigLock());
+        if (s->capture) {
+            // Work on a capturing stream becomes a graph node; a call that must block cannot be captured.
+            if (op.sync) {
+                invalidateCapture(s);
+                return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+            }
+            captureOp(s->capture, std::move(op));
+            return CUDA_SUCCESS;
         }
-        captureOp(s->capture, std::move(op));
-        return CUDA_SUCCESS;
     }
+    // Bytes move before the work is submitted, outside the lock (a large copy must not stall other
+    // threads' calls). On a GPU an async call returns as soon as its work is queued and the device
+    // starts it after that; moving the bytes after the submission time would put the modelled work
+    // inside the call's own host time, which no real device does.
+    if (op.effect) op.effect();
+    Lock g(bigLock());
     const Ns submit = nowNs();
     const Ns start = streamReadyTime(s, submit);
     const Ns end = start + op.duration;
@@ -279,9 +287,6 @@ CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph)
     const int dev = s->ctx->dev;
     traceOp(op, apiName, dev, s->ctx->id, s->id, submit, start, end, fromGraph);
     g.unlock();
-    // Bytes move at submission, outside the lock (a large copy must not stall other threads' calls): the host
-    // cannot observe them early without racing anyway.
-    if (op.effect) op.effect();
     if (op.hostFn) {
         // Host functions run on the submitting thread once their simulated start time has come.
         waitUntil(start);
