@@ -19,6 +19,8 @@ int runRecord(int argc, char** argv);
 int runCollect(int argc, char** argv);
 int runReport(int argc, char** argv);
 int runDump(int argc, char** argv);
+int runExport(int argc, char** argv);
+int runView(int argc, char** argv);
 
 // A command line the command cannot accept: printed as one line with a hint, exit status 2.
 struct UsageError : std::runtime_error {

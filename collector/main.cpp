@@ -19,6 +19,8 @@ constexpr const char* kUsage =
     "  collect [--socket PATH] [-o FILE]            collect from programs started separately\n"
     "  report FILE [--format text|json|csv]         the report of a capture\n"
     "  dump FILE                                    every record of a capture, one per line\n"
+    "  export FILE --format perfetto|folded|csv|json  the capture for Perfetto, flame graphs, spreadsheets\n"
+    "  view FILE [-o report.html]                   one self-contained HTML page: findings, timeline, tables\n"
     "\n"
     "  gpuspy COMMAND --help    that command's options\n"
     "  gpuspy --version         the version\n";
@@ -46,6 +48,8 @@ int main(int argc, char** argv)
     else if (command == "collect") run = runCollect;
     else if (command == "report") run = runReport;
     else if (command == "dump") run = runDump;
+    else if (command == "export") run = runExport;
+    else if (command == "view") run = runView;
     if (!run) {
         fmt::print(stderr, "gpuspy: unknown command '{}' (see gpuspy --help)\n", command);
         return kExitUsage;

@@ -1,0 +1,119 @@
+// collector/cli_view.cpp: `gpuspy view FILE`: one self-contained HTML page (the viewer's files,
+// embedded at build time, and the capture's report and timeline as JSON) that opens from disk.
+#include "collector/cli.h"
+
+#include "collector/export_common.h"
+
+#if GPUSPY_HAVE_REPORT
+#include "collector/analyze.h"
+#include "collector/export_timeline.h"
+#endif
+#if GPUSPY_HAVE_VIEWER
+#include "viewer/assets.h"
+#endif
+
+#include <fmt/format.h>
+
+namespace gpuspy::collect::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpuspy view FILE [-o OUT.html] [-f]\n"
+    "\n"
+    "Writes one self-contained HTML page for the capture FILE: the findings and headline numbers, an\n"
+    "interactive timeline of host threads and GPU streams, tables of transfers, kernels and syncs, and\n"
+    "a flame graph of blocked host time. It needs no server and no network: open it in a browser,\n"
+    "mail it, attach it to a ticket.\n"
+    "\n"
+    "options:\n"
+    "  -o OUT       the page to write (default: FILE with .html for its extension); '-' for stdout\n"
+    "  -f, --force  overwrite OUT if it exists\n"
+    "  -h, --help   this text\n";
+
+std::string defaultOutput(const std::string& file)
+{
+    std::string base = file;
+    const size_t slash = base.rfind('/');
+    const size_t dot = base.rfind('.');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) base.resize(dot);
+    return base + ".html";
+}
+
+// Replaces the one occurrence of `marker` in `page`; false if it is missing.
+bool fill(std::string& page, std::string_view marker, std::string_view text)
+{
+    const size_t at = page.find(marker);
+    if (at == std::string::npos) return false;
+    page.replace(at, marker.size(), text);
+    return true;
+}
+
+}  // namespace
+
+int runView(int argc, char** argv)
+{
+    ArgReader args("view", argc, argv);
+    std::string file, output;
+    bool force = false;
+    while (!args.done()) {
+        if (args.flag({"-h", "--help"})) {
+            fmt::print("{}", kUsage);
+            return 0;
+        }
+        if (args.value({"-o", "--output"}, output)) continue;
+        if (args.flag({"-f", "--force"})) {
+            force = true;
+            continue;
+        }
+        if (args.flag({"--"})) {
+            if (!args.done() && file.empty()) file = args.positional();
+            if (!args.done()) args.unknown();
+            break;
+        }
+        if (args.isOption() || !file.empty()) args.unknown();
+        file = args.positional();
+    }
+    if (file.empty()) throw UsageError("gpuspy view: which file? (usage: gpuspy view FILE [-o OUT.html])");
+    if (output.empty()) output = defaultOutput(file);
+
+#if GPUSPY_HAVE_REPORT && GPUSPY_HAVE_VIEWER
+    ReadInfo info;
+    Capture capture;
+    try {
+        capture = readCapture(file, {}, &info);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy view: {}\n", e.what());
+        return kExitFailure;
+    }
+    const Report report = analyze(capture, ReportOptions{});
+    const std::string data = exportViewerData(capture, report, file);
+
+    std::string page(viewer::asset("index.html"));
+    // The viewer's own files contain no "</script" or "</style"; the data has every '<' escaped.
+    // The capture's data goes in last, so that no text inside it is taken for a marker.
+    if (!fill(page, "/*@GPUSPY_CSS@*/", viewer::asset("viewer.css")) || !fill(page, "/*@GPUSPY_JS@*/", viewer::asset("viewer.js")) ||
+        !fill(page, "@GPUSPY_DATA@", data)) {
+        fmt::print(stderr, "gpuspy view: the embedded viewer is incomplete (viewer/index.html lacks a marker)\n");
+        return kExitFailure;
+    }
+    try {
+        exporting::writeOutputFile(output, page, force);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy view: {}\n", e.what());
+        return kExitFailure;
+    }
+    if (output != "-") fmt::print(stderr, "gpuspy: wrote {} ({} KiB): open it in a browser\n", output, (page.size() + 1023) / 1024);
+    if (!info.damage.empty()) {
+        fmt::print(stderr, "gpuspy view: {}: {}; showing what came before it\n", file, info.damage);
+        return kExitFailure;
+    }
+    return 0;
+#else
+    (void)force;
+    fmt::print(stderr, "gpuspy view: the viewer is not built in this gpuspy (viewer/, collector/analyze, collector/report)\n");
+    return kExitFailure;
+#endif
+}
+
+}  // namespace gpuspy::collect::cli

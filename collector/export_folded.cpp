@@ -1,0 +1,81 @@
+// collector/export_folded.cpp: folded stacks, one line per distinct stack with its summed weight.
+#include "collector/export_folded.h"
+
+#include "collector/export_common.h"
+
+#include <map>
+#include <unordered_map>
+
+namespace gpuspy::collect {
+
+namespace {
+
+using namespace exporting;
+
+// A frame must not contain the separator, a line break, or end in what reads as the value.
+std::string frameText(std::string s)
+{
+    for (char& c : s) {
+        if (c == ';') c = ':';
+        else if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    }
+    return s.empty() ? std::string("[unknown]") : s;
+}
+
+}  // namespace
+
+bool parseFoldedMetric(std::string_view name, FoldedMetric& out)
+{
+    if (name == "blocked") out = FoldedMetric::Blocked;
+    else if (name == "transfer") out = FoldedMetric::Transfer;
+    else if (name == "launch") out = FoldedMetric::Launch;
+    else if (name == "calls") out = FoldedMetric::Calls;
+    else return false;
+    return true;
+}
+
+std::string exportFolded(const Capture& capture, FoldedMetric metric)
+{
+    std::map<std::string, uint64_t> weights;
+    for (const Process& p : capture.processes) {
+        std::unordered_map<uint32_t, std::string> prefixOfStack;
+        ProcNames names(p);
+        for (const wire::CallBody& c : p.calls) {
+            const bool ok = c.result == 0 && !(c.flags & wire::kCallCapturing);
+            uint64_t weight = 0;
+            std::string leaf = frameText(names.label(c));
+            switch (metric) {
+            case FoldedMetric::Blocked:
+                if (names.blocking(c)) weight = c.endNs > c.beginNs ? c.endNs - c.beginNs : 0;
+                break;
+            case FoldedMetric::Transfer:
+                if (ok && c.category == wire::Category::Transfer) {
+                    weight = c.args.transfer.bytes;
+                    leaf += std::string(";") + wire::directionName(c.args.transfer.direction);
+                }
+                break;
+            case FoldedMetric::Launch:
+                if (ok && (c.category == wire::Category::Launch || c.category == wire::Category::Graph)) {
+                    weight = c.endNs > c.beginNs ? c.endNs - c.beginNs : 0;
+                    if (c.category == wire::Category::Launch) leaf += ";" + frameText(names.kernel(c));
+                }
+                break;
+            case FoldedMetric::Calls: weight = 1; break;
+            }
+            if (!weight) continue;
+            auto it = prefixOfStack.find(c.stackId);
+            if (it == prefixOfStack.end()) {
+                std::string prefix;
+                for (const OutFrame& f : stackFrames(p, c.stackId)) prefix += frameText(f.function) + ";";
+                if (prefix.empty()) prefix = "[no stack];";
+                it = prefixOfStack.emplace(c.stackId, std::move(prefix)).first;
+            }
+            weights[it->second + leaf] += weight;
+        }
+    }
+    std::string out;
+    for (const auto& [stack, weight] : weights) out += stack + " " + std::to_string(weight) + "\n";
+    return out;
+}
+
+}  // namespace gpuspy::collect

@@ -1,0 +1,313 @@
+// tests/unit/collector_export_test.cpp: the exports on hand-built captures: the Perfetto trace (nesting
+// per track, flows that connect, microseconds on the host clock, names), folded stacks (format, order,
+// weights), the viewer's timeline JSON (columns, escaping).
+#include "collector/export_common.h"
+#include "collector/export_folded.h"
+#include "collector/export_perfetto.h"
+#include "collector/export_timeline.h"
+
+#include <nlohmann/json.hpp>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+namespace gpuspy::collect {
+namespace {
+
+using wire::Category;
+using Json = nlohmann::json;
+
+constexpr uint64_t kT0 = 5'000'000'000'123;  // host CLOCK_MONOTONIC ns: the trace must keep every digit
+
+struct Builder {
+    Process p;
+    uint64_t seq = 0;
+    std::map<std::string, uint16_t> apiIds;
+
+    Builder()
+    {
+        p.pid = 4242;
+        p.command = "/work/bin/app --flag";
+        p.threads[1] = "main";
+        p.threads[2] = "worker";
+        p.devices[0] = "Simulated GPU";
+        p.modules.push_back({0x400000, 0x500000, 0x400000, "/work/bin/app"});
+        p.modules.push_back({0x7f0000000000, 0x7f0000100000, 0x7f0000000000, "/usr/lib/libcuda.so.1"});
+        p.kernels[1] = "_Z4stepPfi";
+        p.kernels[2] = "<img src=x onerror=alert(1)>";
+        // Stack 1: main -> run_step (app.cu:42) -> cuda_impl (libcuda), innermost first on the wire.
+        p.stacks[1] = {0x7f0000000100, 0x401100, 0x401000};
+        p.symbols[0x7f0000000100] = {Frame{0x7f0000000100, "cuda_impl", "", 0, "/usr/lib/libcuda.so.1", 0x100, false}};
+        p.symbols[0x401100] = {Frame{0x401100, "run;step", "/src/app.cu", 42, "/work/bin/app", 0x1100, false}};
+        p.symbols[0x401000] = {Frame{0x401000, "main", "/src/app.cu", 10, "/work/bin/app", 0x1000, false}};
+        // Stack 2: no symbols at all: module+offset.
+        p.stacks[2] = {0x401234};
+    }
+
+    uint16_t api(const std::string& name, Category cat)
+    {
+        auto [it, fresh] = apiIds.emplace(name, uint16_t(apiIds.size() + 1));
+        if (fresh) p.apis[it->second] = ApiInfo{name, cat};
+        return it->second;
+    }
+
+    wire::CallBody& call(const std::string& name, Category cat, uint64_t begin, uint64_t end, uint32_t tid = 1,
+                         uint16_t flags = 0, uint64_t stream = 0, uint32_t stack = 1)
+    {
+        wire::CallBody c{};
+        c.seq = ++seq;
+        c.beginNs = kT0 + begin;
+        c.endNs = kT0 + end;
+        c.tid = tid;
+        c.stackId = stack;
+        c.apiId = api(name, cat);
+        c.category = cat;
+        c.flags = flags;
+        c.stream = stream;
+        c.device = 0;
+        p.calls.push_back(c);
+        p.lastNs = std::max(p.lastNs, c.endNs);
+        return p.calls.back();
+    }
+
+    void launch(uint64_t begin, uint64_t end, uint32_t kernel, uint64_t stream, uint64_t gpuBegin, uint64_t gpuEnd,
+                uint32_t tid = 1, uint16_t extraFlags = 0)
+    {
+        wire::CallBody& c = call("cuLaunchKernel", Category::Launch, begin, end, tid,
+                                 wire::kCallAsync | wire::kCallDeviceWork | wire::kCallGpuTimed | extraFlags, stream);
+        c.args.launch.kernelId = kernel;
+        span(c.seq, gpuBegin, gpuEnd);
+    }
+
+    void span(uint64_t seqOf, uint64_t begin, uint64_t end)
+    {
+        wire::GpuSpanBody s{};
+        s.seq = seqOf;
+        s.beginNs = kT0 + begin;
+        s.endNs = kT0 + end;
+        s.device = 0;
+        p.spans.push_back(s);
+    }
+
+    void nvtx(wire::NvtxKind kind, uint64_t t, uint32_t message, uint32_t tid = 1)
+    {
+        wire::NvtxBody n{};
+        n.timeNs = kT0 + t;
+        n.tid = tid;
+        n.messageId = message;
+        n.kind = kind;
+        p.nvtx.push_back(n);
+    }
+
+    Capture capture() const
+    {
+        Capture c;
+        c.processes.push_back(p);
+        return c;
+    }
+};
+
+// A capture with what a real one has: NVTX around calls, launches on two streams and a per-thread default
+// stream, a synchronous copy, a wait, and two faults a trace must survive: a call that overlaps the one
+// before it on its thread, and two GPU spans of one graph that overlap on one stream.
+Builder sample()
+{
+    Builder b;
+    b.p.strings[1] = "step";
+    b.nvtx(wire::NvtxKind::Push, 100, 1);
+    b.launch(200, 300, 1, 0x10, 250, 400);
+    b.launch(310, 330, 2, 0x20, 340, 600);
+    wire::CallBody& copy = b.call("cuMemcpyHtoD_v2", Category::Transfer, 350, 900, 1,
+                                  wire::kCallDeviceWork | wire::kCallGpuTimed | wire::kCallImplicitSync, 0);
+    copy.args.transfer.bytes = 4096;
+    copy.args.transfer.direction = wire::Direction::HtoD;
+    copy.args.transfer.srcMem = wire::MemKind::Pageable;
+    b.span(copy.seq, 620, 880);
+    b.call("cuCtxSynchronize_v2", Category::Sync, 880, 950, 1, 0, 0, 2);  // overlaps the copy: clamped
+    b.nvtx(wire::NvtxKind::Pop, 1000, 1);
+    b.launch(400, 420, 1, 0, 450, 500, 2, wire::kCallPerThreadStream);
+    wire::CallBody& graph = b.call("cuGraphLaunch", Category::Graph, 1100, 1150, 1,
+                                   wire::kCallDeviceWork | wire::kCallGpuTimed, 0x10);
+    b.span(graph.seq, 1200, 1400);
+    b.span(graph.seq, 1300, 1500);  // a parallel branch: overlaps the first on the same stream
+    return b;
+}
+
+struct Slice {
+    int64_t b, e;
+    std::string name;
+};
+
+std::string trackKey(const Json& e) { return std::to_string(e["pid"].get<int64_t>()) + "/" + std::to_string(e["tid"].get<int64_t>()); }
+int64_t toNs(double us) { return std::llround(us * 1000.0); }
+
+TEST(PerfettoExport, TracksNestFlowsConnectAndTimesAreMicrosOnTheHostClock)
+{
+    PerfettoStats stats;
+    const std::string text = exportPerfetto(sample().capture(), &stats);
+    const Json trace = Json::parse(text);
+    ASSERT_TRUE(trace["traceEvents"].is_array());
+
+    std::map<std::string, std::string> names;
+    std::map<std::string, std::vector<Slice>> slices;
+    std::map<int64_t, Json> starts, finishes;
+    std::string processName;
+    for (const Json& e : trace["traceEvents"]) {
+        const std::string ph = e["ph"];
+        if (ph == "M" && e["name"] == "thread_name") names[trackKey(e)] = e["args"]["name"];
+        if (ph == "M" && e["name"] == "process_name") processName = e["args"]["name"];
+        if (ph == "X") {
+            const int64_t b = toNs(e["ts"].get<double>());
+            slices[trackKey(e)].push_back({b, b + toNs(e["dur"].get<double>()), e["name"]});
+        }
+        if (ph == "s") starts[e["id"]] = e;
+        if (ph == "f") finishes[e["id"]] = e;
+    }
+    EXPECT_EQ(processName, "app (pid 4242)");
+    EXPECT_EQ(names["4242/1"], "main (tid 1)");
+    EXPECT_EQ(names["4242/2"], "worker (tid 2)");
+    std::vector<std::string> streams;
+    for (const auto& [key, name] : names)
+        if (name.rfind("GPU 0", 0) == 0) streams.push_back(name);
+    std::sort(streams.begin(), streams.end());
+    EXPECT_EQ(streams, (std::vector<std::string>{"GPU 0 \u00b7 default stream", "GPU 0 \u00b7 per-thread stream of tid 2",
+                                                 "GPU 0 \u00b7 stream 0x10", "GPU 0 \u00b7 stream 0x20"}));
+
+    // Host clock in microseconds, every nanosecond kept: the first call began at kT0 + 200 ns.
+    const auto& main = slices["4242/1"];
+    ASSERT_FALSE(main.empty());
+    EXPECT_EQ(main.front().b, int64_t(kT0 + 100));  // the NVTX range, outermost
+    EXPECT_EQ(main.front().name, "step");
+    EXPECT_NE(text.find("\"ts\":5000000000.323"), std::string::npos) << "a call at kT0 + 200 ns";
+
+    // Every track nests; the two faults were cut and counted.
+    for (auto& [key, list] : slices) {
+        std::sort(list.begin(), list.end(), [](const Slice& a, const Slice& b) { return a.b < b.b || (a.b == b.b && a.e > b.e); });
+        std::vector<int64_t> open;
+        for (const Slice& s : list) {
+            while (!open.empty() && open.back() <= s.b) open.pop_back();
+            EXPECT_TRUE(open.empty() || s.e <= open.back()) << key << ": " << s.name << " crosses its parent's end";
+            open.push_back(s.e);
+        }
+    }
+    EXPECT_EQ(stats.clamped, 2u);
+    EXPECT_EQ(trace["otherData"]["clamped_slices"], 2);
+
+    // Flows: one per GPU span, each from inside a call on a thread to inside GPU work on a stream.
+    EXPECT_EQ(stats.flows, 6u);
+    EXPECT_EQ(starts.size(), 6u);
+    EXPECT_EQ(finishes.size(), 6u);
+    auto inside = [&](const Json& e) {
+        const int64_t t = toNs(e["ts"].get<double>());
+        for (const Slice& s : slices[trackKey(e)])
+            if (s.b <= t && t <= s.e) return true;
+        return false;
+    };
+    for (const auto& [id, s] : starts) {
+        ASSERT_TRUE(finishes.count(id)) << "flow " << id << " has no finish";
+        const Json& f = finishes[id];
+        EXPECT_EQ(f["bp"], "e");
+        EXPECT_EQ(s["cat"], f["cat"]);
+        EXPECT_EQ(s["name"], f["name"]);
+        EXPECT_TRUE(inside(s)) << "flow start " << id << " binds to no slice";
+        EXPECT_TRUE(inside(f)) << "flow finish " << id << " binds to no slice";
+        EXPECT_EQ(names[trackKey(f)].rfind("GPU 0", 0), 0u);
+        EXPECT_EQ(names[trackKey(s)].rfind("GPU 0", 0), std::string::npos);
+    }
+
+    // Counters: operations running and bytes moved.
+    bool running = false, moved = false;
+    for (const Json& e : trace["traceEvents"])
+        if (e["ph"] == "C") {
+            running |= e["name"] == "GPU 0 operations running";
+            if (e["name"] == "GPU 0 bytes moved") moved |= e["args"]["HtoD"] == 4096;
+        }
+    EXPECT_TRUE(running);
+    EXPECT_TRUE(moved);
+}
+
+TEST(PerfettoExport, HostileNamesAreEscapedJson)
+{
+    const std::string text = exportPerfetto(sample().capture());
+    EXPECT_EQ(text.find("<img"), std::string::npos);
+    const Json trace = Json::parse(text);
+    bool found = false;
+    for (const Json& e : trace["traceEvents"])
+        if (e["ph"] == "X" && e["name"] == "<img src=x onerror=alert(1)>") found = true;
+    EXPECT_TRUE(found) << "the kernel keeps its name once parsed";
+}
+
+TEST(FoldedExport, OutermostFirstWeightedByTheMetric)
+{
+    const Capture c = sample().capture();
+    // Blocked: the synchronous copy (implicit sync) and the context wait, each with its host time.
+    EXPECT_EQ(exportFolded(c, FoldedMetric::Blocked),
+              "app+0x1234;cudaDeviceSynchronize 70\n"
+              "main;run:step;cuda_impl;cudaMemcpy 550\n");
+    EXPECT_EQ(exportFolded(c, FoldedMetric::Transfer), "main;run:step;cuda_impl;cudaMemcpy;HtoD 4096\n");
+    EXPECT_EQ(exportFolded(c, FoldedMetric::Launch),
+              "main;run:step;cuda_impl;cudaGraphLaunch 50\n"
+              "main;run:step;cuda_impl;cudaLaunchKernel;<img src=x onerror=alert(1)> 20\n"
+              "main;run:step;cuda_impl;cudaLaunchKernel;step(float*, int) 120\n");
+    const std::string calls = exportFolded(c, FoldedMetric::Calls);
+    EXPECT_NE(calls.find("main;run:step;cuda_impl;cudaLaunchKernel 3\n"), std::string::npos) << calls;
+    // Every line is "frames value" with a non-empty frame list.
+    size_t lines = 0;
+    for (size_t at = 0; at < calls.size(); ++lines) {
+        const size_t nl = calls.find('\n', at);
+        const std::string line = calls.substr(at, nl - at);
+        const size_t space = line.rfind(' ');
+        ASSERT_NE(space, std::string::npos);
+        EXPECT_GT(space, 0u);
+        EXPECT_EQ(line.find_first_not_of("0123456789", space + 1), std::string::npos) << line;
+        at = nl + 1;
+    }
+    EXPECT_EQ(lines, 4u);
+    FoldedMetric m{};
+    EXPECT_TRUE(parseFoldedMetric("transfer", m));
+    EXPECT_EQ(m, FoldedMetric::Transfer);
+    EXPECT_FALSE(parseFoldedMetric("bytes", m));
+}
+
+TEST(TimelineExport, ColumnsLineUpAndNothingIsHtml)
+{
+    const std::string text = exportTimelineJson(sample().capture());
+    EXPECT_EQ(text.find('<'), std::string::npos) << "every '<' is \\u003c";
+    const Json t = Json::parse(text);
+    EXPECT_EQ(t["schema"], "gpuspy.timeline/1");
+    EXPECT_EQ(t["origin_ns"], kT0 + 100);
+    const size_t calls = t["calls"]["begin"].size();
+    EXPECT_EQ(calls, 6u);
+    for (const auto& [name, column] : t["calls"].items()) EXPECT_EQ(column.size(), calls) << name;
+    const size_t spans = t["gpu"]["begin"].size();
+    EXPECT_EQ(spans, 6u);
+    for (const auto& [name, column] : t["gpu"].items()) EXPECT_EQ(column.size(), spans) << name;
+    // Every span points at a call on a thread track and sits on a stream track.
+    for (size_t i = 0; i < spans; ++i) {
+        const int64_t call = t["gpu"]["call"][i];
+        ASSERT_GE(call, 0);
+        EXPECT_EQ(t["tracks"][t["calls"]["track"][size_t(call)].get<size_t>()]["kind"], "thread");
+        EXPECT_EQ(t["tracks"][t["gpu"]["track"][i].get<size_t>()]["kind"], "stream");
+    }
+    const auto& strings = t["strings"];
+    EXPECT_NE(std::find(strings.begin(), strings.end(), "<img src=x onerror=alert(1)>"), strings.end());
+    EXPECT_EQ(t["nvtx"]["begin"].size(), 1u);
+    EXPECT_EQ(t["tracks"][0]["nvtx_lanes"], 1);
+}
+
+TEST(ExportCommon, JsonStringsAreValidAndScriptSafe)
+{
+    std::string out;
+    exporting::appendJsonString(out, std::string("a\"b\\c</script>\n\x01 \xff\xc3\xa9", 20));
+    EXPECT_EQ(out, "\"a\\\"b\\\\c\\u003c/script\\u003e\\n\\u0001 \\ufffd\xc3\xa9\"");
+    EXPECT_EQ(Json::parse(out).get<std::string>(), "a\"b\\c</script>\n\x01 \xef\xbf\xbd\xc3\xa9");
+    std::string us;
+    exporting::appendMicros(us, 5'000'000'000'007);
+    EXPECT_EQ(us, "5000000000.007");
+}
+
+}  // namespace
+}  // namespace gpuspy::collect

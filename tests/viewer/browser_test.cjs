@@ -1,0 +1,185 @@
+// tests/viewer/browser_test.cjs: opens pages written by `gpuspy view` in headless chromium (playwright-core,
+// Debian's /usr/bin/chromium) and checks what a user sees against `gpuspy report --format json` of the same
+// capture: no console errors and no network; headline numbers, findings and tables; a timeline track per
+// thread and stream, drawn; zoom (keys, wheel) and pan change the visible range; clicking a call shows its
+// stack and GPU work; capture strings stay text (no <img>, no dialog). Saves a full-page screenshot.
+// Usage: PLAYWRIGHT_CORE=DIR node browser_test.cjs PAGE.html REPORT.json SHOT.png [PAGE REPORT SHOT]...
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { chromium } = require(process.env.PLAYWRIGHT_CORE || 'playwright-core');
+
+const HOSTILE = '<img src=x onerror=alert(1)>';
+let failures = 0;
+function check(ok, what, detail) {
+  console.log((ok ? '  ok   ' : '  FAIL ') + what + (ok || detail === undefined ? '' : ': ' + JSON.stringify(detail)));
+  if (!ok) failures++;
+}
+
+async function checkPage(browser, htmlPath, reportPath, shotPath) {
+  console.log('page ' + htmlPath);
+  const report = JSON.parse(fs.readFileSync(reportPath, 'utf8'));
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const errors = [], requests = [];
+  let dialogs = 0;
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('dialog', (d) => { dialogs++; d.dismiss().catch(() => {}); });
+  page.on('request', (r) => { if (!/^(file|data|about):/.test(r.url())) requests.push(r.url()); });
+
+  await page.goto('file://' + path.resolve(htmlPath));
+  await page.waitForFunction(() => window.gpuspyViewer && window.gpuspyViewer.ready, null, { timeout: 20000 });
+  const data = await page.evaluate(() => JSON.parse(document.getElementById('gpuspy-data').textContent));
+  const tl = data.timeline;
+
+  // Headline numbers: the raw value behind each card, and a formatted text.
+  const cards = await page.$$eval('#headline .card', (cs) => Object.fromEntries(cs.map((c) => [c.dataset.key, { raw: Number(c.dataset.raw), text: c.querySelector('.value').textContent }])));
+  const sum = (list, k) => (list || []).reduce((a, x) => a + x[k], 0);
+  check(cards.launches && cards.launches.raw === report.launches.count, 'kernel launches card = report launches.count', [cards.launches, report.launches.count]);
+  check(cards.bytes && cards.bytes.raw === sum(report.transfers, 'bytes'), 'bytes card = sum of report transfers bytes', cards.bytes);
+  check(cards.blocked_ns && cards.blocked_ns.raw === sum(report.syncs, 'blocked_ns'), 'blocked card = sum of report syncs blocked_ns', cards.blocked_ns);
+  check(cards.cuda_api_ns && cards.cuda_api_ns.raw === sum(report.processes, 'cuda_api_ns'), 'CUDA time card = report cuda_api_ns', cards.cuda_api_ns);
+  check(Object.values(cards).every((c) => c.text.trim().length > 0 && !/NaN|undefined/.test(c.text)), 'every card shows a number', cards);
+
+  // Findings, in the report's order, each opening its call sites and evidence.
+  const findings = await page.$$eval('#findings details.finding', (ds) => ds.map((d) => ({ rule: d.dataset.rule, savings: Number(d.dataset.savings),
+    sites: d.querySelectorAll('details.site').length, evidence: Array.from(d.querySelectorAll('table.kv td[data-raw]')).map((td) => Number(td.dataset.raw)) })));
+  check(JSON.stringify(findings.map((f) => [f.rule, f.savings])) ===
+        JSON.stringify(report.findings.map((f) => [f.rule, f.estimated_savings_ns])), 'findings = report findings (rule, savings)', findings);
+  report.findings.forEach((f, i) => {
+    if (!findings[i]) return;
+    check(findings[i].sites === f.callsites.length, 'finding ' + f.rule + ' lists its ' + f.callsites.length + ' call sites', findings[i].sites);
+    check(JSON.stringify(findings[i].evidence) === JSON.stringify(Object.values(f.evidence)), 'finding ' + f.rule + ' shows its evidence', findings[i].evidence);
+  });
+  if (findings.length > 1) {
+    await page.click('#findings details.finding:nth-of-type(2) > summary');
+    check(await page.$eval('#findings details.finding:nth-of-type(2)', (d) => d.open), 'a finding opens on click');
+  }
+
+  // Tables: the kernels, transfers and syncs of the report, and sorting.
+  const table = (name) => page.$$eval('.table-wrap[data-table="' + name + '"] tbody tr', (rs) => rs.map((r) => Array.from(r.cells).map((c) => c.dataset.raw)));
+  const kernels = await table('kernels');
+  check(kernels.length === report.kernels.length && report.kernels.every((k) => kernels.some((r) => r[0] === k.name && Number(r[1]) === k.count && Number(r[2]) === k.gpu_ns)),
+        'kernels table = report kernels (name, launches, GPU time)', kernels);
+  const transfers = await table('transfers');
+  check(transfers.length === report.transfers.length && report.transfers.every((t) => transfers.some((r) => r[0] === t.direction && Number(r[3]) === t.count && Number(r[4]) === t.bytes)),
+        'transfers table = report transfers (direction, count, bytes)', transfers);
+  const syncs = await table('syncs');
+  check(syncs.length === report.syncs.length && report.syncs.every((s) => syncs.some((r) => r[0] === s.display && Number(r[3]) === s.count && Number(r[4]) === s.blocked_ns)),
+        'syncs table = report syncs (api, count, blocked)', syncs);
+  await page.click('#tabs button[data-table="kernels"]');
+  await page.click('.table-wrap[data-table="kernels"] th:nth-child(2)');
+  const sorted = (await table('kernels')).map((r) => Number(r[1]));
+  check(sorted.every((v, i) => i === 0 || sorted[i - 1] >= v), 'clicking a column sorts the table', sorted);
+  await page.click('#tabs button[data-table="transfers"]');
+
+  // Timeline: a track per thread and per stream, each with something drawn in its row.
+  const state = await page.evaluate(() => ({ tracks: window.gpuspyViewer.tracks, visible: window.gpuspyViewer.visible }));
+  const threadTids = new Set(tl.calls.track.map((t) => tl.tracks[t].tid));
+  check(state.tracks.filter((t) => t.kind === 'thread').length === tl.tracks.filter((t) => t.kind === 'thread').length &&
+        state.tracks.filter((t) => t.kind === 'thread').length >= threadTids.size, 'a timeline track per host thread', state.tracks);
+  const streams = new Set(tl.gpu.track);
+  check(state.tracks.filter((t) => t.kind === 'stream').length === streams.size && streams.size >= 1, 'a timeline track per GPU stream', state.tracks);
+  const drawn = await page.evaluate(() => {
+    const c = document.getElementById('timeline');
+    const ctx = c.getContext('2d');
+    const dpr = c.width / c.getBoundingClientRect().width;
+    return window.gpuspyViewer.tracks.map((t) => {
+      const img = ctx.getImageData(Math.floor(240 * dpr), Math.floor(t.top * dpr), Math.floor(c.width - 240 * dpr), Math.max(1, Math.floor(t.height * dpr)));
+      let n = 0;
+      for (let i = 0; i < img.data.length; i += 4) if (img.data[i + 3] > 0 && (img.data[i] < 200 || img.data[i + 1] < 200 || img.data[i + 2] < 200)) n++;
+      return n;
+    });
+  });
+  check(drawn.every((n) => n > 0), 'every track has something drawn in its row', drawn);
+
+  // Zoom and pan.
+  const span = (v) => v.end_ns - v.begin_ns;
+  const v0 = state.visible;
+  const visible = async () => { await page.waitForTimeout(50); return page.evaluate(() => window.gpuspyViewer.visible); };
+  await page.focus('#timeline');
+  await page.keyboard.press('+');
+  const v1 = await visible();
+  check(span(v1) < span(v0) * 0.75, '"+" zooms in (the visible range shrinks)', [v0, v1]);
+  await page.keyboard.press('+');
+  await page.keyboard.press('ArrowRight');
+  const v2 = await visible();
+  check(v2.begin_ns > v1.begin_ns && span(v2) < span(v1), 'the right arrow pans later', [v1, v2]);
+  const box = await page.$eval('#timeline', (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+  await page.mouse.move(box.x + box.w * 0.5, box.y + 40);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.w * 0.3, box.y + 40, { steps: 4 });
+  await page.mouse.up();
+  const v3 = await visible();
+  check(v3.begin_ns > v2.begin_ns && Math.abs(span(v3) - span(v2)) < 1, 'dragging left pans later', [v2, v3]);
+  await page.mouse.move(box.x + box.w * 0.6, box.y + 40);
+  await page.mouse.wheel(0, -400);
+  const v4 = await visible();
+  check(span(v4) < span(v3) * 0.8, 'the wheel zooms in', [v3, v4]);
+  await page.mouse.wheel(0, 400);
+  const v5 = await visible();
+  check(span(v5) > span(v4) * 1.2, 'the wheel zooms out', [v4, v5]);
+  await page.keyboard.press('-');
+  const v6 = await visible();
+  check(span(v6) > span(v5) * 1.5, '"-" zooms out', [v5, v6]);
+
+  // Hover and click a call that caused timed GPU work.
+  const target = tl.gpu.call.find((c) => c >= 0 && tl.stacks[tl.calls.stack[c]].length > 0);
+  check(target !== undefined, 'the capture has a call with a stack and timed GPU work');
+  if (target !== undefined) {
+    const p = await page.evaluate((k) => window.gpuspyViewer.pointOfCall(k), target);
+    await page.mouse.move(p.x, p.y);
+    await page.waitForTimeout(50);
+    const tip = await page.$eval('#tooltip', (t) => ({ hidden: t.hidden, text: t.textContent }));
+    check(!tip.hidden && tip.text.includes(tl.strings[tl.calls.name[target]]), 'hovering a call shows a tooltip naming it', tip);
+    await page.mouse.click(p.x, p.y);
+    await page.waitForTimeout(50);
+    const det = await page.evaluate(() => ({
+      call: Number((document.querySelector('#details h3') || {}).dataset?.call),
+      title: (document.querySelector('#details h3') || {}).textContent,
+      frames: Array.from(document.querySelectorAll('#details-stack li')).map((li) => li.textContent),
+      work: document.querySelectorAll('#details .work').length,
+      selected: window.gpuspyViewer.selectedCall,
+    }));
+    const frames = tl.stacks[tl.calls.stack[target]].map((f) => tl.frames[f][0]);
+    check(det.call === target && det.selected === target, 'clicking a call selects it', det);
+    check(det.frames.length === frames.length && frames.every((f) => det.frames.some((t) => t.startsWith(f))), 'the details show its stack', [det.frames, frames]);
+    check(det.work === tl.gpu.call.filter((c) => c === target).length && det.work > 0, 'the details show the GPU work it caused', det);
+  }
+
+  // Flame graph of blocked time.
+  const flame = await page.$eval('#flame', (f) => ({ total: Number(f.dataset.total), nodes: f.querySelectorAll('.flame-node').length }));
+  const blocked = tl.calls.dur.reduce((a, d, i) => a + (tl.calls.blocked[i] ? d : 0), 0);
+  check(flame.total === blocked && (blocked === 0 || flame.nodes > 1), 'the flame graph holds all blocked time', [flame, blocked]);
+  check(Math.abs(blocked - sum(report.syncs, 'blocked_ns')) === 0, 'its total = the report syncs blocked time', [blocked, sum(report.syncs, 'blocked_ns')]);
+
+  // Hostile strings stay text.
+  const dom = await page.evaluate((h) => ({
+    imgs: document.querySelectorAll('img').length,
+    textHasName: document.body.textContent.includes(h),
+  }), HOSTILE);
+  check(dom.imgs === 0, 'no <img> element in the page', dom);
+  check(dialogs === 0, 'no dialog opened', dialogs);
+  if (tl.strings.includes(HOSTILE)) check(dom.textHasName, 'the hostile kernel name is shown as text', dom);
+
+  check(errors.length === 0, 'no console errors', errors);
+  check(requests.length === 0, 'no network requests', requests);
+  await page.evaluate(() => window.gpuspyViewer.reset());
+  await page.waitForTimeout(100);
+  await page.screenshot({ path: shotPath, fullPage: true });
+  console.log('  screenshot ' + shotPath);
+  await page.close();
+}
+
+(async () => {
+  const args = process.argv.slice(2);
+  const t0 = Date.now();
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
+  try {
+    for (let i = 0; i + 2 < args.length; i += 3) await checkPage(browser, args[i], args[i + 1], args[i + 2]);
+  } finally {
+    await browser.close();
+  }
+  console.log((failures ? 'FAILED: ' + failures + ' checks' : 'all checks passed') + ' in ' + ((Date.now() - t0) / 1000).toFixed(1) + ' s');
+  process.exit(failures ? 1 : 0);
+})().catch((e) => { console.error(e); process.exit(1); });

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# tests/viewer/run.sh: the steps of the viewer tests (see CMakeLists.txt).
+#   run.sh capture APP   record APP on the simulated GPU into $VIEWER_WORK/hostile.gspy (and the demo, if built)
+#   run.sh perfetto      export each capture with --format perfetto and check its structure (node)
+#   run.sh browser       gpuspy view + report of the capture, then browser_test.cjs in headless chromium
+# Environment: GPUSPY (the command), GPUSPY_SIMCUDA_DIR, VIEWER_WORK (a folder in the build tree),
+# VIEWER_TESTS (this folder), GPUSPY_APPS_DIR (bin/apps of the build).
+set -euo pipefail
+step=$1
+work=$VIEWER_WORK
+mkdir -p "$work"
+
+need_root_install() {  # need_root_install PACKAGE...: apt-get install as root, or say why not
+    if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
+        echo "viewer test: SKIPPED: $* missing and this is not root with apt-get to install it" >&2
+        echo "viewer test: SKIPPED: install it (apt-get install $*) and run again" >&2
+        exit 77
+    fi
+    echo "viewer test: installing $* (apt-get)" >&2
+    apt-get update -qq >/dev/null || true
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null; then
+        echo "viewer test: SKIPPED: apt-get install $* failed (no network?)" >&2
+        exit 77
+    fi
+}
+
+case $step in
+capture)
+    app=$2
+    "$GPUSPY" record --sim -o "$work/hostile.gspy" -f -- "$app" >"$work/hostile.record.txt"
+    if [[ -x $GPUSPY_APPS_DIR/demo_infer ]]; then
+        "$GPUSPY" record --sim -o "$work/demo.gspy" -f -- "$GPUSPY_APPS_DIR/demo_infer" >"$work/demo.record.txt"
+    else
+        rm -f "$work/demo.gspy"
+    fi
+    echo "viewer test: recorded $(ls "$work"/*.gspy | tr '\n' ' ')"
+    ;;
+perfetto)
+    command -v node >/dev/null || need_root_install nodejs
+    for cap in "$work"/hostile.gspy "$work"/demo.gspy; do
+        [[ -f $cap ]] || continue
+        base=${cap%.gspy}
+        "$GPUSPY" export "$cap" --format perfetto -o "$base.trace.json" -f
+        "$GPUSPY" report "$cap" --format json >"$base.report.json"
+        node "$VIEWER_TESTS/check_perfetto.cjs" "$base.trace.json" "$base.report.json"
+    done
+    ;;
+browser)
+    [[ -x /usr/bin/chromium ]] || need_root_install chromium
+    command -v node >/dev/null && command -v npm >/dev/null || need_root_install nodejs npm
+    modules=$work/node
+    if [[ ! -f $modules/node_modules/playwright-core/package.json ]]; then
+        echo "viewer test: installing playwright-core (npm) into $modules" >&2
+        mkdir -p "$modules"
+        if ! npm install --prefix "$modules" --no-save --no-audit --no-fund --loglevel=error playwright-core@1 >&2; then
+            echo "viewer test: SKIPPED: npm install playwright-core failed (no network?)" >&2
+            exit 77
+        fi
+    fi
+    "$GPUSPY" view "$work/hostile.gspy" -o "$work/hostile.html" -f
+    "$GPUSPY" report "$work/hostile.gspy" --format json >"$work/hostile.report.json"
+    args=("$work/hostile.html" "$work/hostile.report.json" "$work/hostile.png")
+    if [[ -f $work/demo.gspy ]]; then
+        "$GPUSPY" view "$work/demo.gspy" -o "$work/demo.html" -f
+        "$GPUSPY" report "$work/demo.gspy" --format json >"$work/demo.report.json"
+        args+=("$work/demo.html" "$work/demo.report.json" "$work/demo.png")
+    fi
+    PLAYWRIGHT_CORE=$modules/node_modules/playwright-core node "$VIEWER_TESTS/browser_test.cjs" "${args[@]}"
+    ;;
+*)
+    echo "usage: run.sh capture APP | perfetto | browser" >&2
+    exit 2
+    ;;
+esac
