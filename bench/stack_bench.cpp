@@ -1,10 +1,14 @@
 // bench/stack_bench.cpp: the cost of shim::stackCapture on the hook path (unw_backtrace + intern
-// lookup of a stack seen before), by depth and thread count, against unw_backtrace alone.
+// lookup of a stack seen before), by depth and thread count, against unw_backtrace alone and against
+// a frame-pointer walk (a reference: the shim has no frame-pointer path; this file is built with
+// -fno-omit-frame-pointer so that the walk is valid here).
 #include "shim/stack.h"
 
 #include <benchmark/benchmark.h>
 
 #include <dlfcn.h>
+
+#include <cstdint>
 
 namespace {
 
@@ -59,6 +63,37 @@ void BM_UnwBacktraceOnly(benchmark::State& state)
     atDepth(depth, body);
 }
 BENCHMARK(BM_UnwBacktraceOnly)->Arg(8)->Arg(24)->Arg(64);
+
+// Follows the saved frame-pointer chain: [rbp] = caller's rbp, [rbp + 8] = return address. Stops at
+// a null, misaligned or non-increasing link (the chain's end, or a frame without a frame pointer).
+__attribute__((noinline)) int framePointerWalk(void** out, int max)
+{
+    auto* fp = static_cast<void**>(__builtin_frame_address(0));
+    int n = 0;
+    while (n < max && fp && (reinterpret_cast<uintptr_t>(fp) & 7) == 0) {
+        out[n++] = fp[1];
+        auto* next = static_cast<void**>(fp[0]);
+        if (next <= fp) break;
+        fp = next;
+    }
+    return n;
+}
+
+void BM_FramePointerWalk(benchmark::State& state)
+{
+    const int depth = int(state.range(0));
+    void* buf[256];
+    int got = 0;
+    auto body = [&] {
+        for (auto _ : state) {
+            got = framePointerWalk(buf, depth);
+            benchmark::DoNotOptimize(got);
+        }
+    };
+    atDepth(depth, body);
+    state.counters["frames"] = got;
+}
+BENCHMARK(BM_FramePointerWalk)->Arg(8)->Arg(24)->Arg(64);
 
 void BM_StackOff(benchmark::State& state)
 {
