@@ -70,7 +70,7 @@ void applyRecord(Process& p, const wire::RecordView& v)
         // can pass the decoder's length check with a short tail.
         if (uint64_t(b.depth) * 8 != tail.size()) break;
         std::vector<uint64_t> pcs(tail.size() / 8);
-        std::memcpy(pcs.data(), tail.data(), tail.size());
+        if (!tail.empty()) std::memcpy(pcs.data(), tail.data(), tail.size());  // an empty vector's data() may be null
         p.stacks[b.stackId] = std::move(pcs);
         break;
     }

@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 using namespace gpuspy;
@@ -413,7 +414,14 @@ int main(int argc, char** argv)
     if (requireGpu && timed == 0 && deviceCalls > 0) problem("no GPU spans at all");
     // Dropping is the exception: at least 90% of the calls timed on the GPU have their span (in a
     // capture of a handful of timed calls, one or two preempted threads may still cost more than 10%).
-    if (requireGpu && timedCalls - spanned > 2 && spanned * 10 < timedCalls * 9)
+    // The shim drops a span when its thread was held up between the call's return and the end event
+    // record; with more app threads working than CPUs, the scheduler does that to every thread all the
+    // time (the simulated driver spins for its modelled host costs), so there 80% is the bar.
+    std::set<uint32_t> appThreads;
+    for (const auto& c : cap.calls) appThreads.insert(c.body.tid);
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const size_t pct = cpus > 0 && appThreads.size() > size_t(cpus) ? 8 : 9;
+    if (requireGpu && timedCalls - spanned > 2 && spanned * 10 < timedCalls * pct)
         problem("only " + std::to_string(spanned) + " of " + std::to_string(timedCalls) + " GPU-timed calls have a span");
 
     std::printf("pid %u: %zu calls, %zu device ops, %zu calls GPU-timed (error p50 %lld ns, p90 %lld ns, max %lld ns), "
