@@ -44,6 +44,9 @@ public:
     // The current argument is one of `names` with a value: consume both.
     bool value(std::initializer_list<std::string_view> names, std::string& out);
     std::string positional() { return m_argv[m_i++]; }
+    // The current argument is the command's one FILE operand, or `--` followed by it: consume it.
+    // A second operand, or an option no earlier test took, is a UsageError.
+    void fileOperand(std::string& file);
     // Everything from the current argument on.
     int index() const { return m_i; }
     void skip(int n = 1) { m_i += n; }

@@ -58,6 +58,17 @@ bool ArgReader::value(std::initializer_list<std::string_view> names, std::string
     return false;
 }
 
+void ArgReader::fileOperand(std::string& file)
+{
+    if (flag({"--"})) {
+        if (!done() && file.empty()) file = positional();
+        if (!done()) unknown();
+        return;
+    }
+    if (isOption() || !file.empty()) unknown();
+    file = positional();
+}
+
 void ArgReader::unknown() const
 {
     const std::string_view a = peek();

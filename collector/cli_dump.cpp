@@ -33,13 +33,7 @@ int runDump(int argc, char** argv)
             fmt::print("{}", kUsage);
             return 0;
         }
-        if (args.flag({"--"})) {
-            if (!args.done() && file.empty()) file = args.positional();
-            if (!args.done()) args.unknown();
-            break;
-        }
-        if (args.isOption() || !file.empty()) args.unknown();
-        file = args.positional();
+        args.fileOperand(file);
     }
     if (file.empty()) throw UsageError("gpuspy dump: which file? (usage: gpuspy dump FILE)");
 

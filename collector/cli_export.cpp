@@ -76,13 +76,7 @@ int runExport(int argc, char** argv)
             metricGiven = true;
             continue;
         }
-        if (args.flag({"--"})) {
-            if (!args.done() && file.empty()) file = args.positional();
-            if (!args.done()) args.unknown();
-            break;
-        }
-        if (args.isOption() || !file.empty()) args.unknown();
-        file = args.positional();
+        args.fileOperand(file);
     }
     if (file.empty()) throw UsageError("gpuspy export: which file? (usage: gpuspy export FILE --format F)");
     if (format.empty()) throw UsageError("gpuspy export: which format? (--format perfetto, folded, csv or json)");

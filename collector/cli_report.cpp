@@ -53,13 +53,7 @@ int runReport(int argc, char** argv)
             pid = parseNumber("gpuspy report: --process", value, 0, 0x7fffffff);
             continue;
         }
-        if (args.flag({"--"})) {
-            if (!args.done() && file.empty()) file = args.positional();
-            if (!args.done()) args.unknown();
-            break;
-        }
-        if (args.isOption() || !file.empty()) args.unknown();
-        file = args.positional();
+        args.fileOperand(file);
     }
     if (file.empty()) throw UsageError("gpuspy report: which file? (usage: gpuspy report FILE)");
 

@@ -66,13 +66,7 @@ int runView(int argc, char** argv)
             force = true;
             continue;
         }
-        if (args.flag({"--"})) {
-            if (!args.done() && file.empty()) file = args.positional();
-            if (!args.done()) args.unknown();
-            break;
-        }
-        if (args.isOption() || !file.empty()) args.unknown();
-        file = args.positional();
+        args.fileOperand(file);
     }
     if (file.empty()) throw UsageError("gpuspy view: which file? (usage: gpuspy view FILE [-o OUT.html])");
     if (output.empty()) output = defaultOutput(file);
