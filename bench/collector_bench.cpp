@@ -1,8 +1,10 @@
 // bench/collector_bench.cpp: the collector's ingest rate on one core: a synthetic stream (see
-// synth_stream.h) decoded by the wire codec alone, and ingested into the model by StreamIngest the
-// way `gpuspy report` reads a file (validated bytes not kept) and the way `gpuspy collect` takes a
-// connection (validated bytes kept, then taken for the capture file).
+// synth_stream.h) decoded by the wire codec alone; ingested by StreamIngest the way `gpuspy report`
+// reads a file (neither validated bytes nor events kept: the events go to an observer) and the way
+// `gpuspy collect` takes a connection (validated bytes and events kept); and ingested with the
+// report's streaming analysis (StreamAnalyzer) attached, which is what `gpuspy report` costs.
 #include "bench/synth_stream.h"
+#include "collector/analyze.h"
 #include "collector/ingest.h"
 #include "wire/codec.h"
 
@@ -48,12 +50,14 @@ BENCHMARK(BM_Decode)->Arg(1000000)->Unit(benchmark::kMillisecond)->Repetitions(5
 void BM_Ingest(benchmark::State& state)
 {
     const std::vector<uint8_t>& s = stream(state.range(0));
-    const bool keepRaw = state.range(1) != 0;
-    uint64_t records = 0;
+    const bool keepRaw = state.range(1) != 0;  // as `collect` does; else as `report` reads
+    uint64_t records = 0, observed = 0;
     std::vector<uint8_t> taken;
     for (auto _ : state) {
         collect::StreamIngest in;
         in.setKeepRaw(keepRaw);
+        in.setKeepEvents(keepRaw);
+        if (!keepRaw) in.setObserver([&](const collect::Process&, const wire::RecordView&) { ++observed; });
         for (size_t at = 0; at < s.size(); at += kChunk) {
             in.feed(s.data() + at, std::min(kChunk, s.size() - at));
             if (keepRaw) {
@@ -64,10 +68,31 @@ void BM_Ingest(benchmark::State& state)
         if (!in.finish()) state.SkipWithError(in.error().c_str());
         records = in.records();
         benchmark::DoNotOptimize(in.process().calls.data());
+        benchmark::DoNotOptimize(observed);
     }
     state.SetItemsProcessed(int64_t(records) * state.iterations());
     state.SetBytesProcessed(int64_t(s.size()) * state.iterations());
 }
+
+void BM_IngestAnalyze(benchmark::State& state)
+{
+    const std::vector<uint8_t>& s = stream(state.range(0));
+    uint64_t records = 0;
+    for (auto _ : state) {
+        collect::StreamAnalyzer analyzer(collect::ReportOptions{});
+        collect::StreamIngest in;
+        in.setKeepRaw(false);
+        in.setKeepEvents(false);
+        in.setObserver([&](const collect::Process& p, const wire::RecordView& v) { analyzer.onRecord(p, v); });
+        for (size_t at = 0; at < s.size(); at += kChunk) in.feed(s.data() + at, std::min(kChunk, s.size() - at));
+        if (!in.finish()) state.SkipWithError(in.error().c_str());
+        analyzer.onProcess(in.process());
+        records = in.records();
+        benchmark::DoNotOptimize(analyzer.finish(0));
+    }
+    state.SetItemsProcessed(int64_t(records) * state.iterations());
+}
+BENCHMARK(BM_IngestAnalyze)->Arg(1000000)->ArgNames({"records"})->Unit(benchmark::kMillisecond)->Repetitions(3)->ReportAggregatesOnly(true);
 BENCHMARK(BM_Ingest)
     ->Args({1000000, 0})
     ->Args({1000000, 1})

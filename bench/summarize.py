@@ -128,6 +128,20 @@ def parse_collector(path):
     return res
 
 
+def read_tree(work):
+    """The tree the binaries were built from (scripts/bench.sh writes tree.txt): key -> [values]."""
+    res = {}
+    try:
+        with open(os.path.join(work, "tree.txt")) as f:
+            for line in f:
+                key, sep, value = line.strip().partition("=")
+                if sep:
+                    res.setdefault(key, []).append(value)
+    except OSError:
+        pass
+    return res
+
+
 def machine(root):
     def sh(cmd):
         try:
@@ -150,6 +164,8 @@ def machine(root):
         "nproc": sh("nproc"),
         "cpu": cpu,
         "constant_tsc": "constant_tsc" in flags,
+        "nonstop_tsc": "nonstop_tsc" in flags,
+        "clocksource": sh("cat /sys/devices/system/clocksource/clocksource0/current_clocksource"),
         "kernel": platform.release(),
         "load": sh("cat /proc/loadavg"),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -248,6 +264,7 @@ def main():
     decode_rate = items_per_s("BM_Decode")
     ingest_rate = items_per_s("BM_Ingest/records:1000000/keep_raw:0")
     ingest_keep_rate = items_per_s("BM_Ingest/records:1000000/keep_raw:1")
+    analyze_rate = items_per_s("BM_IngestAnalyze/records:1000000")
 
     rep_rows = {}
     for r in reports:
@@ -347,11 +364,22 @@ def main():
     if a.quick:
         out.append("**Quick run (smoke test of the harness): too short to quote.**")
         out.append("")
-    out.append(f"- Machine: {mach['nproc']} CPUs, {mach['cpu']} (constant_tsc: {'yes' if mach['constant_tsc'] else 'no'}), "
+    tree = read_tree(a.work)
+    if tree.get("load_end"):
+        mach["load"] = tree["load_end"][0]  # the run's, not this summary's (it may be written again later)
+    out.append(f"- Machine: {mach['nproc']} CPUs, {mach['cpu']} (constant_tsc: {'yes' if mach['constant_tsc'] else 'no'}, "
+               f"nonstop_tsc: {'yes' if mach['nonstop_tsc'] else 'no'}, clocksource: {mach['clocksource'] or '?'}), "
                f"Linux {mach['kernel']}; load average at the end: {mach['load']}")
-    out.append(f"- Date: {mach['date']}")
-    out.append(f"- Commit: `{mach['commit']}`" + (f" plus uncommitted changes in {mach['dirty']} tracked file(s) "
-                                                  "(others were working in the tree)" if mach['dirty'] not in ("", "0") else ""))
+    out.append(f"- Date: {mach['date']} (summary written)")
+    if tree.get("built"):
+        changed = tree.get("changed", [])
+        out.append(f"- Built: {tree.get('built', ['?'])[0]} from commit `{tree.get('commit', ['?'])[0]}`"
+                   + (f", with the working tree's uncommitted changes then in: {', '.join(f'`{c}`' for c in changed)} "
+                      "(others were working in the tree: the run measured those files as they were at that time)"
+                      if changed else ", no uncommitted changes"))
+    else:
+        out.append(f"- Commit: `{mach['commit']}`" + (f" plus uncommitted changes in {mach['dirty']} tracked file(s) "
+                                                      "(others were working in the tree)" if mach['dirty'] not in ("", "0") else ""))
     out.append(f"- Compiler: {mach['compiler']}; Release build (`build-release/`, `-O3 -DNDEBUG`)")
     out.append(f"- Command: `{a.command}`")
     out.append("")
@@ -480,10 +508,12 @@ def main():
     out.append("| figure | value |")
     out.append("|---|---|")
     out.append(f"| wire decode only, one core | {fmt(None if decode_rate is None else decode_rate / 1e6, 1)} M records/s |")
-    out.append(f"| StreamIngest (decode + model), one core, as `report` reads | "
+    out.append(f"| StreamIngest (decode + definitions; events to an observer), one core, as `report` reads | "
                f"{fmt(None if ingest_rate is None else ingest_rate / 1e6, 1)} M records/s |")
-    out.append(f"| StreamIngest keeping validated bytes, as `collect` does | "
+    out.append(f"| StreamIngest keeping validated bytes and events, as `collect` does | "
                f"{fmt(None if ingest_keep_rate is None else ingest_keep_rate / 1e6, 1)} M records/s |")
+    out.append(f"| StreamIngest + the report's streaming analysis (StreamAnalyzer), one core | "
+               f"{fmt(None if analyze_rate is None else analyze_rate / 1e6, 1)} M records/s |")
     for n in sorted(gens):
         g = gens[n]
         out.append(f"| synthetic capture, {n:,} body records ({g.get('records', 0):,} records in all): bare stream | "

@@ -1,5 +1,6 @@
-// collector/analyze.cpp: the entry point of the analysis: indexes each process once (calls in time
-// order, GPU spans by call, busy intervals, call sites), then runs the sections, overview first.
+// collector/analyze.cpp: the entry points of the analysis (StreamAnalyzer for records as they stream
+// past, analyze() for a capture in memory, both through the same window and sections), call sites,
+// the overview and the API summary.
 #include "collector/analyze_internal.h"
 
 #include "collector/api_names.h"
@@ -82,24 +83,6 @@ std::string ProcView::apiName(const wire::CallBody& c) const
     return it != proc->apis.end() ? it->second.name : "api#" + std::to_string(c.apiId);
 }
 
-uint64_t ProcView::gpuNs(const wire::CallBody& c) const
-{
-    auto it = spans.find(c.seq);
-    if (it == spans.end()) return 0;
-    uint64_t sum = 0;
-    for (const wire::GpuSpanBody* s : it->second) sum += s->endNs > s->beginNs ? s->endNs - s->beginNs : 0;
-    return sum;
-}
-
-uint64_t ProcView::busyDuring(const wire::CallBody& c) const
-{
-    if (c.device >= 0) {
-        auto it = busy.find(c.device);
-        return it == busy.end() ? 0 : it->second.overlap(c.beginNs, c.endNs);
-    }
-    return busyAll.overlap(c.beginNs, c.endNs);
-}
-
 std::string ProcView::kernelName(uint32_t kernelId, std::string* mangled) const
 {
     auto it = proc->kernels.find(kernelId);
@@ -109,17 +92,6 @@ std::string ProcView::kernelName(uint32_t kernelId, std::string* mangled) const
     }
     if (mangled) *mangled = it->second;
     return demangle(it->second);
-}
-
-bool ProcView::gapKnownIdle(int device, const Interval& gap) const
-{
-    auto u = untimedSubmits.find(device);
-    if (u == untimedSubmits.end() || u->second.empty()) return true;
-    uint64_t since = 0;
-    if (auto e = submitOfEnd.find(device); e != submitOfEnd.end())
-        if (auto it = e->second.find(gap.begin); it != e->second.end()) since = it->second;
-    auto first = std::upper_bound(u->second.begin(), u->second.end(), since);
-    return first == u->second.end() || *first >= gap.end;
 }
 
 bool isQuery(std::string_view abiName)
@@ -188,16 +160,28 @@ bool isCoreCudaFrame(const ReportFrame& f)
     return startsWith(m, "libcuda") || startsWith(m, "libgpuspy") || startsWith(m, "libsimcuda");
 }
 
-std::string siteCategory(const wire::CallBody& c)
+SiteCategory siteCategory(const wire::CallBody& c)
 {
     switch (c.category) {
-    case wire::Category::Transfer: return "transfer";
+    case wire::Category::Transfer: return SiteCategory::Transfer;
     case wire::Category::Launch:
-    case wire::Category::Graph: return "launch";
-    case wire::Category::Alloc: return "alloc";
+    case wire::Category::Graph: return SiteCategory::Launch;
+    case wire::Category::Alloc: return SiteCategory::Alloc;
     case wire::Category::Sync:
-    case wire::Category::Module: return "sync";
-    case wire::Category::Other: return hasFlag(c, wire::kCallImplicitSync) ? "sync" : "";
+    case wire::Category::Module: return SiteCategory::Sync;
+    case wire::Category::Other: return hasFlag(c, wire::kCallImplicitSync) ? SiteCategory::Sync : SiteCategory::None;
+    }
+    return SiteCategory::None;
+}
+
+const char* siteCategoryName(SiteCategory c)
+{
+    switch (c) {
+    case SiteCategory::Transfer: return "transfer";
+    case SiteCategory::Launch: return "launch";
+    case SiteCategory::Alloc: return "alloc";
+    case SiteCategory::Sync: return "sync";
+    case SiteCategory::None: break;
     }
     return "";
 }
@@ -262,67 +246,86 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId)
     return r;
 }
 
-void indexProcess(Context& cx, ProcView& pv, std::map<std::string, int>& siteIds)
+}  // namespace
+
+std::map<int, uint64_t> namedSites(const Context& cx, const SiteTally& raw)
 {
-    const Process& p = *pv.proc;
-    pv.calls.reserve(p.calls.size());
-    for (const wire::CallBody& c : p.calls) pv.calls.push_back(&c);
-    std::stable_sort(pv.calls.begin(), pv.calls.end(), [](auto* a, auto* b) { return a->beginNs < b->beginNs; });
-    for (const wire::GpuSpanBody& s : p.spans) {
-        if (s.endNs < s.beginNs) continue;
-        pv.spans[s.seq].push_back(&s);  // a zero-length span still says the call was timed
-        if (s.endNs == s.beginNs) continue;
-        pv.busy[s.device].add(s.beginNs, s.endNs);
-        pv.busyAll.add(s.beginNs, s.endNs);
+    std::map<int, uint64_t> out;
+    for (const auto& [r, ns] : raw) {
+        const int site = r == kNoRawSite ? kNoSite : cx.rawSites[r].site;
+        out[site] += ns;
     }
-    for (const auto& [id, name] : p.kernels) pv.kernelFunctions.insert(functionBase(demangle(name)));
-    for (const wire::CallBody* c : pv.calls) {
-        if (!hasFlag(*c, wire::kCallDeviceWork) || hasFlag(*c, wire::kCallCapturing) || !succeeded(*c)) continue;
-        auto it = pv.spans.find(c->seq);
-        if (it == pv.spans.end()) {
-            pv.untimedSubmits[c->device].push_back(c->beginNs);  // calls are in time order: stays sorted
-            continue;
-        }
-        for (const wire::GpuSpanBody* s : it->second) {
-            auto [pos, fresh] = pv.submitOfEnd[s->device].emplace(s->endNs, c->beginNs);
-            if (!fresh) pos->second = std::min(pos->second, c->beginNs);
-        }
+    return out;
+}
+
+ApiClass classifyApi(const std::string& abiName)
+{
+    ApiClass a;
+    a.name = abiName;
+    const std::string_view base = driverBaseName(abiName);
+    a.query = isQuery(abiName);
+    a.explicitWait = isExplicitSync(abiName);
+    a.hostFunc = base == "cuLaunchHostFunc";
+    a.freeLike = base.find("Free") != std::string_view::npos;
+    a.asyncName = abiName.find("Async") != std::string::npos;
+    return a;
+}
+
+uint32_t rawSiteOf(Context& cx, std::unordered_map<uint64_t, uint32_t>& index, std::vector<uint32_t>& owned,
+                   const wire::CallBody& c)
+{
+    const SiteCategory cat = siteCategory(c);
+    if (cat == SiteCategory::None) return kNoRawSite;
+    const uint64_t key = uint64_t(c.stackId) << 8 | uint64_t(cat);
+    auto [pos, fresh] = index.emplace(key, uint32_t(cx.rawSites.size()));
+    if (fresh) {
+        RawSite s;
+        s.stackId = c.stackId;
+        s.category = cat;
+        cx.rawSites.push_back(std::move(s));
+        owned.push_back(pos->second);
     }
-    bool any = false;
-    for (const wire::CallBody* c : pv.calls) {
-        pv.hostInCuda.add(c->beginNs, c->endNs);
-        if (!any) pv.activeBegin = c->beginNs;
-        pv.activeBegin = std::min(pv.activeBegin, c->beginNs);
-        pv.activeEnd = std::max(pv.activeEnd, c->endNs);
-        any = true;
-    }
+    RawSite& s = cx.rawSites[pos->second];
+    ++s.count;
+    s.ns += hostNs(c);
+    if (std::find(s.apiIds.begin(), s.apiIds.end(), c.apiId) == s.apiIds.end()) s.apiIds.push_back(c.apiId);
+    return pos->second;
+}
+
+void resolveSites(Context& cx, const ProcView& view, const std::vector<uint32_t>& rawSites)
+{
+    ProcView pv = view;
+    for (const auto& [id, name] : pv.proc->kernels) pv.kernelFunctions.insert(functionBase(demangle(name)));
     std::unordered_map<uint32_t, ResolvedStack> stacks;
-    pv.site.assign(pv.calls.size(), kNoSite);
-    for (size_t i = 0; i < pv.calls.size(); ++i) {
-        const wire::CallBody& c = *pv.calls[i];
-        const std::string cat = siteCategory(c);
-        if (cat.empty()) continue;
-        auto it = stacks.find(c.stackId);
-        if (it == stacks.end()) it = stacks.emplace(c.stackId, resolveStack(pv, c.stackId)).first;
-        const ResolvedStack& rs = it->second;
-        const std::string key = cat + '\n' + rs.label;
-        auto [pos, fresh] = siteIds.emplace(key, int(cx.sites.size()));
+    for (uint32_t raw : rawSites) {
+        RawSite& rs = cx.rawSites[raw];
+        auto it = stacks.find(rs.stackId);
+        if (it == stacks.end()) it = stacks.emplace(rs.stackId, resolveStack(pv, rs.stackId)).first;
+        const ResolvedStack& st = it->second;
+        const std::string cat = siteCategoryName(rs.category);
+        auto [pos, fresh] = cx.siteIds.emplace(cat + '\n' + st.label, int(cx.sites.size()));
         if (fresh) {
             CallSite s;
             s.category = cat;
-            s.label = rs.label;
-            s.frames = rs.frames;
-            s.siteFrame = rs.siteFrame;
+            s.label = st.label;
+            s.frames = st.frames;
+            s.siteFrame = st.siteFrame;
             cx.sites.push_back(std::move(s));
         }
         CallSite& s = cx.sites[size_t(pos->second)];
-        s.count += 1;
-        s.ns += hostNs(c);
-        const std::string api = pv.apiName(c);
-        if (std::find(s.apis.begin(), s.apis.end(), api) == s.apis.end()) s.apis.push_back(api);
-        pv.site[i] = pos->second;
+        s.count += rs.count;
+        s.ns += rs.ns;
+        for (uint16_t id : rs.apiIds) {
+            wire::CallBody c{};
+            c.apiId = id;
+            const std::string api = pv.apiName(c);
+            if (std::find(s.apis.begin(), s.apis.end(), api) == s.apis.end()) s.apis.push_back(api);
+        }
+        rs.site = pos->second;
     }
 }
+
+namespace {
 
 // Ranks sites by host time so that ids read as a ranking, and rewrites every reference.
 void rankSites(Context& cx)
@@ -338,107 +341,37 @@ void rankSites(Context& cx)
         ranked.back().id = uint32_t(r);
     }
     cx.sites = std::move(ranked);
-    for (ProcView& pv : cx.procs)
-        for (int& s : pv.site)
-            if (s != kNoSite) s = newId[size_t(s)];
+    for (RawSite& s : cx.rawSites)
+        if (s.site != kNoSite) s.site = newId[size_t(s.site)];
 }
 
-}  // namespace
-
-void analyzeOverview(Context& cx, Report& r)
+void finishOverview(Context& cx, Report& r)
 {
-    for (const ProcView& pv : cx.procs) {
-        const Process& p = *pv.proc;
-        ProcessSummary s;
-        s.pid = p.pid;
-        s.ppid = p.ppid;
-        s.command = p.command;
-        s.ended = p.ended;
-        s.streamError = p.streamError;
-        s.calls = p.calls.size();
-        s.threads = p.threads.size();
-        s.activeBeginNs = pv.activeBegin;
-        s.activeEndNs = pv.activeEnd;
-        // The shim starts inside the first call it sees, so that call may begin before startNs.
-        uint64_t start = p.startNs && !pv.calls.empty() ? std::min(p.startNs, pv.activeBegin) : p.startNs ? p.startNs : pv.activeBegin;
-        uint64_t end = std::max({p.lastNs, pv.activeEnd, p.ended ? p.end.endNs : 0});
-        for (const wire::GpuSpanBody& sp : p.spans) end = std::max(end, sp.endNs);
-        s.wallNs = end > start ? end - start : 0;
-        for (const wire::CallBody* c : pv.calls) {
-            s.cudaApiNs += hostNs(*c);
-            if (hasFlag(*c, wire::kCallDeviceWork) && !hasFlag(*c, wire::kCallCapturing) && succeeded(*c)) {
-                ++s.deviceOps;
-                if (pv.timed(*c)) ++s.timedOps;
-                else if (hasFlag(*c, wire::kCallGpuSampledOut)) ++s.sampledOutOps;
-            }
-        }
-        s.cudaApiPct = s.wallNs ? 100.0 * double(s.cudaApiNs) / double(s.wallNs) : 0;
-        uint64_t threadDropped = 0;
-        std::unordered_set<uint32_t> tids;
-        for (const wire::ThreadStatsBody& t : p.threadStats) {
-            s.gpuspyOverheadNs += t.overheadNs;
-            threadDropped += t.dropped;
-            tids.insert(t.tid);
-        }
-        for (const wire::CallBody* c : pv.calls) tids.insert(c->tid);
-        s.threads = std::max<uint64_t>(s.threads, tids.size());
-        s.droppedRecords = std::max(p.ended ? p.end.recordsDropped : 0, threadDropped);
-        s.recordsMade = p.ended ? p.end.recordsMade : 0;
-        r.processes.push_back(s);
-
-        // Devices: every device the process named or ran work on.
-        std::map<int, std::string> devs = p.devices;
-        for (const auto& [d, set] : pv.busy) devs.emplace(d, "");
-        for (const wire::CallBody* c : pv.calls)
-            if (c->device >= 0 && hasFlag(*c, wire::kCallDeviceWork)) devs.emplace(c->device, "");
-        for (const auto& [d, name] : devs) {
+    r.processes = cx.processes;
+    for (size_t i = 0; i < cx.processes.size(); ++i) {
+        const ProcessSummary& p = cx.processes[i];
+        for (const auto& [id, d] : cx.devices[i]) {
             DeviceSummary ds;
             ds.pid = p.pid;
-            ds.id = d;
-            ds.name = name;
-            ds.activeNs = pv.activeEnd - pv.activeBegin;
-            auto it = pv.busy.find(d);
-            if (it != pv.busy.end()) {
-                const IntervalSet& busy = it->second;
-                ds.busyNs = busy.overlap(pv.activeBegin, pv.activeEnd);
-                for (const Interval& g : busy.gaps()) {
-                    ds.idleGapNs += g.length();
-                    ds.largestGapNs = std::max(ds.largestGapNs, g.length());
-                    ++ds.gaps;
-                    // Only where the GPU is known to be idle: sampled-out work may have run in the gap.
-                    if (!pv.gapKnownIdle(d, g)) continue;
-                    const uint64_t starved = g.length() - pv.hostInCuda.overlap(g.begin, g.end);
-                    ds.starvedNs += starved;
-                    ds.largestStarvedNs = std::max(ds.largestStarvedNs, starved);
-                }
-            }
+            ds.id = id;
+            ds.name = d.name;
+            ds.activeNs = p.activeEndNs - p.activeBeginNs;
+            ds.busyNs = d.busyNs;
             ds.busyPct = ds.activeNs ? 100.0 * double(ds.busyNs) / double(ds.activeNs) : 0;
-            for (const wire::CallBody* c : pv.calls) {
-                if (c->device != d || !hasFlag(*c, wire::kCallDeviceWork) || hasFlag(*c, wire::kCallCapturing) || !succeeded(*c))
-                    continue;
-                ++ds.ops;
-                if (pv.timed(*c)) ++ds.timedOps;
-                else if (hasFlag(*c, wire::kCallGpuSampledOut)) ++ds.sampledOutOps;
-            }
+            ds.ops = d.ops;
+            ds.timedOps = d.timedOps;
+            ds.sampledOutOps = d.sampledOutOps;
+            ds.kernelNs = d.kernelNs;
+            ds.transferNs = d.transferNs;
+            ds.otherNs = d.otherNs;
+            ds.idleGapNs = d.idleGapNs;
+            ds.largestGapNs = d.largestGapNs;
+            ds.gaps = d.gaps;
+            ds.starvedNs = d.starvedNs;
+            ds.largestStarvedNs = d.largestStarvedNs;
             r.devices.push_back(ds);
         }
     }
-    // Span lengths by kind: needs the call of each span.
-    for (DeviceSummary& ds : r.devices)
-        for (const ProcView& pv : cx.procs) {
-            if (pv.proc->pid != ds.pid) continue;
-            for (const wire::CallBody* c : pv.calls) {
-                auto it = pv.spans.find(c->seq);
-                if (it == pv.spans.end()) continue;
-                for (const wire::GpuSpanBody* sp : it->second) {
-                    if (sp->device != ds.id) continue;
-                    const uint64_t len = sp->endNs - sp->beginNs;
-                    if (c->category == wire::Category::Launch) ds.kernelNs += len;
-                    else if (c->category == wire::Category::Transfer) ds.transferNs += len;
-                    else ds.otherNs += len;
-                }
-            }
-        }
     uint64_t made = 0, dropped = 0, ops = 0, sampled = 0;
     for (const ProcessSummary& s : r.processes) {
         made += s.recordsMade;
@@ -454,28 +387,35 @@ void analyzeOverview(Context& cx, Report& r)
     if (dropped)
         r.notes.push_back(std::to_string(dropped) + (made ? " of " + std::to_string(made) : std::string()) +
                           " records were dropped: counts and times are lower bounds");
+    if (cx.lateRecords)
+        r.notes.push_back(std::to_string(cx.lateRecords) +
+                          " records arrived after the analysis window had moved past their time (more than " +
+                          "a window of calls late): they are counted, but their GPU times may be missing from "
+                          "their calls and busy time");
 }
 
-void analyzeApis(Context& cx, Report& r)
+}  // namespace
+
+void addApi(Context& cx, const CallInfo& ci)
 {
-    std::map<std::string, std::vector<uint64_t>> durations;
-    std::map<std::string, std::pair<std::string, uint64_t>> info;  // api -> category, errors
-    for (const ProcView& pv : cx.procs)
-        for (const wire::CallBody* c : pv.calls) {
-            const std::string api = pv.apiName(*c);
-            durations[api].push_back(hostNs(*c));
-            auto& [cat, errors] = info[api];
-            cat = wire::categoryName(c->category);
-            // A poll that found the work unfinished is not an error.
-            if (!succeeded(*c) && !(isQuery(api) && c->result == kCudaErrorNotReady)) ++errors;
-        }
-    for (auto& [api, v] : durations) {
+    const wire::CallBody& c = *ci.call;
+    if (!ci.api->acc) ci.api->acc = &cx.apis[ci.api->name];
+    ApiAcc& a = *ci.api->acc;
+    a.host.add(hostNs(c));
+    a.category = wire::categoryName(c.category);
+    // A poll that found the work unfinished is not an error.
+    if (!succeeded(c) && !(ci.api->query && c.result == kCudaErrorNotReady)) ++a.errors;
+}
+
+void finishApis(Context& cx, Report& r)
+{
+    for (auto& [api, a] : cx.apis) {
         ApiRow row;
         row.api = api;
         row.display = displayName(api);
-        row.category = info[api].first;
-        row.errors = info[api].second;
-        row.host = durationStats(std::move(v));
+        row.category = a.category;
+        row.errors = a.errors;
+        row.host = a.host.stats();
         r.apis.push_back(std::move(row));
     }
     std::stable_sort(r.apis.begin(), r.apis.end(), [](const ApiRow& a, const ApiRow& b) { return a.host.total > b.host.total; });
@@ -483,48 +423,75 @@ void analyzeApis(Context& cx, Report& r)
 
 }  // namespace detail
 
-Report analyze(const Capture& capture, const ReportOptions& options)
+StreamAnalyzer::StreamAnalyzer(const ReportOptions& options) : m_options(options), m_cx(std::make_unique<detail::Context>())
+{
+    m_cx->options = &m_options;
+}
+
+StreamAnalyzer::~StreamAnalyzer() = default;
+
+bool StreamAnalyzer::selected(const Process& p) const
+{
+    return m_options.pid < 0 || p.pid == uint32_t(m_options.pid);
+}
+
+void StreamAnalyzer::onRecord(const Process& p, const wire::RecordView& v)
+{
+    if (v.type != wire::RecordType::Call && v.type != wire::RecordType::GpuSpan && v.type != wire::RecordType::Nvtx) return;
+    if (!selected(p)) return;
+    detail::addEvent(*m_cx, detail::procState(*m_cx, p), v);
+}
+
+void StreamAnalyzer::onProcess(const Process& p)
+{
+    if (selected(p)) detail::endProcess(*m_cx, p);
+    else detail::dropProcess(*m_cx, p);
+}
+
+Report StreamAnalyzer::finish(uint64_t badStreams)
 {
     using namespace detail;
+    Context& cx = *m_cx;
     Report r;
-    r.options = options;
-    r.badStreams = capture.badStreams;
-    Context cx;
-    cx.options = &options;
-    for (const Process& p : capture.processes)
-        if (options.pid < 0 || p.pid == uint32_t(options.pid)) {
-            ProcView pv;
-            pv.proc = &p;
-            cx.procs.push_back(std::move(pv));
-        }
-    std::map<std::string, int> siteIds;
-    for (ProcView& pv : cx.procs) indexProcess(cx, pv, siteIds);
+    r.options = m_options;
+    r.badStreams = badStreams;
     rankSites(cx);
-
-    analyzeOverview(cx, r);
+    finishOverview(cx, r);
     uint64_t first = UINT64_MAX, last = 0;
-    for (const ProcessSummary& s : r.processes) {
-        const Process* p = nullptr;
-        for (const ProcView& pv : cx.procs)
-            if (pv.proc->pid == s.pid) p = pv.proc;
-        const uint64_t start = p && p->startNs ? std::min(p->startNs, s.activeBeginNs ? s.activeBeginNs : p->startNs) : s.activeBeginNs;
-        first = std::min(first, start);
-        last = std::max(last, start + s.wallNs);
+    for (size_t i = 0; i < cx.processes.size(); ++i) {
+        first = std::min(first, cx.starts[i]);
+        last = std::max(last, cx.starts[i] + cx.processes[i].wallNs);
     }
     cx.wallNs = last > first ? last - first : 0;
-    if (options.pid >= 0 && cx.procs.empty())
-        r.notes.push_back("no process " + std::to_string(options.pid) + " in the capture");
-    if (capture.badStreams)
-        r.notes.push_back(std::to_string(capture.badStreams) + " malformed stream(s): their valid records are included");
+    if (m_options.pid >= 0 && cx.processes.empty())
+        r.notes.push_back("no process " + std::to_string(m_options.pid) + " in the capture");
+    if (badStreams) r.notes.push_back(std::to_string(badStreams) + " malformed stream(s): their valid records are included");
 
-    analyzeApis(cx, r);
-    analyzeTransfers(cx, r);
-    analyzeLaunches(cx, r);
-    analyzeSyncs(cx, r);
-    analyzeNvtx(cx, r);
+    finishApis(cx, r);
+    finishTransfers(cx, r);
+    finishLaunches(cx, r);
+    finishSyncs(cx, r);
+    finishNvtx(cx, r);
     r.callsites = cx.sites;
     analyzeFindings(cx, r);
     return r;
+}
+
+Report analyze(const Capture& capture, const ReportOptions& options)
+{
+    StreamAnalyzer an(options);
+    detail::Context& cx = *an.m_cx;
+    cx.windowCalls = SIZE_MAX;  // all in RAM already: no window, every span finds its call
+    for (const Process& p : capture.processes) {
+        if (!an.selected(p)) continue;
+        detail::ProcState& ps = detail::procState(cx, p);
+        // Calls first, so that every span finds its call waiting; the window sorts them by time.
+        for (const wire::CallBody& c : p.calls) detail::addCall(cx, ps, c);
+        for (const wire::GpuSpanBody& s : p.spans) detail::addSpan(cx, ps, s);
+        for (const wire::NvtxBody& n : p.nvtx) detail::addNvtx(cx, ps, n);
+        an.onProcess(p);
+    }
+    return an.finish(capture.badStreams);
 }
 
 }  // namespace gpuspy::collect

@@ -4,9 +4,11 @@
 #pragma once
 
 #include "collector/model.h"
+#include "wire/codec.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,7 +21,8 @@ struct ReportOptions {
 };
 
 // Order statistics of a set of durations (ns). median: mean of the two middle values for an even count;
-// p99: nearest rank.
+// p99: nearest rank. (The report's rows use QuantileSketch, analyze_quantile.h, which calls this while
+// it holds every value.)
 struct DurationStats {
     uint64_t count = 0, total = 0, min = 0, max = 0, median = 0, p99 = 0;
     double avg = 0;
@@ -182,6 +185,37 @@ struct Report {
     std::vector<std::string> notes;     // what the reader must know to trust the numbers
 };
 
+namespace detail {
+struct Context;
+}
+
+// The report built from records as they stream past (`gpuspy report` reads a capture this way, see
+// ReadOptions): memory grows with the distinct call sites, kernels, APIs and devices, and a bounded
+// window of calls per process, not with the records. Feed it every record of each process (onRecord,
+// after the record was applied to its Process), then onProcess once that process's stream is complete
+// (its symbols in), then finish(). Medians and p99 are exact up to QuantileSketch::kExactValues values
+// per row, within 1% beyond.
+class StreamAnalyzer {
+public:
+    explicit StreamAnalyzer(const ReportOptions& options);
+    ~StreamAnalyzer();
+    StreamAnalyzer(const StreamAnalyzer&) = delete;
+    StreamAnalyzer& operator=(const StreamAnalyzer&) = delete;
+
+    void onRecord(const Process& process, const wire::RecordView& record);
+    void onProcess(const Process& process);
+    Report finish(uint64_t badStreams);
+
+private:
+    friend Report analyze(const Capture&, const ReportOptions&);
+    bool selected(const Process& p) const;
+
+    ReportOptions m_options;
+    std::unique_ptr<detail::Context> m_cx;
+};
+
+// The report of a capture held in memory (its processes keep their records): the same analysis,
+// without a window.
 Report analyze(const Capture&, const ReportOptions&);
 
 }  // namespace gpuspy::collect

@@ -27,40 +27,6 @@ constexpr uint64_t kMinLoopSyncs = 10;       // explicit waits from one call sit
 constexpr uint64_t kMinHotAllocs = 10;       // alloc/free calls from one call site
 constexpr double kHighShare = 0.10, kMediumShare = 0.02;  // severity: savings as a share of wall time
 
-struct Matched {
-    uint64_t count = 0, hostNs = 0, bytes = 0;
-    uint64_t timed = 0, timedGpuNs = 0, timedBytes = 0, timedHostNs = 0;
-    uint64_t busyNs = 0;  // GPU busy during the calls
-    std::vector<uint64_t> host, gpu;
-    std::map<int, uint64_t> sites;
-};
-
-using CallPred = std::function<bool(const ProcView&, const wire::CallBody&)>;
-
-Matched match(const Context& cx, const CallPred& pred)
-{
-    Matched m;
-    for (const ProcView& pv : cx.procs)
-        for (size_t i = 0; i < pv.calls.size(); ++i) {
-            const wire::CallBody& c = *pv.calls[i];
-            if (!pred(pv, c)) continue;
-            ++m.count;
-            m.hostNs += hostNs(c);
-            m.host.push_back(hostNs(c));
-            m.busyNs += pv.busyDuring(c);
-            if (c.category == wire::Category::Transfer) m.bytes += c.args.transfer.bytes;
-            if (pv.timed(c)) {
-                ++m.timed;
-                m.timedGpuNs += pv.gpuNs(c);
-                m.gpu.push_back(pv.gpuNs(c));
-                m.timedHostNs += hostNs(c);
-                if (c.category == wire::Category::Transfer) m.timedBytes += c.args.transfer.bytes;
-            }
-            m.sites[pv.site[i]] += hostNs(c);
-        }
-    return m;
-}
-
 std::string fmtPct(double pct)
 {
     char b[16];
@@ -94,14 +60,11 @@ bool isCopy(const wire::CallBody& c)
     return d != wire::Direction::Memset && d != wire::Direction::Prefetch && d != wire::Direction::Unknown;
 }
 
-bool isPageable(const wire::CallBody& c) { return transferHostMemory(c.args.transfer) == "pageable"; }
 
 // Bandwidth this program's pinned copies reached in one direction (0 if it made none that were timed).
 double pinnedGbps(const Context& cx, wire::Direction dir)
 {
-    const Matched m = match(cx, [&](const ProcView&, const wire::CallBody& c) {
-        return isCountedTransfer(c) && c.args.transfer.direction == dir && transferHostMemory(c.args.transfer) == "pinned";
-    });
+    const Matched& m = cx.findings.pinned[dir == wire::Direction::HtoD ? 0 : 1];
     return m.timedGpuNs ? double(m.timedBytes) / double(m.timedGpuNs) : 0;
 }
 
@@ -122,7 +85,7 @@ public:
         f.ns = m.hostNs;
         f.estimatedSavingsNs = savings;
         f.message = std::move(message);
-        f.callsites = topSites(m.sites, m_cx.options->top);
+        f.callsites = topSites(namedSites(m_cx, m.sites), m_cx.options->top);
         f.severity = severityOf(savings);
         m_r.findings.push_back(std::move(f));
         return m_r.findings.back();
@@ -148,9 +111,7 @@ void pageableMemcpy(Builder& b)
     std::string assumption, unmeasured;
     Matched all;
     for (wire::Direction dir : {wire::Direction::HtoD, wire::Direction::DtoH}) {
-        const Matched m = match(cx, [&](const ProcView&, const wire::CallBody& c) {
-            return isCountedTransfer(c) && !hasFlag(c, wire::kCallAsync) && c.args.transfer.direction == dir && isPageable(c);
-        });
+        const Matched& m = cx.findings.pageable[dir == wire::Direction::HtoD ? 0 : 1];
         if (!m.count) continue;
         all.count += m.count;
         all.hostNs += m.hostNs;
@@ -177,7 +138,7 @@ void pageableMemcpy(Builder& b)
                       " copies to measure it)";
     if (!all.count || !b.repeated(all)) return;
     const double gbps = all.timedGpuNs ? double(all.timedBytes) / double(all.timedGpuNs) : 0;
-    const auto sites = topSites(all.sites, 1);
+    const auto sites = topSites(namedSites(cx, all.sites), 1);
     Finding& f = b.add("pageable-memcpy", all, savings,
                        std::to_string(all.count) + " synchronous copies of " + formatBytes(all.bytes) +
                            " used pageable host memory" + siteLabel(cx, sites) +
@@ -192,10 +153,7 @@ void pageableMemcpy(Builder& b)
 void syncMemcpy(Builder& b)
 {
     const Context& cx = b.cx();
-    const Matched m = match(cx, [](const ProcView&, const wire::CallBody& c) {
-        return isCountedTransfer(c) && !hasFlag(c, wire::kCallAsync) && isCopy(c) &&
-               (isHostCopy(c) || hasFlag(c, wire::kCallImplicitSync));
-    });
+    const Matched& m = cx.findings.syncMemcpy;
     if (!m.count || !b.repeated(m)) return;
     // What the host waits for beyond the copy itself (earlier GPU work, the call's own cost): an async
     // copy on a stream does not make the host wait. Untimed copies are assumed to wait alike.
@@ -213,7 +171,7 @@ void syncMemcpy(Builder& b)
     const double waitPct = m.hostNs ? 100.0 * double(m.busyNs) / double(m.hostNs) : 0;
     Finding& f = b.add("sync-memcpy", m, savings,
                        std::to_string(m.count) + " synchronous copies (cudaMemcpy) blocked the host for " +
-                           formatNs(m.hostNs) + siteLabel(cx, topSites(m.sites, 1)) + "; the GPU was busy " +
+                           formatNs(m.hostNs) + siteLabel(cx, topSites(namedSites(cx, m.sites), 1)) + "; the GPU was busy " +
                            fmtPct(waitPct) + " of that time. Use cudaMemcpyAsync on a stream and synchronize once "
                            "when the results are needed. Estimated saving " + formatNs(savings) + ", " + how + ".");
     f.evidence = {{"copies", double(m.count)}, {"bytes", double(m.bytes)}, {"blocked_ns", double(m.hostNs)},
@@ -223,29 +181,24 @@ void syncMemcpy(Builder& b)
 void pageableAsyncMemcpy(Builder& b)
 {
     const Context& cx = b.cx();
-    const Matched m = match(cx, [](const ProcView&, const wire::CallBody& c) {
-        return isCountedTransfer(c) && hasFlag(c, wire::kCallAsync) && isHostCopy(c) && isPageable(c);
-    });
+    const Matched& m = cx.findings.pageableAsync;
     if (!m.count) return;
     // What an async copy that stays async costs the host here: the pinned ones' median, else a launch's.
-    const Matched pinned = match(cx, [](const ProcView&, const wire::CallBody& c) {
-        return isCountedTransfer(c) && hasFlag(c, wire::kCallAsync) && isHostCopy(c) &&
-               transferHostMemory(c.args.transfer) == "pinned";
-    });
-    const Matched launches = match(cx, [](const ProcView&, const wire::CallBody& c) { return isCountedLaunch(c); });
+    const Matched& pinned = cx.findings.pinnedAsync;
+    const Matched& launches = cx.findings.launches;
     uint64_t ref = 0;
     std::string refText = "assuming such a call returns at once";
     if (pinned.count) {
-        ref = durationStats(pinned.host).median;
+        ref = pinned.host.stats().median;
         refText = "assuming each call would cost the " + formatNs(ref) + " (median) this program's pinned async copies cost";
     } else if (launches.count) {
-        ref = durationStats(launches.host).median;
+        ref = launches.host.stats().median;
         refText = "assuming each call would cost about a kernel launch here (" + formatNs(ref) + " median)";
     }
     const uint64_t savings = m.hostNs > ref * m.count ? m.hostNs - ref * m.count : 0;
     Finding& f = b.add("pageable-async-memcpy", m, savings,
                        std::to_string(m.count) + " cudaMemcpyAsync calls on pageable host memory (" + formatBytes(m.bytes) +
-                           ")" + siteLabel(cx, topSites(m.sites, 1)) + " were not asynchronous: they held the host for " +
+                           ")" + siteLabel(cx, topSites(namedSites(cx, m.sites), 1)) + " were not asynchronous: they held the host for " +
                            formatNs(m.hostNs) + " while the driver staged the data. Use pinned memory "
                            "(cudaMallocHost or cudaHostRegister) so the copy overlaps. Estimated saving " +
                            formatNs(savings) + ", " + refText + ".");
@@ -256,20 +209,18 @@ void pageableAsyncMemcpy(Builder& b)
 void smallTransfers(Builder& b)
 {
     const Context& cx = b.cx();
-    const Matched m = match(cx, [](const ProcView&, const wire::CallBody& c) {
-        return isCountedTransfer(c) && isCopy(c) && c.args.transfer.bytes <= kSmallCopyBytes;
-    });
+    const Matched& m = cx.findings.small;
     if (m.count < kMinSmallCopies) return;
     // The fixed cost of a copy: its GPU time when timed (small copies are all latency), else its host time.
-    const uint64_t perCopy = m.timed ? durationStats(m.gpu).median : durationStats(m.host).median;
+    const uint64_t perCopy = m.timed ? m.gpu.stats().median : m.host.stats().median;
     size_t sites = 0;
-    for (const auto& [s, ns] : m.sites) sites += s != kNoSite;
+    for (const auto& [s, ns] : namedSites(cx, m.sites)) sites += s != kNoSite;
     sites = std::max<size_t>(sites, 1);
     const uint64_t savings = m.count > sites ? (m.count - sites) * perCopy : 0;
     Finding& f = b.add("small-transfers", m, savings,
                        std::to_string(m.count) + " copies of at most 64 KiB (" + formatBytes(m.bytes) + " in all, " +
                            formatBytes(m.count ? m.bytes / m.count : 0) + " on average)" +
-                           siteLabel(cx, topSites(m.sites, 1)) +
+                           siteLabel(cx, topSites(namedSites(cx, m.sites), 1)) +
                            " each pay a copy's fixed cost. Batch them into larger copies (one staging buffer). "
                            "Estimated saving " + formatNs(savings) + ", assuming one copy per call site instead, each "
                            "copy avoided saving the median " + (m.timed ? "GPU" : "host") + " time of a small copy (" +
@@ -292,9 +243,13 @@ void launchBound(Builder& b, const Report& r)
         hostMedianMin = std::min(hostMedianMin, k.medianLaunchHostNs);
     }
     if (names.empty()) return;
-    const Matched m = match(cx, [&](const ProcView& pv, const wire::CallBody& c) {
-        return isCountedLaunch(c) && names.count(pv.kernelName(c.args.launch.kernelId));
-    });
+    Matched m;
+    for (const std::string& name : names) {
+        const KernelAcc& k = cx.kernels.at(name);
+        m.count += k.row.count;
+        m.hostNs += k.row.launchHostNs;
+        for (const auto& [site, ns] : k.sites) m.sites[site] += ns;
+    }
     std::string list;
     size_t shown = 0;
     for (const KernelRow& k : r.kernels) {
@@ -314,6 +269,25 @@ void launchBound(Builder& b, const Report& r)
                   {"max_median_gpu_ns", double(gpuMedianMax)}, {"min_median_launch_ns", double(hostMedianMin)}};
 }
 
+// Busy time counting the device's untimed (sampled-out) operations: each untimed launch as long as the
+// median timed launch of its kernel, any other untimed operation as long as the device's mean timed
+// one. Per kernel, because copies are always timed and kernels sampled: scaling the measured busy time
+// by ops / timed ops would count every sampled-out tiny kernel as long as the average copy, and call a
+// mostly idle device busy. An upper bound (untimed work may overlap timed work), so a device this
+// calls idle is idle.
+uint64_t estimatedBusyNs(const DeviceSummary& d, const DeviceAcc* acc)
+{
+    if (!d.timedOps || d.timedOps >= d.ops) return d.busyNs;
+    uint64_t untimed = d.ops - d.timedOps, estimate = d.busyNs;
+    if (acc)
+        for (const auto& [kernel, n] : acc->untimedLaunches) {
+            if (!kernel->row.timedCount) continue;  // no measure of this kernel: counted with the rest
+            estimate += n * kernel->row.gpu.median;
+            untimed -= std::min(untimed, n);
+        }
+    return estimate + uint64_t(double(untimed) * double(d.busyNs) / double(d.timedOps));
+}
+
 void gpuIdleAndStarved(Builder& b, const Report& r)
 {
     const Context& cx = b.cx();
@@ -323,25 +297,22 @@ void gpuIdleAndStarved(Builder& b, const Report& r)
     uint64_t starvedNs = 0;
     for (const DeviceSummary& d : r.devices) {
         if (!d.ops || !d.activeNs) continue;
-        // Untimed operations were busy too: scale by the timed share before calling the device idle.
-        const double scale = d.timedOps ? double(d.ops) / double(d.timedOps) : 1;
-        const double busyPct = std::min(100.0, d.busyPct * scale);
+        const DeviceAcc* acc = nullptr;
+        for (size_t p = 0; p < cx.processes.size(); ++p)
+            if (cx.processes[p].pid == d.pid)
+                if (auto it = cx.devices[p].find(d.id); it != cx.devices[p].end()) acc = &it->second;
+        const double busyPct = std::min(100.0, 100.0 * double(estimatedBusyNs(d, acc)) / double(d.activeNs));
         const std::string who = "device " + std::to_string(d.id) + (r.processes.size() > 1 ? " (pid " + std::to_string(d.pid) + ")" : "");
         if (d.timedOps && busyPct < kBusyThresholdPct) {
             idle.count += d.gaps;
             idle.hostNs += d.activeNs - d.busyNs;
             idleText += std::string(idleText.empty() ? "" : "; ") + who + " was busy " + fmtPct(d.busyPct) +
-                        (scale > 1 ? " measured (about " + fmtPct(busyPct) + " counting its untimed operations)" : "") +
+                        (d.timedOps < d.ops ? " measured (about " + fmtPct(busyPct) + " counting its untimed operations)" : "") +
                         " of " + formatNs(d.activeNs) + " (idle gaps between timed operations: " +
                         formatNs(d.idleGapNs) + ", largest " + formatNs(d.largestGapNs) + ")";
         }
-        const ProcView* pv = nullptr;
-        for (const ProcView& p : cx.procs)
-            if (p.proc->pid == d.pid) pv = &p;
-        if (!pv) continue;
-        auto it = pv->busy.find(d.id);
-        if (it == pv->busy.end()) continue;
-        const uint64_t span = it->second.last() - it->second.first();
+        if (!acc || !acc->anyBusy) continue;
+        const uint64_t span = acc->lastBusy - acc->firstBusy;
         // A data-loading bottleneck recurs: the longest single pause (start-up, lazy loading) does not
         // count, nor does gpuspy's own time on the app's threads, which also falls outside CUDA calls.
         uint64_t overhead = 0;
@@ -388,31 +359,29 @@ void gpuIdleAndStarved(Builder& b, const Report& r)
 void syncInLoop(Builder& b)
 {
     const Context& cx = b.cx();
-    // Per process and site: the waits, and the span from the first to the last of them.
-    struct SiteAcc {
-        uint64_t count = 0, blocked = 0, busy = 0, first = UINT64_MAX, last = 0;
-        std::map<std::string, uint64_t> apis;
+    // Per process and named site: the waits, and the span from the first to the last of them.
+    struct Group {
+        LoopSyncAcc acc;
+        std::vector<uint32_t> raw;
     };
-    std::map<std::pair<size_t, int>, SiteAcc> acc;
-    for (size_t p = 0; p < cx.procs.size(); ++p) {
-        const ProcView& pv = cx.procs[p];
-        for (size_t i = 0; i < pv.calls.size(); ++i) {
-            const wire::CallBody& c = *pv.calls[i];
-            const std::string api = pv.apiName(c);
-            if (!isExplicitSync(api) || isQuery(api) || pv.site[i] == kNoSite) continue;
-            SiteAcc& a = acc[{p, pv.site[i]}];
-            ++a.count;
-            a.blocked += hostNs(c);
-            a.busy += pv.busyDuring(c);
-            a.first = std::min(a.first, c.beginNs);
-            a.last = std::max(a.last, c.endNs);
-            ++a.apis[api];
-        }
+    std::map<std::pair<size_t, int>, Group> groups;
+    for (const auto& [raw, a] : cx.findings.loopSyncs) {
+        const RawSite& rs = cx.rawSites[raw];
+        if (rs.site == kNoSite) continue;
+        Group& g = groups[{rs.proc, rs.site}];
+        g.acc.count += a.count;
+        g.acc.blocked += a.blocked;
+        g.acc.busy += a.busy;
+        g.acc.first = std::min(g.acc.first, a.first);
+        g.acc.last = std::max(g.acc.last, a.last);
+        for (const auto& [api, n] : a.apis) g.acc.apis[api] += n;
+        g.raw.push_back(raw);
     }
     Matched m;
     uint64_t savings = 0, between = 0;
     std::string where;
-    for (const auto& [key, a] : acc) {
+    for (const auto& [key, g] : groups) {
+        const LoopSyncAcc& a = g.acc;
         if (a.count < kMinLoopSyncs) continue;
         // With one wait after the loop, the host's work between the waits overlaps the GPU work it waited for.
         const uint64_t span = a.last - a.first;
@@ -422,7 +391,7 @@ void syncInLoop(Builder& b)
         m.count += a.count;
         m.hostNs += a.blocked;
         m.busyNs += a.busy;
-        m.sites[key.second] += a.blocked;
+        for (uint32_t raw : g.raw) m.sites[raw] += cx.findings.loopSyncs.at(raw).blocked;
         if (where.size() < 400) {
             std::string api = a.apis.begin()->first;
             for (const auto& [n, k] : a.apis)
@@ -446,43 +415,33 @@ void syncInLoop(Builder& b)
 void implicitSync(Builder& b)
 {
     const Context& cx = b.cx();
-    auto hot = [](const ProcView& pv, const wire::CallBody& c) {
-        return c.category == wire::Category::Alloc && !hasFlag(c, wire::kCallAsync) &&
-               pv.apiName(c).find("Async") == std::string::npos;
-    };
-    const Matched all = match(cx, hot);
+    const Matched& all = cx.findings.hotAll;
     std::map<int, uint64_t> perSiteCount;
-    for (const ProcView& pv : cx.procs)
-        for (size_t i = 0; i < pv.calls.size(); ++i)
-            if (hot(pv, *pv.calls[i])) ++perSiteCount[pv.site[i]];
+    for (const auto& [raw, a] : cx.findings.hotAllocs) perSiteCount[cx.rawSites[raw].site] += a.count;
     std::set<int> hotSites;
     for (const auto& [s, n] : perSiteCount)
         if (s != kNoSite && n >= kMinHotAllocs) hotSites.insert(s);
     if (hotSites.empty()) return;
     // Only the calls from the hot sites.
     Matched h;
-    for (const ProcView& pv : cx.procs)
-        for (size_t i = 0; i < pv.calls.size(); ++i) {
-            const wire::CallBody& c = *pv.calls[i];
-            if (!hot(pv, c) || !hotSites.count(pv.site[i])) continue;
-            ++h.count;
-            h.hostNs += hostNs(c);
-            h.busyNs += pv.busyDuring(c);
-            h.sites[pv.site[i]] += hostNs(c);
-        }
-    const Matched pooled = match(cx, [](const ProcView& pv, const wire::CallBody& c) {
-        return c.category == wire::Category::Alloc && pv.apiName(c).find("Async") != std::string::npos;
-    });
+    for (const auto& [raw, a] : cx.findings.hotAllocs) {
+        if (!hotSites.count(cx.rawSites[raw].site)) continue;
+        h.count += a.count;
+        h.hostNs += a.hostNs;
+        h.busyNs += a.busyNs;
+        h.sites[raw] += a.hostNs;
+    }
+    const Matched& pooled = cx.findings.pooled;
     uint64_t ref = 0;
     std::string refText = "assuming a memory pool makes them nearly free";
     if (pooled.count) {
-        ref = durationStats(pooled.host).median;
+        ref = pooled.host.stats().median;
         refText = "assuming each would cost the " + formatNs(ref) +
                   " (median) this program's stream-ordered allocations (cudaMallocAsync/cudaFreeAsync) cost";
     }
     const uint64_t savings = h.hostNs > ref * h.count ? h.hostNs - ref * h.count : 0;
     Finding& f = b.add("implicit-sync", h, savings,
-                       std::to_string(h.count) + " allocations and frees in the hot path" + siteLabel(cx, topSites(h.sites, 1)) +
+                       std::to_string(h.count) + " allocations and frees in the hot path" + siteLabel(cx, topSites(namedSites(cx, h.sites), 1)) +
                            " took " + formatNs(h.hostNs) + " of host time; frees wait for the whole device (the GPU "
                            "was busy " + fmtPct(h.hostNs ? 100.0 * double(h.busyNs) / double(h.hostNs) : 0) +
                            " of it). Allocate once outside the loop, or use stream-ordered allocation "
@@ -521,6 +480,64 @@ void droppedRecords(Builder& b, const Report& r)
 }
 
 }  // namespace
+
+void Matched::add(const CallInfo& ci)
+{
+    const wire::CallBody& c = *ci.call;
+    ++count;
+    hostNs += detail::hostNs(c);
+    host.add(detail::hostNs(c));
+    busyNs += ci.busyNs;
+    if (c.category == wire::Category::Transfer) bytes += c.args.transfer.bytes;
+    if (ci.timed) {
+        ++timed;
+        timedGpuNs += ci.gpuNs;
+        gpu.add(ci.gpuNs);
+        timedHostNs += detail::hostNs(c);
+        if (c.category == wire::Category::Transfer) timedBytes += c.args.transfer.bytes;
+    }
+    sites[ci.rawSite] += detail::hostNs(c);
+}
+
+void addFindingCall(Context& cx, const ProcView&, const CallInfo& ci)
+{
+    const wire::CallBody& c = *ci.call;
+    FindingAccs& F = cx.findings;
+    if (isCountedTransfer(c)) {
+        const wire::Direction dir = c.args.transfer.direction;
+        const int side = dir == wire::Direction::HtoD ? 0 : dir == wire::Direction::DtoH ? 1 : -1;
+        const bool async = hasFlag(c, wire::kCallAsync);
+        const std::string memory = transferHostMemory(c.args.transfer);
+        if (side >= 0 && !async && memory == "pageable") F.pageable[side].add(ci);
+        if (side >= 0 && memory == "pinned") F.pinned[side].add(ci);
+        if (!async && isCopy(c) && (isHostCopy(c) || hasFlag(c, wire::kCallImplicitSync))) F.syncMemcpy.add(ci);
+        if (async && isHostCopy(c) && memory == "pageable") F.pageableAsync.add(ci);
+        if (async && isHostCopy(c) && memory == "pinned") F.pinnedAsync.add(ci);
+        if (isCopy(c) && c.args.transfer.bytes <= kSmallCopyBytes) F.small.add(ci);
+    }
+    if (isCountedLaunch(c)) F.launches.add(ci);
+    if (ci.api->explicitWait && !ci.api->query && ci.rawSite != kNoRawSite) {
+        LoopSyncAcc& a = F.loopSyncs[ci.rawSite];
+        ++a.count;
+        a.blocked += hostNs(c);
+        a.busy += ci.busyNs;
+        a.first = std::min(a.first, c.beginNs);
+        a.last = std::max(a.last, c.endNs);
+        ++a.apis[ci.api->name];
+    }
+    if (c.category == wire::Category::Alloc) {
+        if (!hasFlag(c, wire::kCallAsync) && !ci.api->asyncName) {
+            F.hotAll.add(ci);
+            if (ci.rawSite != kNoRawSite) {
+                HotAllocAcc& a = F.hotAllocs[ci.rawSite];
+                ++a.count;
+                a.hostNs += hostNs(c);
+                a.busyNs += ci.busyNs;
+            }
+        }
+        if (ci.api->asyncName) F.pooled.add(ci);
+    }
+}
 
 void analyzeFindings(Context& cx, Report& r)
 {

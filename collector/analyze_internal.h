@@ -1,12 +1,18 @@
-// collector/analyze_internal.h: what the analysis sections share: a per-process index of the capture
-// (calls in time order, GPU spans by call, busy intervals per device, call sites) built once by analyze().
+// collector/analyze_internal.h: what the analysis sections share. Records stream past once: each
+// process's calls wait in a bounded window (analyze_window.cpp) until their GPU spans and the busy
+// intervals around them are known, then go, in time order, through every section's accumulator as one
+// CallInfo; the sections turn their accumulators into the Report's rows at the end. Memory grows with
+// the distinct call sites, kernels, APIs and devices, and with the window, not with the records.
 #pragma once
 
 #include "collector/analyze.h"
+#include "collector/analyze_quantile.h"
 #include "collector/timeline.h"
 
 #include <map>
+#include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -15,41 +21,158 @@ namespace gpuspy::collect::detail {
 
 inline constexpr int32_t kCudaErrorNotReady = 600;
 inline constexpr int kNoSite = -1;
+inline constexpr uint32_t kNoRawSite = UINT32_MAX;
 
+struct KernelAcc;
+struct ApiAcc;
+struct SyncAcc;
+struct TransferAcc;
+
+// A process's definitions, and the questions the sections ask of them (also used by the exports).
 struct ProcView {
     const Process* proc = nullptr;
-    std::vector<const wire::CallBody*> calls;  // sorted by beginNs
-    std::vector<int> site;                      // call site of calls[i], or kNoSite
-    std::unordered_map<uint64_t, std::vector<const wire::GpuSpanBody*>> spans;  // by call seq
-    std::map<int, IntervalSet> busy;            // per device: union of timed GPU work
-    IntervalSet busyAll;                        // all devices
-    IntervalSet hostInCuda;                     // any thread inside a hooked call
-    uint64_t activeBegin = 0, activeEnd = 0;    // first to last CUDA call
-    std::unordered_set<std::string> kernelFunctions;  // demangled kernel names, without parameters
-    std::map<int, std::vector<uint64_t>> untimedSubmits;  // per device: host begin of device work without a span
-    std::map<int, std::map<uint64_t, uint64_t>> submitOfEnd;  // per device: span end -> earliest submit ending there
+    std::unordered_set<std::string> kernelFunctions;  // demangled kernel names, without parameters (filled on demand)
+    mutable std::unordered_map<uint64_t, KernelAcc*> kernelAccs;  // kernel id (| 1 << 32: host function) -> row
 
     std::string apiName(const wire::CallBody& c) const;
-    uint64_t gpuNs(const wire::CallBody& c) const;  // summed span lengths of the call's work
-    bool timed(const wire::CallBody& c) const { return spans.count(c.seq) != 0; }
-    // Length of the call's host interval during which its device (all devices if unknown) was busy.
-    uint64_t busyDuring(const wire::CallBody& c) const;
     std::string kernelName(uint32_t kernelId, std::string* mangled = nullptr) const;
-    // Whether an idle gap on a device is known: no untimed work (sampled out) was submitted after the
-    // work that ends at the gap's start, so none of it can have run inside the gap.
-    bool gapKnownIdle(int device, const Interval& gap) const;
+};
+
+// What the sections need to know of an entry point, worked out once per process and API id.
+struct ApiClass {
+    std::string name;          // the ABI name
+    bool explicitWait = false; // context/stream/event synchronize or a query poll
+    bool query = false;
+    bool hostFunc = false;     // cuLaunchHostFunc
+    bool freeLike = false;     // the base name has "Free" in it
+    bool asyncName = false;    // the name has "Async" in it (stream-ordered allocation)
+    mutable ApiAcc* acc = nullptr;       // its row of the API summary, once looked up
+    mutable SyncAcc* syncAcc = nullptr;  // its row of the sync table, once looked up
+};
+
+// Call sites as the stream sees them: (process, stack, category); named once the process's symbols are in.
+enum class SiteCategory : uint8_t { None, Transfer, Launch, Alloc, Sync };
+struct RawSite {
+    uint32_t stackId = 0;
+    SiteCategory category = SiteCategory::None;
+    uint64_t count = 0, ns = 0;
+    std::vector<uint16_t> apiIds;  // in order of first use
+    int site = kNoSite;            // the named site (index into Context::sites), once resolved
+    size_t proc = 0;               // ordinal of its process in the report, once the process ended
+};
+using SiteTally = std::unordered_map<uint32_t, uint64_t>;  // raw site -> host ns
+
+// One call with everything the sections ask of it, worked out once.
+struct CallInfo {
+    const wire::CallBody* call = nullptr;
+    const ApiClass* api = nullptr;
+    bool timed = false;             // a GpuSpan arrived for it
+    uint64_t gpuNs = 0;             // summed span lengths
+    uint64_t busyNs = 0;            // host interval during which its device (any device if unknown) was busy
+    uint32_t rawSite = kNoRawSite;
+    const std::vector<wire::GpuSpanBody>* spans = nullptr;  // null when untimed
+};
+
+// Order statistics and sums of a set of calls (a finding's evidence).
+struct Matched {
+    uint64_t count = 0, hostNs = 0, bytes = 0;
+    uint64_t timed = 0, timedGpuNs = 0, timedBytes = 0, timedHostNs = 0;
+    uint64_t busyNs = 0;  // GPU busy during the calls
+    QuantileSketch host, gpu;
+    SiteTally sites;
+    void add(const CallInfo& ci);
+};
+
+// Per device of one process, accumulated as busy intervals become final.
+struct DeviceAcc {
+    std::string name;
+    uint64_t busyNs = 0, idleGapNs = 0, largestGapNs = 0, gaps = 0, starvedNs = 0, largestStarvedNs = 0;
+    uint64_t firstBusy = 0, lastBusy = 0;  // first and last instant of timed work
+    bool anyBusy = false;
+    uint64_t ops = 0, timedOps = 0, sampledOutOps = 0;
+    uint64_t kernelNs = 0, transferNs = 0, otherNs = 0;
+    std::unordered_map<const KernelAcc*, uint64_t> untimedLaunches;  // kernel -> launches without a GPU time
+};
+
+struct ProcState;  // analyze_window.cpp
+
+struct KernelAcc {
+    KernelRow row;
+    QuantileSketch gpu, host;
+    SiteTally sites;
+};
+struct TransferAcc {
+    TransferRow row;
+    QuantileSketch host;
+    SiteTally sites;
+};
+struct SyncAcc {
+    SyncRow row;
+    QuantileSketch host;
+    SiteTally sites;
+};
+struct ApiAcc {
+    std::string category;
+    uint64_t errors = 0;
+    QuantileSketch host;
+};
+// Explicit waits from one call site of one process (sync-in-loop).
+struct LoopSyncAcc {
+    uint64_t count = 0, blocked = 0, busy = 0, first = UINT64_MAX, last = 0;
+    std::map<std::string, uint64_t> apis;
+};
+// Allocations and frees from one call site (implicit-sync).
+struct HotAllocAcc {
+    uint64_t count = 0, hostNs = 0, busyNs = 0;
+};
+
+// The findings' accumulators (analyze_findings.cpp reads them at the end).
+struct FindingAccs {
+    Matched pageable[2];     // synchronous pageable copies: HtoD, DtoH
+    Matched pinned[2];       // counted pinned transfers: HtoD, DtoH (their bandwidth is the reference)
+    Matched syncMemcpy, pageableAsync, pinnedAsync, launches, small, pooled, hotAll;
+    std::map<uint32_t, LoopSyncAcc> loopSyncs;  // by raw site
+    std::map<uint32_t, HotAllocAcc> hotAllocs;  // by raw site
 };
 
 struct Context {
     const ReportOptions* options = nullptr;
-    std::vector<ProcView> procs;
-    std::vector<CallSite> sites;  // ids are indices (renumbered by host time at the end)
-    uint64_t wallNs = 0;          // the capture's span over the selected processes
+    std::vector<CallSite> sites;           // named sites; ids are indices (ranked by host time at the end)
+    std::vector<RawSite> rawSites;
+    std::map<std::string, int> siteIds;    // category '\n' label -> index in sites
+    uint64_t wallNs = 0;                   // the capture's span over the selected processes
+    uint64_t lateRecords = 0;              // arrived after the window had moved past their time
+    size_t windowCalls = size_t(1) << 17;  // calls held per process (about 12 MiB); SIZE_MAX: no window
+
+    std::map<std::string, ApiAcc> apis;
+    std::map<std::tuple<int, std::string, std::string>, TransferAcc> transfers;  // direction, host memory, mode
+    std::unordered_map<uint32_t, TransferAcc*> transferOf;  // direction, memory kinds, async -> row
+    std::map<std::string, KernelAcc> kernels;  // by demangled name: one row across processes
+    LaunchSummary launches;
+    QuantileSketch launchHost;
+    std::map<std::pair<std::string, bool>, SyncAcc> syncs;  // api, implicit
+    std::map<std::string, NvtxRow> nvtx;
+    FindingAccs findings;
+    // Per process, in report order.
+    std::vector<ProcessSummary> processes;
+    std::vector<std::map<int, DeviceAcc>> devices;
+    std::vector<uint64_t> starts;  // where each process's wall time starts
+
+    std::map<const Process*, std::unique_ptr<ProcState>> open;  // processes still streaming
+    const Process* lastProcess = nullptr;  // the process of the last record, and its state
+    ProcState* lastState = nullptr;
+
+    Context();
+    ~Context();  // in analyze_window.cpp, where ProcState is complete
 };
 
 inline uint64_t hostNs(const wire::CallBody& c) { return c.endNs > c.beginNs ? c.endNs - c.beginNs : 0; }
 inline bool succeeded(const wire::CallBody& c) { return c.result == 0; }
 inline bool hasFlag(const wire::CallBody& c, uint16_t f) { return (c.flags & f) != 0; }
+inline bool isDeviceOp(const wire::CallBody& c)
+{
+    return hasFlag(c, wire::kCallDeviceWork) && !hasFlag(c, wire::kCallCapturing) && succeeded(c);
+}
 
 std::string demangle(const std::string& mangled);
 std::string formatNs(uint64_t ns);     // "1.23 ms"
@@ -57,13 +180,39 @@ std::string formatBytes(uint64_t b);   // "64.0 KiB"
 
 // The `top` sites with the most time, from a site -> ns tally.
 std::vector<uint32_t> topSites(const std::map<int, uint64_t>& nsBySite, size_t top);
+// A raw-site tally as named sites (after rankSites).
+std::map<int, uint64_t> namedSites(const Context& cx, const SiteTally& raw);
 
-void analyzeOverview(Context&, Report&);
-void analyzeApis(Context&, Report&);
-void analyzeTransfers(Context&, Report&);
-void analyzeLaunches(Context&, Report&);
-void analyzeSyncs(Context&, Report&);
-void analyzeNvtx(Context&, Report&);
+ApiClass classifyApi(const std::string& abiName);
+
+// The window (analyze_window.cpp): records in, CallInfos out in time order.
+ProcState& procState(Context& cx, const Process& p);
+void addEvent(Context& cx, ProcState& ps, const wire::RecordView& v);
+void addCall(Context& cx, ProcState& ps, const wire::CallBody& c);
+void addSpan(Context& cx, ProcState& ps, const wire::GpuSpanBody& s);
+void addNvtx(Context& cx, ProcState& ps, const wire::NvtxBody& n);
+void endProcess(Context& cx, const Process& p);
+void dropProcess(Context& cx, const Process& p);  // a process left out of the report
+
+// The API summary's part of a call (analyze.cpp).
+void addApi(Context& cx, const CallInfo& ci);
+// Names the process's raw sites once its symbols are in (analyze.cpp).
+void resolveSites(Context& cx, const ProcView& pv, const std::vector<uint32_t>& rawSites);
+uint32_t rawSiteOf(Context& cx, std::unordered_map<uint64_t, uint32_t>& index, std::vector<uint32_t>& owned,
+                   const wire::CallBody& c);
+
+// Per-call accumulation, one per section.
+void addTransfer(Context&, const ProcView&, const CallInfo&);
+void addLaunch(Context&, const ProcView&, const CallInfo&, DeviceAcc* device);
+void addSync(Context&, const ProcView&, const CallInfo&);
+void addFindingCall(Context&, const ProcView&, const CallInfo&);
+
+// The sections' rows, at the end.
+void finishApis(Context&, Report&);
+void finishTransfers(Context&, Report&);
+void finishLaunches(Context&, Report&);
+void finishSyncs(Context&, Report&);
+void finishNvtx(Context&, Report&);
 void analyzeFindings(Context&, Report&);
 
 // Transfers: the kind of host memory involved, and whether a call counts as one (moved data).
@@ -76,6 +225,7 @@ bool isCountedLaunch(const wire::CallBody& c);
 bool isExplicitSync(std::string_view abiName);
 // Calls the shim flagged as synchronising implicitly, less those that cannot wait (a free of null).
 bool isImplicitSync(const ProcView& pv, const wire::CallBody& c);
+bool isImplicitSync(const ApiClass& api, const wire::CallBody& c);
 bool isQuery(std::string_view abiName);
 
 }  // namespace gpuspy::collect::detail

@@ -13,76 +13,90 @@ bool isCountedLaunch(const wire::CallBody& c)
     return c.category == wire::Category::Launch && succeeded(c) && !hasFlag(c, wire::kCallCapturing);
 }
 
-void analyzeLaunches(Context& cx, Report& r)
+namespace {
+void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci, DeviceAcc* untimedOn);
+}
+
+void addLaunch(Context& cx, const ProcView& pv, const CallInfo& ci, DeviceAcc* untimedOn)
 {
-    struct Acc {
-        KernelRow row;
-        std::vector<uint64_t> gpu, host;
-        std::map<int, uint64_t> sites;
-    };
-    std::map<std::string, Acc> kernels;  // by demangled name: the same kernel in several processes is one row
-    LaunchSummary& L = r.launches;
-    std::vector<uint64_t> host;
-    uint64_t activeNs = 0;
-    for (const ProcView& pv : cx.procs) {
-        activeNs += pv.activeEnd - pv.activeBegin;
-        for (size_t i = 0; i < pv.calls.size(); ++i) {
-            const wire::CallBody& c = *pv.calls[i];
-            if (c.category == wire::Category::Graph && hasFlag(c, wire::kCallDeviceWork)) {
-                if (!succeeded(c) || hasFlag(c, wire::kCallCapturing)) continue;
-                ++L.graphLaunches;
-                L.graphHostNs += hostNs(c);
-                L.graphGpuNs += pv.gpuNs(c);
-                continue;
-            }
-            if (c.category != wire::Category::Launch) continue;
-            if (!succeeded(c)) {
-                ++L.failed;
-                continue;
-            }
-            if (hasFlag(c, wire::kCallCapturing)) {
-                ++L.captured;
-                continue;
-            }
-            host.push_back(hostNs(c));
-            std::string mangled;
-            std::string name = c.args.launch.kernelId == 0 && driverBaseName(pv.apiName(c)) == "cuLaunchHostFunc"
-                                   ? "[host function]"
-                                   : pv.kernelName(c.args.launch.kernelId, &mangled);
-            Acc& a = kernels[name];
-            a.row.name = name;
-            if (a.row.mangled.empty()) a.row.mangled = mangled;
-            ++a.row.count;
-            a.row.launchHostNs += hostNs(c);
-            a.host.push_back(hostNs(c));
-            if (pv.timed(c)) {
-                ++L.timed;
-                ++a.row.timedCount;
-                const uint64_t g = pv.gpuNs(c);
-                a.row.gpuNs += g;
-                a.gpu.push_back(g);
-            } else if (hasFlag(c, wire::kCallGpuSampledOut)) {
-                ++L.sampledOut;
-            }
-            a.sites[pv.site[i]] += hostNs(c);
-        }
-        for (const auto& [dev, busy] : pv.busy)
-            for (const Interval& g : busy.gaps()) {
-                L.idleGapNs += g.length();
-                L.largestGapNs = std::max(L.largestGapNs, g.length());
-            }
+    const wire::CallBody& c = *ci.call;
+    LaunchSummary& L = cx.launches;
+    if (c.category == wire::Category::Graph && hasFlag(c, wire::kCallDeviceWork)) {
+        if (!succeeded(c) || hasFlag(c, wire::kCallCapturing)) return;
+        ++L.graphLaunches;
+        L.graphHostNs += hostNs(c);
+        L.graphGpuNs += ci.gpuNs;
+        return;
     }
-    L.host = durationStats(std::move(host));
+    if (c.category != wire::Category::Launch) return;
+    if (!succeeded(c)) {
+        ++L.failed;
+        return;
+    }
+    if (hasFlag(c, wire::kCallCapturing)) {
+        ++L.captured;
+        return;
+    }
+    cx.launchHost.add(hostNs(c));
+    const bool hostFunction = c.args.launch.kernelId == 0 && ci.api->hostFunc;
+    KernelAcc*& slot = pv.kernelAccs[uint64_t(c.args.launch.kernelId) | (hostFunction ? 1ull << 32 : 0)];
+    if (!slot) {
+        std::string mangled;
+        std::string name = hostFunction ? "[host function]" : pv.kernelName(c.args.launch.kernelId, &mangled);
+        KernelAcc& k = cx.kernels[name];
+        if (k.row.name.empty()) k.row.name = name;
+        if (k.row.mangled.empty()) k.row.mangled = mangled;
+        // A kernel defined later than its first launch is named again then.
+        if (hostFunction || pv.proc->kernels.count(c.args.launch.kernelId)) slot = &k;
+        else return addLaunchTo(cx, k, ci, untimedOn);
+    }
+    addLaunchTo(cx, *slot, ci, untimedOn);
+}
+
+namespace {
+
+void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci, DeviceAcc* untimedOn)
+{
+    const wire::CallBody& c = *ci.call;
+    LaunchSummary& L = cx.launches;
+    ++a.row.count;
+    a.row.launchHostNs += hostNs(c);
+    a.host.add(hostNs(c));
+    if (ci.timed) {
+        ++L.timed;
+        ++a.row.timedCount;
+        a.row.gpuNs += ci.gpuNs;
+        a.gpu.add(ci.gpuNs);
+    } else if (hasFlag(c, wire::kCallGpuSampledOut)) {
+        ++L.sampledOut;
+    }
+    if (untimedOn) ++untimedOn->untimedLaunches[&a];
+    a.sites[ci.rawSite] += hostNs(c);
+}
+
+}  // namespace
+
+void finishLaunches(Context& cx, Report& r)
+{
+    LaunchSummary& L = r.launches;
+    L = cx.launches;
+    uint64_t activeNs = 0;
+    for (const ProcessSummary& p : cx.processes) activeNs += p.activeEndNs - p.activeBeginNs;
+    for (const auto& devices : cx.devices)
+        for (const auto& [id, d] : devices) {
+            L.idleGapNs += d.idleGapNs;
+            L.largestGapNs = std::max(L.largestGapNs, d.largestGapNs);
+        }
+    L.host = cx.launchHost.stats();
     L.count = L.host.count;
     L.hostNs = L.host.total;
     L.medianHostNs = L.host.median;
     L.p99HostNs = L.host.p99;
     L.perSecond = activeNs ? double(L.count) * 1e9 / double(activeNs) : 0;
-    for (auto& [name, a] : kernels) {
+    for (auto& [name, a] : cx.kernels) {
         KernelRow& k = a.row;
-        k.gpu = durationStats(std::move(a.gpu));
-        const DurationStats h = durationStats(std::move(a.host));
-        k.medianLaunchHostNs = h.median;
+        k.gpu = a.gpu.stats();
+        k.medianLaunchHostNs = a.host.stats().median;
         // Untimed launches (sampled out) are assumed to take the timed ones' mean.
         k.estimatedGpuNs = k.timedCount ? uint64_t(double(k.gpuNs) * double(k.count) / double(k.timedCount) + 0.5) : 0;
         k.launchBound = k.timedCount > 0 && k.gpu.median < k.medianLaunchHostNs;
@@ -90,8 +104,8 @@ void analyzeLaunches(Context& cx, Report& r)
             ++L.launchBoundKernels;
             L.launchBoundNames.push_back(k.name);
         }
-        k.callsites = topSites(a.sites, cx.options->top);
-        r.kernels.push_back(std::move(k));
+        k.callsites = topSites(namedSites(cx, a.sites), cx.options->top);
+        r.kernels.push_back(k);
     }
     std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const KernelRow& a, const KernelRow& b) {
         return a.estimatedGpuNs > b.estimatedGpuNs || (a.estimatedGpuNs == b.estimatedGpuNs && a.count > b.count);

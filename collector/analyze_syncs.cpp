@@ -31,7 +31,7 @@ std::string syncKind(const wire::CallBody& c, std::string_view api)
 
 }  // namespace
 
-bool isImplicitSync(const ProcView& pv, const wire::CallBody& c)
+bool isImplicitSync(const ApiClass& api, const wire::CallBody& c)
 {
     if (!hasFlag(c, wire::kCallImplicitSync)) {
         // The synchronous forms of host copies and memsets return only when done, flagged or not.
@@ -42,44 +42,42 @@ bool isImplicitSync(const ProcView& pv, const wire::CallBody& c)
                d == wire::Direction::Memset;
     }
     // cudaFree(nullptr), the idiom that creates the context, frees nothing and waits for nothing.
-    if (c.category == wire::Category::Alloc && c.args.alloc.ptr == 0 &&
-        driverBaseName(pv.apiName(c)).find("Free") != std::string_view::npos)
-        return false;
+    if (c.category == wire::Category::Alloc && c.args.alloc.ptr == 0 && api.freeLike) return false;
     return true;
 }
 
-void analyzeSyncs(Context& cx, Report& r)
+bool isImplicitSync(const ProcView& pv, const wire::CallBody& c)
 {
-    struct Acc {
-        SyncRow row;
-        std::vector<uint64_t> host;
-        std::map<int, uint64_t> sites;
-    };
-    std::map<std::pair<std::string, bool>, Acc> rows;
-    for (const ProcView& pv : cx.procs)
-        for (size_t i = 0; i < pv.calls.size(); ++i) {
-            const wire::CallBody& c = *pv.calls[i];
-            const std::string api = pv.apiName(c);
-            const bool explicitWait = isExplicitSync(api);
-            if (!explicitWait && !isImplicitSync(pv, c)) continue;
-            Acc& a = rows[{api, !explicitWait}];
-            SyncRow& row = a.row;
-            if (row.api.empty()) {
-                row.api = api;
-                row.display = displayName(api);
-                row.implicit = !explicitWait;
-                row.kind = syncKind(c, api);
-            }
-            ++row.count;
-            row.blockedNs += hostNs(c);
-            row.gpuBusyNs += pv.busyDuring(c);
-            if (isQuery(api) && c.result == kCudaErrorNotReady) ++row.notReady;
-            a.host.push_back(hostNs(c));
-            a.sites[pv.site[i]] += hostNs(c);
-        }
-    for (auto& [key, a] : rows) {
-        a.row.host = durationStats(std::move(a.host));
-        a.row.callsites = topSites(a.sites, cx.options->top);
+    return isImplicitSync(classifyApi(pv.apiName(c)), c);
+}
+
+void addSync(Context& cx, const ProcView&, const CallInfo& ci)
+{
+    const wire::CallBody& c = *ci.call;
+    const ApiClass& api = *ci.api;
+    if (!api.explicitWait && !isImplicitSync(api, c)) return;
+    if (!api.syncAcc) api.syncAcc = &cx.syncs[{api.name, !api.explicitWait}];
+    SyncAcc& a = *api.syncAcc;
+    SyncRow& row = a.row;
+    if (row.api.empty()) {
+        row.api = api.name;
+        row.display = displayName(api.name);
+        row.implicit = !api.explicitWait;
+        row.kind = syncKind(c, api.name);
+    }
+    ++row.count;
+    row.blockedNs += hostNs(c);
+    row.gpuBusyNs += ci.busyNs;
+    if (api.query && c.result == kCudaErrorNotReady) ++row.notReady;
+    a.host.add(hostNs(c));
+    a.sites[ci.rawSite] += hostNs(c);
+}
+
+void finishSyncs(Context& cx, Report& r)
+{
+    for (auto& [key, a] : cx.syncs) {
+        a.row.host = a.host.stats();
+        a.row.callsites = topSites(namedSites(cx, a.sites), cx.options->top);
         r.syncs.push_back(std::move(a.row));
     }
     std::stable_sort(r.syncs.begin(), r.syncs.end(), [](const SyncRow& a, const SyncRow& b) { return a.blockedNs > b.blockedNs; });

@@ -47,47 +47,48 @@ bool isCountedTransfer(const wire::CallBody& c)
     return c.category == wire::Category::Transfer && succeeded(c) && !hasFlag(c, wire::kCallCapturing);
 }
 
-void analyzeTransfers(Context& cx, Report& r)
+void addTransfer(Context& cx, const ProcView&, const CallInfo& ci)
 {
-    using Key = std::tuple<int, std::string, std::string>;  // direction, host memory, mode
-    struct Acc {
-        TransferRow row;
-        std::vector<uint64_t> host;
-        std::map<int, uint64_t> sites;
-    };
-    std::map<Key, Acc> groups;
-    for (const ProcView& pv : cx.procs)
-        for (size_t i = 0; i < pv.calls.size(); ++i) {
-            const wire::CallBody& c = *pv.calls[i];
-            if (!isCountedTransfer(c)) continue;
-            const wire::TransferArgs& t = c.args.transfer;
-            const std::string mode = hasFlag(c, wire::kCallAsync) ? "async" : "sync";
-            Acc& a = groups[Key{int(t.direction), transferHostMemory(t), mode}];
-            TransferRow& row = a.row;
-            if (row.buckets.empty()) {
-                row.direction = wire::directionName(t.direction);
-                row.hostMemory = transferHostMemory(t);
-                row.mode = mode;
-                row.buckets = {{"<=64KiB", 64u << 10, 0, 0}, {"<=1MiB", 1u << 20, 0, 0}, {">1MiB", 0, 0, 0}};
-            }
-            ++row.count;
-            row.bytes += t.bytes;
-            row.hostNs += hostNs(c);
-            a.host.push_back(hostNs(c));
-            if (pv.timed(c)) {
-                ++row.timedCount;
-                row.timedBytes += t.bytes;
-                row.gpuNs += pv.gpuNs(c);
-            }
-            SizeBucket& b = t.bytes <= row.buckets[0].maxBytes ? row.buckets[0]
-                            : t.bytes <= row.buckets[1].maxBytes ? row.buckets[1] : row.buckets[2];
-            ++b.count;
-            b.bytes += t.bytes;
-            const std::string api = pv.apiName(c);
-            if (std::find(row.apis.begin(), row.apis.end(), api) == row.apis.end()) row.apis.push_back(api);
-            a.sites[pv.site[i]] += hostNs(c);
-        }
-    for (auto& [key, a] : groups) {
+    const wire::CallBody& c = *ci.call;
+    if (!isCountedTransfer(c)) return;
+    const wire::TransferArgs& t = c.args.transfer;
+    const bool async = hasFlag(c, wire::kCallAsync);
+    const uint32_t code = uint32_t(t.direction) | uint32_t(t.srcMem) << 8 | uint32_t(t.dstMem) << 16 | uint32_t(async) << 24;
+    TransferAcc*& slot = cx.transferOf[code];
+    const char* mode = async ? "async" : "sync";
+    std::string memory;
+    if (!slot) {
+        memory = transferHostMemory(t);
+        slot = &cx.transfers[{int(t.direction), memory, mode}];
+    }
+    TransferAcc& a = *slot;
+    TransferRow& row = a.row;
+    if (row.buckets.empty()) {
+        row.direction = wire::directionName(t.direction);
+        row.hostMemory = std::move(memory);
+        row.mode = mode;
+        row.buckets = {{"<=64KiB", 64u << 10, 0, 0}, {"<=1MiB", 1u << 20, 0, 0}, {">1MiB", 0, 0, 0}};
+    }
+    ++row.count;
+    row.bytes += t.bytes;
+    row.hostNs += hostNs(c);
+    a.host.add(hostNs(c));
+    if (ci.timed) {
+        ++row.timedCount;
+        row.timedBytes += t.bytes;
+        row.gpuNs += ci.gpuNs;
+    }
+    SizeBucket& b = t.bytes <= row.buckets[0].maxBytes ? row.buckets[0]
+                    : t.bytes <= row.buckets[1].maxBytes ? row.buckets[1] : row.buckets[2];
+    ++b.count;
+    b.bytes += t.bytes;
+    if (std::find(row.apis.begin(), row.apis.end(), ci.api->name) == row.apis.end()) row.apis.push_back(ci.api->name);
+    a.sites[ci.rawSite] += hostNs(c);
+}
+
+void finishTransfers(Context& cx, Report& r)
+{
+    for (auto& [key, a] : cx.transfers) {
         TransferRow& row = a.row;
         // Bytes per ns is GB/s. GPU time measures the copy itself; host time also counts the waiting.
         if (row.gpuNs) {
@@ -97,8 +98,8 @@ void analyzeTransfers(Context& cx, Report& r)
             row.gbps = double(row.bytes) / double(row.hostNs);
             row.gbpsBasis = "host";
         }
-        row.host = durationStats(std::move(a.host));
-        row.callsites = topSites(a.sites, cx.options->top);
+        row.host = a.host.stats();
+        row.callsites = topSites(namedSites(cx, a.sites), cx.options->top);
         r.transfers.push_back(std::move(row));
     }
     std::stable_sort(r.transfers.begin(), r.transfers.end(),

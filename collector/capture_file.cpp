@@ -297,6 +297,7 @@ void readBareStream(const std::string& path, Input& in, const uint8_t* first, si
     info.bareStream = true;
     StreamIngest ingest;
     ingest.setKeepRaw(false);
+    ingest.setKeepEvents(options.keepEvents);
     if (options.onRecord) ingest.setObserver(options.onRecord);
     ingest.feed(first, firstSize);
     std::vector<uint8_t> buf(1u << 20);
@@ -311,6 +312,7 @@ void readBareStream(const std::string& path, Input& in, const uint8_t* first, si
         info.damage = ingest.error();
         capture.badStreams = 1;
     }
+    if (options.onProcess) options.onProcess(ingest.process());
     capture.processes.push_back(std::move(ingest.process()));
 }
 
@@ -390,6 +392,7 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
         if (!s.ingest) {
             s.ingest = std::make_unique<StreamIngest>();
             s.ingest->setKeepRaw(false);
+            s.ingest->setKeepEvents(options.keepEvents);
             if (options.onRecord) s.ingest->setObserver(options.onRecord);
         }
         if (kind == ChunkKind::Stream) {
@@ -435,6 +438,7 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
         }
         if (ingest.failed()) ++bad;
         if (!ingest.hasHeader()) continue;  // chunks carried only symbols or an error: nothing to show
+        if (options.onProcess) options.onProcess(ingest.process());
         capture.processes.push_back(std::move(ingest.process()));
     }
     capture.badStreams = ended ? std::max(endBad, bad) : bad;

@@ -103,8 +103,15 @@ void writeCapture(const std::string& path, const Capture& capture, const std::ve
                   bool force);
 
 struct ReadOptions {
-    // Called for every record after it has been applied to its process (for `gpuspy dump`).
+    // Called for every record after it has been applied to its process (for `gpuspy dump`, and for the
+    // streaming report, which takes the events from here).
     std::function<void(const Process&, const wire::RecordView&)> onRecord;
+    // Called once per process of the result, in the result's order, when its stream has been read to
+    // the end (symbols and stream errors applied), just before it is moved into the Capture.
+    std::function<void(const Process&)> onProcess;
+    // false: the processes keep definitions and totals only, not their Call, GpuSpan and Nvtx records,
+    // so memory does not grow with the capture (see StreamIngest::setKeepEvents).
+    bool keepEvents = true;
 };
 
 // What readCapture noticed beyond the per-process stream errors.

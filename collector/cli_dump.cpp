@@ -38,6 +38,7 @@ int runDump(int argc, char** argv)
     if (file.empty()) throw UsageError("gpuspy dump: which file? (usage: gpuspy dump FILE)");
 
     ReadOptions options;
+    options.keepEvents = false;  // each record is printed as it is read: memory does not grow with the capture
     uint64_t lines = 0;
     options.onRecord = [&](const Process& proc, const wire::RecordView& v) {
         const std::string line = formatRecord(proc, v);

@@ -1,6 +1,8 @@
 // collector/cli_report.cpp: `gpuspy report FILE`, the report of a capture in text, JSON or CSV.
 #include "collector/cli.h"
 
+#include "collector/capture_file.h"
+
 #if GPUSPY_HAVE_REPORT
 #include "collector/analyze.h"
 #include "collector/report.h"
@@ -57,10 +59,24 @@ int runReport(int argc, char** argv)
     }
     if (file.empty()) throw UsageError("gpuspy report: which file? (usage: gpuspy report FILE)");
 
+#if GPUSPY_HAVE_REPORT
+    // The report streams: the events go from the reader to the analysis and are not kept, so memory
+    // does not grow with the capture.
+    ReportOptions options;
+    options.top = size_t(top);
+    options.pid = int(pid);
+    StreamAnalyzer analyzer(options);
+    ReadOptions read;
+    read.keepEvents = false;
+    read.onRecord = [&](const Process& p, const wire::RecordView& v) { analyzer.onRecord(p, v); };
+    read.onProcess = [&](const Process& p) { analyzer.onProcess(p); };
+#else
+    ReadOptions read;
+#endif
     ReadInfo info;
     Capture capture;
     try {
-        capture = readCapture(file, {}, &info);
+        capture = readCapture(file, read, &info);
     } catch (const std::exception& e) {
         fmt::print(stderr, "gpuspy report: {}\n", e.what());
         return kExitFailure;
@@ -75,10 +91,7 @@ int runReport(int argc, char** argv)
     }
 
 #if GPUSPY_HAVE_REPORT
-    ReportOptions options;
-    options.top = size_t(top);
-    options.pid = int(pid);
-    const auto report = analyze(capture, options);
+    const auto report = analyzer.finish(capture.badStreams);
     std::string out;
     if (format == "json")
         out = renderJson(report);

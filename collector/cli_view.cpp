@@ -86,8 +86,8 @@ int runView(int argc, char** argv)
     std::string page(viewer::asset("index.html"));
     // The viewer's own files contain no "</script" or "</style"; the data has every '<' escaped.
     // The capture's data goes in last, so that no text inside it is taken for a marker.
-    if (!fill(page, "/*@GPUSPY_CSS@*/", viewer::asset("viewer.css")) || !fill(page, "/*@GPUSPY_JS@*/", viewer::asset("viewer.js")) ||
-        !fill(page, "@GPUSPY_DATA@", data)) {
+    if (!fill(page, "/*@GPUSPY_CSS@*/", viewer::asset("viewer.css")) || !fill(page, "/*@GPUSPY_LANES_JS@*/", viewer::asset("lanes.js")) ||
+        !fill(page, "/*@GPUSPY_JS@*/", viewer::asset("viewer.js")) || !fill(page, "@GPUSPY_DATA@", data)) {
         fmt::print(stderr, "gpuspy view: the embedded viewer is incomplete (viewer/index.html lacks a marker)\n");
         return kExitFailure;
     }

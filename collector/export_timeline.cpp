@@ -1,5 +1,7 @@
-// collector/export_timeline.cpp: the viewer's timeline in columns (one array per field, so a million
-// calls parse quickly and stay small), with names, frames and stacks interned.
+// collector/export_timeline.cpp: the viewer's timeline, compact enough for a million calls: columns
+// (one array per field), times as differences to the row before, and what repeats from call to call
+// (thread, API, stack, kernel, outcome) written once in a table of call "shapes". viewer/README.md
+// documents the format.
 #include "collector/export_timeline.h"
 
 #include "collector/export_common.h"
@@ -7,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
+#include <charconv>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -34,7 +38,7 @@ private:
     std::vector<std::string> m_items;
 };
 
-// A column of integers.
+// A column of integers, written as a JSON array.
 struct Column {
     const char* name;
     std::string text = "[";
@@ -44,9 +48,52 @@ struct Column {
         if (!empty) text += ',';
         empty = false;
         char b[24];
-        std::snprintf(b, sizeof b, "%lld", static_cast<long long>(v));
-        text += b;
+        const auto r = std::to_chars(b, b + sizeof b, v);
+        text.append(b, r.ptr);
     }
+};
+
+// A column of times, each written as its difference to the one before (the first: to 0), so that
+// a million nanosecond timestamps take a few digits each.
+struct DeltaColumn : Column {
+    int64_t last = 0;
+    void pushDelta(int64_t v)
+    {
+        push(v - last);
+        last = v;
+    }
+};
+
+// Rows of N integers of which few are distinct: each distinct row is written once, as columns, and
+// referred to by its index.
+template <size_t N>
+class ShapeTable {
+public:
+    using Row = std::array<int64_t, N>;
+    explicit ShapeTable(std::array<const char*, N> names)
+    {
+        for (size_t i = 0; i < N; ++i) m_cols.push_back(Column{names[i]});
+    }
+    int64_t id(const Row& row)
+    {
+        auto [it, fresh] = m_ids.emplace(row, int64_t(m_ids.size()));
+        if (fresh)
+            for (size_t i = 0; i < N; ++i) m_cols[i].push(row[i]);
+        return it->second;
+    }
+    std::vector<Column>& columns() { return m_cols; }
+
+private:
+    struct Hash {
+        size_t operator()(const Row& r) const
+        {
+            uint64_t h = 1469598103934665603ull;
+            for (int64_t v : r) h = (h ^ uint64_t(v)) * 1099511628211ull;
+            return size_t(h);
+        }
+    };
+    std::unordered_map<Row, int64_t, Hash> m_ids;
+    std::vector<Column> m_cols;
 };
 
 void appendColumns(std::string& out, const char* section, std::vector<Column>& cols)
@@ -77,7 +124,7 @@ std::string exportTimelineJson(const Capture& capture)
     const uint64_t origin = ix.firstNs;
     auto rel = [&](uint64_t t) { return int64_t(t >= origin ? t - origin : 0); };
 
-    std::string out = "{\"schema\":\"gpuspy.timeline/1\",\"origin_ns\":" + std::to_string(origin) +
+    std::string out = "{\"schema\":\"gpuspy.timeline/2\",\"origin_ns\":" + std::to_string(origin) +
                       ",\"duration_ns\":" + std::to_string(ix.lastNs > origin ? ix.lastNs - origin : 0);
     out += ",\n\"categories\":[\"other\",\"transfer\",\"launch\",\"alloc\",\"sync\",\"module\",\"graph\"]";
     out += ",\n\"gpu_kinds\":[\"kernel\",\"copy\",\"memset\",\"graph\",\"other\"]";
@@ -139,8 +186,10 @@ std::string exportTimelineJson(const Capture& capture)
         return it->second;
     };
 
-    std::vector<Column> calls{{"track"}, {"begin"}, {"dur"}, {"name"}, {"api"}, {"category"}, {"stack"},
-                              {"bytes"}, {"kernel"}, {"result"}, {"blocked"}, {"seq"}, {"process"}};
+    // Calls: what repeats in a "call_shapes" row; per call its shape, times, number and bytes.
+    ShapeTable<8> callShapes({"track", "name", "api", "category", "stack", "kernel", "result", "blocked"});
+    std::vector<Column> callCols{{"shape"}, {"dur"}, {"bytes"}};
+    DeltaColumn callBegin{{"begin"}}, callSeq{{"seq"}};
     std::vector<std::vector<int64_t>> callRow(ix.procs.size());  // (process, call index) -> row
     std::vector<std::unique_ptr<ProcNames>> procNames;
     for (const ProcIndex& px : ix.procs) procNames.push_back(std::make_unique<ProcNames>(*px.proc));
@@ -152,47 +201,50 @@ std::string exportTimelineJson(const Capture& capture)
         for (size_t i = 0; i < px.calls.size(); ++i) {
             const wire::CallBody& c = *px.calls[i];
             callRow[pi][i] = row++;
-            calls[0].push(int64_t(px.callTrack[i]));
-            calls[1].push(rel(c.beginNs));
-            calls[2].push(int64_t(c.endNs > c.beginNs ? c.endNs - c.beginNs : 0));
-            calls[3].push(strings.id(names.label(c)));
-            calls[4].push(strings.id(names.abi(c)));
-            calls[5].push(int64_t(c.category) < 7 ? int64_t(c.category) : 0);
-            calls[6].push(stackOf(pi, c.stackId));
-            calls[7].push(c.category == wire::Category::Transfer ? int64_t(c.args.transfer.bytes) : 0);
-            calls[8].push(c.category == wire::Category::Launch ? strings.id(names.kernel(c)) : -1);
-            calls[9].push(c.result);
-            calls[10].push(names.blocking(c) ? 1 : 0);
-            calls[11].push(int64_t(c.seq));
-            calls[12].push(int64_t(pi));
+            const int64_t category = int64_t(c.category) < 7 ? int64_t(c.category) : 0;
+            callCols[0].push(callShapes.id({int64_t(px.callTrack[i]), strings.id(names.label(c)), strings.id(names.abi(c)), category,
+                                            stackOf(pi, c.stackId),
+                                            c.category == wire::Category::Launch ? strings.id(names.kernel(c)) : -1,
+                                            int64_t(c.result), names.blocking(c) ? 1 : 0}));
+            callBegin.pushDelta(rel(c.beginNs));
+            callCols[1].push(int64_t(c.endNs > c.beginNs ? c.endNs - c.beginNs : 0));
+            if (category == int64_t(wire::Category::Transfer)) callCols[2].push(int64_t(c.args.transfer.bytes));
+            callSeq.pushDelta(int64_t(c.seq));
         }
     }
+    std::vector<Column> calls{std::move(callCols[0]), std::move(callBegin), std::move(callCols[1]), std::move(callSeq), std::move(callCols[2])};
 
-    std::vector<Column> gpu{{"track"}, {"begin"}, {"dur"}, {"call"}, {"kind"}, {"name"}};
+    // GPU spans: track, kind and name in a "gpu_shapes" row.
+    ShapeTable<3> gpuShapes({"track", "kind", "name"});
+    std::vector<Column> gpuCols{{"shape"}, {"dur"}, {"call"}};
+    DeltaColumn gpuBegin{{"begin"}};
     for (const Span& s : ix.spans) {
         const size_t pi = ix.tracks[s.track].process;
-        gpu[0].push(int64_t(s.track));
-        gpu[1].push(rel(s.body->beginNs));
-        gpu[2].push(int64_t(s.body->endNs > s.body->beginNs ? s.body->endNs - s.body->beginNs : 0));
-        gpu[3].push(s.call ? callRow[pi][s.callIndex] : -1);
-        gpu[4].push(int64_t(s.kind));
         std::string name = workKindName(s.kind);
         if (s.call && s.kind == WorkKind::Kernel) name = procNames[pi]->kernel(*s.call);
         else if (s.call && s.kind == WorkKind::Copy) name = std::string("memcpy ") + wire::directionName(s.call->args.transfer.direction);
-        gpu[5].push(strings.id(name));
+        gpuCols[0].push(gpuShapes.id({int64_t(s.track), int64_t(s.kind), strings.id(name)}));
+        gpuBegin.pushDelta(rel(s.body->beginNs));
+        gpuCols[1].push(int64_t(s.body->endNs > s.body->beginNs ? s.body->endNs - s.body->beginNs : 0));
+        gpuCols[2].push(s.call ? callRow[pi][s.callIndex] : -1);
     }
+    std::vector<Column> gpu{std::move(gpuCols[0]), std::move(gpuBegin), std::move(gpuCols[1]), std::move(gpuCols[2])};
 
-    std::vector<Column> nvtx{{"track"}, {"begin"}, {"dur"}, {"name"}, {"lane"}, {"kind"}};
+    std::vector<Column> nvtx{{"track"}, {"dur"}, {"name"}, {"lane"}, {"kind"}};
+    DeltaColumn nvtxBegin{{"begin"}};
     for (const NvtxRange& r : ix.nvtx) {
         nvtx[0].push(int64_t(r.track));
-        nvtx[1].push(rel(r.begin));
-        nvtx[2].push(int64_t(r.end > r.begin ? r.end - r.begin : 0));
-        nvtx[3].push(strings.id(r.name));
-        nvtx[4].push(r.depth);
-        nvtx[5].push(r.pushPop ? 0 : r.mark ? 2 : 1);
+        nvtxBegin.pushDelta(rel(r.begin));
+        nvtx[1].push(int64_t(r.end > r.begin ? r.end - r.begin : 0));
+        nvtx[2].push(strings.id(r.name));
+        nvtx[3].push(r.depth);
+        nvtx[4].push(r.pushPop ? 0 : r.mark ? 2 : 1);
     }
+    nvtx.insert(nvtx.begin() + 1, std::move(nvtxBegin));
 
+    appendColumns(out, "call_shapes", callShapes.columns());
     appendColumns(out, "calls", calls);
+    appendColumns(out, "gpu_shapes", gpuShapes.columns());
     appendColumns(out, "gpu", gpu);
     appendColumns(out, "nvtx", nvtx);
     out += ",\n\"frames\":[" + frames + "]";

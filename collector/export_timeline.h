@@ -1,5 +1,5 @@
 // collector/export_timeline.h: the data of `gpuspy view`: the report JSON and a timeline section
-// (every call, GPU span and NVTX range by track, in columns), as documented in viewer/README.md.
+// (every call, GPU span and NVTX range by track, in compact columns), as documented in viewer/README.md.
 #pragma once
 
 #include "collector/analyze.h"
@@ -10,7 +10,7 @@
 
 namespace gpuspy::collect {
 
-// The "gpuspy.timeline/1" document.
+// The "gpuspy.timeline/2" document.
 std::string exportTimelineJson(const Capture& capture);
 
 // The viewer's whole document, "gpuspy.view/1": {schema, source, report, timeline}. Every '<' is

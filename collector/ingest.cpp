@@ -2,6 +2,7 @@
 #include "collector/ingest.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 namespace gpuspy::collect {
@@ -41,7 +42,7 @@ SymbolText splitSymbolTail(std::string_view tail)
     return t;
 }
 
-void applyRecord(Process& p, const wire::RecordView& v)
+void applyRecord(Process& p, const wire::RecordView& v, bool keepEvents)
 {
     using namespace wire;
     switch (v.type) {
@@ -89,21 +90,23 @@ void applyRecord(Process& p, const wire::RecordView& v)
         p.strings[v.as<StringDefBody>().stringId] = tailString(v.tail<StringDefBody>());
         break;
     case RecordType::Call: {
-        auto b = v.as<CallBody>();
-        seen(p, b.endNs);
-        p.calls.push_back(b);
+        // Only the end time: a Call is 96 bytes, and a streaming reader reads millions.
+        uint64_t endNs;
+        std::memcpy(&endNs, v.body + offsetof(CallBody, endNs), sizeof endNs);
+        seen(p, endNs);
+        if (keepEvents) p.calls.push_back(v.as<CallBody>());
         break;
     }
     case RecordType::GpuSpan: {
         auto b = v.as<GpuSpanBody>();
         seen(p, b.endNs);
-        p.spans.push_back(b);
+        if (keepEvents) p.spans.push_back(b);
         break;
     }
     case RecordType::Nvtx: {
         auto b = v.as<NvtxBody>();
         seen(p, b.timeNs);
-        p.nvtx.push_back(b);
+        if (keepEvents) p.nvtx.push_back(b);
         break;
     }
     case RecordType::ThreadStats:
@@ -198,7 +201,7 @@ void StreamIngest::applyHeader()
 void StreamIngest::onRecord(const wire::RecordView& v)
 {
     applyHeader();
-    applyRecord(m_process, v);
+    applyRecord(m_process, v, m_keepEvents);
     if (m_observer) m_observer(m_process, v);
 }
 

@@ -12,8 +12,9 @@
 namespace gpuspy::collect {
 
 // Applies one validated record to the process it belongs to: definitions into the maps, events into
-// the vectors, Symbol records into symbols. Records of types this build does not use are ignored.
-void applyRecord(Process& proc, const wire::RecordView& record);
+// the vectors (unless !keepEvents: then only the latest time is noted), Symbol records into symbols.
+// Records of types this build does not use are ignored.
+void applyRecord(Process& proc, const wire::RecordView& record, bool keepEvents = true);
 
 // The parts of a Symbol record's tail: function '\0' file '\0' [module '\0'] (the module only when
 // the record's moduleIndex names none of the process's modules).
@@ -37,6 +38,10 @@ public:
     void setObserver(Observer observer) { m_observer = std::move(observer); }
     // Whether to keep the validated bytes for takeValidated() (on by default; readers turn it off).
     void setKeepRaw(bool keep) { m_keepRaw = keep; }
+    // Whether to keep the events (Call, GpuSpan, Nvtx records) in the Process (on by default). Off, the
+    // Process holds only definitions, totals and lastNs, and memory does not grow with the records:
+    // a streaming reader takes the events from the observer instead.
+    void setKeepEvents(bool keep) { m_keepEvents = keep; }
 
     // Returns false once the stream is bad (then error() says why); later input is ignored.
     bool feed(const void* data, size_t n);
@@ -73,6 +78,7 @@ private:
     Process m_process;
     Observer m_observer;
     bool m_keepRaw = true;
+    bool m_keepEvents = true;
     bool m_headerApplied = false;
     uint64_t m_received = 0;
     // Bytes received but not yet taken; m_raw[0] is stream offset m_rawBase. Only the prefix up to

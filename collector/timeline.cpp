@@ -17,15 +17,14 @@ void IntervalSet::merge() const
     if (!m_dirty) return;
     std::sort(m_items.begin(), m_items.end(),
               [](const Interval& a, const Interval& b) { return a.begin < b.begin || (a.begin == b.begin && a.end < b.end); });
-    std::vector<Interval> out;
-    out.reserve(m_items.size());
-    for (const Interval& i : m_items) {
-        if (!out.empty() && i.begin <= out.back().end)
-            out.back().end = std::max(out.back().end, i.end);
+    size_t k = 0;  // in place: the merged prefix never overtakes the items still to read
+    for (size_t i = 0; i < m_items.size(); ++i) {
+        if (k && m_items[i].begin <= m_items[k - 1].end)
+            m_items[k - 1].end = std::max(m_items[k - 1].end, m_items[i].end);
         else
-            out.push_back(i);
+            m_items[k++] = m_items[i];
     }
-    m_items = std::move(out);
+    m_items.resize(k);
     m_prefix.assign(m_items.size() + 1, 0);
     for (size_t k = 0; k < m_items.size(); ++k) m_prefix[k + 1] = m_prefix[k] + m_items[k].length();
     m_dirty = false;
@@ -85,6 +84,19 @@ IntervalSet IntervalSet::clipped(uint64_t begin, uint64_t end) const
 {
     IntervalSet out;
     for (const Interval& i : merged()) out.add(std::max(i.begin, begin), std::min(i.end, end));
+    return out;
+}
+
+std::vector<Interval> IntervalSet::takeEndingBy(uint64_t t)
+{
+    merge();
+    size_t n = 0;
+    while (n < m_items.size() && m_items[n].end <= t) ++n;
+    std::vector<Interval> out(m_items.begin(), m_items.begin() + long(n));
+    if (n) {
+        m_items.erase(m_items.begin(), m_items.begin() + long(n));
+        m_dirty = true;  // recompute the prefix sums
+    }
     return out;
 }
 

@@ -2,6 +2,7 @@
 // arithmetic of the analysis. Half-open [begin, end) in nanoseconds on the host clock.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -31,6 +32,10 @@ public:
     std::vector<Interval> gaps() const;
     // The union clipped to [begin, end).
     IntervalSet clipped(uint64_t begin, uint64_t end) const;
+    // Removes the merged intervals that end at or before t and returns them in order (a streaming
+    // reader keeps only the intervals that later ones may still join).
+    std::vector<Interval> takeEndingBy(uint64_t t);
+    size_t size() const { return merged().size(); }  // disjoint intervals held
 
 private:
     void merge() const;

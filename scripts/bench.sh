@@ -41,6 +41,12 @@ else
   REPORT_RECORDS=10000000; SMALL_RECORDS=1000000; COLLECTOR_FILTER=''
 fi
 
+# The tree the binaries are built from (others may be editing it while this runs): its commit and the
+# files that differed from it then, for the results' header.
+TREE_STATE="built=$(date -u '+%Y-%m-%d %H:%M UTC')
+commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null)
+$(git -C "$ROOT" status --porcelain 2>/dev/null | sed 's/^...//; s/^/changed=/')"
+if [ $BUILD_IT = 0 ]; then TREE_STATE="built=unknown (--no-build: build-release as it was)"; fi
 if [ $BUILD_IT = 1 ]; then
   echo "== build (Release) in $BUILD" >&2
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPUSPY_BUILD_APPS=OFF -DGPUSPY_BUILD_BENCH=ON >/dev/null
@@ -57,6 +63,7 @@ done
 WORK=$(mktemp -d /tmp/gpuspy-bench.XXXXXX)
 cleanup() { if [ $KEEP = 0 ]; then rm -rf "$WORK"; else echo "bench.sh: raw results kept in $WORK" >&2; fi; }
 trap cleanup EXIT
+printf '%s\n' "$TREE_STATE" >"$WORK/tree.txt"
 export LD_LIBRARY_PATH=$SIMDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export SIMCUDA_QUIET=1
 
@@ -172,5 +179,6 @@ for n in $SMALL_RECORDS $REPORT_RECORDS; do
 done
 
 # ---- 6. the table and RESULTS.md
+echo "load_end=$(cat /proc/loadavg)" >>"$WORK/tree.txt"
 python3 "$ROOT/bench/summarize.py" --work "$WORK" --root "$ROOT" --command "$COMMAND_LINE" \
   ${RESULTS:+--results "$RESULTS"} $([ $QUICK = 1 ] && echo --quick)

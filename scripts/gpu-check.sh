@@ -18,7 +18,8 @@
 #
 # Usage: scripts/gpu-check.sh [--gpuspy DIR] [--out DIR] [--sim] [--no-torch]
 #   --gpuspy DIR  a folder with bin/gpuspy (an unpacked release tarball, or a build tree); default:
-#                 the newest dist/gpuspy-*.tar.gz unpacked into the results folder, else build/
+#                 the tarball this script came in, else the newest dist/gpuspy-*.tar.gz unpacked into
+#                 the results folder, else build/
 #   --out DIR     results folder (default gpu-check-YYYYmmdd-HHMMSS)
 #   --sim         self-test without a GPU: the "real" side runs on the simulated driver too
 #   --no-torch    leave out step 3 (reported as not run, and the status is 1 unless --sim)
@@ -44,7 +45,9 @@ log="$out/results.txt"
 : > "$log"
 say() { echo "$*" | tee -a "$log"; }
 
-if [[ -z $home ]]; then
+if [[ -z $home && -x $root/bin/gpuspy ]]; then
+    home=$root   # run from an unpacked release tarball, which carries this script
+elif [[ -z $home ]]; then
     tarball=$(ls -t "$root"/dist/gpuspy-*.tar.gz 2>/dev/null | head -1)
     if [[ -n $tarball ]]; then
         mkdir -p "$out/gpuspy" && tar -xzf "$tarball" -C "$out/gpuspy" --strip-components=1 || exit 2

@@ -16,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <cstdio>
@@ -132,10 +133,17 @@ int openCaptureFile()
         snprintf(path, sizeof path, "./gpuspy-%d.gspy", pid);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST) {
-        // A forked or exec'd child inheriting the same GPUSPY_OUTPUT: its own file, never the parent's.
-        const size_t len = strlen(path);
-        snprintf(path + len, sizeof path - len, ".%d", pid);
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        struct stat st{};
+        if (lstat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+            // A device or a pipe the user named (/dev/null, a FIFO a reader waits on): written, not created.
+            fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+            if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        } else {
+            // A forked or exec'd child inheriting the same GPUSPY_OUTPUT: its own file, never the parent's.
+            const size_t len = strlen(path);
+            snprintf(path + len, sizeof path - len, ".%d", pid);
+            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        }
     }
     if (fd < 0) {
         char msg[4200];
@@ -211,8 +219,46 @@ size_t encodePreamble(uint8_t* out, size_t cap)
     return n;
 }
 
+size_t drainDefs(uint8_t* out, size_t cap)
+{
+    size_t n = 0;
+    for (;;) {
+        size_t k = drainKernelDefs(out + n, cap - n);
+        k += drainStringDefs(out + n + k, cap - n - k);
+        k += drainDeviceDefs(out + n + k, cap - n - k);
+        k += drainThreadDefs(out + n + k, cap - n - k);
+#ifdef GPUSPY_HAVE_STACK
+        k += stackDrainDefs(out + n + k, cap - n - k);
+#endif
+        n += k;
+        if (k == 0 || cap - n < 70000) break;
+    }
+    return n;
+}
+
+void noteWriteFailure(int err)
+{
+    if (g_out.warned) return;
+    g_out.warned = true;
+    char msg[300];
+    snprintf(msg, sizeof msg, "gpuspy: writing the capture failed (%s); recording is off\n", strerror(err));
+    note(msg);
+}
+
+// Writes the stream's preamble and every definition made so far (a new stream: all are pending
+// again), so that records encoded for an earlier stream can follow. `scratch` is kBufSize bytes.
+bool startStream(uint8_t* scratch)
+{
+    if (!writeAll(scratch, encodePreamble(scratch, kBufSize))) return false;
+    for (;;) {
+        const size_t n = drainDefs(scratch, kBufSize);
+        if (n == 0) return true;
+        if (!writeAll(scratch, n)) return false;
+    }
+}
+
 // Opens the socket or the file and writes the stream's preamble. False: nothing can be written.
-bool openOutput(uint8_t* buf)
+bool openOutput(uint8_t* scratch)
 {
     g_out = Output{};
     const char* sock = getenv("GPUSPY_SOCKET");
@@ -231,69 +277,69 @@ bool openOutput(uint8_t* buf)
     if (g_out.fd < 0) g_out.fd = openCaptureFile();
     if (g_out.fd < 0) {
         g_out.failed = true;
+        g_out.warned = true;  // openCaptureFile said why
         return false;
     }
-    const size_t n = encodePreamble(buf, kBufSize);
-    if (!writeAll(buf, n)) {
+    if (!writeAll(scratch, encodePreamble(scratch, kBufSize))) {
+        noteWriteFailure(errno);
         g_out.failed = true;
         return false;
     }
     return true;
 }
 
-// A write failed: a socket falls back to a file (a new stream, definitions sent again); a file
-// gives up, said once.
-void onWriteFailure(uint8_t* buf)
+// A write failed. A socket falls back to a file, which starts a new stream (preamble and every
+// definition again) and takes the batch that failed: true, write it again. A file gives up, said once.
+bool onWriteFailure(uint8_t* scratch)
 {
+    const int err = errno;
     if (g_out.socket) {
         close(g_out.fd);
         note("gpuspy: lost the collector; writing the rest to a capture file\n");
-        g_out.fd = openCaptureFile();
         g_out.socket = false;
-        if (g_out.fd >= 0) {
+        g_out.fd = openCaptureFile();
+        if (g_out.fd < 0) {
+            g_out.warned = true;  // openCaptureFile said why
+        } else {
             internForgetSent();
 #ifdef GPUSPY_HAVE_STACK
             stackAfterForkChild();
 #endif
-            const size_t n = encodePreamble(buf, kBufSize);
-            if (writeAll(buf, n)) return;
+            if (startStream(scratch)) return true;
+            noteWriteFailure(errno);
         }
-    } else if (!g_out.warned) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "gpuspy: writing the capture failed (%s); recording is off\n", strerror(errno));
-        note(msg);
+    } else {
+        noteWriteFailure(err);
     }
-    g_out.warned = true;
     g_out.failed = true;
+    return false;
 }
 
-size_t drainDefs(uint8_t* out, size_t cap)
-{
-    size_t n = 0;
-    for (;;) {
-        size_t k = drainKernelDefs(out + n, cap - n);
-        k += drainStringDefs(out + n + k, cap - n - k);
-        k += drainDeviceDefs(out + n + k, cap - n - k);
-        k += drainThreadDefs(out + n + k, cap - n - k);
-#ifdef GPUSPY_HAVE_STACK
-        k += stackDrainDefs(out + n + k, cap - n - k);
-#endif
-        n += k;
-        if (k == 0 || cap - n < 70000) break;
-    }
-    return n;
-}
-
-void flushBuffer(uint8_t* buf, size_t& n, uint64_t records)
+// Writes buf[0..n) holding `records` queued records; counts them as dropped when they cannot be written.
+void flushBuffer(uint8_t* buf, size_t& n, uint64_t records, uint8_t* scratch)
 {
     if (n == 0) return;
-    if (g_out.failed) {
-        countDrainDrop(records);
-    } else if (!writeAll(buf, n)) {
-        countDrainDrop(records);
-        onWriteFailure(buf);
+    bool written = !g_out.failed && writeAll(buf, n);
+    if (!written && !g_out.failed && onWriteFailure(scratch)) {
+        written = writeAll(buf, n);
+        if (!written) onWriteFailure(scratch);
     }
+    if (!written) countDrainDrop(records);
     n = 0;
+}
+
+// Nothing can be written any more (openCaptureFile or noteWriteFailure said why, once): recording
+// ends, and every later call passes straight through (Dead) instead of being recorded for nothing.
+// True: the drain thread is done.
+bool giveUpIfFailed()
+{
+    if (!g_out.failed) return false;
+    int on = int(State::On);
+    g_state.compare_exchange_strong(on, int(State::Dead));
+    if (g_out.fd >= 0) close(g_out.fd);
+    g_out.fd = -1;
+    g_finished.store(true, std::memory_order_release);
+    return true;
 }
 
 void* drainMain(void*)
@@ -307,8 +353,13 @@ void* drainMain(void*)
         g_finished.store(true);
         return nullptr;
     }
-    uint8_t* enc = static_cast<uint8_t*>(malloc(kBufSize));
-    openOutput(enc);
+    uint8_t* scratch = static_cast<uint8_t*>(malloc(kBufSize));
+    if (!scratch) {
+        g_finished.store(true);
+        return nullptr;
+    }
+    openOutput(scratch);
+    if (giveUpIfFailed()) return nullptr;
     Queue* q = g_queue;
     moodycamel::ConsumerToken ctok(*q);
     size_t n = 0;
@@ -316,6 +367,7 @@ void* drainMain(void*)
     bool stopping = false;
     uint64_t stopDeadline = 0;
     for (;;) {
+        if (giveUpIfFailed()) return nullptr;  // the items still queued are leaked, like at exit
         if (!stopping && g_stop.load(std::memory_order_acquire)) {
             stopping = true;
             stopDeadline = nowNs() + 1500000000ull;
@@ -340,14 +392,14 @@ void* drainMain(void*)
             n += k;
             ++pendingRecords;
             if (kBufSize - n < 4096) {
-                flushBuffer(buf, n, pendingRecords);
+                flushBuffer(buf, n, pendingRecords, scratch);
                 pendingRecords = 0;
             }
         }
         const size_t g = gpuDrain(buf + n, kBufSize - n, items, got, waitGpu);
         n += g;
         if (kBufSize - n < 200000 || got == 0) {
-            flushBuffer(buf, n, pendingRecords);
+            flushBuffer(buf, n, pendingRecords, scratch);
             pendingRecords = 0;
         }
         if (got == 0) g_flushAck.store(flushReq, std::memory_order_release);
@@ -371,7 +423,7 @@ void* drainMain(void*)
     end.gpuSpansSampledOut = gpuSampledOut();
     end.exitReason = g_exitReason.load(std::memory_order_acquire);
     n += wire::encode(buf + n, kBufSize - n, end);
-    flushBuffer(buf, n, ns + 1);
+    flushBuffer(buf, n, ns + 1, scratch);
     if (g_out.fd >= 0) {
         if (g_out.socket) shutdown(g_out.fd, SHUT_WR);
         close(g_out.fd);

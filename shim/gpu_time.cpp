@@ -1,12 +1,15 @@
 // shim/gpu_time.cpp: GPU begin/end of device work from CUDA timing events: pooled events recorded
-// on the app's stream around each copy (and sampled kernels), the end of one operation shared as
-// the start of the next, resolved by the drain thread (query only) and placed on the host clock
-// through a per-context anchor event.
+// on the app's stream around the operations a per-thread budget of event-record time allows (the
+// rest sampled out), the end of one operation shared as the start of the next, resolved by the drain
+// thread (query only) and placed on the host clock through a per-context anchor event.
 #include "shim/shim.h"
+
+#include "shim/gpu_budget.h"
 
 #include "wire/codec.h"
 
 #include <pthread.h>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -16,7 +19,11 @@ namespace gpuspy::shim {
 namespace {
 
 bool g_on = true;
-uint64_t g_sampleNs = 40000;  // at most one sampled kernel per this much time per thread
+// The share of each thread's time its event records may take (parts per million; GPUSPY_GPU_BUDGET in
+// percent, 100 = time everything; see gpu_budget.h). Operations beyond it are sampled out: their calls,
+// bytes and counts are recorded exactly, only their GPU span is missing (kCallGpuSampledOut, counted in
+// the End record).
+uint64_t g_budgetPpm = 30000;
 std::atomic<uint64_t> g_sampledOut{0};
 std::atomic<int> g_capturing{0};  // streams in capture right now (any mode)
 std::atomic<int64_t> g_inFlight{0};
@@ -75,7 +82,7 @@ Ev* acquire(Pool* pool)
         ev->refs.store(1, std::memory_order_relaxed);
         return ev;
     }
-    if (pool->created >= kMaxEventsPerPool) return nullptr;
+    if (__atomic_load_n(&pool->created, __ATOMIC_RELAXED) >= kMaxEventsPerPool) return nullptr;
     const Driver& d = driver();
     CUevent e = nullptr;
     if (!d.eventCreate || d.eventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return nullptr;
@@ -141,7 +148,16 @@ void lockSlot(StreamSlot* s)
 }
 void unlockSlot(StreamSlot* s) { s->busy.clear(std::memory_order_release); }
 
-thread_local uint64_t t_lastSampledNs GS_TLS = 0;
+thread_local TimingBudget t_budget GS_TLS;
+
+void forgetLastEnd(StreamSlot* slot)
+{
+    lockSlot(slot);
+    Ev* old = slot->lastEnd;
+    slot->lastEnd = nullptr;
+    unlockSlot(slot);
+    release(old);
+}
 
 CUresult recordOn(Ev* ev, CUstream s, bool perThread)
 {
@@ -170,6 +186,10 @@ struct Anchor {
     CUevent event = nullptr;
     uint64_t hostNs = 0;
     uint64_t errorNs = 0;
+    // How long after its cuEventRecord returned the anchor completed on the drain thread's idle stream:
+    // the driver's submit-to-start latency as seen from a call's return. Work submitted to an idle stream
+    // by a call that returned at R starts at R + this (see placeBegin).
+    int64_t returnToStartNs = 0;
     bool failed = false;
 };
 Anchor g_anchors[kMaxPools];
@@ -204,12 +224,13 @@ Anchor* anchorFor(CUcontext ctx, int device, uint8_t* out, size_t cap, size_t& n
     // completed between the last query that said "not ready" and the first that said "ready". The
     // first of up to 32 tries that brackets it within 2 µs sets the offset.
     if (!d.eventQuery) return nullptr;
-    uint64_t bestHost = 0, bestErr = UINT64_MAX;
+    uint64_t bestHost = 0, bestErr = UINT64_MAX, returned = 0;
     // A preempted poll widens the bracket (over 100 us seen under load), and every span inherits that
     // error: try until one attempt brackets the completion tightly.
     for (int attempt = 0; attempt < 32; ++attempt) {
         uint64_t prev = nowNs();
         if (d.eventRecord(a->event, a->stream) != CUDA_SUCCESS) return nullptr;
+        returned = nowNs();
         const uint64_t giveUp = prev + 100000000ull;
         for (;;) {
             const uint64_t tq = nowNs();
@@ -227,12 +248,32 @@ Anchor* anchorFor(CUcontext ctx, int device, uint8_t* out, size_t cap, size_t& n
     if (bestErr == UINT64_MAX) return nullptr;
     a->hostNs = bestHost;
     a->errorNs = bestErr;
+    // bestHost carries the bracket's error, and so does every converted event time: measured against the
+    // same midpoint, a begin placed at "return + returnToStartNs" keeps the span's length free of it
+    // (which is also why it is not clamped at 0).
+    a->returnToStartNs = int64_t(bestHost) - int64_t(returned);
     wire::ClockBody cb{};
     cb.device = device;
     cb.offsetNs = int64_t(a->hostNs);
     cb.errorNs = a->errorNs;
     if (cap - n >= 64) n += wire::encode(out + n, cap - n, cb);
     return a;
+}
+
+// The start of a span's work from its begin event. The begin event completes no later than the work
+// starts: it is the previous operation's end on the stream, or was recorded just before the call. On a
+// stream that was idle it completes as soon as it arrives, before the call even submitted the work, so
+// the call's own host cost would count as GPU time. A call that returns once its work is queued
+// submits it as it returns (a driver writes the doorbell last), and work on an idle stream starts the
+// driver's latency after that: as long after the call's return as the clock anchor completed after
+// its own record returned. The work starts at the later of the two: the begin event (a busy stream)
+// and return + latency (an idle one). A call that blocked submitted long before it returned: only
+// its begin event and its own begin bound it.
+uint64_t placeBegin(const Anchor& a, const Pending& p, uint64_t beginEvent)
+{
+    uint64_t b = std::max(beginEvent, p.callBegin);
+    if (!p.blocking) b = std::max<int64_t>(int64_t(b), int64_t(p.callEnd) + a.returnToStartNs);
+    return b;
 }
 
 bool eventHostNs(const Anchor* a, Ev* ev, uint64_t& ns)
@@ -250,7 +291,10 @@ void gpuConfigure()
 {
     const char* on = getenv("GPUSPY_GPU_TIME");
     g_on = !(on && on[0] == '0');
-    if (const char* s = getenv("GPUSPY_GPU_SAMPLE_NS")) g_sampleNs = strtoull(s, nullptr, 10);
+    if (const char* s = getenv("GPUSPY_GPU_BUDGET")) {
+        const double pct = strtod(s, nullptr);
+        if (pct > 0) g_budgetPpm = pct >= 100 ? 1000000 : uint64_t(pct * 10000);
+    }
 }
 
 void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways)
@@ -273,15 +317,11 @@ void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways)
             return;
         }
     }
-    if (!timeAlways) {
-        const uint64_t now = scope.body().beginNs;
-        if (now - t_lastSampledNs < g_sampleNs) {
-            scope.setFlags(wire::kCallGpuSampledOut);
-            g_sampledOut.fetch_add(1, std::memory_order_relaxed);
-            gpuStreamTouched(stream, pt);
-            return;
-        }
-        t_lastSampledNs = now;
+    if (!t_budget.allows(scope.body().beginNs, timeAlways, g_budgetPpm)) {
+        scope.setFlags(wire::kCallGpuSampledOut);
+        g_sampledOut.fetch_add(1, std::memory_order_relaxed);
+        if (slot) forgetLastEnd(slot);  // untimed work joins the stream: its last end is no start
+        return;
     }
     Pool* pool = poolFor(ctx, dev);
     if (!pool || !slot) return;
@@ -295,11 +335,13 @@ void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways)
     unlockSlot(slot);
     if (!begin) {
         begin = acquire(pool);
+        const uint64_t t0 = nowNs();
         if (!begin || recordOn(begin, stream, pt) != CUDA_SUCCESS) {
             release(begin);
             release(end);
             return;
         }
+        t_budget.spend(nowNs() - t0);
     }
     scope.item().evBegin = reinterpret_cast<CUevent>(begin);  // the references move to the span
     scope.item().evEnd = reinterpret_cast<CUevent>(end);
@@ -317,6 +359,7 @@ void gpuRecordEnd(CallScope& scope, CUresult rc, uint64_t returnedNs)
         // whether the span's end can be trusted (a thread preempted here records a late end).
         const uint64_t late = nowNs() - returnedNs;
         it.endRecordDelayNs = late > 0xffffffffull ? 0xffffffffu : uint32_t(late);
+        t_budget.spend(late);  // the record itself, all but a clock read
         return;
     }
     release(begin);
@@ -351,13 +394,7 @@ void gpuStreamTouched(CUstream stream, bool perThread)
     if (!g_on) return;
     CUcontext ctx = nullptr;
     if (uintptr_t(stream) <= 2) deviceOfCurrentContext(&ctx);
-    StreamSlot* slot = slotFor(streamKey(stream, perThread, ctx), false);
-    if (!slot) return;
-    lockSlot(slot);
-    Ev* old = slot->lastEnd;
-    slot->lastEnd = nullptr;
-    unlockSlot(slot);
-    release(old);
+    if (StreamSlot* slot = slotFor(streamKey(stream, perThread, ctx), false)) forgetLastEnd(slot);
 }
 
 void gpuCaptureBegin(CUstream stream, bool perThread)
@@ -470,11 +507,11 @@ size_t gpuDrain(uint8_t* out, size_t cap, const Item* calls, size_t count, bool 
             Anchor* a = anchorFor(p.begin->pool->ctx.load(), p.device, out, cap, n);
             uint64_t b = 0, e = 0;
             if (a && eventHostNs(a, p.begin, b) && eventHostNs(a, p.end, e)) {
-                // Work cannot start before its call began; work the host waited for ended before
-                // the call returned (an end event recorded on an idle stream completes later).
-                if (b < p.callBegin) b = p.callBegin;
+                b = placeBegin(*a, p, b);
+                // Work the host waited for ended before the call returned (an end event recorded on an
+                // idle stream completes later).
                 if (p.blocking && e > p.callEnd) e = p.callEnd;
-                if (e < b) e = b;
+                if (b > e) b = e;
                 // The thread was held up between the call's return and the end event record, and the
                 // event completed after that record: the work may have ended long before. No span
                 // rather than a wrong one.

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
@@ -102,15 +103,20 @@ uint32_t addKernelLocked(const void* handle, const char* name)
     return id;
 }
 
-// ---- memory ranges (sorted by start), for the host memory kind of a transfer
+// ---- memory ranges (sorted by start), for the host memory kind of a transfer. Every copy looks a
+// pointer up, allocations and frees change the table: a seqlock, so that a lookup writes nothing
+// shared (a reader-writer lock took two locked instructions on one cache line per copy, from every
+// thread). Writers are serialised by g_rangeWriteLock and hold g_rangeSeq odd while they write;
+// readers retry when it changed. Fields are atomics, so a reader racing a writer reads whole words.
 struct Range {
-    uint64_t start, end;
-    wire::MemKind kind;
+    std::atomic<uint64_t> start, end;
+    std::atomic<uint8_t> kind;
 };
 constexpr size_t kMaxRanges = 1 << 16;
 Range g_ranges[kMaxRanges];
-size_t g_rangeCount = 0;
-pthread_rwlock_t g_rangeLock = PTHREAD_RWLOCK_INITIALIZER;
+std::atomic<size_t> g_rangeCount{0};
+std::atomic<uint32_t> g_rangeSeq{0};
+pthread_mutex_t g_rangeWriteLock = PTHREAD_MUTEX_INITIALIZER;
 std::atomic<uint32_t> g_rangeGen{1};
 
 // cuPointerGetAttribute answers for memory we did not see allocated, cached per page.
@@ -311,55 +317,98 @@ void noteThreadName(uint32_t tid)
     pthread_mutex_unlock(&g_lock);
 }
 
+namespace {
+
+// Writers only (under g_rangeWriteLock): the first range whose start is not below `start`.
+size_t rangeLowerBound(uint64_t start, size_t count)
+{
+    size_t lo = 0, hi = count;
+    while (lo < hi) {
+        const size_t mid = (lo + hi) / 2;
+        if (g_ranges[mid].start.load(std::memory_order_relaxed) < start) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+void copyRange(size_t to, size_t from)
+{
+    g_ranges[to].start.store(g_ranges[from].start.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    g_ranges[to].end.store(g_ranges[from].end.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    g_ranges[to].kind.store(g_ranges[from].kind.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+void setRange(size_t at, uint64_t start, uint64_t end, wire::MemKind kind)
+{
+    g_ranges[at].start.store(start, std::memory_order_relaxed);
+    g_ranges[at].end.store(end, std::memory_order_relaxed);
+    g_ranges[at].kind.store(uint8_t(kind), std::memory_order_relaxed);
+}
+
+// Opens a write: the acquire keeps the writes after the odd sequence number; returns it.
+uint32_t beginRangeWrite()
+{
+    pthread_mutex_lock(&g_rangeWriteLock);
+    return g_rangeSeq.fetch_add(1, std::memory_order_acquire);
+}
+
+void endRangeWrite(uint32_t seq)
+{
+    g_rangeGen.fetch_add(1, std::memory_order_release);
+    g_rangeSeq.store(seq + 2, std::memory_order_release);
+    pthread_mutex_unlock(&g_rangeWriteLock);
+}
+
+}  // namespace
+
 void memAddRange(uint64_t start, uint64_t bytes, wire::MemKind kind)
 {
     if (!start || !bytes) return;
-    pthread_rwlock_wrlock(&g_rangeLock);
-    size_t lo = 0, hi = g_rangeCount;
-    while (lo < hi) {
-        const size_t mid = (lo + hi) / 2;
-        if (g_ranges[mid].start < start) lo = mid + 1; else hi = mid;
+    const uint32_t seq = beginRangeWrite();
+    const size_t count = g_rangeCount.load(std::memory_order_relaxed);
+    const size_t lo = rangeLowerBound(start, count);
+    if (lo < count && g_ranges[lo].start.load(std::memory_order_relaxed) == start) {
+        setRange(lo, start, start + bytes, kind);
+    } else if (count < kMaxRanges) {
+        for (size_t i = count; i > lo; --i) copyRange(i, i - 1);
+        setRange(lo, start, start + bytes, kind);
+        g_rangeCount.store(count + 1, std::memory_order_relaxed);
     }
-    if (lo < g_rangeCount && g_ranges[lo].start == start) {
-        g_ranges[lo] = Range{start, start + bytes, kind};
-    } else if (g_rangeCount < kMaxRanges) {
-        memmove(&g_ranges[lo + 1], &g_ranges[lo], (g_rangeCount - lo) * sizeof(Range));
-        g_ranges[lo] = Range{start, start + bytes, kind};
-        ++g_rangeCount;
-    }
-    g_rangeGen.fetch_add(1, std::memory_order_release);
-    pthread_rwlock_unlock(&g_rangeLock);
+    endRangeWrite(seq);
 }
 
 void memRemoveRange(uint64_t start)
 {
     if (!start) return;
-    pthread_rwlock_wrlock(&g_rangeLock);
-    size_t lo = 0, hi = g_rangeCount;
-    while (lo < hi) {
-        const size_t mid = (lo + hi) / 2;
-        if (g_ranges[mid].start < start) lo = mid + 1; else hi = mid;
+    const uint32_t seq = beginRangeWrite();
+    const size_t count = g_rangeCount.load(std::memory_order_relaxed);
+    const size_t lo = rangeLowerBound(start, count);
+    if (lo < count && g_ranges[lo].start.load(std::memory_order_relaxed) == start) {
+        for (size_t i = lo; i + 1 < count; ++i) copyRange(i, i + 1);
+        g_rangeCount.store(count - 1, std::memory_order_relaxed);
     }
-    if (lo < g_rangeCount && g_ranges[lo].start == start) {
-        memmove(&g_ranges[lo], &g_ranges[lo + 1], (g_rangeCount - lo - 1) * sizeof(Range));
-        --g_rangeCount;
-    }
-    g_rangeGen.fetch_add(1, std::memory_order_release);
-    pthread_rwlock_unlock(&g_rangeLock);
+    endRangeWrite(seq);
 }
 
 wire::MemKind memKindOf(uint64_t address, bool mayAskDriver)
 {
     if (!address) return wire::MemKind::Unknown;
-    pthread_rwlock_rdlock(&g_rangeLock);
-    size_t lo = 0, hi = g_rangeCount;
-    while (lo < hi) {
-        const size_t mid = (lo + hi) / 2;
-        if (g_ranges[mid].start <= address) lo = mid + 1; else hi = mid;
-    }
     wire::MemKind kind = wire::MemKind::Unknown;
-    if (lo > 0 && address < g_ranges[lo - 1].end) kind = g_ranges[lo - 1].kind;
-    pthread_rwlock_unlock(&g_rangeLock);
+    for (unsigned spins = 0;; ++spins) {
+        if (spins >= 64) sched_yield();  // a writer is shifting the table, or was preempted doing it
+        // Acquire loads (plain moves on x86): the second sequence read cannot pass the table's.
+        const uint32_t seq = g_rangeSeq.load(std::memory_order_acquire);
+        if (seq & 1) continue;
+        size_t lo = 0, hi = g_rangeCount.load(std::memory_order_acquire);
+        if (hi > kMaxRanges) hi = kMaxRanges;
+        while (lo < hi) {
+            const size_t mid = (lo + hi) / 2;
+            if (g_ranges[mid].start.load(std::memory_order_acquire) <= address) lo = mid + 1; else hi = mid;
+        }
+        kind = wire::MemKind::Unknown;
+        if (lo > 0 && address < g_ranges[lo - 1].end.load(std::memory_order_acquire))
+            kind = wire::MemKind(g_ranges[lo - 1].kind.load(std::memory_order_acquire));
+        if (g_rangeSeq.load(std::memory_order_relaxed) == seq) break;
+    }
     if (kind != wire::MemKind::Unknown || !mayAskDriver) return kind == wire::MemKind::Unknown ? wire::MemKind::Pageable : kind;
 
     const uint64_t page = address >> 12;
@@ -483,18 +532,18 @@ void internForgetSent()
 void internPrefork()
 {
     pthread_mutex_lock(&g_lock);
-    pthread_rwlock_wrlock(&g_rangeLock);
+    pthread_mutex_lock(&g_rangeWriteLock);  // no write cut short by the fork
 }
 
 void internPostforkParent()
 {
-    pthread_rwlock_unlock(&g_rangeLock);
+    pthread_mutex_unlock(&g_rangeWriteLock);
     pthread_mutex_unlock(&g_lock);
 }
 
 void internPostforkChild()
 {
-    pthread_rwlock_unlock(&g_rangeLock);
+    pthread_mutex_unlock(&g_rangeWriteLock);
     pthread_mutex_unlock(&g_lock);
     g_threadHead = g_threadTail = 0;
     t_lastCtx = nullptr;

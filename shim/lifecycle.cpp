@@ -3,8 +3,12 @@
 // writes out what was recorded, with a short time limit, from an async-signal-safe path (atomics and
 // nanosleep: the drain thread does the writing), and then does exactly what would have happened
 // without gpuspy: the app's own handler runs, or the default action, with the same exit status.
+// The app may change those handlers after ours went in (sigaction and signal are interposed in
+// preload.cpp): it sees its own handlers, and ours stays in front of them.
 #include "shim/shim.h"
 
+#include <dlfcn.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -19,38 +23,97 @@ constexpr uint64_t kQuickExitFlushNs = 1000000000ull;
 constexpr int kExitSignal = 1;  // wire::EndBody::exitReason
 
 const int kSignals[] = {SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT};
+// What the app has installed (or would have, had we not been in front) for each signal we handle.
 struct sigaction g_previous[NSIG];
+// Our handler is installed for this signal. An app that ignores the signal gets SIG_IGN for real.
 bool g_installed[NSIG];
+bool g_pathsInstalled = false;  // installExitPaths ran: the app's new handlers go behind ours
+// The app's sigaction path is not instrumented: a sanitizer runtime preloaded first installs its own
+// handlers through it while it starts, before instrumented code may run.
+// (Hence __atomic builtins on plain variables there: std::atomic's members may be instrumented calls.)
+// Serialises the app's sigaction calls with ours. A spin lock that knows its owner: sigaction is
+// async-signal-safe, and a handler that calls it on a thread already inside must not wait for itself.
+pid_t g_actionOwner = 0;
+
+struct ActionLock {
+    bool held = false;
+    GS_UNINSTRUMENTED ActionLock()
+    {
+        const pid_t self = pid_t(syscall(SYS_gettid));
+        if (__atomic_load_n(&g_actionOwner, __ATOMIC_ACQUIRE) == self) return;
+        for (;;) {
+            pid_t none = 0;
+            if (__atomic_compare_exchange_n(&g_actionOwner, &none, self, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) break;
+            sched_yield();
+        }
+        held = true;
+    }
+    GS_UNINSTRUMENTED ~ActionLock()
+    {
+        if (held) __atomic_store_n(&g_actionOwner, 0, __ATOMIC_RELEASE);
+    }
+};
+
+SigactionFn g_realSigaction = nullptr;
 
 bool isFault(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL; }
+
+GS_UNINSTRUMENTED bool handled(int sig)
+{
+    for (int s : kSignals)
+        if (s == sig) return true;
+    return false;
+}
+
+GS_UNINSTRUMENTED bool isIgnore(const struct sigaction& a) { return !(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_IGN; }
+
+void onSignal(int sig, siginfo_t* info, void* context);
+
+// Ours, in front of `app`: the app's mask and its restart/nodefer choices, so that system calls and
+// nested signals behave as they would with the app's handler alone.
+GS_UNINSTRUMENTED struct sigaction ourAction(const struct sigaction& app)
+{
+    struct sigaction sa{};
+    sa.sa_sigaction = onSignal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | (app.sa_flags & (SA_RESTART | SA_NODEFER));
+    sa.sa_mask = app.sa_mask;
+    return sa;
+}
+
+void setDefault(int sig)
+{
+    struct sigaction dfl{};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    __atomic_store_n(&g_installed[sig], false, __ATOMIC_RELEASE);
+    g_realSigaction(sig, &dfl, nullptr);
+}
 
 void onSignal(int sig, siginfo_t* info, void* context)
 {
     const int savedErrno = errno;
-    const struct sigaction& prev = g_previous[sig];
+    const struct sigaction prev = g_previous[sig];
     const bool appHandler = (prev.sa_flags & SA_SIGINFO) ? prev.sa_sigaction != nullptr
                                                          : prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN;
+    if (isIgnore(prev)) return;  // ignored since our handler went in (a race with the app's sigaction)
     if (appHandler) {
         // The app's handler decides whether the process lives on: write out what we have and keep
-        // recording. If it ends the process (_exit, abort), that path ends the stream.
+        // recording. If it ends the process (_exit, abort, re-raising with the default action), that
+        // path ends the stream. SA_RESETHAND: the kernel would have reset the action before the handler.
+        if (prev.sa_flags & SA_RESETHAND) {
+            g_previous[sig] = {};
+            g_previous[sig].sa_handler = SIG_DFL;
+        }
         flushRecording(kSignalFlushNs);
         errno = savedErrno;
         if (prev.sa_flags & SA_SIGINFO) prev.sa_sigaction(sig, info, context);
         else prev.sa_handler(sig);
-        if (prev.sa_flags & SA_RESETHAND) {
-            struct sigaction dfl{};
-            dfl.sa_handler = SIG_DFL;
-            sigaction(sig, &dfl, nullptr);
-        }
         errno = savedErrno;
         return;
     }
     // The default action ends the process: end the stream, then let that happen as without us.
     stopRecording(kSignalFlushNs, true, kExitSignal);
-    struct sigaction dfl{};
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    sigaction(sig, &dfl, nullptr);
+    setDefault(sig);
     errno = savedErrno;
     // A real fault happens again when the instruction reruns, now with the default action; any other
     // signal is sent again, pending until this handler returns (it is blocked while we run).
@@ -65,19 +128,61 @@ void onQuickExit()
 
 }  // namespace
 
+GS_UNINSTRUMENTED SigactionFn realSigaction()
+{
+    if (!g_realSigaction) {
+        // The next definition after ours (libc's; a sanitizer runtime preloaded first intercepts
+        // before us). dlvsym, not dlsym: ours is interposed.
+        void* p = dlvsym(RTLD_NEXT, "sigaction", "GLIBC_2.2.5");
+        g_realSigaction = reinterpret_cast<SigactionFn>(p ? p : dlvsym(RTLD_DEFAULT, "__sigaction", "GLIBC_2.2.5"));
+    }
+    return g_realSigaction;
+}
+
+GS_UNINSTRUMENTED int appSigaction(int sig, const struct sigaction* act, struct sigaction* old)
+{
+    SigactionFn real = realSigaction();
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (sig <= 0 || sig >= NSIG || !handled(sig)) return real(sig, act, old);
+    ActionLock lock;
+    const bool installed = __atomic_load_n(&g_installed[sig], __ATOMIC_ACQUIRE);
+    // Ours goes (back) in front of any handler or default action the app installs once the exit paths
+    // are set up; an ignored signal is ignored for real (nothing dies of it, nothing to flush).
+    const bool front = __atomic_load_n(&g_pathsInstalled, __ATOMIC_ACQUIRE) && act && !isIgnore(*act);
+    if (!installed && !front) return real(sig, act, old);
+    struct sigaction prev = g_previous[sig];
+    if (!installed && real(sig, nullptr, &prev) != 0) return -1;
+    int rc = 0;
+    if (act) {
+        const struct sigaction ours = ourAction(*act);
+        rc = real(sig, front ? &ours : act, nullptr);
+        if (rc == 0) {
+            g_previous[sig] = *act;
+            __atomic_store_n(&g_installed[sig], front, __ATOMIC_RELEASE);
+        }
+    }
+    if (rc == 0 && old) *old = prev;
+    return rc;
+}
+
 void installExitPaths()
 {
-    for (int sig : kSignals) {
-        struct sigaction old{};
-        if (sigaction(sig, nullptr, &old) != 0) continue;
-        // An ignored signal stays ignored: nothing dies, nothing to flush.
-        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) continue;
-        g_previous[sig] = old;
-        struct sigaction sa{};
-        sa.sa_sigaction = onSignal;
-        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | (old.sa_flags & SA_RESTART);
-        sa.sa_mask = old.sa_mask;
-        if (sigaction(sig, &sa, nullptr) == 0) g_installed[sig] = true;
+    SigactionFn real = realSigaction();
+    if (real) {
+        ActionLock lock;
+        for (int sig : kSignals) {
+            struct sigaction old{};
+            if (real(sig, nullptr, &old) != 0) continue;
+            // An ignored signal stays ignored: nothing dies, nothing to flush.
+            if (isIgnore(old)) continue;
+            g_previous[sig] = old;
+            const struct sigaction sa = ourAction(old);
+            if (real(sig, &sa, nullptr) == 0) __atomic_store_n(&g_installed[sig], true, __ATOMIC_RELEASE);
+        }
+        __atomic_store_n(&g_pathsInstalled, true, __ATOMIC_RELEASE);
     }
     at_quick_exit(onQuickExit);
 }

@@ -1,11 +1,13 @@
 // shim/preload.cpp: the exported glue only the shared library has: our dlsym, which every
-// lookup goes through (static cudart calls the executable's dlsym import, which this interposes), and
+// lookup goes through (static cudart calls the executable's dlsym import, which this interposes),
 // the exits atexit never sees: _exit/_Exit and exec (the capture so far is complete before the
-// process image goes; a failed exec goes on recording in a new stream).
+// process image goes; a failed exec goes on recording in a new stream), and sigaction/signal, so
+// that a handler the app installs late goes behind ours instead of replacing it (lifecycle.cpp).
 #include "shim/shim.h"
 
 #include <dlfcn.h>
 #include <link.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -13,14 +15,27 @@
 
 namespace {
 
+// The libc functions this file interposes, as ours: what dlsym(RTLD_NEXT) must find in libgpuspy.
+void* ownDefinition(const char* name);
+
 // dlsym(RTLD_NEXT, name) means "the next definition after the caller's object". Forwarded from here
 // the real dlsym would search after libgpuspy instead, and an interposer preloaded after us would
-// find itself (endless recursion). So walk the link map from the caller's object on.
-void* nextAfter(void* caller, const char* name, gpuspy::shim::DlsymFn real)
+// find itself (endless recursion). So walk the link map from the caller's object on. A caller loaded
+// before us (a sanitizer runtime preloaded first, which looks up its real functions while it starts,
+// before any initializer ran) gets the forwarded answer unless we define the name: the walk would
+// dlopen objects whose initializers have not run yet.
+GS_UNINSTRUMENTED void* nextAfter(void* caller, const char* name, gpuspy::shim::DlsymFn real)
 {
     Dl_info info;
     link_map* self = nullptr;
+    link_map* ours = nullptr;
     if (!dladdr1(caller, &info, reinterpret_cast<void**>(&self), RTLD_DL_LINKMAP) || !self) return real(RTLD_DEFAULT, name);
+    if (!dladdr1(reinterpret_cast<void*>(&nextAfter), &info, reinterpret_cast<void**>(&ours), RTLD_DL_LINKMAP)) ours = nullptr;
+    for (link_map* m = self; ours && m; m = m->l_next) {
+        if (m != ours) continue;
+        void* own = self == ours ? nullptr : ownDefinition(name);
+        return own ? own : real(RTLD_NEXT, name);
+    }
     for (link_map* m = self->l_next; m; m = m->l_next) {
         void* h = dlopen(m->l_name && m->l_name[0] ? m->l_name : nullptr, RTLD_LAZY | RTLD_NOLOAD);
         if (!h) continue;
@@ -75,13 +90,15 @@ size_t countArgs(const char* arg0, va_list ap)
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) void* dlsym(void* handle, const char* name)
+extern "C" __attribute__((visibility("default"))) GS_UNINSTRUMENTED void* dlsym(void* handle, const char* name)
 {
     gpuspy::shim::DlsymFn real = gpuspy::shim::realDlsym();
     if (!real) return nullptr;
     const int saved = errno;
     void* p = handle == RTLD_NEXT ? nextAfter(__builtin_return_address(0), name, real) : real(handle, name);
-    void* out = gpuspy::shim::interceptDlsym(handle, name, p);
+    // Only cu* names are ours to answer; the others never reach instrumented code (a sanitizer
+    // runtime starting up asks for mmap, pthread_create, ... before it can run any).
+    void* out = name[0] == 'c' && name[1] == 'u' ? gpuspy::shim::interceptDlsym(handle, name, p) : p;
     errno = saved;
     return out;
 }
@@ -164,3 +181,73 @@ extern "C" __attribute__((visibility("default"))) int execle(const char* path, c
     argv[n] = nullptr;
     return execve(path, const_cast<char* const*>(argv), envp);
 }
+
+extern "C" __attribute__((visibility("default"))) GS_UNINSTRUMENTED int sigaction(int sig, const struct sigaction* act,
+                                                                struct sigaction* old)
+{
+    return gpuspy::shim::appSigaction(sig, act, old);
+}
+
+// glibc's signal(): BSD semantics (the signal blocked in its handler, system calls restarted), as
+// an action the app installs through sigaction.
+extern "C" __attribute__((visibility("default"))) GS_UNINSTRUMENTED sighandler_t signal(int sig, sighandler_t handler)
+{
+    if (handler == SIG_ERR || sig < 1 || sig >= NSIG) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    struct sigaction act{};
+    act.sa_handler = handler;
+    sigemptyset(&act.sa_mask);
+    sigaddset(&act.sa_mask, sig);
+    act.sa_flags = SA_RESTART;
+    struct sigaction old{};
+    if (gpuspy::shim::appSigaction(sig, &act, &old) != 0) return SIG_ERR;
+    return old.sa_handler;  // shares its storage with sa_sigaction, as glibc's signal() returns it
+}
+
+// Our definitions by hidden aliases: their addresses taken by name would be resolved through the
+// GOT to the first definition in the process, which is a sanitizer runtime's interceptor.
+// (The aliases lack libc's nonnull/nothrow attributes, which only matter to callers we have none of.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+#define GS_OWN(name) extern "C" __attribute__((visibility("hidden"), alias(#name))) decltype(::name) gs_own_##name;
+GS_OWN(dlsym)
+GS_OWN(sigaction)
+GS_OWN(signal)
+GS_OWN(_exit)
+GS_OWN(_Exit)
+GS_OWN(execve)
+GS_OWN(execv)
+GS_OWN(execvp)
+GS_OWN(execvpe)
+GS_OWN(execl)
+GS_OWN(execlp)
+GS_OWN(execle)
+#undef GS_OWN
+#pragma GCC diagnostic pop
+
+namespace {
+
+GS_UNINSTRUMENTED void* ownDefinition(const char* name)
+{
+    struct Own {
+        const char* name;
+        void* fn;
+    };
+    static const Own kOwn[] = {
+#define GS_OWN(name) {#name, reinterpret_cast<void*>(&gs_own_##name)}
+        GS_OWN(dlsym), GS_OWN(sigaction), GS_OWN(signal), GS_OWN(_exit),  GS_OWN(_Exit),  GS_OWN(execve),
+        GS_OWN(execv), GS_OWN(execvp),    GS_OWN(execvpe), GS_OWN(execl), GS_OWN(execlp), GS_OWN(execle),
+#undef GS_OWN
+    };
+    for (const Own& o : kOwn) {
+        // By hand: strcmp is a sanitizer runtime's interceptor, unusable while it starts.
+        size_t i = 0;
+        while (o.name[i] && o.name[i] == name[i]) ++i;
+        if (o.name[i] == name[i]) return o.fn;
+    }
+    return nullptr;
+}
+
+}  // namespace

@@ -37,7 +37,7 @@ using GpaV1 = decltype(&::cuGetProcAddress);
 std::atomic<GpaV2> g_realGpa2{nullptr};
 std::atomic<GpaV1> g_realGpa1{nullptr};
 
-void initRealDlsym()
+GS_UNINSTRUMENTED void initRealDlsym()
 {
     if (g_realDlsym) return;
     // glibc 2.34 moved dlsym into libc; older ones have only the GLIBC_2.2.5 version.
@@ -121,7 +121,7 @@ void substitute(const char* symbol, void** pfn, int version, cuuint64_t flags);
 
 }  // namespace
 
-DlsymFn realDlsym()
+GS_UNINSTRUMENTED DlsymFn realDlsym()
 {
     initRealDlsym();
     return g_realDlsym;

@@ -2,6 +2,8 @@
 // scope that every wrapper opens: guard, clocks, record, queue.
 #include "shim/shim.h"
 
+#include "shim/clock.h"
+
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -14,6 +16,8 @@ namespace gpuspy::shim {
 std::atomic<int> g_state{int(State::Off)};
 thread_local int t_depth GS_TLS = 0;
 
+// The counters are written by the owning thread only (plain stores, no locked instruction on the
+// hot path) and read by others: the drain thread's totals, the exit report.
 struct ThreadState {
     uint32_t tid = 0;
     uint32_t generation = 0;  // the queue generation its token belongs to (a fork makes a new queue)
@@ -21,6 +25,10 @@ struct ThreadState {
     std::atomic<uint64_t> calls{0};
     std::atomic<uint64_t> dropped{0};
     std::atomic<uint64_t> overheadNs{0};
+    // Records this state's threads made, kept across reuse (the process total sums every state).
+    std::atomic<uint64_t> made{0};
+    uint64_t seqNext = 0;  // this thread's block of sequence numbers: [seqNext, seqEnd)
+    uint64_t seqEnd = 0;
     ThreadState* next = nullptr;  // all states, live or free, for the exit report
     bool live = false;
 };
@@ -37,7 +45,8 @@ pthread_mutex_t g_startLock = PTHREAD_MUTEX_INITIALIZER;
 ThreadState* g_threads = nullptr;  // intrusive list; states are reused, never freed
 std::atomic<uint32_t> g_generation{1};
 std::atomic<uint64_t> g_seq{0};
-std::atomic<uint64_t> g_made{0};
+constexpr uint64_t kSeqBlock = 256;  // sequence numbers a thread takes at a time
+std::atomic<uint64_t> g_made{0};     // records made without a thread state; the rest are counted per state
 std::atomic<uint64_t> g_dropped{0};
 bool g_disabled = false;
 // When this process started recording (Off -> On, before its first record; in a forked child, its
@@ -100,6 +109,8 @@ void postforkChild()
         ts->calls.store(0);
         ts->dropped.store(0);
         ts->overheadNs.store(0);
+        ts->made.store(0);
+        ts->seqNext = ts->seqEnd = 0;
     }
     t_state = nullptr;
     t_tid = 0;
@@ -109,6 +120,7 @@ void postforkChild()
     g_dropped.store(0);
     drainAfterForkChild();
     gpuAfterForkChild();
+    clockAfterForkChild();
 #ifdef GPUSPY_HAVE_STACK
     stackAfterForkChild();
 #endif
@@ -123,6 +135,7 @@ void onceInit()
     pthread_atfork(prefork, postforkParent, postforkChild);
     atexit(atExit);
     installExitPaths();
+    clockConfigure();
     gpuConfigure();
 #ifdef GPUSPY_HAVE_STACK
     unsigned depth = 24;
@@ -192,9 +205,13 @@ void newQueueGeneration()
     g_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
-uint64_t nextSeq()
+uint64_t nextSeq(ThreadState* ts)
 {
-    return g_seq.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (ts->seqNext == ts->seqEnd) {
+        ts->seqNext = g_seq.fetch_add(kSeqBlock, std::memory_order_relaxed) + 1;
+        ts->seqEnd = ts->seqNext + kSeqBlock;
+    }
+    return ts->seqNext++;
 }
 
 bool ensureStarted()
@@ -263,9 +280,18 @@ ThreadState* threadState()
     return ts;
 }
 
+namespace {
+// The owning thread's increment of its own counter: no other thread writes it.
+void bump(std::atomic<uint64_t>& c, uint64_t n)
+{
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+}  // namespace
+
 bool enqueue(ThreadState* ts, const Item& item)
 {
-    g_made.fetch_add(1, std::memory_order_relaxed);
+    if (ts) bump(ts->made, 1);
+    else g_made.fetch_add(1, std::memory_order_relaxed);
     if (ts && ts->token && queueTryEnqueue(ts->token, item)) return true;
     g_dropped.fetch_add(1, std::memory_order_relaxed);
     if (ts) ts->dropped.fetch_add(1, std::memory_order_relaxed);
@@ -275,12 +301,19 @@ bool enqueue(ThreadState* ts, const Item& item)
 void addOverhead(ThreadState* ts, uint64_t ns, bool call)
 {
     if (!ts) return;
-    ts->overheadNs.fetch_add(ns, std::memory_order_relaxed);
-    if (call) ts->calls.fetch_add(1, std::memory_order_relaxed);
+    bump(ts->overheadNs, ns);
+    if (call) bump(ts->calls, 1);
 }
 
 // For the drain thread's End record and final ThreadStats.
-uint64_t recordsMade() { return g_made.load(); }
+uint64_t recordsMade()
+{
+    uint64_t n = g_made.load();
+    pthread_mutex_lock(&g_threadsLock);
+    for (ThreadState* s = g_threads; s; s = s->next) n += s->made.load(std::memory_order_relaxed);
+    pthread_mutex_unlock(&g_threadsLock);
+    return n;
+}
 uint64_t recordsDropped() { return g_dropped.load(); }
 void countDrainDrop(uint64_t n) { g_dropped.fetch_add(n); }
 void countMade(uint64_t n) { g_made.fetch_add(n); }
@@ -315,7 +348,8 @@ CallScope::CallScope(Api api)
         errno = savedErrno;
         return;
     }
-    m_t0 = nowNs();
+    m_tsc = clockUsesTsc();
+    m_t0 = clockStamp(m_tsc);
     m_errno = savedErrno;
     m_active = true;
     const ApiInfo& info = kApis[size_t(api)];
@@ -331,7 +365,9 @@ CallScope::CallScope(Api api)
     b.category = info.category;
     b.tid = m_ts->tid;
     b.device = -1;
-    b.beginNs = m_t0;
+    // What runs before the call sees this (GPU timing's sampling); finish() sets the begin stamped
+    // right before the real call.
+    b.beginNs = clockMapFor(m_tsc, m_t0).toNs(m_t0);
     if (m_perThread) b.flags |= wire::kCallPerThreadStream;
 #ifdef GPUSPY_HAVE_STACK
     b.stackId = stackCapture(1);
@@ -342,25 +378,35 @@ CallScope::CallScope(Api api)
 void CallScope::beforeReal()
 {
     if (!m_active) return;
-    m_item.call.beginNs = nowNs();
+    m_begin = clockStamp(m_tsc);
     errno = m_errno;
 }
 
 CUresult CallScope::finish(CUresult rc)
 {
     if (!m_active) return rc;
-    const uint64_t end = nowNs();
+    const uint64_t end = clockStamp(m_tsc);
     m_errno = errno;  // what the driver left is what the app must see
-    gpuRecordEnd(*this, rc, end);  // first: every bookkeeping step comes after the end event
     wire::CallBody& b = m_item.call;
-    b.endNs = end;
+    const bool timed = m_item.evBegin != nullptr;
+    if (timed) {
+        // GPU timing measures how late its end event is recorded against clock_gettime: give it
+        // that clock's own reading (this call pays an event record anyway).
+        b.endNs = m_tsc ? nowNs() : end;
+        gpuRecordEnd(*this, rc, b.endNs);  // first: every bookkeeping step comes after the end event
+    }
+    const ClockMap map = clockMapFor(m_tsc, end);
+    b.beginNs = map.toNs(m_begin);
+    if (!timed) b.endNs = map.toNs(end);
+    if (b.endNs < b.beginNs) b.endNs = b.beginNs;  // two clocks (a timed call) may disagree by ns
     b.result = int32_t(rc);
-    b.seq = nextSeq();
+    b.seq = nextSeq(m_ts);
     if (b.device < 0) b.device = int16_t(deviceOfCurrentContext(nullptr));
     gpuAfter(*this, rc);
     enqueue(m_ts, m_item);
-    const uint64_t done = nowNs();
-    addOverhead(m_ts, (b.beginNs - m_t0) + (done - end), true);
+    const uint64_t done = clockStamp(m_tsc);
+    addOverhead(m_ts, map.durationNs((m_begin - m_t0) + (done - end)), true);
+    if (!m_tsc) clockWarmUp(end);
     errno = m_errno;
     return rc;
 }

@@ -16,9 +16,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
+#include <signal.h>
 
 #define GS_EXPORT extern "C" __attribute__((visibility("default")))
 #define GS_TLS __attribute__((tls_model("initial-exec")))
+// Not instrumented in sanitizer builds: code a sanitizer runtime reaches while it starts (it looks its
+// real functions up through our dlsym), before instrumented code may run.
+#define GS_UNINSTRUMENTED __attribute__((no_sanitize("address", "thread", "undefined")))
 
 namespace gpuspy::shim {
 
@@ -103,6 +107,10 @@ void resumeRecording();                   // after a stop for an exec that faile
 
 // ---- lifecycle.cpp: the exit paths atexit does not see (fatal signals, _exit, quick_exit, exec)
 void installExitPaths();
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+SigactionFn realSigaction();  // libc's, behind our interposer
+// The app's sigaction (preload.cpp): for a signal we handle, it reads and replaces the action behind ours.
+int appSigaction(int sig, const struct sigaction* act, struct sigaction* old);
 
 // One queue element: a record body plus what the drain thread needs to finish it.
 struct Item {
@@ -126,7 +134,7 @@ ThreadState* threadState();            // this thread's state, created on first 
 bool enqueue(ThreadState* ts, const Item& item);  // false: dropped (and counted)
 void addOverhead(ThreadState* ts, uint64_t ns, bool call);
 
-uint64_t nextSeq();
+uint64_t nextSeq(ThreadState* ts);  // unique per process, from 1; handed to threads in blocks
 
 // What every wrapper opens first. Inert (everything a no-op) when nested inside another hook,
 // on the drain thread, or when gpuspy is not recording.
@@ -151,10 +159,12 @@ public:
 private:
     Item m_item;
     ThreadState* m_ts = nullptr;
-    uint64_t m_t0 = 0;
+    uint64_t m_t0 = 0;     // clock stamps (shim/clock.h): entry, and right before the real call
+    uint64_t m_begin = 0;
     int m_errno = 0;
     bool m_active = false;
     bool m_perThread = false;
+    bool m_tsc = false;    // the stamps are TSC ticks, not ns
 };
 
 // ---- intern.cpp: names, memory kinds, devices

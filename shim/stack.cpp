@@ -17,9 +17,11 @@
 #include "wire/codec.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -60,6 +62,7 @@ using BacktraceFn = int (*)(void**, int);
 // Everything below is zero-initialised (no constructors run: the shim may be entered before them).
 std::atomic<unsigned> g_depth{0};
 BacktraceFn g_backtrace = nullptr;
+bool g_saidNoUnwind = false;
 std::atomic<uint64_t>* g_slots = nullptr;  // (hash high 32 bits) << 32 | (entry index + 1); 0 = empty
 StackEntry* g_entries = nullptr;
 uint64_t* g_frames = nullptr;
@@ -271,6 +274,94 @@ uint32_t populate(T* base, uint32_t from, uint32_t to, uint32_t limit)
     return to;
 }
 
+// The absolute path of the file mapped at address (from /proc/self/maps) into out; its length, 0
+// when not found. No allocation: the file is read in pieces of whole lines.
+size_t mappedPath(uintptr_t address, char* out, size_t cap)
+{
+    const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buf[2 * kMaxPath];
+    size_t have = 0, found = 0;  // found: the path's length
+    for (;;) {
+        const ssize_t r = read(fd, buf + have, sizeof buf - have);
+        if (r <= 0) break;
+        have += size_t(r);
+        size_t start = 0;
+        for (;;) {
+            char* nl = static_cast<char*>(std::memchr(buf + start, '\n', have - start));
+            if (!nl) break;
+            *nl = 0;
+            // "lo-hi perms offset dev inode    /path"
+            char* line = buf + start;
+            char* end = nullptr;
+            const uintptr_t lo = strtoull(line, &end, 16);
+            const uintptr_t hi = *end == '-' ? strtoull(end + 1, nullptr, 16) : 0;
+            const char* path = strchr(line, '/');
+            if (address >= lo && address < hi && path) {
+                found = strnlen(path, cap);
+                if (found >= cap) found = 0;
+                else std::memcpy(out, path, found);
+                close(fd);
+                return found;
+            }
+            start = size_t(nl - buf) + 1;
+        }
+        if (start == 0 && have == sizeof buf) break;  // a line longer than any path: give up
+        std::memmove(buf, buf + start, have - start);
+        have -= start;
+    }
+    close(fd);
+    return 0;
+}
+
+// The directory of the object this code is linked into (libgpuspy.so; the test executable in the
+// unit tests), with its trailing '/', into out; false when unknown. dladdr gives the name the
+// object was loaded by, which is relative when LD_PRELOAD was, and the program may have changed
+// directory since: then the mapping's absolute path in /proc/self/maps is used.
+bool ownDirectory(char* out, size_t cap)
+{
+    Dl_info info{};
+    const void* self = reinterpret_cast<const void*>(&stackConfigure);
+    if (!dladdr(self, &info) || !info.dli_fname || !info.dli_fname[0]) return false;
+    size_t len = 0;
+    if (info.dli_fname[0] == '/') {
+        len = strnlen(info.dli_fname, cap);
+        if (len >= cap) return false;
+        std::memcpy(out, info.dli_fname, len);
+    } else {
+        len = mappedPath(uintptr_t(self), out, cap);
+    }
+    while (len > 0 && out[len - 1] != '/') --len;
+    if (len == 0) return false;
+    out[len] = 0;
+    return true;
+}
+
+// libunwind's unw_backtrace, loaded privately (RTLD_LOCAL): libunwind exports _Unwind_* and
+// backtrace, which must not interpose on the app's libgcc_s and libc ones (exceptions would unwind
+// through libunwind); only our calls reach it. The copy next to libgpuspy.so comes first (the
+// release tarball ships one in lib/gpuspy/), then the system's.
+BacktraceFn loadBacktrace()
+{
+    char path[kMaxPath];
+    constexpr char kName[] = "libunwind.so.8";
+    void* lib = nullptr;
+    if (ownDirectory(path, sizeof path - sizeof kName)) {
+        std::memcpy(path + strlen(path), kName, sizeof kName);
+        lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (!lib) lib = dlopen(kName, RTLD_NOW | RTLD_LOCAL);
+    return lib ? reinterpret_cast<BacktraceFn>(dlsym(lib, "unw_backtrace")) : nullptr;
+}
+
+void sayOnce(bool& said, const char* msg)
+{
+    if (said) return;
+    said = true;
+    const ssize_t r = write(2, msg, strlen(msg));
+    (void)r;
+}
+
 }  // namespace
 
 void stackConfigure(unsigned depth)
@@ -281,12 +372,12 @@ void stackConfigure(unsigned depth)
         return;
     }
     if (!g_backtrace) {
-        // RTLD_LOCAL: libunwind exports _Unwind_* and backtrace, which must not interpose on the
-        // app's libgcc_s and libc ones (exceptions would unwind through libunwind). Loaded
-        // privately, only our calls reach it. No libunwind: stacks stay off.
-        void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-        if (lib) g_backtrace = reinterpret_cast<BacktraceFn>(dlsym(lib, "unw_backtrace"));
-        if (!g_backtrace) return;
+        g_backtrace = loadBacktrace();
+        if (!g_backtrace) {
+            sayOnce(g_saidNoUnwind, "gpuspy: libunwind.so.8 not found (next to libgpuspy.so or on the system); "
+                                    "host stacks are off\n");
+            return;
+        }
     }
     if (!g_slots) {
         g_slots = static_cast<std::atomic<uint64_t>*>(reserve(kSlots * sizeof(uint64_t), true));

@@ -8,8 +8,9 @@
 namespace gpuspy::shim {
 
 // From GPUSPY_STACK_DEPTH (default 24, 0 = off; clamped to wire::kMaxStackDepth); called once at
-// start, before any capture. Resolves libunwind and takes the first module map. Calling it again
-// only changes the depth (tests do); interned stacks stay.
+// start, before any capture. Resolves libunwind (libunwind.so.8 next to libgpuspy.so first, as the
+// release tarball ships it, then the system's; none: stacks stay off, said once on stderr) and takes
+// the first module map. Calling it again only changes the depth (tests do); interned stacks stay.
 void stackConfigure(unsigned depth);
 
 // App thread, in a hook: captures the caller's stack, skipping skipFrames innermost frames

@@ -1,4 +1,4 @@
-// viewer/assets.h: the viewer's files (index.html, viewer.js, viewer.css), embedded into the program
+// viewer/assets.h: the viewer's files (index.html, viewer.js, lanes.js, viewer.css), embedded into the program
 // at build time by viewer/CMakeLists.txt, so that `gpuspy view` writes a page with no other file.
 #pragma once
 

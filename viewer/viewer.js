@@ -26,6 +26,11 @@
     return String(Math.round(Number(n) || 0)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   }
   function fmtPct(p) { return (Number(p) || 0).toFixed(1) + '%'; }
+  // "gpu_busy_ns" -> "GPU busy time": the report's evidence names in words (the value carries the unit).
+  function evidenceName(name) {
+    return String(name).replace(/_ns$/, ' time').replace(/_pct$/, ' %').replace(/_/g, ' ')
+      .replace(/\bgpu\b/g, 'GPU').replace(/^gbps$/, 'GB/s');
+  }
   function fmtEvidence(name, v) {
     if (/_ns$/.test(name)) return fmtNs(v);
     if (/bytes$/.test(name)) return fmtBytes(v);
@@ -47,15 +52,62 @@
 
   // ---- the data -----------------------------------------------------------------------------------
 
-  const doc = JSON.parse($('gpuspy-data').textContent);
+  // How long each step of loading took (ms), for window.gpuspyViewer.loadMs and the benchmark.
+  const loadMs = {};
+  let lastMark = performance.now();
+  function timed(step, fn) {
+    const r = fn();
+    const now = performance.now();
+    loadMs[step] = Math.round(now - lastMark);
+    lastMark = now;
+    return r;
+  }
+  loadMs.before_script = Math.round(lastMark);  // since navigation: reading the page, mostly the data
+  const doc = timed('parse', () => JSON.parse($('gpuspy-data').textContent));
   const report = doc.report;
-  const tl = doc.timeline;
+  const tl = timed('decode', () => decodeTimeline(doc.timeline));
   const S = tl.strings;
   const basename = (p) => String(p || '').split('/').pop();
 
   function frameText(f) {
     // f = [function, file, line, module, app, inlined]
     return f[0] + (f[1] ? ' (' + basename(f[1]) + (f[2] ? ':' + f[2] : '') + ')' : '');
+  }
+
+  // "gpuspy.timeline/2" (README.md) as plain columns, one typed array per field and a value per row:
+  // times summed from their differences, bytes spread over the transfer calls, and each shape field
+  // copied to every row of its shape. The fields the page needs to draw are copied at once, the others
+  // the first time they are read (hovering, clicking).
+  function decodeTimeline(t) {
+    function running(deltas) {
+      const out = new Float64Array(deltas.length);
+      let at = 0;
+      for (let i = 0; i < deltas.length; i++) out[i] = (at += deltas[i]);
+      return out;
+    }
+    function fromShapes(section, shapes, now, later) {
+      const n = section.shape.length, shape = new Int32Array(section.shape);
+      const out = { shape: shape, begin: running(section.begin), dur: new Float64Array(section.dur) };
+      const expand = (f) => {
+        const col = new Int32Array(n), from = new Int32Array(shapes[f]);
+        for (let i = 0; i < n; i++) col[i] = from[shape[i]];
+        return col;
+      };
+      for (const f of now) out[f] = expand(f);
+      for (const f of later) {
+        let col = null;
+        Object.defineProperty(out, f, { get: () => col || (col = expand(f)), enumerable: true });
+      }
+      return out;
+    }
+    const calls = fromShapes(t.calls, t.call_shapes, ['track', 'category', 'blocked'], ['name', 'api', 'stack', 'kernel', 'result']);
+    calls.seq = running(t.calls.seq);
+    calls.bytes = new Float64Array(calls.begin.length);
+    for (let i = 0, x = 0; i < calls.bytes.length; i++) if (calls.category[i] === 1) calls.bytes[i] = t.calls.bytes[x++];
+    const gpu = fromShapes(t.gpu, t.gpu_shapes, ['track', 'kind', 'name'], []);
+    gpu.call = new Int32Array(t.gpu.call);
+    const nvtx = Object.assign({}, t.nvtx, { begin: running(t.nvtx.begin) });
+    return Object.assign({}, t, { calls: calls, gpu: gpu, nvtx: nvtx });
   }
 
   // ---- header and headline numbers ----------------------------------------------------------------
@@ -74,6 +126,7 @@
       '). Times are host CLOCK_MONOTONIC; GPU work is placed on the host clock through the calibration of each device.';
   }
 
+  function wallNs() { return (report.processes || []).reduce((a, p) => Math.max(a, p.wall_ns), 0); }
   function sum(list, key) { return (list || []).reduce((a, x) => a + (Number(x[key]) || 0), 0); }
 
   function buildHeadline() {
@@ -99,12 +152,24 @@
     card('wall_ns', fmtNs(wall), wall, 'wall time', procs.length > 1 ? 'longest of ' + procs.length + ' processes' : 'the program\'s run, start to exit');
     card('cuda_api_ns', fmtNs(api), api, 'in CUDA calls', wall ? fmtPct(100 * api / wall) + ' of wall time' : '');
     card('blocked_ns', fmtNs(blocked), blocked, 'host blocked waiting for the GPU', 'in syncs, synchronous copies, frees', wall && blocked > 0.2 * wall);
-    card('busy_pct', fmtPct(busy), busy, 'GPU busy', devs.length > 1 ? 'busiest of ' + devs.length + ' devices' : 'GPU running work, first to last CUDA call', busy < 30);
-    card('launches', fmtCount(launches.count || 0), launches.count || 0, 'kernel launches', 'median ' + fmtNs(launches.median_host_ns || 0) + ' of host time each');
-    card('bytes', fmtBytes(moved), moved, 'moved by ' + fmtCount(copies) + ' copies and memsets', '');
+    // With sampled-out operations the measured busy time is a lower bound: say so rather than alarm.
+    const untimed = sum(devs, 'sampled_out_ops'), ops = sum(devs, 'ops');
+    card('busy_pct', (untimed ? '\u2265 ' : '') + fmtPct(busy), busy, 'GPU busy (share of the run the GPU was working)',
+      untimed ? 'at least: ' + fmtCount(untimed) + ' of ' + fmtCount(ops) + ' GPU operations were not timed'
+        : devs.length > 1 ? 'busiest of ' + devs.length + ' devices' : 'from the first to the last CUDA call', busy < 30 && !untimed);
+    card('launches', fmtCount(launches.count || 0), launches.count || 0, 'kernel launches', 'each took the host ' + fmtNs(launches.median_host_ns || 0) + ' (median)');
+    card('bytes', fmtBytes(moved), moved, 'copied or set', 'by ' + fmtCount(copies) + ' copies and memsets');
     const fixes = (report.findings || []).filter((f) => f.estimated_savings_ns > 0).length;
     card('savings_ns', saving ? fmtNs(saving) : 'none', saving, 'estimated saving',
       fixes ? fixes + (fixes > 1 ? ' findings below say how' : ' finding below says how') : 'no finding estimates a saving');
+    // One sentence that reads the cards for a newcomer.
+    const who = procs.length === 1 ? basename(String(procs[0].command).split(' ')[0]) || 'The program' : 'The longest of ' + procs.length + ' processes';
+    let verdict = who + ' ran for ' + fmtNs(wall) + ' and spent ' + fmtNs(api) + ' (' + fmtPct(wall ? 100 * api / wall : 0) +
+      ') inside CUDA calls, ' + fmtNs(blocked) + ' of it waiting for the GPU to finish. ';
+    verdict += 'The GPU was busy ' + (untimed ? 'at least ' : '') + fmtPct(busy) + ' of that time. ';
+    verdict += saving ? 'The findings below would save about ' + fmtNs(saving) + ' (' + fmtPct(wall ? 100 * saving / wall : 0) + ' of the run).'
+      : 'No finding estimates a saving.';
+    $('verdict').textContent = verdict;
     const notes = $('notes');
     for (const n of report.notes || []) add(notes, el('li', null, n));
     if (report.bad_streams) add(notes, el('li', null, report.bad_streams + ' malformed stream(s) in this capture: their valid records are shown'));
@@ -156,8 +221,9 @@
       d.dataset.savings = String(f.estimated_savings_ns);
       const s = add(d, el('summary'));
       add(s, el('span', 'sev ' + f.severity, f.severity));
-      add(s, el('span', 'saving', f.estimated_savings_ns ? '~' + fmtNs(f.estimated_savings_ns) : 'no estimate'));
-      const first = String(f.message).split(/(?<=[.:])\s/)[0];
+      const saving = add(s, el('span', 'saving', f.estimated_savings_ns ? 'saves ~' + fmtNs(f.estimated_savings_ns) : 'no estimate'));
+      if (f.estimated_savings_ns && wallNs()) saving.title = fmtPct(100 * f.estimated_savings_ns / wallNs()) + ' of the wall time';
+      const first = String(f.message).split(/(?<=\.)\s/)[0];
       add(s, el('span', 'headline', first));
       add(s, el('span', 'rule', f.rule));
       const body = add(d, el('div', 'body'));
@@ -168,7 +234,7 @@
         const t = add(body, el('table', 'kv'));
         for (const [k, v] of ev) {
           const tr = add(t, el('tr'));
-          add(tr, el('td', null, k));
+          add(tr, el('td', null, evidenceName(k))).title = k;
           const td = add(tr, el('td', null, fmtEvidence(k, v)));
           td.dataset.raw = String(v);
         }
@@ -287,13 +353,21 @@
     const box = $('flame');
     const calls = tl.calls;
     const root = { name: 'all blocked time', value: 0, children: new Map() };
-    for (let i = 0; i < calls.begin.length; i++) {
-      if (!calls.blocked[i]) continue;
-      const w = calls.dur[i];
-      if (w <= 0) continue;
+    // Blocked time per call shape first (timeline/2: thread, API, stack, ...): a million calls come
+    // from a few hundred shapes.
+    const cs = tl.call_shapes;
+    const byShape = new Float64Array(cs.track.length);
+    for (let i = 0; i < calls.begin.length; i++) if (calls.blocked[i] && calls.dur[i] > 0) byShape[calls.shape[i]] += calls.dur[i];
+    for (let shape = 0; shape < byShape.length; shape++) {
+      const w = byShape[shape];
+      if (!w) continue;
+      // The program's own frames ("main (app.cu:72)"), then the CUDA call: the libraries in between say
+      // nothing a user can change. A stack with no frame of the program keeps all its frames.
+      const frames = tl.stacks[cs.stack[shape]].map((f) => tl.frames[f]);
+      const own = frames.filter((f) => f[4]);
+      const path = (own.length ? own : frames).map(frameText).concat([S[cs.name[shape]]]);
       let node = root;
       node.value += w;
-      const path = tl.stacks[calls.stack[i]].map((f) => tl.frames[f][0]).concat([S[calls.name[i]]]);
       for (const name of path) {
         let c = node.children.get(name);
         if (!c) { c = { name: name, value: 0, children: new Map() }; node.children.set(name, c); }
@@ -352,10 +426,15 @@
 
   // ---- timeline ----------------------------------------------------------------------------------
 
-  const CAT_COLORS = ['#9e9e9e', '#4f7cff', '#1aa39a', '#e6a23c', '#e0464e', '#8d7bd1', '#2e9e4f'];
+  // By calls.category (other, transfer, launch, alloc, sync, module, graph): a graph launch looks like a
+  // launch; a sync that did not wait, or a module load, like any other call. Red is kept for waiting.
+  const CAT_COLORS = ['#9e9e9e', '#4f7cff', '#1aa39a', '#e6a23c', '#9e9e9e', '#9e9e9e', '#1aa39a'];
   const GPU_COLORS = ['#2fb344', '#4f7cff', '#7fb2ff', '#167a3a', '#9e9e9e'];
   const BLOCKED_COLOR = '#e0464e';
   const NVTX_COLOR = '#c9b8f0';
+  const CALL_PALETTE = CAT_COLORS.concat([BLOCKED_COLOR]);  // by category; the last: the thread waited for the GPU
+  const NVTX_PALETTE = [NVTX_COLOR];
+  const Lanes = window.gpuspyLanes;
   const LABEL_W = 230, AXIS_H = 26, LANE_H = 18, GAP = 6, GROUP_H = 20;
 
   function buildTimeline() {
@@ -366,42 +445,46 @@
     const nCalls = calls.begin.length;
     const duration = Math.max(1, tl.duration_ns);
 
-    // Items per track, sorted by begin; the longest item bounds the backward search.
-    const tracks = tl.tracks.map((t, i) => ({ id: i, t: t, items: [], nvtxItems: [], maxDur: 0, nvtxMax: 0 }));
-    function itemsOf(cols, n, pick) {
-      for (let i = 0; i < n; i++) pick(tracks[cols.track[i]], i);
-    }
-    itemsOf(calls, nCalls, (tr, i) => { tr.items.push(i); tr.maxDur = Math.max(tr.maxDur, calls.dur[i]); });
-    itemsOf(gpu, gpu.begin.length, (tr, i) => { tr.items.push(i); tr.maxDur = Math.max(tr.maxDur, gpu.dur[i]); });
-    itemsOf(nvtx, nvtx.begin.length, (tr, i) => { tr.nvtxItems.push(i); tr.nvtxMax = Math.max(tr.nvtxMax, nvtx.dur[i]); });
+    // Per track its lanes (viewer/lanes.js): a thread's calls and one lane per NVTX row; a stream's work.
+    const tracks = tl.tracks.map((t, i) => ({ id: i, t: t }));
+    const rowsOf = (trackCol, keep) => {  // per track: its rows of a section (that pass keep), as Int32Arrays
+      const count = new Int32Array(tracks.length);
+      for (let i = 0; i < trackCol.length; i++) if (!keep || keep(i)) count[trackCol[i]]++;
+      const out = Array.from(count, (c) => new Int32Array(c));
+      count.fill(0);
+      for (let i = 0; i < trackCol.length; i++) if (!keep || keep(i)) out[trackCol[i]][count[trackCol[i]]++] = i;
+      return out;
+    };
+    const callColors = new Uint8Array(nCalls);
+    for (let k = 0; k < nCalls; k++)
+      callColors[k] = calls.blocked[k] ? CALL_PALETTE.length - 1 : calls.category[k] < CAT_COLORS.length ? calls.category[k] : 0;
+    const gpuColors = Uint8Array.from(gpu.kind, (kind) => (kind < GPU_COLORS.length ? kind : 4));
+    const nvtxColors = new Uint8Array(nvtx.begin.length);
+    const callRows = rowsOf(calls.track), gpuRows = rowsOf(gpu.track);
+    const nvtxRows = [];  // per NVTX lane: per track its rows
     for (const tr of tracks) {
-      const cols = tr.t.kind === 'thread' ? calls : gpu;
-      tr.cols = cols;
-      tr.items = sortedByBegin(Int32Array.from(tr.items), cols);
-      tr.nvtxItems = sortedByBegin(Int32Array.from(tr.nvtxItems), nvtx);
-      tr.L = laneData(tr.items, cols, tr.maxDur);
-      tr.N = laneData(tr.nvtxItems, nvtx, tr.nvtxMax);
+      if (tr.t.kind === 'thread') {
+        tr.lane = Lanes.build(callRows[tr.id], calls.begin, calls.dur, callColors);
+        tr.nvtxLanes = [];
+        for (let lane = 0; lane < tr.t.nvtx_lanes; lane++) {
+          if (!nvtxRows[lane]) nvtxRows[lane] = rowsOf(nvtx.track, (k) => nvtx.lane[k] === lane);
+          tr.nvtxLanes.push(Lanes.build(nvtxRows[lane][tr.id], nvtx.begin, nvtx.dur, nvtxColors));
+        }
+      } else {
+        tr.lane = Lanes.build(gpuRows[tr.id], gpu.begin, gpu.dur, gpuColors);
+      }
+      tr.count = tr.lane.items.length;
     }
-    // The collector writes each column in time order already: sort only when it did not.
-    function sortedByBegin(items, cols) {
-      for (let i = 1; i < items.length; i++)
-        if (cols.begin[items[i]] < cols.begin[items[i - 1]]) return items.sort((a, b) => cols.begin[a] - cols.begin[b]);
-      return items;
-    }
-    // A lane's items with their times copied next to each other, in begin order: the drawing loop
-    // reads two typed arrays front to back, which keeps a million items within a frame.
-    function laneData(items, cols, maxDur) {
-      const b = new Float64Array(items.length), d = new Float64Array(items.length);
-      for (let i = 0; i < items.length; i++) { b[i] = cols.begin[items[i]]; d[i] = cols.dur[items[i]]; }
-      return { items: items, begin: b, dur: d, maxDur: maxDur };
-    }
-    // GPU work of each call.
-    const workOf = new Map();
-    for (let i = 0; i < gpu.begin.length; i++) {
+    // GPU work of each call, as linked lists in two arrays (a Map of arrays costs seconds for a million).
+    const firstWork = new Int32Array(nCalls).fill(-1), nextWork = new Int32Array(gpu.begin.length).fill(-1);
+    for (let i = gpu.begin.length - 1; i >= 0; i--) {
       const c = gpu.call[i];
-      if (c < 0) continue;
-      if (!workOf.has(c)) workOf.set(c, []);
-      workOf.get(c).push(i);
+      if (c >= 0 && c < nCalls) { nextWork[i] = firstWork[c]; firstWork[c] = i; }
+    }
+    function workOf(k) {
+      const out = [];
+      for (let g = firstWork[k]; g >= 0; g = nextWork[g]) out.push(g);
+      return out;
     }
 
     // Rows: per process a header, its threads, then its GPU streams.
@@ -439,64 +522,7 @@
     const xOf = (t) => LABEL_W + (t - view.begin) * plotW() / (view.end - view.begin);
     const tOf = (x) => view.begin + (x - LABEL_W) * (view.end - view.begin) / plotW();
 
-    function lowerBound(L, t) {
-      let lo = 0, hi = L.begin.length;
-      while (lo < hi) { const m = (lo + hi) >> 1; if (L.begin[m] < t) lo = m + 1; else hi = m; }
-      return lo;
-    }
-
-    // Draws the items of one lane: exact boxes when wider than a pixel, else per-pixel bins whose
-    // opacity is the share of the pixel covered (so a million tiny calls stay one cheap pass).
-    const binCover = new Float32Array(8192), binColor = new Array(8192);
-    function drawLane(L, y0, h, colorOf, labelOf, filter) {
-      const x0 = LABEL_W, W = plotW();
-      const scale = W / (view.end - view.begin);
-      const items = L.items, begins = L.begin, durs = L.dur, vb = view.begin, ve = view.end;
-      let i = lowerBound(L, vb - L.maxDur);
-      const n = items.length;
-      let binLo = 1 << 30, binHi = -1;
-      for (; i < n; i++) {
-        const b = begins[i];
-        if (b > ve) break;
-        const e = b + durs[i];
-        if (e < vb) continue;
-        const k = items[i];
-        if (filter && !filter(k)) continue;
-        const xa = x0 + (b - vb) * scale, xb = x0 + (e - vb) * scale;
-        if (xb - xa >= 1) {
-          const l = Math.max(x0, xa), r = Math.min(x0 + W, xb);
-          ctx.fillStyle = colorOf(k);
-          ctx.fillRect(l, y0 + 1, Math.max(1, r - l - (r - l > 3 ? 0.5 : 0)), h - 2);
-          if (r - l > 40) {
-            ctx.save();
-            ctx.beginPath(); ctx.rect(l, y0, r - l, h); ctx.clip();
-            ctx.fillStyle = '#fff';
-            ctx.fillText(labelOf(k), l + 3, y0 + h - 5);
-            ctx.restore();
-          }
-        } else {
-          const px = Math.min(8191, Math.max(0, Math.floor(xa - x0)));
-          binCover[px] += Math.max(0.05, xb - xa);
-          if (!binColor[px]) binColor[px] = colorOf(k);
-          if (px < binLo) binLo = px;
-          if (px > binHi) binHi = px;
-        }
-      }
-      for (let px = binLo; px <= binHi; px++) {
-        const c = binCover[px];
-        if (c > 0) {
-          ctx.globalAlpha = Math.min(1, 0.35 + c);
-          ctx.fillStyle = binColor[px];
-          ctx.fillRect(x0 + px, y0 + 1, 1, h - 2);
-          binCover[px] = 0; binColor[px] = null;
-        }
-      }
-      ctx.globalAlpha = 1;
-    }
-
-    const callColor = (k) => (calls.blocked[k] ? BLOCKED_COLOR : CAT_COLORS[calls.category[k]] || CAT_COLORS[0]);
     const callLabel = (k) => S[calls.name[k]] + (calls.kernel[k] >= 0 ? ' ' + S[calls.kernel[k]] : '');
-    const gpuColor = (k) => GPU_COLORS[gpu.kind[k]] || GPU_COLORS[4];
     const gpuLabel = (k) => S[gpu.name[k]];
 
     function niceStep(span, px) {
@@ -512,6 +538,29 @@
       const [scale, unit] = a < 1e3 ? [1, ' ns'] : a < 1e6 ? [1e3, ' \u00b5s'] : a < 1e9 ? [1e6, ' ms'] : [1e9, ' s'];
       const decimals = Math.min(9, Math.max(0, Math.ceil(-Math.log10(step / scale) - 1e-9)));
       return (t / scale).toFixed(decimals) + unit;
+    }
+
+    // The label column: a tag saying what the row is (a CPU thread, or a GPU's stream), then its name;
+    // a thread's NVTX rows are marked as such.
+    function drawTrackLabel(tr) {
+      const thread = tr.t.kind === 'thread';
+      const tag = thread ? 'CPU' : 'GPU ' + tr.t.device;
+      const name = thread ? tr.t.name : tr.t.name.replace(/^GPU \d+ \u00b7 /, '');
+      const yText = tr.y + tr.h - 5;
+      ctx.save();
+      ctx.beginPath(); ctx.rect(0, tr.y, LABEL_W - 6, tr.h); ctx.clip();
+      ctx.font = '600 10px system-ui, sans-serif';
+      const tw = ctx.measureText(tag).width + 8;
+      ctx.fillStyle = thread ? '#5b6170' : GPU_COLORS[0];
+      ctx.fillRect(8, tr.y + tr.h - LANE_H + 3, tw, LANE_H - 6);
+      ctx.fillStyle = '#fff';
+      ctx.fillText(tag, 12, yText - 1);
+      ctx.font = '11px system-ui, sans-serif';
+      ctx.fillStyle = '#1d1d1f';
+      ctx.fillText(name, 14 + tw, yText);
+      ctx.fillStyle = '#8a8a90';
+      for (let lane = 0; lane < tr.callLane; lane++) ctx.fillText('NVTX ranges', 14 + tw, tr.y + (lane + 1) * LANE_H - 5);
+      ctx.restore();
     }
 
     let pending = false;
@@ -549,23 +598,18 @@
         const tr = r.track;
         ctx.save();
         ctx.beginPath(); ctx.rect(LABEL_W, tr.y, plotW(), tr.h); ctx.clip();
+        const at = (lane) => ({ x0: LABEL_W, W: plotW(), y0: tr.y + lane * LANE_H, h: LANE_H, vb: view.begin, ve: view.end });
         if (tr.t.kind === 'thread') {
-          if (tr.nvtxItems.length)
-            for (let lane = 0; lane < tr.callLane; lane++)
-              drawLane(tr.N, tr.y + lane * LANE_H, LANE_H, () => NVTX_COLOR, (k) => S[nvtx.name[k]], (k) => nvtx.lane[k] === lane);
-          drawLane(tr.L, tr.y + tr.callLane * LANE_H, LANE_H, callColor, callLabel);
+          tr.nvtxLanes.forEach((l, lane) => Lanes.draw(ctx, l, at(lane), NVTX_PALETTE, (k) => S[nvtx.name[k]]));
+          Lanes.draw(ctx, tr.lane, at(tr.callLane), CALL_PALETTE, callLabel);
         } else {
-          drawLane(tr.L, tr.y, LANE_H, gpuColor, gpuLabel);
+          Lanes.draw(ctx, tr.lane, at(0), GPU_COLORS, gpuLabel);
         }
         ctx.restore();
         // Label column.
         ctx.fillStyle = '#fff';
         ctx.fillRect(0, tr.y - 1, LABEL_W, tr.h + 2);
-        ctx.fillStyle = tr.t.kind === 'thread' ? '#1d1d1f' : '#1a6b35';
-        const label = (tr.t.kind === 'thread' ? '\u2699 ' : '\u25a3 ') + tr.t.name;
-        ctx.save(); ctx.beginPath(); ctx.rect(0, tr.y, LABEL_W - 6, tr.h); ctx.clip();
-        ctx.fillText(label, 8, tr.y + tr.h - 5);
-        ctx.restore();
+        drawTrackLabel(tr);
         ctx.strokeStyle = '#f0f0ec';
         ctx.beginPath(); ctx.moveTo(0, tr.y + tr.h + GAP / 2 + 0.5); ctx.lineTo(width, tr.y + tr.h + GAP / 2 + 0.5); ctx.stroke();
       }
@@ -578,7 +622,7 @@
         const cx0 = xOf(calls.begin[selected]), cx1 = xOf(calls.begin[selected] + calls.dur[selected]);
         ctx.strokeStyle = '#111'; ctx.lineWidth = 2;
         ctx.strokeRect(cx0 - 1, cy, Math.max(2, cx1 - cx0 + 2), LANE_H);
-        for (const g of workOf.get(selected) || []) {
+        for (const g of workOf(selected)) {
           const gt = tracks[gpu.track[g]];
           const gx0 = xOf(gpu.begin[g]), gx1 = xOf(gpu.begin[g] + gpu.dur[g]);
           ctx.strokeRect(gx0 - 1, gt.y, Math.max(2, gx1 - gx0 + 2), LANE_H);
@@ -590,7 +634,7 @@
         }
         ctx.lineWidth = 1;
       }
-      $('range').textContent = 'showing ' + fmtTick(view.begin, step) + ' \u2013 ' + fmtTick(view.end, step) + ' (' + fmtNs(view.end - view.begin) + ')';
+      $('range').textContent = 'showing ' + fmtTick(view.begin, step) + ' \u2013 ' + fmtTick(view.end, step) + ' (' + fmtNs(view.end - view.begin) + ') after the first recorded event';
       state.lastDrawMs = performance.now() - started;
       publish();
     }
@@ -651,7 +695,8 @@
       if (wasClick && ev.target === canvas) {
         const rect = canvas.getBoundingClientRect();
         const hit = hitTest(ev.clientX - rect.left, ev.clientY - rect.top);
-        if (hit && hit.kind === 'call') select(hit.index);
+        if (hit && hit.kind === 'merged') zoomAt((hit.begin + hit.end) / 2, 1 / 8);
+        else if (hit && hit.kind === 'call') select(hit.index);
         else if (hit && hit.kind === 'gpu' && gpu.call[hit.index] >= 0) select(gpu.call[hit.index]);
       }
     });
@@ -678,24 +723,24 @@
       const tr = tracks.find((t) => t.y !== undefined && y >= t.y && y < t.y + t.h);
       if (!tr) return null;
       const lane = Math.floor((y - tr.y) / LANE_H);
-      const t = tOf(x), slack = 3 * (view.end - view.begin) / plotW();
-      let L, kind, filter = null;
-      if (tr.t.kind === 'stream') { L = tr.L; kind = 'gpu'; }
-      else if (lane === tr.callLane) { L = tr.L; kind = 'call'; }
-      else { L = tr.N; kind = 'nvtx'; filter = (k) => nvtx.lane[k] === lane; }
-      let best = -1, bestDur = Infinity;
-      for (let i = lowerBound(L, t - slack - L.maxDur); i < L.items.length; i++) {
-        const k = L.items[i];
-        const b = L.begin[i];
-        if (b > t + slack) break;
-        if (filter && !filter(k)) continue;
-        if (b + L.dur[i] + slack >= t && L.dur[i] < bestDur) { best = k; bestDur = L.dur[i]; }
-      }
-      return best < 0 ? null : { kind: kind, index: best, track: tr };
+      const nsPerPx = (view.end - view.begin) / plotW();
+      let l, kind;
+      if (tr.t.kind === 'stream') { l = tr.lane; kind = 'gpu'; }
+      else if (lane === tr.callLane) { l = tr.lane; kind = 'call'; }
+      else { l = tr.nvtxLanes[lane]; kind = 'nvtx'; }
+      const h = l && Lanes.hit(l, tOf(x), 3 * nsPerPx, nsPerPx);
+      if (!h) return null;
+      if (h.item < 0) return { kind: 'merged', of: kind, track: tr, count: h.merged, begin: h.begin, end: h.end, busy: h.busy };
+      return { kind: kind, index: h.item, track: tr };
     }
 
     function describe(hit) {
       const k = hit.index;
+      if (hit.kind === 'merged') {
+        const what = hit.of === 'call' ? 'CUDA calls' : hit.of === 'gpu' ? 'GPU operations' : 'NVTX ranges';
+        return fmtCount(hit.count) + ' ' + what + ' too close together to draw one by one\n' + fmtNs(hit.end - hit.begin) + ' from ' +
+          fmtNs(hit.begin) + ', ' + fmtPct(100 * hit.busy / Math.max(1, hit.end - hit.begin)) + ' of it busy\nclick or scroll to zoom in';
+      }
       if (hit.kind === 'call') {
         const lines = [callLabel(k) + '  (' + S[calls.api[k]] + ')', fmtNs(calls.dur[k]) + ' at ' + fmtNs(calls.begin[k])];
         if (calls.bytes[k]) lines.push(fmtBytes(calls.bytes[k]));
@@ -704,8 +749,8 @@
         const st = tl.stacks[calls.stack[k]];
         const app = st.map((f) => tl.frames[f]).filter((f) => f[4]);
         if (app.length) lines.push('from ' + frameText(app[app.length - 1]));
-        const w = workOf.get(k);
-        if (w) lines.push(w.length + ' GPU operation' + (w.length > 1 ? 's' : '') + ' \u2014 click for details');
+        const w = workOf(k);
+        if (w.length) lines.push(w.length + ' GPU operation' + (w.length > 1 ? 's' : '') + ' \u2014 click for details');
         return lines.join('\n');
       }
       if (hit.kind === 'gpu') {
@@ -757,7 +802,7 @@
       }
       const right = add(cols, el('div'));
       add(right, el('h4', null, 'GPU work it caused'));
-      const work = workOf.get(k) || [];
+      const work = workOf(k);
       if (!work.length) add(right, el('p', 'muted', calls.category[k] === 2 || calls.category[k] === 6 || calls.category[k] === 1
         ? 'Not timed on the GPU (gpuspy samples the timing of frequent operations).' : 'None: this call submits no GPU work.'));
       for (const g of work) {
@@ -786,7 +831,7 @@
       ready: false,
       draws: 0,
       tracks: Object.freeze(tracks.map((tr) => Object.freeze({ name: tr.t.name, kind: tr.t.kind, pid: tr.t.pid, tid: tr.t.tid,
-        device: tr.t.device, top: tr.y, height: tr.h, items: tr.items.length }))),
+        device: tr.t.device, top: tr.y, height: tr.h, items: tr.count }))),
       visible: null,
       selectedCall: -1,
       calls: nCalls,
@@ -806,27 +851,38 @@
     resize();
     draw();
     state.ready = true;
+    // The zoom levels of big lanes, made one at a time between the user's events.
+    const todo = [];
+    for (const tr of tracks) for (const l of [tr.lane].concat(tr.nvtxLanes || [])) todo.push(...Lanes.pending(l));
+    (function next() { if (todo.length) { todo.shift()(); setTimeout(next, 0); } })();
   }
 
   function buildLegend() {
     const box = $('legend');
-    const items = [['CUDA call (launch)', CAT_COLORS[2]], ['CUDA call (copy / memset)', CAT_COLORS[1]], ['allocation', CAT_COLORS[3]],
-      ['thread waiting for the GPU', BLOCKED_COLOR], ['other call', CAT_COLORS[0]], ['NVTX range', NVTX_COLOR],
-      ['GPU: kernel', GPU_COLORS[0]], ['GPU: copy', GPU_COLORS[1]], ['GPU: memset', GPU_COLORS[2]]];
-    for (const [name, color] of items) {
-      const s = add(box, el('span'));
-      const i = add(s, el('i'));
-      i.style.background = color;
-      add(s, document.createTextNode(name));
-    }
-    add(box, el('span', 'muted', '\u2699 host thread \u00b7 \u25a3 GPU stream'));
+    const line = (title, items) => {
+      const row = add(box, el('div', 'legend-row'));
+      add(row, el('strong', null, title));
+      for (const [name, color] of items) {
+        const s = add(row, el('span'));
+        add(s, el('i')).style.background = color;
+        add(s, document.createTextNode(name));
+      }
+    };
+    line('CPU thread rows: the CUDA calls each thread made', [['kernel launch', CAT_COLORS[2]], ['copy or memset', CAT_COLORS[1]],
+      ['allocation or free', CAT_COLORS[3]], ['the thread waited for the GPU', BLOCKED_COLOR], ['other call', CAT_COLORS[0]],
+      ['NVTX range (your annotations)', NVTX_COLOR]]);
+    line('GPU rows: what ran on each stream, on the same clock', [['kernel', GPU_COLORS[0]], ['copy', GPU_COLORS[1]], ['memset', GPU_COLORS[2]]]);
+    add(box, el('div', 'muted', 'Faint colour: many operations too short to draw one by one; zoom in to separate them. ' +
+      'Click a call to draw arrows to the GPU work it caused.'));
   }
 
   buildHeader();
   buildHeadline();
   buildFindings();
   buildLegend();
-  buildTimeline();
-  buildTables();
-  buildFlame();
+  timed('summary', () => 0);
+  timed('timeline', buildTimeline);
+  timed('tables', buildTables);
+  timed('flame', buildFlame);
+  window.gpuspyViewer.loadMs = Object.freeze(loadMs);
 })();

@@ -16,71 +16,10 @@ void describeAlloc(CallScope& s, uint64_t ptr, uint64_t bytes, MemKind kind)
 }
 
 // Records the allocation once the driver said yes; the range is remembered even when not recording.
-CUresult allocated(CallScope& s, CUresult rc, uint64_t ptr, uint64_t bytes, MemKind kind)
+void allocated(CallScope& s, CUresult rc, uint64_t ptr, uint64_t bytes, MemKind kind)
 {
     if (rc == CUDA_SUCCESS) memAddRange(ptr, bytes, kind);
     if (s.active()) describeAlloc(s, rc == CUDA_SUCCESS ? ptr : 0, bytes, kind);
-    return s.finish(rc);
-}
-
-template <Api A>
-CUresult memAlloc(CUdeviceptr* p, size_t bytes)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemAlloc_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    s.beforeReal();
-    const CUresult rc = real(p, bytes);
-    return allocated(s, rc, rc == CUDA_SUCCESS && p ? *p : 0, bytes, MemKind::Device);
-}
-
-template <Api A>
-CUresult memAllocPitch(CUdeviceptr* p, size_t* pitch, size_t w, size_t h, unsigned int elem)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemAllocPitch_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    s.beforeReal();
-    const CUresult rc = real(p, pitch, w, h, elem);
-    const bool ok = rc == CUDA_SUCCESS && p && pitch;
-    return allocated(s, rc, ok ? *p : 0, ok ? uint64_t(*pitch) * h : uint64_t(w) * h, MemKind::Device);
-}
-
-template <Api A>
-CUresult memAllocManaged(CUdeviceptr* p, size_t bytes, unsigned int flags)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemAllocManaged)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    s.beforeReal();
-    const CUresult rc = real(p, bytes, flags);
-    return allocated(s, rc, rc == CUDA_SUCCESS && p ? *p : 0, bytes, MemKind::Managed);
-}
-
-template <Api A>
-CUresult memAllocAsync(CUdeviceptr* p, size_t bytes, CUstream stream)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemAllocAsync)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    s.setStream(stream);
-    s.setFlags(wire::kCallAsync);
-    s.beforeReal();
-    const CUresult rc = real(p, bytes, stream);
-    return allocated(s, rc, rc == CUDA_SUCCESS && p ? *p : 0, bytes, MemKind::Device);
-}
-
-template <Api A>
-CUresult memAllocFromPoolAsync(CUdeviceptr* p, size_t bytes, CUmemoryPool pool, CUstream stream)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemAllocFromPoolAsync)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    s.setStream(stream);
-    s.setFlags(wire::kCallAsync);
-    s.beforeReal();
-    const CUresult rc = real(p, bytes, pool, stream);
-    return allocated(s, rc, rc == CUDA_SUCCESS && p ? *p : 0, bytes, MemKind::Device);
 }
 
 // Frees and (un)registrations synchronise the device (CUDA "API synchronization behavior") when they
@@ -91,146 +30,185 @@ void syncedIf(CallScope& s, CUresult rc, bool didSomething)
     if (rc == CUDA_SUCCESS && didSomething) s.setFlags(wire::kCallImplicitSync);
 }
 
+void nothingBefore(CallScope&) {}
+
+// An allocation, described by the driver's answer: `answer(rc)` gives the address and bytes it
+// allocated (or asked for, when it refused).
+struct Allocation {
+    uint64_t ptr;
+    uint64_t bytes;
+};
+template <Api A, class Fn, class Describe, class Answer, class... Args>
+CUresult allocCall(MemKind kind, Describe&& describe, Answer&& answer, Args... args)
+{
+    return forwardThen<A, Fn>(
+        describe,
+        [&](CallScope& s, CUresult rc) {
+            const Allocation a = answer(rc);
+            allocated(s, rc, a.ptr, a.bytes, kind);
+        },
+        args...);
+}
+
+// A release of `address`, described before the call; its range is forgotten once the driver said
+// yes, and `syncs`: a release that did something synchronised the device.
+template <Api A, class Fn, class Describe, class... Args>
+CUresult releaseCall(uint64_t address, bool syncs, Describe&& describe, Args... args)
+{
+    return forwardThen<A, Fn>(
+        describe,
+        [&](CallScope& s, CUresult rc) {
+            if (rc == CUDA_SUCCESS) memRemoveRange(address);
+            if (syncs) syncedIf(s, rc, address != 0);
+        },
+        args...);
+}
+
+uint64_t addressOf(const void* p) { return uint64_t(uintptr_t(p)); }
+
+template <Api A>
+CUresult memAlloc(CUdeviceptr* p, size_t bytes)
+{
+    return allocCall<A, decltype(&::cuMemAlloc_v2)>(
+        MemKind::Device, nothingBefore,
+        [&](CUresult rc) { return Allocation{rc == CUDA_SUCCESS && p ? *p : 0, bytes}; }, p, bytes);
+}
+
+template <Api A>
+CUresult memAllocPitch(CUdeviceptr* p, size_t* pitch, size_t w, size_t h, unsigned int elem)
+{
+    return allocCall<A, decltype(&::cuMemAllocPitch_v2)>(
+        MemKind::Device, nothingBefore,
+        [&](CUresult rc) {
+            const bool ok = rc == CUDA_SUCCESS && p && pitch;
+            return Allocation{ok ? *p : 0, ok ? uint64_t(*pitch) * h : uint64_t(w) * h};
+        },
+        p, pitch, w, h, elem);
+}
+
+template <Api A>
+CUresult memAllocManaged(CUdeviceptr* p, size_t bytes, unsigned int flags)
+{
+    return allocCall<A, decltype(&::cuMemAllocManaged)>(
+        MemKind::Managed, nothingBefore,
+        [&](CUresult rc) { return Allocation{rc == CUDA_SUCCESS && p ? *p : 0, bytes}; }, p, bytes, flags);
+}
+
+void onStreamAsync(CallScope& s, CUstream stream)
+{
+    s.setStream(stream);
+    s.setFlags(wire::kCallAsync);
+}
+
+template <Api A>
+CUresult memAllocAsync(CUdeviceptr* p, size_t bytes, CUstream stream)
+{
+    return allocCall<A, decltype(&::cuMemAllocAsync)>(
+        MemKind::Device, [&](CallScope& s) { onStreamAsync(s, stream); },
+        [&](CUresult rc) { return Allocation{rc == CUDA_SUCCESS && p ? *p : 0, bytes}; }, p, bytes, stream);
+}
+
+template <Api A>
+CUresult memAllocFromPoolAsync(CUdeviceptr* p, size_t bytes, CUmemoryPool pool, CUstream stream)
+{
+    return allocCall<A, decltype(&::cuMemAllocFromPoolAsync)>(
+        MemKind::Device, [&](CallScope& s) { onStreamAsync(s, stream); },
+        [&](CUresult rc) { return Allocation{rc == CUDA_SUCCESS && p ? *p : 0, bytes}; }, p, bytes, pool, stream);
+}
+
 template <Api A>
 CUresult memFree(CUdeviceptr p)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemFree_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) describeAlloc(s, p, 0, memKindOf(p, false));
-    s.beforeReal();
-    const CUresult rc = real(p);
-    if (rc == CUDA_SUCCESS) memRemoveRange(p);
-    syncedIf(s, rc, p != 0);
-    return s.finish(rc);
+    return releaseCall<A, decltype(&::cuMemFree_v2)>(
+        p, true, [&](CallScope& s) { describeAlloc(s, p, 0, memKindOf(p, false)); }, p);
 }
 
 template <Api A>
 CUresult memFreeAsync(CUdeviceptr p, CUstream stream)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemFreeAsync)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describeAlloc(s, p, 0, MemKind::Device);
-        s.setStream(stream);
-        s.setFlags(wire::kCallAsync);
-    }
-    s.beforeReal();
-    const CUresult rc = real(p, stream);
-    if (rc == CUDA_SUCCESS) memRemoveRange(p);
-    return s.finish(rc);
+    return releaseCall<A, decltype(&::cuMemFreeAsync)>(
+        p, false,
+        [&](CallScope& s) {
+            describeAlloc(s, p, 0, MemKind::Device);
+            onStreamAsync(s, stream);
+        },
+        p, stream);
 }
 
 template <Api A>
 CUresult memHostAlloc(void** pp, size_t bytes, unsigned int flags)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemHostAlloc)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    s.beforeReal();
-    const CUresult rc = real(pp, bytes, flags);
-    return allocated(s, rc, rc == CUDA_SUCCESS && pp ? uint64_t(uintptr_t(*pp)) : 0, bytes, MemKind::Pinned);
+    return allocCall<A, decltype(&::cuMemHostAlloc)>(
+        MemKind::Pinned, nothingBefore,
+        [&](CUresult rc) { return Allocation{rc == CUDA_SUCCESS && pp ? addressOf(*pp) : 0, bytes}; }, pp, bytes, flags);
 }
 
 template <Api A>
 CUresult memAllocHost(void** pp, size_t bytes)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemAllocHost_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    s.beforeReal();
-    const CUresult rc = real(pp, bytes);
-    return allocated(s, rc, rc == CUDA_SUCCESS && pp ? uint64_t(uintptr_t(*pp)) : 0, bytes, MemKind::Pinned);
+    return allocCall<A, decltype(&::cuMemAllocHost_v2)>(
+        MemKind::Pinned, nothingBefore,
+        [&](CUresult rc) { return Allocation{rc == CUDA_SUCCESS && pp ? addressOf(*pp) : 0, bytes}; }, pp, bytes);
 }
 
 template <Api A>
 CUresult memFreeHost(void* p)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemFreeHost)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) describeAlloc(s, uint64_t(uintptr_t(p)), 0, MemKind::Pinned);
-    s.beforeReal();
-    const CUresult rc = real(p);
-    if (rc == CUDA_SUCCESS) memRemoveRange(uint64_t(uintptr_t(p)));
-    syncedIf(s, rc, p != nullptr);
-    return s.finish(rc);
+    return releaseCall<A, decltype(&::cuMemFreeHost)>(
+        addressOf(p), true, [&](CallScope& s) { describeAlloc(s, addressOf(p), 0, MemKind::Pinned); }, p);
 }
 
 // Registering host memory synchronises the device.
 template <Api A>
 CUresult memHostRegister(void* p, size_t bytes, unsigned int flags)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemHostRegister_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    s.beforeReal();
-    const CUresult rc = real(p, bytes, flags);
-    syncedIf(s, rc, true);
-    return allocated(s, rc, uint64_t(uintptr_t(p)), bytes, MemKind::Pinned);
+    return forwardThen<A, decltype(&::cuMemHostRegister_v2)>(
+        nothingBefore,
+        [&](CallScope& s, CUresult rc) {
+            syncedIf(s, rc, true);
+            allocated(s, rc, addressOf(p), bytes, MemKind::Pinned);
+        },
+        p, bytes, flags);
 }
 
 template <Api A>
 CUresult memHostUnregister(void* p)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemHostUnregister)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) describeAlloc(s, uint64_t(uintptr_t(p)), 0, MemKind::Pinned);
-    s.beforeReal();
-    const CUresult rc = real(p);
-    if (rc == CUDA_SUCCESS) memRemoveRange(uint64_t(uintptr_t(p)));
-    syncedIf(s, rc, p != nullptr);
-    return s.finish(rc);
+    return releaseCall<A, decltype(&::cuMemHostUnregister)>(
+        addressOf(p), true, [&](CallScope& s) { describeAlloc(s, addressOf(p), 0, MemKind::Pinned); }, p);
 }
 
 // ---- the VMM path (PyTorch's expandable segments): create physical memory, map it, release it
 template <Api A>
 CUresult memCreate(CUmemGenericAllocationHandle* h, size_t bytes, const CUmemAllocationProp* prop, unsigned long long flags)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemCreate)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    s.beforeReal();
-    const CUresult rc = real(h, bytes, prop, flags);
-    if (s.active()) describeAlloc(s, rc == CUDA_SUCCESS && h ? uint64_t(*h) : 0, bytes, MemKind::Device);
-    return s.finish(rc);
+    return forwardThen<A, decltype(&::cuMemCreate)>(
+        nothingBefore,
+        [&](CallScope& s, CUresult rc) {
+            if (s.active()) describeAlloc(s, rc == CUDA_SUCCESS && h ? uint64_t(*h) : 0, bytes, MemKind::Device);
+        },
+        h, bytes, prop, flags);
 }
 
 template <Api A>
 CUresult memMap(CUdeviceptr p, size_t bytes, size_t offset, CUmemGenericAllocationHandle h, unsigned long long flags)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemMap)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    s.beforeReal();
-    const CUresult rc = real(p, bytes, offset, h, flags);
-    return allocated(s, rc, p, bytes, MemKind::Device);
+    return allocCall<A, decltype(&::cuMemMap)>(
+        MemKind::Device, nothingBefore, [&](CUresult) { return Allocation{p, bytes}; }, p, bytes, offset, h, flags);
 }
 
 template <Api A>
 CUresult memUnmap(CUdeviceptr p, size_t bytes)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemUnmap)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) describeAlloc(s, p, bytes, MemKind::Device);
-    s.beforeReal();
-    const CUresult rc = real(p, bytes);
-    if (rc == CUDA_SUCCESS) memRemoveRange(p);
-    return s.finish(rc);
+    return releaseCall<A, decltype(&::cuMemUnmap)>(
+        p, false, [&](CallScope& s) { describeAlloc(s, p, bytes, MemKind::Device); }, p, bytes);
 }
 
 template <Api A>
 CUresult memRelease(CUmemGenericAllocationHandle h)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemRelease)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) describeAlloc(s, uint64_t(h), 0, MemKind::Device);
-    s.beforeReal();
-    return s.finish(real(h));
+    return forwardCall<A, decltype(&::cuMemRelease)>([&](CallScope& s) { describeAlloc(s, uint64_t(h), 0, MemKind::Device); },
+                                                     h);
 }
 
 }  // namespace

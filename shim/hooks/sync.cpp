@@ -10,79 +10,49 @@ void waitsOn(CallScope& s, const void* object)
     s.body().args.sync.object = uint64_t(uintptr_t(object));
 }
 
+// A wait or query on a stream: the stream is both what is waited on and the record's stream.
+void onStream(CallScope& s, CUstream stream)
+{
+    waitsOn(s, stream);
+    s.setStream(stream);
+}
+
+// An event recorded into a stream: asynchronous.
+void recordsInto(CallScope& s, CUevent e, CUstream stream)
+{
+    waitsOn(s, e);
+    s.setStream(stream);
+    s.setFlags(wire::kCallAsync);
+}
+
 template <Api A>
 CUresult ctxSynchronize()
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuCtxSynchronize)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    s.beforeReal();
-    return s.finish(real());
+    return forwardCall<A, decltype(&::cuCtxSynchronize)>([](CallScope&) {});
 }
 
 template <Api A>
 CUresult ctxSynchronizeV2(CUcontext ctx)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuCtxSynchronize_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) waitsOn(s, ctx);
-    s.beforeReal();
-    return s.finish(real(ctx));
+    return forwardCall<A, decltype(&::cuCtxSynchronize_v2)>([&](CallScope& s) { waitsOn(s, ctx); }, ctx);
 }
 
-template <Api A>
-CUresult streamSynchronize(CUstream stream)
+// Stream synchronize and query: the stream is waited on (or polled).
+template <Api A, class Fn>
+CUresult onStreamCall(CUstream stream)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuStreamSynchronize)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        waitsOn(s, stream);
-        s.setStream(stream);
-    }
-    s.beforeReal();
-    return s.finish(real(stream));
+    return forwardCall<A, Fn>([&](CallScope& s) { onStream(s, stream); }, stream);
 }
 
-template <Api A>
-CUresult streamQuery(CUstream stream)
+// Event synchronize and query.
+template <Api A, class Fn>
+CUresult onEventCall(CUevent e)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuStreamQuery)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        waitsOn(s, stream);
-        s.setStream(stream);
-    }
-    s.beforeReal();
-    return s.finish(real(stream));
-}
-
-template <Api A>
-CUresult eventSynchronize(CUevent e)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuEventSynchronize)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) waitsOn(s, e);
-    s.beforeReal();
-    return s.finish(real(e));
-}
-
-template <Api A>
-CUresult eventQuery(CUevent e)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuEventQuery)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) waitsOn(s, e);
-    s.beforeReal();
-    return s.finish(real(e));
+    return forwardCall<A, Fn>([&](CallScope& s) { waitsOn(s, e); }, e);
 }
 
 // The stream now also waits for another: its next operation may start later than the last one
-// ended, so GPU timing must not reuse the last end event as the next start.
+// ended, so GPU timing must not reuse the last end event as the next start (recording or not).
 template <Api A>
 CUresult streamWaitEvent(CUstream stream, CUevent e, unsigned int flags)
 {
@@ -101,31 +71,14 @@ CUresult streamWaitEvent(CUstream stream, CUevent e, unsigned int flags)
 template <Api A>
 CUresult eventRecord(CUevent e, CUstream stream)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuEventRecord)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        waitsOn(s, e);
-        s.setStream(stream);
-        s.setFlags(wire::kCallAsync);
-    }
-    s.beforeReal();
-    return s.finish(real(e, stream));
+    return forwardCall<A, decltype(&::cuEventRecord)>([&](CallScope& s) { recordsInto(s, e, stream); }, e, stream);
 }
 
 template <Api A>
 CUresult eventRecordWithFlags(CUevent e, CUstream stream, unsigned int flags)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuEventRecordWithFlags)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        waitsOn(s, e);
-        s.setStream(stream);
-        s.setFlags(wire::kCallAsync);
-    }
-    s.beforeReal();
-    return s.finish(real(e, stream, flags));
+    return forwardCall<A, decltype(&::cuEventRecordWithFlags)>([&](CallScope& s) { recordsInto(s, e, stream); }, e,
+                                                                stream, flags);
 }
 
 }  // namespace
@@ -135,14 +88,14 @@ using namespace gpuspy::shim;
 
 GS_WRAP(ctxSynchronize, cuCtxSynchronize, (void), ())
 GS_WRAP(ctxSynchronizeV2, cuCtxSynchronize_v2, (CUcontext c), (c))
-GS_WRAP(streamSynchronize, cuStreamSynchronize, (CUstream s), (s))
-GS_WRAP(streamSynchronize, cuStreamSynchronize_ptsz, (CUstream s), (s))
-GS_WRAP(eventSynchronize, cuEventSynchronize, (CUevent e), (e))
+GS_WRAP_TYPED(onStreamCall, cuStreamSynchronize, cuStreamSynchronize, (CUstream s), (s))
+GS_WRAP_TYPED(onStreamCall, cuStreamSynchronize, cuStreamSynchronize_ptsz, (CUstream s), (s))
+GS_WRAP_TYPED(onEventCall, cuEventSynchronize, cuEventSynchronize, (CUevent e), (e))
 GS_WRAP(streamWaitEvent, cuStreamWaitEvent, (CUstream s, CUevent e, unsigned int f), (s, e, f))
 GS_WRAP(streamWaitEvent, cuStreamWaitEvent_ptsz, (CUstream s, CUevent e, unsigned int f), (s, e, f))
-GS_WRAP(streamQuery, cuStreamQuery, (CUstream s), (s))
-GS_WRAP(streamQuery, cuStreamQuery_ptsz, (CUstream s), (s))
-GS_WRAP(eventQuery, cuEventQuery, (CUevent e), (e))
+GS_WRAP_TYPED(onStreamCall, cuStreamQuery, cuStreamQuery, (CUstream s), (s))
+GS_WRAP_TYPED(onStreamCall, cuStreamQuery, cuStreamQuery_ptsz, (CUstream s), (s))
+GS_WRAP_TYPED(onEventCall, cuEventQuery, cuEventQuery, (CUevent e), (e))
 GS_WRAP(eventRecord, cuEventRecord, (CUevent e, CUstream s), (e, s))
 GS_WRAP(eventRecord, cuEventRecord_ptsz, (CUevent e, CUstream s), (e, s))
 GS_WRAP(eventRecordWithFlags, cuEventRecordWithFlags, (CUevent e, CUstream s, unsigned int f), (e, s, f))

@@ -75,33 +75,35 @@ void describe2D3D(CallScope& s, const C* c, size_t bytes)
     if (c->dstMemoryType == CU_MEMORYTYPE_ARRAY) t.dstMem = MemKind::Array;
 }
 
+// The body every copy and memset shares: `describe(CallScope&)` fills the transfer's arguments, then
+// the copy is submitted on `stream` (flags, GPU timing), all only while recording.
+template <Api A, class Fn, class Describe, class... Args>
+CUresult copyCall(CUstream stream, bool async, Describe&& describe, Args... args)
+{
+    return forwardCall<A, Fn>(
+        [&](CallScope& s) {
+            describe(s);
+            submitCopy(s, stream, async);
+        },
+        args...);
+}
+
+const void* ptr(CUdeviceptr p) { return reinterpret_cast<const void*>(p); }
+const void* ptr(const void* p) { return p; }
+
 // ---- linear copies
 template <Api A>
 CUresult memcpyUnified(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpy)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describeUnified(s, reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n);
-        submitCopy(s, nullptr, false);
-    }
-    s.beforeReal();
-    return s.finish(real(dst, src, n));
+    return copyCall<A, decltype(&::cuMemcpy)>(nullptr, false, [&](CallScope& s) { describeUnified(s, ptr(dst), ptr(src), n); },
+                                              dst, src, n);
 }
 
 template <Api A>
 CUresult memcpyUnifiedAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpyAsync)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describeUnified(s, reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n);
-        submitCopy(s, stream, true);
-    }
-    s.beforeReal();
-    return s.finish(real(dst, src, n, stream));
+    return copyCall<A, decltype(&::cuMemcpyAsync)>(
+        stream, true, [&](CallScope& s) { describeUnified(s, ptr(dst), ptr(src), n); }, dst, src, n, stream);
 }
 
 void describePeer(CallScope& s, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n)
@@ -119,29 +121,15 @@ void describePeer(CallScope& s, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src
 template <Api A>
 CUresult memcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpyPeer)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describePeer(s, dst, dctx, src, sctx, n);
-        submitCopy(s, nullptr, false);
-    }
-    s.beforeReal();
-    return s.finish(real(dst, dctx, src, sctx, n));
+    return copyCall<A, decltype(&::cuMemcpyPeer)>(
+        nullptr, false, [&](CallScope& s) { describePeer(s, dst, dctx, src, sctx, n); }, dst, dctx, src, sctx, n);
 }
 
 template <Api A>
 CUresult memcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream stream)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpyPeerAsync)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describePeer(s, dst, dctx, src, sctx, n);
-        submitCopy(s, stream, true);
-    }
-    s.beforeReal();
-    return s.finish(real(dst, dctx, src, sctx, n, stream));
+    return copyCall<A, decltype(&::cuMemcpyPeerAsync)>(
+        stream, true, [&](CallScope& s) { describePeer(s, dst, dctx, src, sctx, n); }, dst, dctx, src, sctx, n, stream);
 }
 
 // Explicit directions: the name says HtoD/DtoH/DtoD; the host pointer says pinned or pageable
@@ -166,179 +154,51 @@ void describeExplicit(CallScope& s, Direction dir, const void* dst, const void* 
     }
 }
 
-template <Api A>
-CUresult memcpyHtoD(CUdeviceptr dst, const void* src, size_t n)
+// One template for the six explicit copies (Fn, the ABI's type, gives Dst and Src).
+template <Api A, class Fn, class Dst, class Src>
+CUresult memcpyExplicit(Direction dir, Dst dst, Src src, size_t n)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpyHtoD_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describeExplicit(s, Direction::HtoD, reinterpret_cast<void*>(dst), src, n);
-        submitCopy(s, nullptr, false);
-    }
-    s.beforeReal();
-    return s.finish(real(dst, src, n));
+    return copyCall<A, Fn>(nullptr, false, [&](CallScope& s) { describeExplicit(s, dir, ptr(dst), ptr(src), n); }, dst, src, n);
 }
 
-template <Api A>
-CUresult memcpyDtoH(void* dst, CUdeviceptr src, size_t n)
+template <Api A, class Fn, class Dst, class Src>
+CUresult memcpyExplicitAsync(Direction dir, Dst dst, Src src, size_t n, CUstream stream)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpyDtoH_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describeExplicit(s, Direction::DtoH, dst, reinterpret_cast<void*>(src), n);
-        submitCopy(s, nullptr, false);
-    }
-    s.beforeReal();
-    return s.finish(real(dst, src, n));
+    return copyCall<A, Fn>(stream, true, [&](CallScope& s) { describeExplicit(s, dir, ptr(dst), ptr(src), n); }, dst, src,
+                           n, stream);
 }
 
-template <Api A>
-CUresult memcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpyDtoD_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describeExplicit(s, Direction::DtoD, reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n);
-        submitCopy(s, nullptr, false);
-    }
-    s.beforeReal();
-    return s.finish(real(dst, src, n));
-}
-
-template <Api A>
-CUresult memcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream stream)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpyHtoDAsync_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describeExplicit(s, Direction::HtoD, reinterpret_cast<void*>(dst), src, n);
-        submitCopy(s, stream, true);
-    }
-    s.beforeReal();
-    return s.finish(real(dst, src, n, stream));
-}
-
-template <Api A>
-CUresult memcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream stream)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpyDtoHAsync_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describeExplicit(s, Direction::DtoH, dst, reinterpret_cast<void*>(src), n);
-        submitCopy(s, stream, true);
-    }
-    s.beforeReal();
-    return s.finish(real(dst, src, n, stream));
-}
-
-template <Api A>
-CUresult memcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpyDtoDAsync_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        describeExplicit(s, Direction::DtoD, reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), n);
-        submitCopy(s, stream, true);
-    }
-    s.beforeReal();
-    return s.finish(real(dst, src, n, stream));
-}
-
-// ---- 2D / 3D
-template <Api A>
-CUresult memcpy2D(const CUDA_MEMCPY2D* c)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpy2D_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active() && c) {
-        describe2D3D(s, c, c->WidthInBytes * c->Height);
-        submitCopy(s, nullptr, false);
-    }
-    s.beforeReal();
-    return s.finish(real(c));
-}
-
-template <Api A>
-CUresult memcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream stream)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpy2DAsync_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active() && c) {
-        describe2D3D(s, c, c->WidthInBytes * c->Height);
-        submitCopy(s, stream, true);
-    }
-    s.beforeReal();
-    return s.finish(real(c, stream));
-}
-
+// ---- 2D / 3D: a descriptor says where each side is; no descriptor, nothing to describe (the
+// driver refuses the call)
+size_t bytesOf(const CUDA_MEMCPY2D* c) { return c->WidthInBytes * c->Height; }
 template <class C>
-size_t bytes3D(const C* c)
+size_t bytesOf(const C* c)
 {
     return c->WidthInBytes * c->Height * (c->Depth ? c->Depth : 1);
 }
 
-template <Api A>
-CUresult memcpy3D(const CUDA_MEMCPY3D* c)
+template <Api A, class Fn, class C>
+CUresult memcpyDescribed(const C* c)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpy3D_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active() && c) {
-        describe2D3D(s, c, bytes3D(c));
-        submitCopy(s, nullptr, false);
-    }
-    s.beforeReal();
-    return s.finish(real(c));
+    return forwardCall<A, Fn>(
+        [&](CallScope& s) {
+            if (!c) return;
+            describe2D3D(s, c, bytesOf(c));
+            submitCopy(s, nullptr, false);
+        },
+        c);
 }
 
-template <Api A>
-CUresult memcpy3DAsync(const CUDA_MEMCPY3D* c, CUstream stream)
+template <Api A, class Fn, class C>
+CUresult memcpyDescribedAsync(const C* c, CUstream stream)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpy3DAsync_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active() && c) {
-        describe2D3D(s, c, bytes3D(c));
-        submitCopy(s, stream, true);
-    }
-    s.beforeReal();
-    return s.finish(real(c, stream));
-}
-
-template <Api A>
-CUresult memcpy3DPeer(const CUDA_MEMCPY3D_PEER* c)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpy3DPeer)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active() && c) {
-        describe2D3D(s, c, bytes3D(c));
-        submitCopy(s, nullptr, false);
-    }
-    s.beforeReal();
-    return s.finish(real(c));
-}
-
-template <Api A>
-CUresult memcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER* c, CUstream stream)
-{
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpy3DPeerAsync)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active() && c) {
-        describe2D3D(s, c, bytes3D(c));
-        submitCopy(s, stream, true);
-    }
-    s.beforeReal();
-    return s.finish(real(c, stream));
+    return forwardCall<A, Fn>(
+        [&](CallScope& s) {
+            if (!c) return;
+            describe2D3D(s, c, bytesOf(c));
+            submitCopy(s, stream, true);
+        },
+        c, stream);
 }
 
 // ---- batches: one record for the call, the bytes summed; direction from the first pair when all agree
@@ -346,17 +206,15 @@ template <Api A>
 CUresult memcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
                           size_t* attrIdxs, size_t numAttrs, CUstream stream)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemcpyBatchAsync_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active() && dsts && srcs && sizes && count > 0) {
-        size_t total = 0;
-        for (size_t i = 0; i < count; ++i) total += sizes[i];
-        describeUnified(s, reinterpret_cast<void*>(dsts[0]), reinterpret_cast<void*>(srcs[0]), total);
-        submitCopy(s, stream, true);
-    }
-    s.beforeReal();
-    return s.finish(real(dsts, srcs, sizes, count, attrs, attrIdxs, numAttrs, stream));
+    return forwardCall<A, decltype(&::cuMemcpyBatchAsync_v2)>(
+        [&](CallScope& s) {
+            if (!dsts || !srcs || !sizes || count == 0) return;
+            size_t total = 0;
+            for (size_t i = 0; i < count; ++i) total += sizes[i];
+            describeUnified(s, ptr(dsts[0]), ptr(srcs[0]), total);
+            submitCopy(s, stream, true);
+        },
+        dsts, srcs, sizes, count, attrs, attrIdxs, numAttrs, stream);
 }
 
 // ---- memsets: the *Async forms are asynchronous; the plain ones block the host until the memset is
@@ -378,69 +236,46 @@ void describeMemset(CallScope& s, CUdeviceptr dst, size_t bytes, CUstream stream
 template <Api A, class T>
 CUresult memsetD(CUdeviceptr dst, T value, size_t n)
 {
-    CallScope s(A);
-    using Fn = CUresult (*)(CUdeviceptr, T, size_t);
-    auto real = realAs<Fn>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) describeMemset(s, dst, n * sizeof(T), nullptr, false);
-    s.beforeReal();
-    return s.finish(real(dst, value, n));
+    return forwardCall<A, CUresult (*)(CUdeviceptr, T, size_t)>(
+        [&](CallScope& s) { describeMemset(s, dst, n * sizeof(T), nullptr, false); }, dst, value, n);
 }
 
 template <Api A, class T>
 CUresult memsetDAsync(CUdeviceptr dst, T value, size_t n, CUstream stream)
 {
-    CallScope s(A);
-    using Fn = CUresult (*)(CUdeviceptr, T, size_t, CUstream);
-    auto real = realAs<Fn>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) describeMemset(s, dst, n * sizeof(T), stream, true);
-    s.beforeReal();
-    return s.finish(real(dst, value, n, stream));
+    return forwardCall<A, CUresult (*)(CUdeviceptr, T, size_t, CUstream)>(
+        [&](CallScope& s) { describeMemset(s, dst, n * sizeof(T), stream, true); }, dst, value, n, stream);
 }
 
 template <Api A, class T>
 CUresult memsetD2D(CUdeviceptr dst, size_t pitch, T value, size_t w, size_t h)
 {
-    CallScope s(A);
-    using Fn = CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t);
-    auto real = realAs<Fn>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) describeMemset(s, dst, w * h * sizeof(T), nullptr, false);
-    s.beforeReal();
-    return s.finish(real(dst, pitch, value, w, h));
+    return forwardCall<A, CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t)>(
+        [&](CallScope& s) { describeMemset(s, dst, w * h * sizeof(T), nullptr, false); }, dst, pitch, value, w, h);
 }
 
 template <Api A, class T>
 CUresult memsetD2DAsync(CUdeviceptr dst, size_t pitch, T value, size_t w, size_t h, CUstream stream)
 {
-    CallScope s(A);
-    using Fn = CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t, CUstream);
-    auto real = realAs<Fn>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) describeMemset(s, dst, w * h * sizeof(T), stream, true);
-    s.beforeReal();
-    return s.finish(real(dst, pitch, value, w, h, stream));
+    return forwardCall<A, CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t, CUstream)>(
+        [&](CallScope& s) { describeMemset(s, dst, w * h * sizeof(T), stream, true); }, dst, pitch, value, w, h, stream);
 }
 
 template <Api A>
 CUresult prefetchAsync(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream stream)
 {
-    CallScope s(A);
-    auto real = realAs<decltype(&::cuMemPrefetchAsync_v2)>(A);
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.active()) {
-        wire::TransferArgs& t = s.body().args.transfer;
-        t.bytes = n;
-        t.src = p;
-        t.direction = Direction::Prefetch;
-        t.srcMem = t.dstMem = MemKind::Managed;
-        t.peerDevice = uint32_t(loc.id);
-        s.setStream(stream);
-        s.setFlags(wire::kCallAsync);
-    }
-    s.beforeReal();
-    return s.finish(real(p, n, loc, flags, stream));
+    return forwardCall<A, decltype(&::cuMemPrefetchAsync_v2)>(
+        [&](CallScope& s) {
+            wire::TransferArgs& t = s.body().args.transfer;
+            t.bytes = n;
+            t.src = p;
+            t.direction = Direction::Prefetch;
+            t.srcMem = t.dstMem = MemKind::Managed;
+            t.peerDevice = uint32_t(loc.id);
+            s.setStream(stream);
+            s.setFlags(wire::kCallAsync);
+        },
+        p, n, loc, flags, stream);
 }
 
 }  // namespace
@@ -456,32 +291,32 @@ GS_WRAP(memcpyPeer, cuMemcpyPeer, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, C
 GS_WRAP(memcpyPeer, cuMemcpyPeer_ptds, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n))
 GS_WRAP(memcpyPeerAsync, cuMemcpyPeerAsync, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st), (d, dc, s, sc, n, st))
 GS_WRAP(memcpyPeerAsync, cuMemcpyPeerAsync_ptsz, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st), (d, dc, s, sc, n, st))
-GS_WRAP(memcpyHtoD, cuMemcpyHtoD_v2, (CUdeviceptr d, const void* s, size_t n), (d, s, n))
-GS_WRAP(memcpyHtoD, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void* s, size_t n), (d, s, n))
-GS_WRAP(memcpyDtoH, cuMemcpyDtoH_v2, (void* d, CUdeviceptr s, size_t n), (d, s, n))
-GS_WRAP(memcpyDtoH, cuMemcpyDtoH_v2_ptds, (void* d, CUdeviceptr s, size_t n), (d, s, n))
-GS_WRAP(memcpyDtoD, cuMemcpyDtoD_v2, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))
-GS_WRAP(memcpyDtoD, cuMemcpyDtoD_v2_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))
-GS_WRAP(memcpyHtoDAsync, cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void* s, size_t n, CUstream st), (d, s, n, st))
-GS_WRAP(memcpyHtoDAsync, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void* s, size_t n, CUstream st), (d, s, n, st))
-GS_WRAP(memcpyDtoHAsync, cuMemcpyDtoHAsync_v2, (void* d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))
-GS_WRAP(memcpyDtoHAsync, cuMemcpyDtoHAsync_v2_ptsz, (void* d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))
-GS_WRAP(memcpyDtoDAsync, cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))
-GS_WRAP(memcpyDtoDAsync, cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st))
-GS_WRAP(memcpy2D, cuMemcpy2D_v2, (const CUDA_MEMCPY2D* c), (c))
-GS_WRAP(memcpy2D, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D* c), (c))
-GS_WRAP(memcpy2D, cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D* c), (c))
-GS_WRAP(memcpy2D, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D* c), (c))
-GS_WRAP(memcpy2DAsync, cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D* c, CUstream st), (c, st))
-GS_WRAP(memcpy2DAsync, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D* c, CUstream st), (c, st))
-GS_WRAP(memcpy3D, cuMemcpy3D_v2, (const CUDA_MEMCPY3D* c), (c))
-GS_WRAP(memcpy3D, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D* c), (c))
-GS_WRAP(memcpy3DAsync, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D* c, CUstream st), (c, st))
-GS_WRAP(memcpy3DAsync, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D* c, CUstream st), (c, st))
-GS_WRAP(memcpy3DPeer, cuMemcpy3DPeer, (const CUDA_MEMCPY3D_PEER* c), (c))
-GS_WRAP(memcpy3DPeer, cuMemcpy3DPeer_ptds, (const CUDA_MEMCPY3D_PEER* c), (c))
-GS_WRAP(memcpy3DPeerAsync, cuMemcpy3DPeerAsync, (const CUDA_MEMCPY3D_PEER* c, CUstream st), (c, st))
-GS_WRAP(memcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz, (const CUDA_MEMCPY3D_PEER* c, CUstream st), (c, st))
+GS_WRAP_TYPED(memcpyExplicit, cuMemcpyHtoD_v2, cuMemcpyHtoD_v2, (CUdeviceptr d, const void* s, size_t n), (Direction::HtoD, d, s, n))
+GS_WRAP_TYPED(memcpyExplicit, cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void* s, size_t n), (Direction::HtoD, d, s, n))
+GS_WRAP_TYPED(memcpyExplicit, cuMemcpyDtoH_v2, cuMemcpyDtoH_v2, (void* d, CUdeviceptr s, size_t n), (Direction::DtoH, d, s, n))
+GS_WRAP_TYPED(memcpyExplicit, cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, (void* d, CUdeviceptr s, size_t n), (Direction::DtoH, d, s, n))
+GS_WRAP_TYPED(memcpyExplicit, cuMemcpyDtoD_v2, cuMemcpyDtoD_v2, (CUdeviceptr d, CUdeviceptr s, size_t n), (Direction::DtoD, d, s, n))
+GS_WRAP_TYPED(memcpyExplicit, cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), (Direction::DtoD, d, s, n))
+GS_WRAP_TYPED(memcpyExplicitAsync, cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void* s, size_t n, CUstream st), (Direction::HtoD, d, s, n, st))
+GS_WRAP_TYPED(memcpyExplicitAsync, cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void* s, size_t n, CUstream st), (Direction::HtoD, d, s, n, st))
+GS_WRAP_TYPED(memcpyExplicitAsync, cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2, (void* d, CUdeviceptr s, size_t n, CUstream st), (Direction::DtoH, d, s, n, st))
+GS_WRAP_TYPED(memcpyExplicitAsync, cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, (void* d, CUdeviceptr s, size_t n, CUstream st), (Direction::DtoH, d, s, n, st))
+GS_WRAP_TYPED(memcpyExplicitAsync, cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (Direction::DtoD, d, s, n, st))
+GS_WRAP_TYPED(memcpyExplicitAsync, cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (Direction::DtoD, d, s, n, st))
+GS_WRAP_TYPED(memcpyDescribed, cuMemcpy2D_v2, cuMemcpy2D_v2, (const CUDA_MEMCPY2D* c), (c))
+GS_WRAP_TYPED(memcpyDescribed, cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D* c), (c))
+GS_WRAP_TYPED(memcpyDescribed, cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D* c), (c))
+GS_WRAP_TYPED(memcpyDescribed, cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D* c), (c))
+GS_WRAP_TYPED(memcpyDescribedAsync, cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D* c, CUstream st), (c, st))
+GS_WRAP_TYPED(memcpyDescribedAsync, cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D* c, CUstream st), (c, st))
+GS_WRAP_TYPED(memcpyDescribed, cuMemcpy3D_v2, cuMemcpy3D_v2, (const CUDA_MEMCPY3D* c), (c))
+GS_WRAP_TYPED(memcpyDescribed, cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D* c), (c))
+GS_WRAP_TYPED(memcpyDescribedAsync, cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D* c, CUstream st), (c, st))
+GS_WRAP_TYPED(memcpyDescribedAsync, cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D* c, CUstream st), (c, st))
+GS_WRAP_TYPED(memcpyDescribed, cuMemcpy3DPeer, cuMemcpy3DPeer, (const CUDA_MEMCPY3D_PEER* c), (c))
+GS_WRAP_TYPED(memcpyDescribed, cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, (const CUDA_MEMCPY3D_PEER* c), (c))
+GS_WRAP_TYPED(memcpyDescribedAsync, cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync, (const CUDA_MEMCPY3D_PEER* c, CUstream st), (c, st))
+GS_WRAP_TYPED(memcpyDescribedAsync, cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz, (const CUDA_MEMCPY3D_PEER* c, CUstream st), (c, st))
 GS_WRAP(memcpyBatchAsync, cuMemcpyBatchAsync_v2,
         (CUdeviceptr* d, CUdeviceptr* s, size_t* sz, size_t n, CUmemcpyAttributes* a, size_t* ai, size_t na, CUstream st),
         (d, s, sz, n, a, ai, na, st))

@@ -277,38 +277,52 @@ std::string fmtNs(double ns)
 // The bound on GPU time placement. The shim times device work with events on the app's stream: a begin
 // event (the previous timed op's end event on that stream, or one it records just before the call),
 // and an end event recorded just after the call returns; the drain thread converts them to the host
-// clock through an anchor event, then clamps the begin to >= the call's begin (as the shim recorded it,
-// the dump's t=B..E) and, for calls that blocked (flag implicit-sync), the end to <= the call's end. In
-// the simulated driver an event stamps the stream's tail if work is pending, else "now + latency".
-// Therefore, for a timed op with true interval [s, e] (trace):
-//   begin b: b <= s (the begin event is recorded before the op is submitted, and s >= submit + latency;
-//     a shared begin is an earlier op's end on the same stream); b >= the shim's call begin B (clamp) and
-//     b >= the end of the previous op on the same stream (a stamp is never before the tail).
-//     So 0 <= s - b <= Eb = s - max(B, previous end on the stream). On a busy stream (the op queued
-//     behind the previous one, s == its end) Eb is 0: the span starts exactly. On an idle stream Eb is
-//     the time from the call's begin to the op's start: the call's own host cost, the latency, and any
-//     time the thread was descheduled in between -- "the event clock's placement error on idle streams".
+// clock through an anchor event (recorded on its own idle stream and polled), which also measures the
+// latency L from a cuEventRecord's return to its completion. A span's begin is the later of the begin
+// event, the call's begin (as the shim recorded it, the dump's t=B..E) and, for a call that did not
+// block (no implicit-sync flag), the call's end E + L: such a call submits its work as it returns (the
+// simulated driver stamps the op's submit at the call's return, as a real driver writes the doorbell
+// last), and on an idle stream the work starts the latency after that. A call that blocked also has
+// its end clamped to <= E. In the simulated driver an event stamps the stream's tail if work is pending,
+// else its own submission + latency. Therefore, for a timed op with true interval [s, e] (trace):
+//   begin b, too early: s - b <= Eb. b >= the begin event, which is >= the end of the previous op on
+//     the same stream (a stamp is never before the tail), and b >= B: Eb <= s - max(B, previous end).
+//     On a busy stream (the op queued behind the previous one, s == its end) that is 0. For a call that
+//     did not block, b >= E + L also, and L is the driver's latency less the anchor record's own return
+//     delay after its stamp (the shim's clock read: tens of ns): Eb <= s - (E + latency) + that delay,
+//     which is ~0 on an idle stream (s = submit + latency, submit ~ E). For a call that blocked, Eb
+//     stays the call's host time before the op was submitted: the begin event is all there is.
+//   begin b, too late: b - s <= Es = max(0, E - submit) for a call that did not block (s >= submit +
+//     latency, b = E + L when that is what placed it): the call returned late after its submission, e.g.
+//     the thread was preempted between the simulated driver's stamp and the return. 0 for blocking calls.
 //   end f: f >= e (the end event is queued behind the op); f <= max(e, R + latency) where R is the end
 //     of the first cuEventRecord call (trace call record) on that thread after the op's call returned,
-//     the shim's end record (its stamp is the tail if the op is still pending, else its "now" +
-//     latency); a blocking call also clamps f <= E. So 0 <= f - e <= Ef.
-//   The anchor itself is placed within the width of its query bracket (the dump's Clock error): a
-//     shift of the converted ends that a clamp stops on one side only lengthens the span by at most
-//     that; it is added to Eb and Ef.
+//     the shim's end record (its stamp is the tail if the op is still pending, else its submission +
+//     latency, and its submission is at most its return); a blocking call also clamps f <= E. So
+//     0 <= f - e <= Ef: on an idle stream an op shorter than an event record's host cost ends before
+//     the end event arrives, and only this bound is known of its end.
+//   The anchor itself is placed within the width Ea of its query bracket (the dump's Clock error): it
+//     shifts every converted time of the process alike, the begin placed at E + L too (L is measured
+//     against the same anchor), so a span's length carries it only where a host time placed one end
+//     (the call's begin or, for a blocking call, its end): at most Ea once, longer for any call, shorter
+//     only for a blocking one. Ea also covers the anchor record's own return delay. A busy union of spans
+//     that all shift alike keeps its length but for the active span's edges: its intervals widen by Ea.
 //   Both ends also carry the float-ms rounding of cuEventElapsedTime against the anchor: |elapsed| <
 //     2 s gives under 2^-24 * 2048 ms / 2 = 61 ns per end; kFloatNs = 128 per end covers it.
-// A span thus contains the op's true interval and exceeds it by at most Eb + Ef: the GPU time of a row
-// lies in [sum over its timed ops of (e - s) - 2 kFloatNs n, sum of (e - s + Eb + Ef) + 2 kFloatNs n],
-// and the busy union of the timed ops between the union of their true intervals and the union of the
-// widened ones. Which ops were timed is exact: the dump's GpuSpan records name the calls. On top of
-// this, --rel-tol (2%) of the truth allows for what the model leaves out (another thread queueing on the
-// same stream between the op and its end record, CPU clock reads).
+// A span thus lies within [s - Eb - Ea, e + Ef + Ea] and its length within [e - s - Es (- Ea if it
+// blocked), e - s + Eb + Ef + Ea]: the GPU time of a row lies in the sums of those over its timed ops,
+// widened by 2 kFloatNs n, and the busy union of the timed ops between the union of their intervals
+// shortened by Es and the union of the widened ones. Which ops were timed is exact: the dump's GpuSpan records
+// name the calls. On top of this, --rel-tol (2%) of the truth allows for what the model leaves out
+// (another thread queueing on the same stream between the op and its end record, CPU clock reads).
 constexpr double kFloatNs = 128;
 
 long long g_latencyNs = 2000;
 
 struct OpBound {
-    long long eb = 0, ef = 0;
+    long long eb = 0, ef = 0, es = 0;
+    long long err = 0;  // the anchor's error (see the comment above)
+    bool blocking = false;
 };
 
 // Matches each op to its driver call (trace call record, SIMCUDA_TRACE_CALLS=1) and to the shim's record
@@ -342,6 +356,11 @@ std::vector<OpBound> opBounds(Trace& t, const Dump& dump)
         long long lower = o.shim ? o.shim->begin : (o.callStart >= 0 ? o.callStart : o.submit);
         if (auto s = streamEnd.find(key); s != streamEnd.end()) lower = std::max(lower, s->second);
         b.eb = std::max(0LL, o.start - lower);
+        if (o.shim && !o.shim->blocking) {
+            // Submitted as the call returned: the span starts no earlier than that plus the latency.
+            b.eb = std::min(b.eb, std::max(0LL, o.start - (o.shim->end + g_latencyNs)));
+            b.es = std::max(0LL, o.shim->end - o.submit);
+        }
         long long fmax = LLONG_MAX;  // no end record found: unbounded
         if (auto ct = callsByThread.find({o.pid, o.tid}); ct != callsByThread.end()) {
             const long long after = o.callEnd >= 0 ? o.callEnd : o.end;
@@ -353,12 +372,8 @@ std::vector<OpBound> opBounds(Trace& t, const Dump& dump)
         }
         if (o.shim && o.shim->blocking) fmax = std::min(fmax, o.shim->end);
         b.ef = fmax == LLONG_MAX ? LLONG_MAX / 4 : std::max(0LL, fmax - o.end);
-        // The anchor's own error (the dump's Clock error: the width of the query bracket that placed it)
-        // shifts both converted ends alike; where one end is clamped to the call, the span grows by it.
-        if (auto a = dump.anchorErrorNs.find(o.pid); a != dump.anchorErrorNs.end()) {
-            b.eb += a->second;
-            b.ef += a->second;
-        }
+        if (auto a = dump.anchorErrorNs.find(o.pid); a != dump.anchorErrorNs.end()) b.err = a->second;
+        b.blocking = o.shim && o.shim->blocking;
         long long& se = streamEnd[key];
         se = std::max(se, o.end);
     }
@@ -396,7 +411,7 @@ long long unionWithin(std::vector<Interval> v, long long lo, long long hi)
 void checkGpuTime(const std::string& what, double reported, uint64_t timedReported, const std::vector<size_t>& idx,
                   const Trace& t, const std::vector<OpBound>& bounds, double relTol)
 {
-    double truth = 0, all = 0, upper = 0;
+    double truth = 0, all = 0, upper = 0, lower = 0;
     uint64_t timed = 0;
     for (size_t i : idx) {
         const Op& o = t.ops[i];
@@ -404,11 +419,13 @@ void checkGpuTime(const std::string& what, double reported, uint64_t timedReport
         if (!o.timed()) continue;
         ++timed;
         truth += double(o.end - o.start);
-        upper += double(o.end - o.start) + double(bounds[i].eb) + double(bounds[i].ef);
+        const OpBound& b = bounds[i];
+        upper += double(o.end - o.start) + double(b.eb) + double(b.ef) + double(b.err);
+        lower += double(std::max(0LL, o.end - o.start - b.es - (b.blocking ? b.err : 0)));
     }
     check(timedReported == timed, what + ": report timed_count " + std::to_string(timedReported) + ", the capture timed " +
                                       std::to_string(timed) + " of " + std::to_string(idx.size()) + " ops");
-    const double lo = truth * (1 - relTol) - 2 * kFloatNs * double(timed);
+    const double lo = lower - relTol * truth - 2 * kFloatNs * double(timed);
     const double hi = upper + relTol * truth + 2 * kFloatNs * double(timed);
     std::ostringstream s;
     s << what << " GPU time " << fmtNs(reported) << " ns within [" << fmtNs(lo) << ", " << fmtNs(hi) << "] (trace "
@@ -595,7 +612,7 @@ int main(int argc, char** argv)
             }
         // The report's union holds the timed ops only (a graph launch is one timed span around its nodes:
         // each node is matched to the launch call, and the widened nodes cover that span).
-        std::vector<Interval> all, truth, upper;
+        std::vector<Interval> all, truth, upper, shortened;
         size_t ops = 0, untimed = 0;
         for (size_t i = 0; i < t.ops.size(); ++i) {
             const Op& o = t.ops[i];
@@ -607,12 +624,14 @@ int main(int argc, char** argv)
                 continue;
             }
             truth.push_back({o.start, o.end});
-            upper.push_back({o.start - bounds[i].eb, o.end + std::min(bounds[i].ef, LLONG_MAX / 8)});
+            shortened.push_back({o.start + bounds[i].es, o.end});
+            upper.push_back({o.start - bounds[i].eb - bounds[i].err, o.end + std::min(bounds[i].ef, LLONG_MAX / 8) + bounds[i].err});
         }
         const double busyAll = double(unionWithin(all, lo, hi));
         const double busyTrue = double(unionWithin(truth, lo, hi));
         const double busyUpper = double(unionWithin(upper, lo, hi));
-        const double lower = busyTrue * (1 - relTol) - 2 * kFloatNs * double(ops);
+        const double busyShort = double(unionWithin(shortened, lo, hi));
+        const double lower = busyShort - relTol * busyTrue - 2 * kFloatNs * double(ops);
         const double upperB = busyUpper + relTol * busyTrue + 2 * kFloatNs * double(ops);
         const double reported = d.value("busy_ns", 0.0);
         const double active = double(hi - lo);

@@ -673,6 +673,26 @@ TEST(Findings, GpuStarvedIgnoresGapsWhereUntimedWorkMayHaveRun)
     EXPECT_FALSE(r.notes.empty());
 }
 
+TEST(Findings, GpuIdleCountsUntimedKernelsAtTheirOwnLength)
+{
+    // A 20 us copy (always timed), then 20 launches of a 100 ns kernel of which one was timed, over a
+    // 100 us active span: about 22% busy. Scaling the measured busy time by ops / timed ops (21 / 2)
+    // would call it fully busy; each untimed launch counts as its kernel's median instead.
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4tinyv";
+    b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 1 << 20, 0, 10, true, 10, 20010);
+    b.launch(1, 30000, 30010, 30010, 30110);
+    for (uint64_t t = 31000; t < 50000; t += 1000) b.launch(1, t, t + 10, 0, 0, 0, wire::kCallGpuSampledOut);
+    b.call("cuCtxSynchronize", Category::Sync, 99000, 100000);
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.devices.size(), 1u);
+    EXPECT_EQ(r.devices[0].ops, 21u);
+    EXPECT_EQ(r.devices[0].timedOps, 2u);
+    const Finding* idle = findingOf(r, "gpu-idle");
+    ASSERT_TRUE(idle);
+    EXPECT_NE(idle->message.find("about 22% counting its untimed operations"), std::string::npos) << idle->message;
+}
+
 TEST(Findings, SyncInLoop)
 {
     ProcBuilder b;

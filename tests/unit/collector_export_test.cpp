@@ -1,6 +1,6 @@
 // tests/unit/collector_export_test.cpp: the exports on hand-built captures: the Perfetto trace (nesting
 // per track, flows that connect, microseconds on the host clock, names), folded stacks (format, order,
-// weights), the viewer's timeline JSON (columns, escaping).
+// weights), the viewer's timeline JSON (columns, shapes, time deltas, escaping).
 #include "collector/export_common.h"
 #include "collector/export_folded.h"
 #include "collector/export_perfetto.h"
@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -139,6 +140,7 @@ Builder sample()
 struct Slice {
     int64_t b, e;
     std::string name;
+    int64_t seq = -1;  // the call's number (calls and GPU work), -1 for NVTX
 };
 
 std::string trackKey(const Json& e) { return std::to_string(e["pid"].get<int64_t>()) + "/" + std::to_string(e["tid"].get<int64_t>()); }
@@ -161,7 +163,8 @@ TEST(PerfettoExport, TracksNestFlowsConnectAndTimesAreMicrosOnTheHostClock)
         if (ph == "M" && e["name"] == "process_name") processName = e["args"]["name"];
         if (ph == "X") {
             const int64_t b = toNs(e["ts"].get<double>());
-            slices[trackKey(e)].push_back({b, b + toNs(e["dur"].get<double>()), e["name"]});
+            const int64_t seq = e.contains("args") && e["args"].contains("seq") ? e["args"]["seq"].get<int64_t>() : -1;
+            slices[trackKey(e)].push_back({b, b + toNs(e["dur"].get<double>()), e["name"], seq});
         }
         if (ph == "s") starts[e["id"]] = e;
         if (ph == "f") finishes[e["id"]] = e;
@@ -200,11 +203,16 @@ TEST(PerfettoExport, TracksNestFlowsConnectAndTimesAreMicrosOnTheHostClock)
     EXPECT_EQ(stats.flows, 6u);
     EXPECT_EQ(starts.size(), 6u);
     EXPECT_EQ(finishes.size(), 6u);
-    auto inside = [&](const Json& e) {
+    // The seq of the innermost call or GPU slice around a flow event (-1: none), the slice it binds to.
+    auto boundSeq = [&](const Json& e) {
         const int64_t t = toNs(e["ts"].get<double>());
+        int64_t seq = -1, len = std::numeric_limits<int64_t>::max();
         for (const Slice& s : slices[trackKey(e)])
-            if (s.b <= t && t <= s.e) return true;
-        return false;
+            if (s.b <= t && t <= s.e && s.seq >= 0 && s.e - s.b < len) {
+                seq = s.seq;
+                len = s.e - s.b;
+            }
+        return seq;
     };
     for (const auto& [id, s] : starts) {
         ASSERT_TRUE(finishes.count(id)) << "flow " << id << " has no finish";
@@ -212,8 +220,8 @@ TEST(PerfettoExport, TracksNestFlowsConnectAndTimesAreMicrosOnTheHostClock)
         EXPECT_EQ(f["bp"], "e");
         EXPECT_EQ(s["cat"], f["cat"]);
         EXPECT_EQ(s["name"], f["name"]);
-        EXPECT_TRUE(inside(s)) << "flow start " << id << " binds to no slice";
-        EXPECT_TRUE(inside(f)) << "flow finish " << id << " binds to no slice";
+        EXPECT_GE(boundSeq(s), 0) << "flow start " << id << " binds to no call";
+        EXPECT_EQ(boundSeq(s), boundSeq(f)) << "flow " << id << " joins a call to another call's GPU work";
         EXPECT_EQ(names[trackKey(f)].rfind("GPU 0", 0), 0u);
         EXPECT_EQ(names[trackKey(s)].rfind("GPU 0", 0), std::string::npos);
     }
@@ -272,30 +280,90 @@ TEST(FoldedExport, OutermostFirstWeightedByTheMetric)
     EXPECT_FALSE(parseFoldedMetric("bytes", m));
 }
 
+// The timeline's columns decoded as viewer/README.md says: times are differences to the row before,
+// shape columns index the section's *_shapes table, bytes has one entry per transfer call.
+struct DecodedTimeline {
+    std::vector<int64_t> callBegin, callDur, callSeq, callTrack, callBytes, spanBegin, spanTrack, spanCall;
+    size_t callShapes = 0;
+};
+
+DecodedTimeline decode(const Json& t)
+{
+    DecodedTimeline d;
+    auto running = [](const Json& deltas) {
+        std::vector<int64_t> out;
+        int64_t at = 0;
+        for (const Json& v : deltas) out.push_back(at += v.get<int64_t>());
+        return out;
+    };
+    const Json& calls = t["calls"];
+    const Json& shapes = t["call_shapes"];
+    d.callShapes = shapes["track"].size();
+    d.callBegin = running(calls["begin"]);
+    d.callSeq = running(calls["seq"]);
+    size_t transfers = 0;
+    for (size_t i = 0; i < calls["shape"].size(); ++i) {
+        const size_t shape = calls["shape"][i];
+        d.callTrack.push_back(shapes["track"][shape]);
+        d.callDur.push_back(calls["dur"][i]);
+        const bool transfer = shapes["category"][shape] == 1;
+        d.callBytes.push_back(transfer ? calls["bytes"][transfers++].get<int64_t>() : 0);
+    }
+    EXPECT_EQ(transfers, calls["bytes"].size()) << "one bytes entry per transfer call";
+    d.spanBegin = running(t["gpu"]["begin"]);
+    for (size_t i = 0; i < t["gpu"]["shape"].size(); ++i) {
+        d.spanTrack.push_back(t["gpu_shapes"]["track"][t["gpu"]["shape"][i].get<size_t>()]);
+        d.spanCall.push_back(t["gpu"]["call"][i]);
+    }
+    return d;
+}
+
 TEST(TimelineExport, ColumnsLineUpAndNothingIsHtml)
 {
     const std::string text = exportTimelineJson(sample().capture());
     EXPECT_EQ(text.find('<'), std::string::npos) << "every '<' is \\u003c";
     const Json t = Json::parse(text);
-    EXPECT_EQ(t["schema"], "gpuspy.timeline/1");
+    EXPECT_EQ(t["schema"], "gpuspy.timeline/2");
     EXPECT_EQ(t["origin_ns"], kT0 + 100);
-    const size_t calls = t["calls"]["begin"].size();
-    EXPECT_EQ(calls, 6u);
-    for (const auto& [name, column] : t["calls"].items()) EXPECT_EQ(column.size(), calls) << name;
-    const size_t spans = t["gpu"]["begin"].size();
-    EXPECT_EQ(spans, 6u);
-    for (const auto& [name, column] : t["gpu"].items()) EXPECT_EQ(column.size(), spans) << name;
+    for (const char* section : {"call_shapes", "calls", "gpu_shapes", "gpu", "nvtx"}) {
+        const size_t rows = t[section].begin()->size();
+        for (const auto& [name, column] : t[section].items()) {
+            if (std::string(section) == "calls" && name == "bytes") continue;  // one per transfer call
+            EXPECT_EQ(column.size(), rows) << section << "." << name;
+        }
+    }
+    const DecodedTimeline d = decode(t);
+    // Times since origin, host clock: the calls of sample() in begin order, and their numbers.
+    EXPECT_EQ(d.callBegin, (std::vector<int64_t>{100, 210, 250, 300, 780, 1000}));
+    EXPECT_EQ(d.callDur, (std::vector<int64_t>{100, 20, 550, 20, 70, 50}));
+    EXPECT_EQ(d.callSeq, (std::vector<int64_t>{1, 2, 3, 5, 4, 6}));
+    EXPECT_EQ(d.callBytes, (std::vector<int64_t>{0, 0, 4096, 0, 0, 0}));
+    EXPECT_EQ(d.spanBegin, (std::vector<int64_t>{150, 240, 350, 520, 1100, 1200}));
     // Every span points at a call on a thread track and sits on a stream track.
-    for (size_t i = 0; i < spans; ++i) {
-        const int64_t call = t["gpu"]["call"][i];
-        ASSERT_GE(call, 0);
-        EXPECT_EQ(t["tracks"][t["calls"]["track"][size_t(call)].get<size_t>()]["kind"], "thread");
-        EXPECT_EQ(t["tracks"][t["gpu"]["track"][i].get<size_t>()]["kind"], "stream");
+    ASSERT_EQ(d.spanCall.size(), 6u);
+    for (size_t i = 0; i < d.spanCall.size(); ++i) {
+        ASSERT_GE(d.spanCall[i], 0);
+        EXPECT_EQ(t["tracks"][size_t(d.callTrack[size_t(d.spanCall[i])])]["kind"], "thread");
+        EXPECT_EQ(t["tracks"][size_t(d.spanTrack[i])]["kind"], "stream");
     }
     const auto& strings = t["strings"];
     EXPECT_NE(std::find(strings.begin(), strings.end(), "<img src=x onerror=alert(1)>"), strings.end());
     EXPECT_EQ(t["nvtx"]["begin"].size(), 1u);
     EXPECT_EQ(t["tracks"][0]["nvtx_lanes"], 1);
+}
+
+TEST(TimelineExport, RepeatedCallsShareOneShape)
+{
+    Builder b;
+    for (uint64_t i = 0; i < 100; ++i) b.launch(1000 * i, 1000 * i + 100, 1, 0x10, 1000 * i + 200, 1000 * i + 700);
+    const Json t = Json::parse(exportTimelineJson(b.capture()));
+    EXPECT_EQ(t["calls"]["shape"].size(), 100u);
+    EXPECT_EQ(t["call_shapes"]["track"].size(), 1u);
+    EXPECT_EQ(t["gpu_shapes"]["track"].size(), 1u);
+    const DecodedTimeline d = decode(t);
+    EXPECT_EQ(d.callBegin[99], 99000);
+    EXPECT_EQ(d.spanBegin[99], 99200);
+    EXPECT_EQ(d.callSeq[99], 100);
 }
 
 TEST(ExportCommon, JsonStringsAreValidAndScriptSafe)

@@ -16,6 +16,19 @@ function check(ok, what, detail) {
   if (!ok) failures++;
 }
 
+// The columns of "gpuspy.timeline/2" with a value per row, decoded as viewer/README.md says (on its own,
+// not with the viewer's code): times are differences to the row before; *_shapes hold what repeats.
+function decode(t) {
+  const running = (deltas) => { let at = 0; return deltas.map((d) => (at += d)); };
+  const expand = (section, shapes) => Object.fromEntries(Object.keys(shapes).map((f) => [f, section.shape.map((s) => shapes[f][s])]));
+  const calls = Object.assign(expand(t.calls, t.call_shapes), { begin: running(t.calls.begin), dur: t.calls.dur, seq: running(t.calls.seq) });
+  let x = 0;
+  calls.bytes = calls.category.map((c) => (c === 1 ? t.calls.bytes[x++] : 0));
+  check(x === t.calls.bytes.length, 'one bytes entry per transfer call', [x, t.calls.bytes.length]);
+  const gpu = Object.assign(expand(t.gpu, t.gpu_shapes), { begin: running(t.gpu.begin), dur: t.gpu.dur, call: t.gpu.call });
+  return Object.assign({}, t, { calls: calls, gpu: gpu, nvtx: Object.assign({}, t.nvtx, { begin: running(t.nvtx.begin) }) });
+}
+
 async function checkPage(browser, htmlPath, reportPath, shotPath) {
   console.log('page ' + htmlPath);
   const report = JSON.parse(fs.readFileSync(reportPath, 'utf8'));
@@ -30,7 +43,8 @@ async function checkPage(browser, htmlPath, reportPath, shotPath) {
   await page.goto('file://' + path.resolve(htmlPath));
   await page.waitForFunction(() => window.gpuspyViewer && window.gpuspyViewer.ready, null, { timeout: 20000 });
   const data = await page.evaluate(() => JSON.parse(document.getElementById('gpuspy-data').textContent));
-  const tl = data.timeline;
+  check(data.timeline.schema === 'gpuspy.timeline/2', 'the page embeds gpuspy.timeline/2', data.timeline.schema);
+  const tl = decode(data.timeline);
 
   // Headline numbers: the raw value behind each card, and a formatted text.
   const cards = await page.$$eval('#headline .card', (cs) => Object.fromEntries(cs.map((c) => [c.dataset.key, { raw: Number(c.dataset.raw), text: c.querySelector('.value').textContent }])));
@@ -40,6 +54,9 @@ async function checkPage(browser, htmlPath, reportPath, shotPath) {
   check(cards.blocked_ns && cards.blocked_ns.raw === sum(report.syncs, 'blocked_ns'), 'blocked card = sum of report syncs blocked_ns', cards.blocked_ns);
   check(cards.cuda_api_ns && cards.cuda_api_ns.raw === sum(report.processes, 'cuda_api_ns'), 'CUDA time card = report cuda_api_ns', cards.cuda_api_ns);
   check(Object.values(cards).every((c) => c.text.trim().length > 0 && !/NaN|undefined/.test(c.text)), 'every card shows a number', cards);
+  const verdict = await page.$eval('#verdict', (p) => p.textContent);
+  check(verdict.includes(cards.wall_ns.text) && verdict.includes(cards.blocked_ns.text) && !/NaN|undefined/.test(verdict),
+        'the summary sentence states the wall and blocked times', verdict);
 
   // Findings, in the report's order, each opening its call sites and evidence.
   const findings = await page.$$eval('#findings details.finding', (ds) => ds.map((d) => ({ rule: d.dataset.rule, savings: Number(d.dataset.savings),

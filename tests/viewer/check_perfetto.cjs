@@ -1,7 +1,9 @@
 // tests/viewer/check_perfetto.cjs: asserts the structure of `gpuspy export --format perfetto` of a real
-// capture: slices nest per track, every flow start has its finish and both bind inside a slice, times are
-// microseconds on the host clock (inside the process's span from `gpuspy report --format json`), every
-// track is named, there is a track per host thread and per GPU stream, and the counters are there.
+// capture against `gpuspy report --format json` of it: slices nest per track; every flow goes from a CUDA
+// call on a thread track to the GPU work of that same call (same seq) on a stream track; times are
+// microseconds on the host clock (the first call begins at the report's active_begin_ns, to the ns);
+// every process and track is named, with a track per host thread and per GPU stream; the counters of GPU
+// operations running (back to 0 at the end) and bytes moved (adding up to the report's transfers).
 // Usage: node check_perfetto.cjs TRACE.json REPORT.json
 'use strict';
 const fs = require('fs');
@@ -47,8 +49,7 @@ for (const p of report.processes) check(procNames.has(p.pid), 'process ' + p.pid
 const streamTracks = [...slices.keys()].filter((k) => /GPU \d+/.test(names.get(k) || ''));
 const threadTracks = [...slices.keys()].filter((k) => !/GPU \d+/.test(names.get(k) || ''));
 const threads = report.processes.reduce((a, p) => a + p.threads, 0);
-check(threadTracks.length >= 1 && threadTracks.length <= threads,
-      'a track per host thread that made calls: ' + threadTracks.length + ' of ' + threads + ' threads');
+check(threadTracks.length === threads, 'a track per host thread: ' + threadTracks.length + ' tracks, ' + threads + ' threads');
 check(streamTracks.length >= 1, 'at least one GPU stream track (' + streamTracks.length + ')');
 
 // Nesting per track, and where each slice lies, for the flows.
@@ -64,9 +65,18 @@ for (const [k, list] of slices) {
 }
 check(nestedBad === 0, 'slices nest properly on every track (' + nestedBad + ' do not)');
 
-// Host clock: calls inside [active_begin, active_end] of their process; GPU work inside the process's
-// active span extended by its wall time (work may finish after the last call).
+// Host clock: calls inside [active_begin, active_end] of their process, the first beginning exactly at
+// active_begin (and the last ending at active_end unless slices were cut to nest); GPU work inside the
+// process's active span extended by its wall time (work may finish after the last call).
+const clamped = (trace.otherData || {}).clamped_slices || 0;
 for (const p of report.processes) {
+  const calls = [...slices].filter(([k]) => k.startsWith(p.pid + '/') && !/GPU \d+/.test(names.get(k) || ''))
+    .flatMap(([, list]) => list.filter((s) => s.ev.cat !== 'nvtx'));
+  if (calls.length) {
+    const first = Math.min(...calls.map((s) => s.b)), last = Math.max(...calls.map((s) => s.e));
+    check(first === p.active_begin_ns, 'process ' + p.pid + ': first call at active_begin_ns (' + first + ' vs ' + p.active_begin_ns + ')');
+    if (!clamped) check(last === p.active_end_ns, 'process ' + p.pid + ': last call ends at active_end_ns (' + last + ' vs ' + p.active_end_ns + ')');
+  }
   const lo = p.active_begin_ns, hi = p.active_end_ns;
   for (const [k, list] of slices) {
     if (!k.startsWith(p.pid + '/')) continue;
@@ -86,20 +96,48 @@ for (const e of events) {
   if (e.ph === 'f') { check(!finishes.has(e.id), 'flow id ' + e.id + ' finishes once'); finishes.set(e.id, e); }
 }
 check(starts.size > 0, 'there are flow arrows (' + starts.size + ')');
-const inside = (e) => (slices.get(key(e)) || []).some((s) => s.b <= ns(e.ts) && ns(e.ts) <= s.e);
+// The slice a flow event binds to: the innermost slice of its track around its time (slices are sorted
+// outermost first above, so the last that contains it).
+const boundTo = (e) => (slices.get(key(e)) || []).filter((s) => s.b <= ns(e.ts) && ns(e.ts) <= s.e && s.ev.cat !== 'nvtx').pop();
 let flowBad = 0;
 for (const [id, s] of starts) {
   const f = finishes.get(id);
-  if (!f || f.bp !== 'e' || key(f) === key(s) || !inside(s) || !inside(f) || ns(f.ts) < ns(s.ts) - 1e6) flowBad++;
-  else if (!/GPU \d+/.test(names.get(key(f)) || '')) flowBad++;
+  const from = boundTo(s), to = f && boundTo(f);
+  const ok = f && f.bp === 'e' && from && to && !/GPU \d+/.test(names.get(key(s)) || '') && /GPU \d+/.test(names.get(key(f)) || '') &&
+    from.ev.args && to.ev.args && from.ev.args.seq !== undefined && from.ev.args.seq === to.ev.args.seq;
+  if (!ok) {
+    if (!flowBad) console.error('a flow that does not join a call to its own GPU work: ' + JSON.stringify([s, f, from && from.ev, to && to.ev]));
+    flowBad++;
+  }
 }
 for (const id of finishes.keys()) if (!starts.has(id)) flowBad++;
-check(flowBad === 0, 'every flow goes from a call to GPU work and both ends bind inside slices (' + flowBad + ' do not)');
+check(flowBad === 0, 'every flow goes from a call on a thread to the GPU work of that call (' + flowBad + ' do not)');
 
-// Counters.
-const counters = new Set(events.filter((e) => e.ph === 'C').map((e) => e.name));
+// Counters: operations running never negative and back to 0; bytes moved never shrinking, and in total
+// the bytes of the report's transfers.
+const counterEvents = events.filter((e) => e.ph === 'C').sort((a, b) => a.ts - b.ts);
+const counters = new Set(counterEvents.map((e) => e.name));
 check([...counters].some((n) => /operations running/.test(n)), 'a GPU busy counter');
 if ((report.transfers || []).length) check([...counters].some((n) => /bytes moved/.test(n)), 'a bytes moved counter');
+const lastValue = new Map();
+let counterBad = 0;
+for (const e of counterEvents) {
+  const k = e.pid + '/' + e.name;
+  const prev = lastValue.get(k) || {};
+  for (const [series, v] of Object.entries(e.args || {})) {
+    if (typeof v !== 'number' || !(v >= 0)) counterBad++;
+    if (/bytes moved/.test(e.name) && v < (prev[series] || 0)) counterBad++;
+  }
+  lastValue.set(k, e.args);
+}
+check(counterBad === 0, 'counter values are numbers >= 0, bytes moved never shrinks (' + counterBad + ' are not)');
+let movedTotal = 0;
+for (const [k, args] of lastValue) {
+  if (/operations running/.test(k)) check(args.running === 0, k + ' ends at 0 (' + args.running + ')');
+  if (/bytes moved/.test(k)) movedTotal += Object.values(args).reduce((a, v) => a + v, 0);
+}
+const reportBytes = (report.transfers || []).reduce((a, t) => a + t.bytes, 0);
+check(movedTotal === reportBytes, 'bytes moved counters add up to the report transfers (' + movedTotal + ' vs ' + reportBytes + ')');
 
 // The GPU work equals the capture's timed operations.
 const timed = report.processes.reduce((a, p) => a + p.timed_ops, 0);

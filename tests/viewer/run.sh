@@ -2,6 +2,7 @@
 # tests/viewer/run.sh: the steps of the viewer tests (see CMakeLists.txt).
 #   run.sh capture APP   record APP on the simulated GPU into $VIEWER_WORK/hostile.gspy (and the demo, if built)
 #   run.sh perfetto      export each capture with --format perfetto and check its structure (node)
+#   run.sh lanes         the timeline's levels of detail (viewer/lanes.js) on made-up lanes (node)
 #   run.sh browser       gpuspy view + report of the capture, then browser_test.cjs in headless chromium
 # Environment: GPUSPY (the command), GPUSPY_SIMCUDA_DIR, VIEWER_WORK (a folder in the build tree),
 # VIEWER_TESTS (this folder), GPUSPY_APPS_DIR (bin/apps of the build).
@@ -45,6 +46,10 @@ perfetto)
         node "$VIEWER_TESTS/check_perfetto.cjs" "$base.trace.json" "$base.report.json"
     done
     ;;
+lanes)
+    command -v node >/dev/null || need_root_install nodejs
+    node "$VIEWER_TESTS/lanes_test.cjs"
+    ;;
 browser)
     [[ -x /usr/bin/chromium ]] || need_root_install chromium
     command -v node >/dev/null && command -v npm >/dev/null || need_root_install nodejs npm
@@ -68,7 +73,7 @@ browser)
     PLAYWRIGHT_CORE=$modules/node_modules/playwright-core node "$VIEWER_TESTS/browser_test.cjs" "${args[@]}"
     ;;
 *)
-    echo "usage: run.sh capture APP | perfetto | browser" >&2
+    echo "usage: run.sh capture APP | perfetto | lanes | browser" >&2
     exit 2
     ;;
 esac

@@ -112,6 +112,8 @@ CUresult graphLaunch(CUgraphExec he, CUstream h, bool pt, const char* api)
     if (!ex) return CUDA_ERROR_INVALID_VALUE;
     Stream* s = nullptr;
     if (CUresult rc = lookupStream(h, pt, &s)) return rc;
+    // Every node is submitted at the launch's return: one doorbell for the whole graph.
+    submissionInstant(static_cast<int>(ex->ops.size()));
     for (const Op& op : ex->ops)
         if (CUresult rc = submitOp(s, op, api, true)) return rc;
     return CUDA_SUCCESS;

@@ -3,6 +3,8 @@
 
 #include <time.h>
 
+#include <algorithm>
+
 namespace simcuda {
 
 Ns nowNs()
@@ -76,6 +78,8 @@ ApiInfo& registerApi(const char* abiName)
     info->name = abiName;
     info->base = baseName(abiName);
     auto over = c.hostCost.find(info->base);
+    info->poll = info->base == "cuEventQuery" || info->base == "cuStreamQuery";
+    info->eventRecord = info->base == "cuEventRecord" || info->base == "cuEventRecordWithFlags";
     info->cost = !c.hostCostOn ? 0 : over != c.hostCost.end() ? over->second : defaultCost(info->base);
     for (size_t i = 0; i < c.fails.size(); ++i)
         if (c.fails[i].name == abiName || c.fails[i].name == info->base) info->failRules.push_back(static_cast<int>(i));
@@ -96,8 +100,45 @@ ApiInfo& apiInfo(std::atomic<ApiInfo*>& slot, const char* abiName)
     return *info;
 }
 
+namespace {
+
+// A high estimate of one trace line's write time on this thread: it jumps to a slower write at once and
+// decays by 1/16 per faster one. Capped, so that one preempted write does not make the next calls spin
+// long; a write slower than the estimate makes its call return late, which the trace shows (the call's
+// end after its op's submit).
+constexpr Ns kMaxWriteEstimate = 20000;
+// Before a thread's first write: a first write (the file's first page, a cold cache) is slow.
+constexpr Ns kFirstWriteEstimate = 10000;
+thread_local Ns t_writeNs = kFirstWriteEstimate;
+thread_local Ns t_returnAt = 0;  // this call's submission instant, once stamped; 0: none yet
+thread_local int t_scopes = 0;   // ApiScopes open on this thread (an entry point may call another)
+
+}  // namespace
+
+void noteTraceWrite(Ns ns)
+{
+    ns = std::min(ns, kMaxWriteEstimate);
+    t_writeNs = ns > t_writeNs ? ns : t_writeNs - (t_writeNs - ns) / 16;
+}
+
+Ns submissionInstant(int traceLinesAfter)
+{
+    const Ns now = nowNs();
+    if (t_returnAt == 0) {
+        t_returnAt = now + (tracing() ? traceLinesAfter * t_writeNs : 0);
+    }
+    return std::max(now, t_returnAt);
+}
+
 ApiScope::ApiScope(ApiInfo& api, bool manualCost) : m_api(api), m_start(config().traceCalls ? nowNs() : 0)
 {
+    // The call records still pending (SIMCUDA_TRACE_CALLS) are written where their host time disturbs no
+    // instant a profiler measures: before this call's modelled cost, so before anything it submits; not
+    // inside an event record, whose stamp follows its cost (a profiler records its end event right after
+    // the call it times); not in a poll, whose answer must be as fresh as the caller's clock read before
+    // it, and whose next answer as soon after (a profiler brackets an event's completion between two
+    // polls). traceCall writes them anyway when a thread has 16 pending.
+    if (t_scopes++ == 0 && config().traceCalls && !api.poll && !api.eventRecord) traceFlushCalls();
     if (!api.failRules.empty() && injectFault(api, &m_rc)) {
         m_injected = true;
         return;
@@ -107,7 +148,14 @@ ApiScope::ApiScope(ApiInfo& api, bool manualCost) : m_api(api), m_start(config()
 
 ApiScope::~ApiScope()
 {
-    if (config().traceCalls) traceCall(m_api.name, m_start, nowNs(), m_rc);
+    const bool outermost = --t_scopes == 0;
+    const Ns returnAt = outermost ? t_returnAt : 0;
+    if (config().traceCalls) traceCall(m_api.name, m_start, std::max(nowNs(), returnAt), m_rc);
+    if (!outermost) return;
+    // The work was stamped as submitted at returnAt: return no earlier (see submissionInstant).
+    while (returnAt && nowNs() < returnAt) {
+    }
+    t_returnAt = 0;
 }
 
 }  // namespace simcuda

@@ -61,6 +61,8 @@ struct ApiInfo {
     std::string base;
     Ns cost;
     std::vector<int> failRules;  // indexes into config().fails
+    bool poll = false;           // cuEventQuery, cuStreamQuery: see ApiScope
+    bool eventRecord = false;    // cuEventRecord(WithFlags): see ApiScope
 };
 ApiInfo& registerApi(const char* abiName);
 Ns hostCostOf(const ApiInfo& api);
@@ -86,6 +88,17 @@ private:
     CUresult m_rc = CUDA_SUCCESS;
 };
 bool injectFault(ApiInfo& api, CUresult* rc);
+
+// When a call hands its work to the device. A real driver writes the doorbell at the end of
+// cuLaunchKernel, cuMemcpy*Async or cuEventRecord, so the device can start the work no earlier than
+// latency after the call returns. Here the op's trace line, written after its times are known, would
+// put host time between that stamp and the return that no driver has; so the stamp is the instant the
+// call will return: now plus the thread's recent cost of the trace lines still to write, and the
+// outermost ApiScope spins until then before returning. The first stamp of a call fixes the instant (a
+// graph launch stamps every node with it); a later one is never before now. Without a trace the
+// instant is now. (SIMCUDA_TRACE_CALLS lines are written at the thread's next call: traceCall.)
+Ns submissionInstant(int traceLinesAfter);
+void noteTraceWrite(Ns ns);  // trace.cpp: how long writing one trace line took
 
 // The per-entry-point ApiInfo sits in a constant-initialised atomic, not a function-local static: a static's
 // initialisation guard, caught half-done by fork(), would hang the child's first call of that entry point.
@@ -307,7 +320,12 @@ const char* ptrKindName(PtrKind k);
 void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, unsigned long long streamId, Ns submit,
              Ns start, Ns end, bool graph);
 void traceWait(const char* api, int dev, Ns start, Ns end, WaitReason reason);
+// SIMCUDA_TRACE_CALLS: call records are kept per thread (up to 16) and written by traceFlushCalls, which
+// ApiScope calls where the write disturbs no instant a profiler measures (see ApiScope), and thread exit.
+// Records lost to _exit or exec are the thread's last calls' only.
 void traceCall(const char* api, Ns start, Ns end, CUresult rc);
+void traceFlushCalls();
+bool tracing();  // SIMCUDA_TRACE is on and its file open
 void logOnce(const char* what, const char* name);
 void logLine(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 

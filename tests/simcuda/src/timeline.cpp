@@ -132,8 +132,9 @@ CUresult eventRecord(CUevent he, CUstream h, bool pt, const ApiScope& scope)
         e->capturedIn = s->capture;
         return CUDA_SUCCESS;
     }
-    // The stream's tail if work is pending on it, else now + launch latency (then the legacy-stream rules).
-    const Ns now = nowNs();
+    // The stream's tail if work is pending on it, else the submission instant + launch latency (then the
+    // legacy-stream rules).
+    const Ns now = submissionInstant(0);
     const Ns t = legacyOrdering(s, s->tail > now ? s->tail : now + config().launchLatency);
     s->tail = std::max(s->tail, t);
     e->time = t;
@@ -280,7 +281,9 @@ CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph)
     // inside the call's own host time, which no real device does.
     if (op.effect) op.effect();
     Lock g(bigLock());
-    const Ns submit = nowNs();
+    // A call that returns once its work is queued submits at its return (submissionInstant); one that
+    // blocks (a synchronous copy, a host function run here) submits now and waits after that.
+    const Ns submit = op.sync || op.hostFn ? nowNs() : submissionInstant(1);
     const Ns start = streamReadyTime(s, submit);
     const Ns end = start + op.duration;
     s->tail = end;

@@ -36,13 +36,15 @@ int traceFd()
     return g_fd.load();
 }
 
-void emit(const char* buf, int len)
+// t0: when the caller began formatting the line; the whole line's cost feeds the submission estimate.
+void emit(const char* buf, int len, Ns t0)
 {
     const int fd = traceFd();
     if (fd < 0 || len <= 0) return;
     const int saved = errno;
     ssize_t n = write(fd, buf, static_cast<size_t>(len));
     (void)n;  // a full disk must not break the program under test
+    noteTraceWrite(nowNs() - t0);
     errno = saved;
 }
 
@@ -100,6 +102,8 @@ void traceAfterFork()
     g_fd.store(-2);
 }
 
+bool tracing() { return traceFd() >= 0; }
+
 pid_t processId()
 {
     pid_t pid = g_pid.load(std::memory_order_relaxed);
@@ -127,6 +131,7 @@ void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, u
              Ns start, Ns end, bool graph)
 {
     if (traceFd() < 0) return;
+    const Ns t0 = nowNs();
     std::string line;
     char head[512];
     snprintf(head, sizeof head,
@@ -156,30 +161,69 @@ void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, u
         break;
     }
     line += "}\n";
-    emit(line.data(), static_cast<int>(line.size()));
+    emit(line.data(), static_cast<int>(line.size()), t0);
 }
 
 void traceWait(const char* api, int dev, Ns start, Ns end, WaitReason reason)
 {
     if (traceFd() < 0) return;
+    const Ns t0 = nowNs();
     char buf[512];
     const int n = snprintf(buf, sizeof buf,
                            "{\"type\":\"wait\",\"pid\":%d,\"tid\":%d,\"api\":\"%s\",\"dev\":%d,\"start\":%lld,\"end\":%lld,"
                            "\"reason\":\"%s\"}\n",
                            processId(), threadId(), api, dev, static_cast<long long>(start), static_cast<long long>(end),
                            reasonName(reason));
-    emit(buf, std::min(n, static_cast<int>(sizeof buf) - 1));
+    emit(buf, std::min(n, static_cast<int>(sizeof buf) - 1), t0);
 }
+
+namespace {
+
+// A thread's call records not written yet (see traceCall). Writing them, or even formatting them, as
+// the call returns would add host time after the call's submission that no driver spends; only the
+// fields are kept here.
+struct PendingCalls {
+    struct Entry {
+        const char* api;  // an ApiInfo's name: never freed
+        Ns start, end;
+        CUresult rc;
+    };
+    static constexpr int kMax = 16;
+    Entry entries[kMax];
+    int count = 0;
+    unsigned forkGen = 0;
+    ~PendingCalls() { traceFlushCalls(); }  // thread exit, and the main thread's exit()
+};
+thread_local PendingCalls t_calls;
+
+}  // namespace
 
 void traceCall(const char* api, Ns start, Ns end, CUresult rc)
 {
     if (traceFd() < 0) return;
-    char buf[512];
-    const int n = snprintf(buf, sizeof buf,
-                           "{\"type\":\"call\",\"api\":\"%s\",\"pid\":%d,\"tid\":%d,\"start\":%lld,\"end\":%lld,\"rc\":%d}\n",
-                           api, processId(), threadId(), static_cast<long long>(start), static_cast<long long>(end),
-                           static_cast<int>(rc));
-    emit(buf, std::min(n, static_cast<int>(sizeof buf) - 1));
+    PendingCalls& p = t_calls;
+    if (p.count == PendingCalls::kMax || (p.count && p.forkGen != forkGeneration())) traceFlushCalls();
+    p.entries[p.count++] = PendingCalls::Entry{api, start, end, rc};
+    p.forkGen = forkGeneration();
+}
+
+void traceFlushCalls()
+{
+    PendingCalls& p = t_calls;
+    const int count = p.count;
+    p.count = 0;
+    if (count == 0 || p.forkGen != forkGeneration()) return;  // a forked child's copy of its parent thread's
+    if (traceFd() < 0) return;
+    for (int i = 0; i < count; ++i) {
+        const PendingCalls::Entry& c = p.entries[i];
+        const Ns t0 = nowNs();
+        char buf[512];
+        const int n = snprintf(buf, sizeof buf,
+                               "{\"type\":\"call\",\"api\":\"%s\",\"pid\":%d,\"tid\":%d,\"start\":%lld,\"end\":%lld,\"rc\":%d}\n",
+                               c.api, processId(), threadId(), static_cast<long long>(c.start),
+                               static_cast<long long>(c.end), static_cast<int>(c.rc));
+        emit(buf, std::min(n, static_cast<int>(sizeof buf) - 1), t0);
+    }
 }
 
 void logLine(const char* fmt, ...)

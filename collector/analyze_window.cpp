@@ -1,0 +1,466 @@
+// collector/analyze_window.cpp: the bounded window in which one process's calls wait for what the
+// analysis needs to know about them. A call's GPU span arrives after the call (the shim resolves the
+// events later), and "how busy was the GPU while the host waited" needs every span around it; threads'
+// records interleave out of time order. So calls are held (at most Context::windowCalls of them) and, when the
+// window is full, the older half is processed in time order, with NVTX events merged in. Busy intervals
+// are final once they end before the oldest call still held: then they count toward busy time and idle
+// gaps and are dropped. A capture smaller than the window is analysed exactly as if it were all in RAM;
+// beyond it, a span or call that arrives after the window moved past its time is counted as late.
+#include "collector/analyze_internal.h"
+
+#include "collector/api_names.h"
+
+#include <algorithm>
+
+namespace gpuspy::collect::detail {
+
+namespace {
+
+constexpr size_t kMaxCarried = 1u << 17;   // host intervals kept for idle gaps not yet final
+
+struct OpenRange {
+    std::string name;
+    uint32_t tid = 0;
+    uint64_t begin = 0;
+};
+
+std::string rangeName(const Process& p, const wire::NvtxBody& n)
+{
+    auto text = [&](uint32_t id) {
+        auto it = p.strings.find(id);
+        return id && it != p.strings.end() ? it->second : std::string();
+    };
+    std::string msg = text(n.messageId);
+    if (msg.empty()) msg = "(unnamed)";
+    const std::string domain = text(n.domainId);
+    return domain.empty() ? msg : domain + ":" + msg;
+}
+
+}  // namespace
+
+struct ProcState {
+    ProcView view;
+    ProcessSummary summary;
+    std::map<int, DeviceAcc> devices;
+    std::unordered_set<uint32_t> tids;
+    uint64_t maxSpanEnd = 0;
+    bool anyCall = false;
+
+    std::unordered_map<uint16_t, ApiClass> apiClasses;
+    ApiClass undefinedApi;  // the last id used before its ApiDef
+    std::unordered_map<uint64_t, uint32_t> siteIndex;  // (stack, category) -> raw site
+    std::vector<uint32_t> rawSites;                    // this process's raw sites, in order of creation
+
+    // The window.
+    std::vector<wire::CallBody> calls;  // waiting, in arrival order until a flush sorts them
+    std::unordered_map<uint64_t, std::vector<wire::GpuSpanBody>> spans;  // by call seq
+    std::vector<wire::NvtxBody> nvtx;
+    std::vector<std::pair<uint64_t, uint32_t>> order;  // a flush's scratch: (begin, arrival index)
+    std::vector<wire::CallBody> spare;                  // and the buffer it sorts the calls into
+    uint64_t frontier = 0;  // calls beginning before this have been processed
+    std::map<int, IntervalSet> busy;  // per device: timed work not yet final
+    IntervalSet busyAll;
+    IntervalSet hostCarry;            // host intervals of processed calls that idle gaps not yet final may need
+    std::map<int, std::vector<uint64_t>> untimedSubmits;      // per device: host begin of device work without a span
+    std::map<int, std::map<uint64_t, uint64_t>> submitOfEnd;  // per device: span end -> earliest submit ending there
+
+    // NVTX ranges still open.
+    std::map<std::pair<uint32_t, uint32_t>, std::vector<OpenRange>> pushed;  // (domain, tid) -> stack
+    std::map<uint64_t, OpenRange> started;                                   // range id -> start/end range
+
+    const ApiClass& api(uint16_t id)
+    {
+        auto it = apiClasses.find(id);
+        if (it != apiClasses.end()) return it->second;
+        const auto def = view.proc->apis.find(id);
+        ApiClass a = classifyApi(def != view.proc->apis.end() ? def->second.name : "api#" + std::to_string(id));
+        if (def == view.proc->apis.end()) {
+            undefinedApi = std::move(a);  // not cached: its ApiDef may still come
+            return undefinedApi;
+        }
+        return apiClasses.emplace(id, std::move(a)).first->second;
+    }
+    DeviceAcc& device(int d) { return devices[d]; }
+};
+
+Context::Context() = default;
+Context::~Context() = default;
+
+ProcState& procState(Context& cx, const Process& p)
+{
+    if (cx.lastProcess == &p) return *cx.lastState;
+    auto it = cx.open.find(&p);
+    if (it == cx.open.end()) {
+        auto ps = std::make_unique<ProcState>();
+        ps->view.proc = &p;
+        it = cx.open.emplace(&p, std::move(ps)).first;
+    }
+    cx.lastProcess = &p;
+    cx.lastState = it->second.get();
+    return *cx.lastState;
+}
+
+namespace {
+
+uint64_t busyDuring(const ProcState& ps, const wire::CallBody& c)
+{
+    if (c.device >= 0) {
+        auto it = ps.busy.find(c.device);
+        return it == ps.busy.end() ? 0 : it->second.overlap(c.beginNs, c.endNs);
+    }
+    return ps.busyAll.overlap(c.beginNs, c.endNs);
+}
+
+// Whether an idle gap on a device is known: no untimed work (sampled out) was submitted after the work
+// that ends at the gap's start, so none of it can have run inside the gap.
+bool gapKnownIdle(const ProcState& ps, int device, const Interval& gap)
+{
+    auto u = ps.untimedSubmits.find(device);
+    if (u == ps.untimedSubmits.end() || u->second.empty()) return true;
+    uint64_t since = 0;
+    if (auto e = ps.submitOfEnd.find(device); e != ps.submitOfEnd.end())
+        if (auto it = e->second.find(gap.begin); it != e->second.end()) since = it->second;
+    auto first = std::upper_bound(u->second.begin(), u->second.end(), since);
+    return first == u->second.end() || *first >= gap.end;
+}
+
+void applyNvtx(Context& cx, ProcState& ps, const wire::NvtxBody& n)
+{
+    const Process& p = *ps.view.proc;
+    auto close = [&](const OpenRange& r, uint64_t end) {
+        NvtxRow& row = cx.nvtx[r.name];
+        row.name = r.name;
+        ++row.ranges;
+        row.rangeNs += end - r.begin;
+    };
+    switch (n.kind) {
+    case wire::NvtxKind::Push: ps.pushed[{n.domainId, n.tid}].push_back({rangeName(p, n), n.tid, n.timeNs}); break;
+    case wire::NvtxKind::Pop: {
+        auto& st = ps.pushed[{n.domainId, n.tid}];
+        if (st.empty()) break;  // a pop without a push (the push predates the shim): nothing to close
+        close(st.back(), std::max(n.timeNs, st.back().begin));
+        st.pop_back();
+        break;
+    }
+    case wire::NvtxKind::Start: ps.started[n.rangeId] = {rangeName(p, n), n.tid, n.timeNs}; break;
+    case wire::NvtxKind::End: {
+        auto it = ps.started.find(n.rangeId);
+        if (it == ps.started.end()) break;
+        close(it->second, std::max(n.timeNs, it->second.begin));
+        ps.started.erase(it);
+        break;
+    }
+    case wire::NvtxKind::Mark: break;
+    }
+}
+
+// A call counts toward every range open around it (its thread's pushes, the process's starts), once
+// per name even when ranges of one name nest.
+void attributeNvtx(Context& cx, ProcState& ps, const CallInfo& ci)
+{
+    if (ps.pushed.empty() && ps.started.empty()) return;
+    const wire::CallBody& c = *ci.call;
+    std::vector<const std::string*> names;
+    auto note = [&](const std::string& n) {
+        for (const std::string* s : names)
+            if (*s == n) return;
+        names.push_back(&n);
+    };
+    for (const auto& [key, st] : ps.pushed)
+        if (key.second == c.tid)
+            for (const OpenRange& r : st) note(r.name);
+    for (const auto& [id, r] : ps.started) note(r.name);
+    const bool sync = ci.api->explicitWait || isImplicitSync(*ci.api, c);
+    for (const std::string* name : names) {
+        NvtxRow& row = cx.nvtx[*name];
+        row.name = *name;
+        ++row.calls;
+        row.cudaApiNs += hostNs(c);
+        row.gpuNs += ci.gpuNs;
+        if (isCountedTransfer(c)) {
+            ++row.transfers;
+            row.transferBytes += c.args.transfer.bytes;
+            row.transferHostNs += hostNs(c);
+        }
+        if (isCountedLaunch(c)) {
+            ++row.launches;
+            row.launchHostNs += hostNs(c);
+        }
+        if (sync) {
+            ++row.syncs;
+            row.syncBlockedNs += hostNs(c);
+        }
+    }
+}
+
+void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
+{
+    CallInfo ci;
+    ci.call = &c;
+    ci.api = &ps.api(c.apiId);
+    auto sp = ps.spans.find(c.seq);
+    if (sp != ps.spans.end()) {
+        ci.timed = true;
+        ci.spans = &sp->second;
+        for (const wire::GpuSpanBody& s : sp->second) ci.gpuNs += s.endNs - s.beginNs;
+    }
+    ci.busyNs = busyDuring(ps, c);
+    ci.rawSite = rawSiteOf(cx, ps.siteIndex, ps.rawSites, c);
+    attributeNvtx(cx, ps, ci);
+
+    // Overview.
+    ProcessSummary& s = ps.summary;
+    s.cudaApiNs += hostNs(c);
+    if (isDeviceOp(c)) {
+        ++s.deviceOps;
+        DeviceAcc* d = c.device >= 0 ? &ps.device(c.device) : nullptr;
+        if (d) ++d->ops;
+        if (ci.timed) {
+            ++s.timedOps;
+            if (d) ++d->timedOps;
+        } else if (hasFlag(c, wire::kCallGpuSampledOut)) {
+            ++s.sampledOutOps;
+            if (d) ++d->sampledOutOps;
+        }
+        if (!ci.timed) {
+            ps.untimedSubmits[c.device].push_back(c.beginNs);  // calls go in time order: stays sorted
+        } else {
+            for (const wire::GpuSpanBody& g : *ci.spans) {
+                auto [pos, fresh] = ps.submitOfEnd[g.device].emplace(g.endNs, c.beginNs);
+                if (!fresh) pos->second = std::min(pos->second, c.beginNs);
+            }
+        }
+    }
+    if (ci.spans)
+        for (const wire::GpuSpanBody& g : *ci.spans) {
+            auto d = ps.devices.find(g.device);
+            if (d == ps.devices.end()) continue;  // a zero-length span on a device nothing else names
+            const uint64_t len = g.endNs - g.beginNs;
+            if (c.category == wire::Category::Launch) d->second.kernelNs += len;
+            else if (c.category == wire::Category::Transfer) d->second.transferNs += len;
+            else d->second.otherNs += len;
+        }
+    // An untimed launch counts toward its device's estimated busy time (see the gpu-idle finding).
+    DeviceAcc* launchDevice = nullptr;
+    if (isCountedLaunch(c) && !ci.timed && c.device >= 0 && hasFlag(c, wire::kCallDeviceWork))
+        launchDevice = &ps.device(c.device);
+
+    addApi(cx, ci);
+    addTransfer(cx, ps.view, ci);
+    addLaunch(cx, ps.view, ci, launchDevice);
+    addSync(cx, ps.view, ci);
+    addFindingCall(cx, ps.view, ci);
+    if (sp != ps.spans.end()) ps.spans.erase(sp);
+}
+
+// Host time inside CUDA around the gaps that become final in a flush: the carried intervals and every
+// call still held. Built only when a gap needs it.
+class HostInCuda {
+public:
+    HostInCuda(const ProcState& ps) : m_ps(ps) {}
+    const IntervalSet& get()
+    {
+        if (!m_built) {
+            m_set = m_ps.hostCarry;
+            for (const wire::CallBody& c : m_ps.calls) m_set.add(c.beginNs, c.endNs);
+            m_built = true;
+        }
+        return m_set;
+    }
+
+private:
+    const ProcState& m_ps;
+    IntervalSet m_set;
+    bool m_built = false;
+};
+
+void gap(ProcState& ps, int device, DeviceAcc& d, const Interval& g, HostInCuda& host)
+{
+    d.idleGapNs += g.length();
+    d.largestGapNs = std::max(d.largestGapNs, g.length());
+    ++d.gaps;
+    // Only where the GPU is known to be idle: sampled-out work may have run in the gap.
+    if (!gapKnownIdle(ps, device, g)) return;
+    const uint64_t starved = g.length() - host.get().overlap(g.begin, g.end);
+    d.starvedNs += starved;
+    d.largestStarvedNs = std::max(d.largestStarvedNs, starved);
+}
+
+// Processes the calls that begin before `until` (all of them when final), then the busy intervals that
+// can no longer change.
+void flush(Context& cx, ProcState& ps, bool final)
+{
+    auto& calls = ps.calls;
+    // Time order, ties in arrival order: sort keys, not 96-byte calls.
+    auto& order = ps.order;
+    order.resize(calls.size());
+    for (size_t i = 0; i < calls.size(); ++i) order[i] = {calls[i].beginNs, uint32_t(i)};
+    std::sort(order.begin(), order.end());
+    std::stable_sort(ps.nvtx.begin(), ps.nvtx.end(), [](const wire::NvtxBody& a, const wire::NvtxBody& b) { return a.timeNs < b.timeNs; });
+    size_t k = calls.size();
+    uint64_t until = UINT64_MAX;
+    if (!final) {
+        k = calls.size() / 2;
+        until = order[k].first;
+        while (k > 0 && order[k - 1].first == until) --k;
+        if (k == 0) {  // half the window begins at one instant: take all of that instant
+            while (k < order.size() && order[k].first == until) ++k;
+            until = k < order.size() ? order[k].first : until + 1;
+        }
+    }
+    auto call = [&](size_t i) -> const wire::CallBody& { return calls[order[i].second]; };
+    HostInCuda host(ps);
+
+    size_t n = 0;
+    for (size_t i = 0; i < k; ++i) {
+        while (n < ps.nvtx.size() && ps.nvtx[n].timeNs <= call(i).beginNs) applyNvtx(cx, ps, ps.nvtx[n++]);
+        processCall(cx, ps, call(i));
+    }
+    while (n < ps.nvtx.size() && (final || ps.nvtx[n].timeNs < until)) applyNvtx(cx, ps, ps.nvtx[n++]);
+
+    // Busy intervals that end by `until` are final: no span still to come can begin before it.
+    const uint64_t activeBegin = ps.summary.activeBeginNs, activeEnd = ps.summary.activeEndNs;
+    for (auto& [dev, set] : ps.busy) {
+        DeviceAcc& d = ps.device(dev);
+        for (const Interval& i : set.takeEndingBy(until)) {
+            if (d.anyBusy) gap(ps, dev, d, {d.lastBusy, i.begin}, host);
+            else d.firstBusy = i.begin;
+            d.anyBusy = true;
+            d.lastBusy = i.end;
+            const uint64_t b = std::max(i.begin, activeBegin), e = std::min(i.end, activeEnd);
+            if (e > b) d.busyNs += e - b;
+        }
+        // A gap starts at the end of a merged interval: a span end before the last final end, or inside
+        // an interval still open (the union only grows), will never be asked for.
+        auto& ends = ps.submitOfEnd[dev];
+        if (d.anyBusy) ends.erase(ends.begin(), ends.lower_bound(d.lastBusy));
+        for (const Interval& i : set.merged())
+            ends.erase(ends.upper_bound(i.begin), ends.lower_bound(i.end));
+        auto& untimed = ps.untimedSubmits[dev];
+        if (untimed.size() > kMaxCarried) untimed.erase(untimed.begin(), untimed.begin() + long(untimed.size() / 2));
+    }
+    ps.busyAll.takeEndingBy(until);
+
+    // Keep the host intervals that a gap still to become final may overlap: from the earliest last end.
+    uint64_t keepFrom = until;
+    for (const auto& [dev, d] : ps.devices)
+        if (d.anyBusy) keepFrom = std::min(keepFrom, d.lastBusy);
+    for (size_t i = 0; i < k; ++i) ps.hostCarry.add(call(i).beginNs, call(i).endNs);
+    ps.hostCarry.takeEndingBy(keepFrom);
+    if (ps.hostCarry.size() > kMaxCarried) ps.hostCarry.takeEndingBy(ps.hostCarry.merged()[ps.hostCarry.size() / 2].end);
+
+    // The calls still held, in time order, into the spare buffer (no allocation per flush).
+    ps.spare.clear();
+    ps.spare.reserve(calls.capacity());
+    for (size_t i = k; i < order.size(); ++i) ps.spare.push_back(call(i));
+    calls.swap(ps.spare);
+    ps.nvtx.erase(ps.nvtx.begin(), ps.nvtx.begin() + long(n));
+    ps.frontier = std::max(ps.frontier, until);
+}
+
+}  // namespace
+
+void addCall(Context& cx, ProcState& ps, const wire::CallBody& c)
+{
+    ProcessSummary& s = ps.summary;
+    ++s.calls;
+    if (!ps.anyCall) s.activeBeginNs = c.beginNs;
+    s.activeBeginNs = std::min(s.activeBeginNs, c.beginNs);
+    s.activeEndNs = std::max(s.activeEndNs, c.endNs);
+    ps.anyCall = true;
+    ps.tids.insert(c.tid);
+    if (c.device >= 0 && hasFlag(c, wire::kCallDeviceWork)) ps.device(c.device);
+    if (c.beginNs < ps.frontier) ++cx.lateRecords;
+    ps.calls.push_back(c);
+    if (ps.calls.size() >= cx.windowCalls) flush(cx, ps, false);
+}
+
+void addSpan(Context& cx, ProcState& ps, const wire::GpuSpanBody& s)
+{
+    if (s.endNs < s.beginNs) return;
+    ps.maxSpanEnd = std::max(ps.maxSpanEnd, s.endNs);
+    if (s.endNs > s.beginNs) ps.device(s.device);  // a device the process ran work on
+    if (s.beginNs < ps.frontier) {
+        // Its call has been processed without it: its busy time still counts, from the frontier on.
+        ++cx.lateRecords;
+        if (s.endNs > ps.frontier) {
+            ps.busy[s.device].add(ps.frontier, s.endNs);
+            ps.busyAll.add(ps.frontier, s.endNs);
+        }
+        return;
+    }
+    ps.spans[s.seq].push_back(s);  // a zero-length span still says the call was timed
+    if (s.endNs == s.beginNs) return;
+    ps.busy[s.device].add(s.beginNs, s.endNs);
+    ps.busyAll.add(s.beginNs, s.endNs);
+}
+
+void addNvtx(Context& cx, ProcState& ps, const wire::NvtxBody& n)
+{
+    if (n.timeNs < ps.frontier) ++cx.lateRecords;
+    ps.nvtx.push_back(n);
+}
+
+void addEvent(Context& cx, ProcState& ps, const wire::RecordView& v)
+{
+    switch (v.type) {
+    case wire::RecordType::Call: addCall(cx, ps, v.as<wire::CallBody>()); break;
+    case wire::RecordType::GpuSpan: addSpan(cx, ps, v.as<wire::GpuSpanBody>()); break;
+    case wire::RecordType::Nvtx: addNvtx(cx, ps, v.as<wire::NvtxBody>()); break;
+    default: break;
+    }
+}
+
+void dropProcess(Context& cx, const Process& p)
+{
+    cx.open.erase(&p);
+}
+
+void endProcess(Context& cx, const Process& p)
+{
+    ProcState& ps = procState(cx, p);
+    flush(cx, ps, true);
+    ProcessSummary& s = ps.summary;
+
+    // NVTX ranges still open when the process ended run to its last record.
+    const uint64_t last = std::max(p.lastNs, s.activeEndNs);
+    auto close = [&](const OpenRange& r) {
+        NvtxRow& row = cx.nvtx[r.name];
+        row.name = r.name;
+        ++row.ranges;
+        row.rangeNs += std::max(last, r.begin) - r.begin;
+    };
+    for (const auto& [key, st] : ps.pushed)
+        for (const OpenRange& r : st) close(r);
+    for (const auto& [id, r] : ps.started) close(r);
+
+    s.pid = p.pid;
+    s.ppid = p.ppid;
+    s.command = p.command;
+    s.ended = p.ended;
+    s.streamError = p.streamError;
+    // The shim starts inside the first call it sees, so that call may begin before startNs.
+    const uint64_t start = p.startNs && ps.anyCall ? std::min(p.startNs, s.activeBeginNs) : p.startNs ? p.startNs : s.activeBeginNs;
+    const uint64_t end = std::max({p.lastNs, s.activeEndNs, p.ended ? p.end.endNs : 0, ps.maxSpanEnd});
+    s.wallNs = end > start ? end - start : 0;
+    s.cudaApiPct = s.wallNs ? 100.0 * double(s.cudaApiNs) / double(s.wallNs) : 0;
+    uint64_t threadDropped = 0;
+    for (const wire::ThreadStatsBody& t : p.threadStats) {
+        s.gpuspyOverheadNs += t.overheadNs;
+        threadDropped += t.dropped;
+        ps.tids.insert(t.tid);
+    }
+    s.threads = std::max<uint64_t>(p.threads.size(), ps.tids.size());
+    s.droppedRecords = std::max(p.ended ? p.end.recordsDropped : 0, threadDropped);
+    s.recordsMade = p.ended ? p.end.recordsMade : 0;
+
+    for (const auto& [d, name] : p.devices) ps.device(d).name = name;
+    resolveSites(cx, ps.view, ps.rawSites);
+    for (uint32_t raw : ps.rawSites) cx.rawSites[raw].proc = cx.processes.size();
+    cx.starts.push_back(p.startNs ? std::min(p.startNs, s.activeBeginNs ? s.activeBeginNs : p.startNs) : s.activeBeginNs);
+    cx.processes.push_back(std::move(s));
+    cx.devices.push_back(std::move(ps.devices));
+    cx.open.erase(&p);
+}
+
+}  // namespace gpuspy::collect::detail

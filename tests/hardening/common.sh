@@ -1,0 +1,78 @@
+# tests/hardening/common.sh: what the hardening tests share (sourced): a failure tally, the comparison
+# of a run with gpuspy against the same run without it, the record accounting of a capture, a peak-RSS
+# probe, and bounded waits (a hang becomes a failure with a message, not a ctest timeout).
+set -uo pipefail
+hz_failed=0
+hz_fail() { echo "FAIL: $*" >&2; hz_failed=1; }
+hz_note() { echo "$*" >&2; }
+
+# hz_same WORK A B: runs A and B (files WORK/A.rc, WORK/A.out, ...) ended with the same status and stdout.
+hz_same() {
+    local w=$1 a=$2 b=$3
+    [[ $(cat "$w/$a.rc") == $(cat "$w/$b.rc") ]] ||
+        hz_fail "exit status $(cat "$w/$a.rc") in the $a run, $(cat "$w/$b.rc") in the $b run"
+    diff -u "$w/$a.out" "$w/$b.out" >&2 || hz_fail "stdout of the $b run differs from the $a run"
+}
+
+# hz_run WORK NAME CMD...: runs CMD with stdout/stderr/status into WORK/NAME.{out,err,rc}.
+hz_run() {
+    local w=$1 n=$2
+    shift 2
+    "$@" >"$w/$n.out" 2>"$w/$n.err"
+    echo $? >"$w/$n.rc"
+}
+
+# hz_gpuspy_lines FILE: how many lines gpuspy wrote into an app's stderr.
+hz_gpuspy_lines() { grep -c '^gpuspy:' "$1"; }
+
+# hz_wait_for SECONDS CMD...: polls CMD every 0.1 s; false when it never held.
+hz_wait_for() {
+    local limit=$(($1 * 10))
+    shift
+    for ((i = 0; i < limit; ++i)); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# hz_maxrss OUT CMD...: runs CMD and writes its peak resident set (KiB) into OUT; returns CMD's status.
+hz_maxrss() {
+    local out=$1
+    shift
+    python3 -c '
+import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:])
+open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(rc if rc >= 0 else 128 - rc)' "$out" "$@"
+}
+
+# hz_accounting GPUSPY CAPTURE: per process, the records delivered (Call, Nvtx, ThreadStats, End: what
+# the shim counts as made) plus those its End record says were dropped must equal the number it says it
+# made. Prints "pid made delivered dropped" per process; false on any mismatch or a missing End.
+hz_accounting() {
+    local gpuspy=$1 cap=$2
+    "$gpuspy" dump "$cap" | awk '
+        $1 == "pid" && ($4 == "Call" || $4 == "Nvtx" || $4 == "ThreadStats") { got[$2]++ }
+        $1 == "pid" && $4 == "End" {
+            got[$2]++; ends[$2]++
+            for (i = 5; i <= NF; ++i) {
+                split($i, kv, "=")
+                if (kv[1] == "made") made[$2] = kv[2]
+                if (kv[1] == "dropped") dropped[$2] = kv[2]
+            }
+        }
+        $1 == "pid" { seen[$2] = 1 }
+        END {
+            bad = 0
+            for (p in seen) {
+                if (ends[p] != 1) { printf "process %s: %d End records\n", p, ends[p] > "/dev/stderr"; bad = 1; continue }
+                printf "%s %d %d %d\n", p, made[p], got[p], dropped[p]
+                if (got[p] + dropped[p] != made[p]) {
+                    printf "process %s: delivered %d + dropped %d != made %d\n", p, got[p], dropped[p], made[p] > "/dev/stderr"
+                    bad = 1
+                }
+            }
+            exit bad
+        }'
+}
