@@ -36,7 +36,8 @@ sanitizer_targets=(gpuspy gpuspy_cli simcuda compare_capture wire_tests shim_tes
                    shim_exit_paths shim_threads_churn shim_errno_guest shim_exit_from_thread
                    hardening_storm hardening_families hardening_spawn)
 sanitizer_phase() {
-  local kind=$1 dir=$GPUSPY_ROOT/build-$kind
+  local kind=$1
+  local dir=$GPUSPY_ROOT/build-$kind
   shift
   echo "== sanitizer build: $kind" >&2
   cmake -S "$GPUSPY_ROOT" -B "$dir" -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DGPUSPY_SANITIZE="$kind" \
