@@ -24,18 +24,6 @@ struct OpenRange {
     uint64_t begin = 0;
 };
 
-std::string rangeName(const Process& p, const wire::NvtxBody& n)
-{
-    auto text = [&](uint32_t id) {
-        auto it = p.strings.find(id);
-        return id && it != p.strings.end() ? it->second : std::string();
-    };
-    std::string msg = text(n.messageId);
-    if (msg.empty()) msg = "(unnamed)";
-    const std::string domain = text(n.domainId);
-    return domain.empty() ? msg : domain + ":" + msg;
-}
-
 }  // namespace
 
 struct ProcState {
@@ -134,7 +122,7 @@ void applyNvtx(Context& cx, ProcState& ps, const wire::NvtxBody& n)
         row.rangeNs += end - r.begin;
     };
     switch (n.kind) {
-    case wire::NvtxKind::Push: ps.pushed[{n.domainId, n.tid}].push_back({rangeName(p, n), n.tid, n.timeNs}); break;
+    case wire::NvtxKind::Push: ps.pushed[{n.domainId, n.tid}].push_back({p.nvtxName(n), n.tid, n.timeNs}); break;
     case wire::NvtxKind::Pop: {
         auto& st = ps.pushed[{n.domainId, n.tid}];
         if (st.empty()) break;  // a pop without a push (the push predates the shim): nothing to close
@@ -142,7 +130,7 @@ void applyNvtx(Context& cx, ProcState& ps, const wire::NvtxBody& n)
         st.pop_back();
         break;
     }
-    case wire::NvtxKind::Start: ps.started[n.rangeId] = {rangeName(p, n), n.tid, n.timeNs}; break;
+    case wire::NvtxKind::Start: ps.started[n.rangeId] = {p.nvtxName(n), n.tid, n.timeNs}; break;
     case wire::NvtxKind::End: {
         auto it = ps.started.find(n.rangeId);
         if (it == ps.started.end()) break;

@@ -70,18 +70,6 @@ WorkKind workKindOf(const wire::CallBody& c)
     }
 }
 
-std::string nvtxName(const Process& p, const wire::NvtxBody& n)
-{
-    auto text = [&](uint32_t id) {
-        auto it = p.strings.find(id);
-        return id && it != p.strings.end() ? it->second : std::string();
-    };
-    std::string msg = text(n.messageId);
-    if (msg.empty()) msg = "(unnamed)";
-    const std::string domain = text(n.domainId);
-    return domain.empty() ? msg : domain + ":" + msg;
-}
-
 std::string processLabel(const Process& p)
 {
     std::string cmd = p.command;
@@ -290,7 +278,7 @@ Index buildIndex(const Capture& capture)
             const size_t track = threadTrack[n->tid];
             switch (n->kind) {
             case wire::NvtxKind::Push: {
-                NvtxRange r{track, n->timeNs, 0, nvtxName(p, *n), true, false, depthOfThread[n->tid]++};
+                NvtxRange r{track, n->timeNs, 0, p.nvtxName(*n), true, false, depthOfThread[n->tid]++};
                 pushed[{n->domainId, n->tid}].push_back(std::move(r));
                 break;
             }
@@ -303,7 +291,7 @@ Index buildIndex(const Capture& capture)
                 --depthOfThread[n->tid];
                 break;
             }
-            case wire::NvtxKind::Start: started[n->rangeId] = NvtxRange{track, n->timeNs, 0, nvtxName(p, *n), false, false, 0}; break;
+            case wire::NvtxKind::Start: started[n->rangeId] = NvtxRange{track, n->timeNs, 0, p.nvtxName(*n), false, false, 0}; break;
             case wire::NvtxKind::End: {
                 auto it = started.find(n->rangeId);
                 if (it == started.end()) break;
@@ -312,7 +300,7 @@ Index buildIndex(const Capture& capture)
                 started.erase(it);
                 break;
             }
-            case wire::NvtxKind::Mark: ranges.push_back(NvtxRange{track, n->timeNs, n->timeNs, nvtxName(p, *n), false, true, 0}); break;
+            case wire::NvtxKind::Mark: ranges.push_back(NvtxRange{track, n->timeNs, n->timeNs, p.nvtxName(*n), false, true, 0}); break;
             }
         }
         // Ranges still open at the end of the capture end there.

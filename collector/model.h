@@ -60,6 +60,20 @@ struct Process {
     bool ended = false;          // an End record arrived: the stream closed cleanly
     wire::EndBody end{};
     std::string streamError;     // why the stream was cut short, with its offset; empty if it was not
+
+    // An NVTX range's or mark's name as the report and the exports show it: "domain:message", the
+    // message alone in the default domain, "(unnamed)" when it has none.
+    std::string nvtxName(const wire::NvtxBody& n) const
+    {
+        auto text = [&](uint32_t id) {
+            auto it = strings.find(id);
+            return id && it != strings.end() ? it->second : std::string();
+        };
+        std::string msg = text(n.messageId);
+        if (msg.empty()) msg = "(unnamed)";
+        const std::string domain = text(n.domainId);
+        return domain.empty() ? msg : domain + ":" + msg;
+    }
 };
 
 struct Capture {

@@ -11,11 +11,7 @@
 # preloaded before libgpuspy.so (a sanitizer runtime).
 mode=$1 gpuspy=$2 lib=$3 storm=$4 work=$5 threads=$6 launches=$7 queue=${8:-65536}
 source "$(dirname "$0")/common.sh"
-rm -rf "$work"
-mkdir -p "$work"
-cd "$work"
-preload="${GPUSPY_TEST_PRELOAD:+$GPUSPY_TEST_PRELOAD:}$lib"
-export SIMCUDA_HOST_COST=0 SIMCUDA_KERNEL_DEFAULT_NS=100
+hz_setup "$work" "$lib"
 
 echo go | hz_run . base "$storm" "$threads" "$launches" pause
 

@@ -14,6 +14,17 @@ hz_same() {
     diff -u "$w/$a.out" "$w/$b.out" >&2 || hz_fail "stdout of the $b run differs from the $a run"
 }
 
+# hz_setup WORK LIBGPUSPY: every test's start: an empty WORK as the current directory, `preload` set to
+# what LD_PRELOAD must hold (GPUSPY_TEST_PRELOAD, a sanitizer runtime, before the shim), and the
+# simulated driver without modelled host cost and with 100 ns kernels, so the app runs flat out.
+hz_setup() {
+    rm -rf "$1"
+    mkdir -p "$1"
+    cd "$1" || exit 2
+    preload="${GPUSPY_TEST_PRELOAD:+$GPUSPY_TEST_PRELOAD:}$2"
+    export SIMCUDA_HOST_COST=0 SIMCUDA_KERNEL_DEFAULT_NS=100
+}
+
 # hz_run WORK NAME CMD...: runs CMD with stdout/stderr/status into WORK/NAME.{out,err,rc}.
 hz_run() {
     local w=$1 n=$2

@@ -10,11 +10,7 @@
 # Environment: as collector_faults.sh.
 gpuspy=$1 lib=$2 storm=$3 work=$4 launches=$5 limit_mib=${6:-16} per_record=${7:-400}
 source "$(dirname "$0")/common.sh"
-rm -rf "$work"
-mkdir -p "$work"
-cd "$work"
-preload="${GPUSPY_TEST_PRELOAD:+$GPUSPY_TEST_PRELOAD:}$lib"
-export SIMCUDA_HOST_COST=0 SIMCUDA_KERNEL_DEFAULT_NS=100
+hz_setup "$work" "$lib"
 threads=8
 
 for scale in 1 4; do

@@ -8,11 +8,7 @@
 # Environment: as collector_faults.sh.
 mode=$1 lib=$2 storm=$3 work=$4
 source "$(dirname "$0")/common.sh"
-rm -rf "$work"
-mkdir -p "$work"
-cd "$work"
-preload="${GPUSPY_TEST_PRELOAD:+$GPUSPY_TEST_PRELOAD:}$lib"
-export SIMCUDA_HOST_COST=0 SIMCUDA_KERNEL_DEFAULT_NS=100
+hz_setup "$work" "$lib"
 
 case $mode in
 enospc) env=(GPUSPY_OUTPUT=/dev/full) expect=("^gpuspy: writing the capture failed \(No space left on device\); recording is off$") ;;
