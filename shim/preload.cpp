@@ -88,6 +88,24 @@ size_t countArgs(const char* arg0, va_list ap)
     return n;
 }
 
+// Fills argv[0..n] (null-terminated) from the list; leaves *ap after the list's terminating null.
+void fillArgs(const char** argv, size_t n, const char* arg0, va_list* ap)
+{
+    for (size_t i = 0; i < n; ++i) argv[i] = i == 0 ? arg0 : va_arg(*ap, const char*);
+    if (n > 0) (void)va_arg(*ap, const char*);  // the terminating null (when arg0 was not it)
+    argv[n] = nullptr;
+}
+
+// Declares `const char* argv[]` in the caller's frame (a VLA cannot be returned), filled from the
+// list after arg0; ap is left open after the terminating null (execle reads envp from there).
+#define GS_ARGV_FROM_LIST(argv, arg0, ap)                  \
+    va_start(ap, arg0);                                    \
+    const size_t argv##Count = countArgs(arg0, ap);        \
+    va_end(ap);                                            \
+    const char* argv[argv##Count + 1];                     \
+    va_start(ap, arg0);                                    \
+    fillArgs(argv, argv##Count, arg0, &ap)
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) GS_UNINSTRUMENTED void* dlsym(void* handle, const char* name)
@@ -141,44 +159,25 @@ extern "C" __attribute__((visibility("default"))) int execvpe(const char* file, 
 extern "C" __attribute__((visibility("default"))) int execl(const char* path, const char* arg0, ...)
 {
     va_list ap;
-    va_start(ap, arg0);
-    const size_t n = countArgs(arg0, ap);
+    GS_ARGV_FROM_LIST(argv, arg0, ap);
     va_end(ap);
-    const char* argv[n + 1];
-    va_start(ap, arg0);
-    for (size_t i = 0; i < n; ++i) argv[i] = i == 0 ? arg0 : va_arg(ap, const char*);
-    va_end(ap);
-    argv[n] = nullptr;
     return execv(path, const_cast<char* const*>(argv));
 }
 
 extern "C" __attribute__((visibility("default"))) int execlp(const char* file, const char* arg0, ...)
 {
     va_list ap;
-    va_start(ap, arg0);
-    const size_t n = countArgs(arg0, ap);
+    GS_ARGV_FROM_LIST(argv, arg0, ap);
     va_end(ap);
-    const char* argv[n + 1];
-    va_start(ap, arg0);
-    for (size_t i = 0; i < n; ++i) argv[i] = i == 0 ? arg0 : va_arg(ap, const char*);
-    va_end(ap);
-    argv[n] = nullptr;
     return execvp(file, const_cast<char* const*>(argv));
 }
 
 extern "C" __attribute__((visibility("default"))) int execle(const char* path, const char* arg0, ...)
 {
     va_list ap;
-    va_start(ap, arg0);
-    const size_t n = countArgs(arg0, ap);
-    va_end(ap);
-    const char* argv[n + 1];
-    va_start(ap, arg0);
-    for (size_t i = 0; i < n; ++i) argv[i] = i == 0 ? arg0 : va_arg(ap, const char*);
-    if (n > 0) (void)va_arg(ap, const char*);  // the terminating null (when arg0 was not it)
+    GS_ARGV_FROM_LIST(argv, arg0, ap);
     char* const* envp = va_arg(ap, char* const*);
     va_end(ap);
-    argv[n] = nullptr;
     return execve(path, const_cast<char* const*>(argv), envp);
 }
 

@@ -1,7 +1,8 @@
 /* tests/shim/exit_paths.c: a driver-API program that makes a few recorded calls, then leaves by the
  * path named on its command line: term (SIGTERM, default action), int (SIGINT), segv (a real fault),
  * abort, handler (SIGTERM with the app's own handler, which prints and calls _exit(42)), _exit,
- * quick_exit, exec (execv of /bin/true). The late_* paths install the app's handlers after the shim
+ * quick_exit, exec (execv of /bin/true), execl/execlp/execle (the list forms: echo or sh prints what
+ * arrived). The late_* paths install the app's handlers after the shim
  * put its own in (at the first CUDA call): late_reraise (a handler that prints, restores the default
  * action with signal() and raises again: 143), late_resethand (an SA_RESETHAND handler: the first
  * SIGTERM runs it, the second kills), late_ignore (SIG_IGN: SIGTERM does nothing), late_query (what
@@ -112,6 +113,21 @@ int main(int argc, char** argv)
     else if (strcmp(how, "exec") == 0) {
         char* args[] = {"true", NULL};
         execv("/bin/true", args);
+        return 9;
+    }
+    /* The list forms (gpuspy gathers their arguments and calls the execv* form): stdout shows that
+       every argument, and execle's environment, reached the new program. */
+    else if (strcmp(how, "execl") == 0) {
+        execl("/bin/echo", "echo", "execl:", "a", "b c", "d", (char*)NULL);
+        return 9;
+    }
+    else if (strcmp(how, "execlp") == 0) {
+        execlp("echo", "echo", "execlp:", "x", (char*)NULL);
+        return 9;
+    }
+    else if (strcmp(how, "execle") == 0) {
+        char* env[] = {"GS_MARK=from-execle", "PATH=/bin:/usr/bin", NULL};
+        execle("/bin/sh", "sh", "-c", "echo execle: $GS_MARK", (char*)NULL, env);
         return 9;
     }
     return 0;
