@@ -10,6 +10,12 @@
 // stream synchronize outside the timed region (so the simulated device never falls far behind and
 // GPU timing's event pool never runs dry). Counters per run: mean, p50 and p99 per call in ns, and the
 // mean over calls under 50 us with the share of calls above (ppm).
+//
+// Stacks: the calls are made from a recursion as deep as the capture (BENCH_CALL_DEPTH). This file's
+// frames keep frame pointers, as an application built with -fno-omit-frame-pointer does, so that
+// the shim's frame-pointer path can verify its walks here (GPUSPY_STACK_FP=1, the default);
+// GPUSPY_STACK_FP=0 measures unw_backtrace on the same frames.
+#pragma GCC optimize("no-omit-frame-pointer")
 #include "bench/bench_common.h"
 
 #include <cuda.h>

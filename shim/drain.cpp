@@ -1,28 +1,22 @@
-// shim/drain.cpp: the bounded queue and the one drain thread that turns queued items into wire
-// records and writes them to the collector's socket or to a capture file.
+// shim/drain.cpp: the one drain thread that empties every thread's lane (lanes.cpp), turns the items
+// into wire records and writes them to the collector's socket or to a capture file.
 #include "shim/shim.h"
-
-#if __has_include(<concurrentqueue/moodycamel/concurrentqueue.h>)
-#include <concurrentqueue/moodycamel/concurrentqueue.h>
-#else
-#include <concurrentqueue/concurrentqueue.h>
-#endif
 
 #include "wire/codec.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 
 namespace gpuspy::shim {
 
@@ -34,51 +28,11 @@ size_t snapshotThreadStats(wire::ThreadStatsBody* out, size_t cap);
 
 namespace {
 
-// The queue's memory comes resident: its block pool is handed out front to back before any block is
-// reused, so lazily mapped pages would fault on the app threads one by one through the first 64 Ki
-// records, and a first touch costs 12-30 us on a VM (1 us per page populated in bulk). A producer's
-// block index (16 KiB, one per thread) likewise. The header keeps the mapping's size for free().
-struct QueueMemory {
-    static constexpr size_t kHeader = 64;  // keeps the caller's pointer 64-byte aligned
-    static constexpr size_t kMapAbove = 4096;
-    static void* allocate(size_t size)
-    {
-        const bool map = size >= kMapAbove;
-        uint8_t* raw = nullptr;
-        if (map) {
-            void* p = mmap(nullptr, size + kHeader, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-            raw = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
-        } else {
-            raw = static_cast<uint8_t*>(std::malloc(size + kHeader));
-        }
-        if (!raw) return nullptr;
-        reinterpret_cast<size_t*>(raw)[0] = map ? size + kHeader : 0;
-        return raw + kHeader;
-    }
-    static void release(void* p)
-    {
-        if (!p) return;
-        uint8_t* raw = static_cast<uint8_t*>(p) - kHeader;
-        const size_t mapped = reinterpret_cast<size_t*>(raw)[0];
-        if (mapped) munmap(raw, mapped);
-        else std::free(raw);
-    }
-};
-
-struct QueueTraits : moodycamel::ConcurrentQueueDefaultTraits {
-    static const size_t BLOCK_SIZE = 64;
-    // try_enqueue never grows a producer's block index: size it so one thread can fill the queue.
-    static const size_t EXPLICIT_INITIAL_INDEX_SIZE = 1024;
-    static inline void* malloc(size_t size) { return QueueMemory::allocate(size); }
-    static inline void free(void* p) { QueueMemory::release(p); }
-};
-using Queue = moodycamel::ConcurrentQueue<Item, QueueTraits>;
-
-Queue* g_queue = nullptr;  // replaced (the old one leaked) in a forked child
-size_t g_queueItems = 1 << 16;
-
 constexpr size_t kBufSize = 1 << 20;
-constexpr size_t kBatch = 512;
+// Items taken from one lane per pass: a lane that is always full cannot hold the others back.
+constexpr size_t kLaneQuota = 256;
+// Items encoded at a time (several lanes' worth): definitions are sent and GPU spans resolved per batch.
+constexpr size_t kBatch = 2048;
 
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_running{false};
@@ -86,11 +40,31 @@ std::atomic<bool> g_running{false};
 std::atomic<bool> g_fast{false};
 std::atomic<int> g_exitReason{0};
 // Flush requests (a signal handler chaining to the app's own): the drain thread acknowledges the
-// request it saw before a pass that found the queue empty and wrote everything out.
+// request it saw before a pass that found every lane empty and wrote everything out.
 std::atomic<uint64_t> g_flushReq{0};
 std::atomic<uint64_t> g_flushAck{0};
 thread_local bool t_drainThread GS_TLS = false;
 std::atomic<bool> g_finished{false};
+
+// The drain thread's rest between passes that found every lane empty: a futex wait of at most the poll
+// period on g_wakeSeq, which drainWake bumps (a lane crossing half full, a stop or flush request).
+// g_drainWaiting spares the wake's syscall while the drain thread is busy: the waker bumps the word,
+// then reads the flag; the drain thread sets the flag, then the kernel compares the word; both in one
+// total order (seq_cst), so either the waker sees the flag or the wait sees the new word and returns.
+constexpr long kPollNs = 2000000;
+std::atomic<uint32_t> g_wakeSeq{0};
+std::atomic<bool> g_drainWaiting{false};
+static_assert(sizeof(g_wakeSeq) == sizeof(int), "a futex word is 32 bits");
+
+// Waits for a wake or kPollNs; `seen` is g_wakeSeq as read before the pass that found nothing, so that
+// a wake during that pass ends the wait at once.
+void waitForWork(uint32_t seen)
+{
+    g_drainWaiting.store(true, std::memory_order_seq_cst);
+    timespec ts{0, kPollNs};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g_wakeSeq), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0);
+    g_drainWaiting.store(false, std::memory_order_relaxed);
+}
 
 struct Output {
     int fd = -1;
@@ -342,74 +316,106 @@ bool giveUpIfFailed()
     return true;
 }
 
+// What the drain thread encoded and has not written yet.
+struct OutBuffer {
+    uint8_t* buf = nullptr;      // kBufSize bytes
+    uint8_t* scratch = nullptr;  // kBufSize bytes, for a new stream's preamble
+    size_t n = 0;
+    uint64_t records = 0;        // queued records in buf[0..n) (counted as dropped if it cannot be written)
+    void flush()
+    {
+        flushBuffer(buf, n, records, scratch);
+        records = 0;
+    }
+};
+
+// Encodes a batch of items taken from the lanes, with the definitions they may refer to, and the GPU
+// spans resolved so far.
+void encodeBatch(OutBuffer& out, const Item* items, size_t count, bool waitGpu)
+{
+    // Definitions first, so that the records that follow can refer to them: every definition an item
+    // refers to was made before the item was queued, so before this.
+    out.n += drainDefs(out.buf + out.n, kBufSize - out.n);
+    for (size_t i = 0; i < count; ++i) {
+        const Item& it = items[i];
+        size_t k = 0;
+        if (it.kind == Item::Call)
+            k = wire::encode(out.buf + out.n, kBufSize - out.n, it.call);
+        else if (it.kind == Item::Nvtx)
+            k = wire::encode(out.buf + out.n, kBufSize - out.n, it.nvtx);
+        else if (it.kind == Item::ThreadStats)
+            k = wire::encode(out.buf + out.n, kBufSize - out.n, it.stats);
+        out.n += k;
+        ++out.records;
+        if (kBufSize - out.n < 4096) out.flush();
+    }
+    out.n += gpuDrain(out.buf + out.n, kBufSize - out.n, items, count, waitGpu);
+    if (kBufSize - out.n < 200000) out.flush();
+}
+
+// One pass over every lane, live threads' or not (an exited thread's last records and its
+// ThreadStats wait in the lane it left): at most kLaneQuota items from each. Returns how many.
+size_t drainLanes(OutBuffer& out, Item* items, bool waitGpu)
+{
+    size_t total = 0, got = 0;
+    for (Lane* lane = lanesFirst();; lane = laneNext(lane)) {
+        if (lane) got += laneDequeue(lane, items + got, kLaneQuota);
+        // Encoded a batch at a time, and at least once a pass: pending GPU spans are resolved each pass.
+        if (!lane || kBatch - got < kLaneQuota) {
+            encodeBatch(out, items, got, waitGpu);
+            total += got;
+            got = 0;
+        }
+        if (!lane) return total;
+    }
+}
+
+// The stream has ended: what is still in a lane (a call under way at the end) will never be sent.
+// Taken out, so that a stream started later (after an exec that failed) does not send it either.
+uint64_t discardLanes(Item* items)
+{
+    uint64_t n = 0;
+    for (Lane* lane = lanesFirst(); lane; lane = laneNext(lane))
+        while (const size_t k = laneDequeue(lane, items, kBatch)) n += k;
+    return n;
+}
+
 void* drainMain(void*)
 {
     ++t_depth;  // nothing this thread calls is recorded
     t_drainThread = true;
     prctl(PR_SET_NAME, "gpuspy-drain", 0, 0, 0);
-    uint8_t* buf = static_cast<uint8_t*>(malloc(kBufSize));
+    OutBuffer out;
+    out.buf = static_cast<uint8_t*>(malloc(kBufSize));
+    out.scratch = static_cast<uint8_t*>(malloc(kBufSize));
     Item* items = static_cast<Item*>(malloc(sizeof(Item) * kBatch));
-    if (!buf || !items) {
+    if (!out.buf || !out.scratch || !items) {
         g_finished.store(true);
         return nullptr;
     }
-    uint8_t* scratch = static_cast<uint8_t*>(malloc(kBufSize));
-    if (!scratch) {
-        g_finished.store(true);
-        return nullptr;
-    }
-    openOutput(scratch);
+    openOutput(out.scratch);
     if (giveUpIfFailed()) return nullptr;
-    Queue* q = g_queue;
-    moodycamel::ConsumerToken ctok(*q);
-    size_t n = 0;
-    uint64_t pendingRecords = 0;
     bool stopping = false;
-    uint64_t stopDeadline = 0;
     for (;;) {
-        if (giveUpIfFailed()) return nullptr;  // the items still queued are leaked, like at exit
-        if (!stopping && g_stop.load(std::memory_order_acquire)) {
-            stopping = true;
-            stopDeadline = nowNs() + 1500000000ull;
-        }
+        if (giveUpIfFailed()) return nullptr;  // the items still in the lanes are leaked, like at exit
+        if (!stopping && g_stop.load(std::memory_order_acquire)) stopping = true;
 #ifdef GPUSPY_HAVE_STACK
         stackPrefault();
 #endif
+        const uint32_t wakeSeq = g_wakeSeq.load(std::memory_order_seq_cst);
         const uint64_t flushReq = g_flushReq.load(std::memory_order_acquire);
         const bool waitGpu = stopping && !g_fast.load(std::memory_order_acquire);
-        const size_t got = q->try_dequeue_bulk(ctok, items, kBatch);
-        // Definitions first, so that the records that follow can refer to them.
-        n += drainDefs(buf + n, kBufSize - n);
-        for (size_t i = 0; i < got; ++i) {
-            const Item& it = items[i];
-            size_t k = 0;
-            if (it.kind == Item::Call)
-                k = wire::encode(buf + n, kBufSize - n, it.call);
-            else if (it.kind == Item::Nvtx)
-                k = wire::encode(buf + n, kBufSize - n, it.nvtx);
-            else if (it.kind == Item::ThreadStats)
-                k = wire::encode(buf + n, kBufSize - n, it.stats);
-            n += k;
-            ++pendingRecords;
-            if (kBufSize - n < 4096) {
-                flushBuffer(buf, n, pendingRecords, scratch);
-                pendingRecords = 0;
-            }
-        }
-        const size_t g = gpuDrain(buf + n, kBufSize - n, items, got, waitGpu);
-        n += g;
-        if (kBufSize - n < 200000 || got == 0) {
-            flushBuffer(buf, n, pendingRecords, scratch);
-            pendingRecords = 0;
-        }
-        if (got == 0) g_flushAck.store(flushReq, std::memory_order_release);
-        if (got == 0) {
-            if (stopping && (q->size_approx() == 0 || nowNs() > stopDeadline)) break;
-            timespec ts{0, stopping ? 200000 : 2000000};
-            nanosleep(&ts, nullptr);
+        if (drainLanes(out, items, waitGpu) == 0) {
+            out.flush();
+            g_flushAck.store(flushReq, std::memory_order_release);
+            // Stopping: no new call is recorded (Draining), every lane was found empty.
+            if (stopping) break;
+            waitForWork(wakeSeq);
         }
     }
     // Final totals: per-thread figures for threads still alive, then End.
+    uint8_t* buf = out.buf;
+    size_t n = out.n;
     n += drainDefs(buf + n, kBufSize - n);
     n += gpuDrain(buf + n, kBufSize - n, nullptr, 0, !g_fast.load(std::memory_order_acquire));
     wire::ThreadStatsBody stats[256];
@@ -419,11 +425,12 @@ void* drainMain(void*)
     wire::EndBody end{};
     end.endNs = nowNs();
     end.recordsMade = recordsMade();
-    end.recordsDropped = recordsDropped() + q->size_approx();
+    countDrainDrop(discardLanes(items));
+    end.recordsDropped = recordsDropped();
     end.gpuSpansSampledOut = gpuSampledOut();
     end.exitReason = g_exitReason.load(std::memory_order_acquire);
     n += wire::encode(buf + n, kBufSize - n, end);
-    flushBuffer(buf, n, ns + 1, scratch);
+    flushBuffer(buf, n, ns + 1, out.scratch);
     if (g_out.fd >= 0) {
         if (g_out.socket) shutdown(g_out.fd, SHUT_WR);
         close(g_out.fd);
@@ -436,46 +443,6 @@ void* drainMain(void*)
 pthread_t g_thread;
 
 }  // namespace
-
-void queueCreate()
-{
-    if (const char* e = getenv("GPUSPY_QUEUE_ITEMS")) {
-        const unsigned long v = strtoul(e, nullptr, 10);
-        if (v >= 1024 && v <= (1ul << 24)) g_queueItems = v;
-    }
-    void* mem = malloc(sizeof(Queue));
-    if (!mem) return;
-    // Explicit producers only (one token per thread); all blocks allocated now: bounded.
-    g_queue = new (mem) Queue(g_queueItems + 2 * QueueTraits::BLOCK_SIZE, 0, 0);
-    newQueueGeneration();  // tokens of an older queue must not be used with this one
-}
-
-void* queueNewToken()
-{
-    if (!g_queue) return nullptr;
-    void* mem = malloc(sizeof(moodycamel::ProducerToken));
-    if (!mem) return nullptr;
-    auto* tok = new (mem) moodycamel::ProducerToken(*g_queue);
-    if (!tok->valid()) {
-        tok->~ProducerToken();
-        free(mem);
-        return nullptr;
-    }
-    return tok;
-}
-
-void queueFreeToken(void* token)
-{
-    if (!token) return;
-    auto* tok = static_cast<moodycamel::ProducerToken*>(token);
-    tok->~ProducerToken();
-    free(tok);
-}
-
-bool queueTryEnqueue(void* token, const Item& item)
-{
-    return g_queue && g_queue->try_enqueue(*static_cast<moodycamel::ProducerToken*>(token), item);
-}
 
 void drainStart()
 {
@@ -497,15 +464,26 @@ void drainStart()
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-void drainWake() {}
+void drainWake()
+{
+    // Async-signal-safe, never blocks: an atomic add, and a syscall only while the drain thread waits.
+    g_wakeSeq.fetch_add(1, std::memory_order_seq_cst);
+    if (!g_drainWaiting.load(std::memory_order_seq_cst)) return;
+    const int savedErrno = errno;
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g_wakeSeq), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    errno = savedErrno;
+}
+
+uint32_t drainWakeCount() { return g_wakeSeq.load(std::memory_order_relaxed); }
 
 bool onDrainThread() { return t_drainThread; }
 
 bool drainFlushNow(uint64_t timeoutNs)
 {
-    // Async-signal-safe: atomics and nanosleep only.
+    // Async-signal-safe: atomics, drainWake and nanosleep only.
     if (!g_running.load() || g_finished.load() || t_drainThread) return false;
     const uint64_t req = g_flushReq.fetch_add(1, std::memory_order_acq_rel) + 1;
+    drainWake();
     const uint64_t deadline = nowNs() + timeoutNs;
     while (g_flushAck.load(std::memory_order_acquire) < req && !g_finished.load(std::memory_order_acquire)) {
         if (nowNs() > deadline) return false;
@@ -517,11 +495,12 @@ bool drainFlushNow(uint64_t timeoutNs)
 
 void drainStopAndFlush(uint64_t timeoutNs, bool fast, int exitReason)
 {
-    // Async-signal-safe too (a signal handler, _exit): atomics and nanosleep only.
+    // Async-signal-safe too (a signal handler, _exit): atomics, drainWake and nanosleep only.
     if (!g_running.load() || t_drainThread) return;
     if (fast) g_fast.store(true, std::memory_order_release);
     g_exitReason.store(exitReason, std::memory_order_release);
     g_stop.store(true, std::memory_order_release);
+    drainWake();
     const uint64_t deadline = nowNs() + timeoutNs;
     while (!g_finished.load(std::memory_order_acquire) && nowNs() < deadline) {
         timespec ts{0, 500000};
@@ -550,9 +529,9 @@ void drainAfterForkChild()
     g_running.store(false);
     g_stop.store(false);
     g_finished.store(false);
+    g_drainWaiting.store(false);  // the parent's drain thread may have been waiting
     if (g_out.fd >= 0) close(g_out.fd);  // our copy only; the parent's stream goes on
     g_out = Output{};
-    g_queue = nullptr;  // the parent's queue and its pending records: leaked, never sent twice
     internForgetSent();
 }
 

@@ -389,6 +389,16 @@ void gpuAfter(CallScope& scope, CUresult)
     }
 }
 
+void gpuDropped(const Item& it)
+{
+    // A record its lane could not take: nobody will resolve its span, so its events go back to the
+    // pool and it stops counting as in flight (a context teardown waits for what is in flight).
+    if (it.kind != Item::Call || !it.evBegin) return;
+    release(reinterpret_cast<Ev*>(it.evBegin));
+    release(reinterpret_cast<Ev*>(it.evEnd));
+    if (it.call.flags & wire::kCallGpuTimed) g_inFlight.fetch_sub(1, std::memory_order_acq_rel);
+}
+
 void gpuStreamTouched(CUstream stream, bool perThread)
 {
     if (!g_on) return;

@@ -1,5 +1,5 @@
 // shim/runtime.cpp: the lifecycle (Off -> On -> Draining -> Dead), per-thread state, and the call
-// scope that every wrapper opens: guard, clocks, record, queue.
+// scope that every wrapper opens: guard, clocks, record, lane.
 #include "shim/shim.h"
 
 #include "shim/clock.h"
@@ -20,8 +20,9 @@ thread_local int t_depth GS_TLS = 0;
 // hot path) and read by others: the drain thread's totals, the exit report.
 struct ThreadState {
     uint32_t tid = 0;
-    uint32_t generation = 0;  // the queue generation its token belongs to (a fork makes a new queue)
-    void* token = nullptr;
+    // Its records' way to the drain thread, made at the first recorded call. Kept when the thread
+    // exits, with what it still holds: the next thread that gets this state goes on filling it.
+    Lane* lane = nullptr;
     std::atomic<uint64_t> calls{0};
     std::atomic<uint64_t> dropped{0};
     std::atomic<uint64_t> overheadNs{0};
@@ -30,6 +31,8 @@ struct ThreadState {
     uint64_t seqNext = 0;  // this thread's block of sequence numbers: [seqNext, seqEnd)
     uint64_t seqEnd = 0;
     ThreadState* next = nullptr;  // all states, live or free, for the exit report
+    // Who holds the state (and fills its lane): changed under g_threadsLock, which hands the lane's
+    // producer side from an exiting thread to the next one.
     bool live = false;
 };
 
@@ -43,7 +46,6 @@ pthread_key_t g_threadKey;
 pthread_mutex_t g_threadsLock = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t g_startLock = PTHREAD_MUTEX_INITIALIZER;
 ThreadState* g_threads = nullptr;  // intrusive list; states are reused, never freed
-std::atomic<uint32_t> g_generation{1};
 std::atomic<uint64_t> g_seq{0};
 constexpr uint64_t kSeqBlock = 256;  // sequence numbers a thread takes at a time
 std::atomic<uint64_t> g_made{0};     // records made without a thread state; the rest are counted per state
@@ -57,13 +59,13 @@ pid_t g_recordingPid = 0;
 
 void threadExit(void* p)
 {
-    // The thread is going away: report its totals, give its producer token back, keep the state
-    // object for the next thread (threads come and go by thousands; memory stays bounded).
+    // The thread is going away: report its totals into its lane, keep the state and the lane for the
+    // next thread (threads come and go by thousands; memory stays bounded). What the lane still holds
+    // is drained as usual: the drain thread walks every lane, not only those of live threads.
     auto* ts = static_cast<ThreadState*>(p);
     if (!ts) return;
     ++t_depth;
-    if (g_state.load(std::memory_order_acquire) == int(State::On) && ts->token &&
-        ts->generation == g_generation.load(std::memory_order_acquire)) {
+    if (g_state.load(std::memory_order_acquire) == int(State::On) && ts->lane) {
         Item item{};
         item.kind = Item::ThreadStats;
         item.stats.tid = ts->tid;
@@ -71,10 +73,10 @@ void threadExit(void* p)
         item.stats.dropped = ts->dropped.load(std::memory_order_relaxed);
         item.stats.overheadNs = ts->overheadNs.load(std::memory_order_relaxed);
         enqueue(ts, item);
-        queueFreeToken(ts->token);
     }
+    // Releases the lane's producer side: the next thread to take this state (under the same lock)
+    // sees every record this one put in it.
     pthread_mutex_lock(&g_threadsLock);
-    ts->token = nullptr;
     ts->live = false;
     pthread_mutex_unlock(&g_threadsLock);
     t_state = nullptr;
@@ -103,8 +105,9 @@ void postforkChild()
     internPostforkChild();
     pthread_mutex_unlock(&g_threadsLock);
     pthread_mutex_unlock(&g_startLock);
+    lanesAfterForkChild();
     for (ThreadState* ts = g_threads; ts; ts = ts->next) {
-        ts->token = nullptr;  // belonged to the parent's queue (leaked with it)
+        ts->lane = nullptr;  // the parent's records (leaked with it); a new lane at the first recorded call
         ts->live = false;
         ts->calls.store(0);
         ts->dropped.store(0);
@@ -114,7 +117,6 @@ void postforkChild()
     }
     t_state = nullptr;
     t_tid = 0;
-    g_generation.fetch_add(1);
     g_seq.store(0);
     g_made.store(0);
     g_dropped.store(0);
@@ -200,11 +202,6 @@ void startTimes(uint64_t* monoNs, uint64_t* realNs)
     *realNs = g_startRealNs;
 }
 
-void newQueueGeneration()
-{
-    g_generation.fetch_add(1, std::memory_order_acq_rel);
-}
-
 uint64_t nextSeq(ThreadState* ts)
 {
     if (ts->seqNext == ts->seqEnd) {
@@ -228,7 +225,7 @@ bool ensureStarted()
         timespec rt;
         clock_gettime(CLOCK_REALTIME, &rt);
         g_startRealNs = uint64_t(rt.tv_sec) * 1000000000u + uint64_t(rt.tv_nsec);
-        queueCreate();  // a new queue generation: every thread takes a new producer token
+        lanesConfigure();
         g_state.store(int(State::On), std::memory_order_release);
         drainStart();
     }
@@ -239,8 +236,7 @@ bool ensureStarted()
 ThreadState* threadState()
 {
     ThreadState* ts = t_state;
-    const uint32_t gen = g_generation.load(std::memory_order_acquire);
-    if (ts && ts->generation == gen && ts->token) return ts;
+    if (ts && ts->lane) return ts;
     if (!ts) {
         pthread_once(&g_once, onceInit);  // the thread-exit key must exist before it is set
         // Reuse a state a finished thread left behind; allocate only when none is free.
@@ -266,16 +262,16 @@ ThreadState* threadState()
         ts->calls.store(0);
         ts->dropped.store(0);
         ts->overheadNs.store(0);
-        ts->token = nullptr;
         pthread_mutex_unlock(&g_threadsLock);
         t_state = ts;
         pthread_setspecific(g_threadKey, ts);
         noteThreadName(ts->tid);
     }
-    if (ts->generation != gen || !ts->token) {
-        ts->token = queueNewToken();
-        ts->generation = gen;
-        if (!ts->token) return nullptr;
+    if (!ts->lane) {
+        // This state's first recorded call (threads that never record pay nothing), or the first in a
+        // forked child. Out of memory: this call is not recorded, the next one tries again.
+        ts->lane = laneCreate();
+        if (!ts->lane) return nullptr;
     }
     return ts;
 }
@@ -292,7 +288,8 @@ bool enqueue(ThreadState* ts, const Item& item)
 {
     if (ts) bump(ts->made, 1);
     else g_made.fetch_add(1, std::memory_order_relaxed);
-    if (ts && ts->token && queueTryEnqueue(ts->token, item)) return true;
+    if (ts && ts->lane && laneTryEnqueue(ts->lane, item)) return true;
+    gpuDropped(item);
     g_dropped.fetch_add(1, std::memory_order_relaxed);
     if (ts) ts->dropped.fetch_add(1, std::memory_order_relaxed);
     return false;

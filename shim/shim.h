@@ -1,5 +1,6 @@
 // shim/shim.h: what the parts of the injected library share: the hook table, the call scope every
-// wrapper opens, the queue item, the lifecycle. Nothing here allocates or throws.
+// wrapper opens, the queue item and the lanes that carry it, the lifecycle. Nothing here allocates or
+// throws.
 #pragma once
 
 // Declare every ABI name (_v2, _ptds, _ptsz) with its own signature, as the driver itself does, so
@@ -112,7 +113,7 @@ SigactionFn realSigaction();  // libc's, behind our interposer
 // The app's sigaction (preload.cpp): for a signal we handle, it reads and replaces the action behind ours.
 int appSigaction(int sig, const struct sigaction* act, struct sigaction* old);
 
-// One queue element: a record body plus what the drain thread needs to finish it.
+// One lane element: a record body plus what the drain thread needs to finish it.
 struct Item {
     enum Kind : uint8_t { Call = 1, Nvtx = 2, ThreadStats = 3 };
     Kind kind;
@@ -130,8 +131,9 @@ struct Item {
 static_assert(sizeof(Item) == 128);
 
 struct ThreadState;
-ThreadState* threadState();            // this thread's state, created on first use
-bool enqueue(ThreadState* ts, const Item& item);  // false: dropped (and counted)
+// This thread's state and its lane, made at its first recorded call; null when out of memory.
+ThreadState* threadState();
+bool enqueue(ThreadState* ts, const Item& item);  // into the thread's lane; false: dropped (and counted)
 void addOverhead(ThreadState* ts, uint64_t ns, bool call);
 
 uint64_t nextSeq(ThreadState* ts);  // unique per process, from 1; handed to threads in blocks
@@ -207,13 +209,27 @@ void drainStopAndFlush(uint64_t timeoutNs, bool fast = false, int exitReason = 0
 bool drainFlushNow(uint64_t timeoutNs);
 bool onDrainThread();
 void drainRestartable();  // after a stop: the next recorded call may start a new stream
+// Ends the drain thread's wait between passes now (a lane crossed half full, a stop or flush request)
+// rather than at the end of its poll period. Async-signal-safe; never blocks or allocates; a syscall
+// only when the drain thread is waiting.
 void drainWake();
+uint32_t drainWakeCount();  // wakes asked for so far (wraps; tests read it)
 void drainAfterForkChild();
-void queueCreate();
-void newQueueGeneration();  // runtime.cpp: every thread's producer token is stale
-bool queueTryEnqueue(void* token, const Item& item);
-void* queueNewToken();
-void queueFreeToken(void* token);
+
+// ---- lanes.cpp: one bounded queue of Items per thread state (its lane), emptied by the drain thread
+struct Lane;
+void lanesConfigure();  // GPUSPY_QUEUE_ITEMS: the capacity of the lanes made from now on (per thread)
+Lane* laneCreate();     // at a thread state's first recorded call, memory resident; null: out of memory
+// By the thread that holds the lane's thread state (one at a time, handed over under a lock): never
+// allocates, locks or waits; wakes the drain thread when the lane crosses half full. False: the lane is
+// full (the caller counts the drop).
+bool laneTryEnqueue(Lane* lane, const Item& item);
+size_t laneDequeue(Lane* lane, Item* out, size_t max);  // the drain thread only
+// Every lane of this process, newest first, for the drain thread: the list only grows (a lane stays
+// with its thread state when the thread exits), so it is walked without a lock.
+Lane* lanesFirst();
+Lane* laneNext(const Lane* lane);
+void lanesAfterForkChild();  // the parent's lanes are forgotten; thread states get new ones
 
 // ---- gpu_time.cpp
 void gpuConfigure();
@@ -225,6 +241,7 @@ void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways);
 void gpuRecordEnd(CallScope& scope, CUresult rc, uint64_t returnedNs);
 // Later in the same call: the bookkeeping (flags, the end shared as the stream's next start).
 void gpuAfter(CallScope& scope, CUresult rc);
+void gpuDropped(const Item& item);  // a timed record its lane could not take: events back to the pool
 void gpuStreamTouched(CUstream stream, bool perThread);  // untimed work joined the stream
 void gpuCaptureBegin(CUstream stream, bool perThread);
 // Before a context may be destroyed (app thread, not in a hook): waits, bounded, until the drain

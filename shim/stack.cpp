@@ -1,6 +1,52 @@
-// shim/stack.cpp: captures host call stacks with libunwind's unw_backtrace, interns them in a
-// lock-free table so a record carries one id, and keeps the module map (dl_iterate_phdr) that the
-// drain thread sends, once, ahead of the stacks that refer to it.
+// shim/stack.cpp: captures host call stacks (libunwind's unw_backtrace, or a frame-pointer walk
+// where one has been verified against it), interns them in a lock-free table so a record carries one
+// id, and keeps the module map (dl_iterate_phdr) that the drain thread sends, once, ahead of the
+// stacks that refer to it.
+//
+// The frame-pointer path (stack_fp.cpp; GPUSPY_STACK_FP, on by default). A walk of the saved-rbp
+// chain costs 1-3 ns a frame against unw_backtrace's ~10, but code built without frame pointers
+// (cudart, libcuda, most distribution libraries) that leaves rbp alone makes it skip a caller while
+// reading only real return addresses. So a walk is used only once it has been proven, and its
+// result is always what unw_backtrace alone would have given:
+// - Each capture walks (bounded by the depth; each link 8-aligned, strictly outwards, inside this
+//   thread's stack) and looks its walk up in a bounded cache keyed by the walk's return addresses
+//   (hash and sequence), how it ended, and the capture's depth/skip. A verified walk answers with the
+//   stack id stored with its verdict; any other capture takes unw_backtrace, as without the path.
+// - An unknown walk is judged once, on that same call, against unw_backtrace: it is verified only
+//   if (1) its frames equal unw_backtrace's, frame for frame and in number; (2) every function it
+//   stepped through (all but the last frame's) begins with push rbp, followed within 24 bytes by
+//   mov rbp, rsp (compilers schedule a few instructions between the two; bounds from the function's
+//   FDE, through libunwind; no FDE, e.g. JIT code: not proven; answers cached per return address);
+//   (3) it ended at its limit, or at a zero link, the mark the ABI's outermost frames leave (_start,
+//   clone). Otherwise: mismatch.
+// Why (1) alone is not enough: a skipped frame can leave the same walk. In `h` calling through one
+// indirect call site both itself and a function g built without frame pointers (g calls on, rbp
+// untouched), the walk misses g's return address, which is that call site, as are all the next ones:
+// within the depth, walk and true stack read alike. Called later from another site, g leaves the
+// same walk for another stack. tests/unit/shim_stack_fp_test.cpp builds this case.
+// Why (1)+(2)+(3) is: induction on the frames. The walk starts at stackCapture's own frame record.
+// If the record it reads for frame i is frame i's true one, the return address there is frame i's
+// true one, in a function g; g set rbp to its own frame record on entry (2) and compiled code keeps
+// it there, so the link read is the rbp g held when it called, its own record: frame i+1's. All
+// of it depends only on the code at the walked addresses, not on the call: a later walk with the
+// same addresses reads the true stack. Its end too: the limit is the depth's, and a zero link ends
+// the stack for unw_backtrace as it did when verified (3).
+// What remains, and why the default is on anyway:
+// - Code replaced at the same addresses: verdicts are not forgotten when a library is unloaded. A
+//   library mapped later at exactly an unloaded one's addresses, with call instructions ending at
+//   exactly a verified walk's return addresses, could make that walk wrong.
+// - Code that begins with the frame-pointer prologue and then uses rbp for something else (hand-
+//   written assembly; compilers do not emit it); or, as the bytes between push rbp and mov rbp, rsp
+//   are not decoded, a function that saves rbp to use it as a register and holds mov rbp, rsp's
+//   three bytes inside another instruction within 24 bytes, reached through a walk that (1) lets
+//   pass by the coincidence above.
+// - A walk that ended at a zero link where unw_backtrace stopped only because it could not unwind
+//   the next frame (a caller without unwind information) while rbp happened to be 0.
+// Each needs code that no compiler or loader produces in the middle of a CUDA call, and the path is
+// what makes a 24-frame stack meet its cost target where frame pointers are valid; GPUSPY_STACK_FP=0
+// restores unw_backtrace alone. Where frame pointers are not valid (cudart in between) a capture
+// pays a walk and a lookup on top of unw_backtrace (bench/NOTES.md has both costs), until its thread
+// gives the path up: after 4,096 fallbacks with less than one reuse per 8 (stack_fp.cpp).
 //
 // Memory, bounded and reserved once by stackConfigure: the slot table 1 MiB (resident from the
 // start), stack entries 1 MiB and the frame arena 8 MiB (1 Mi return addresses), made resident ahead
@@ -14,6 +60,7 @@
 // ahead of their cursors by the drain thread (stackPrefault), never by a capturing app thread.
 #include "shim/stack.h"
 
+#include "shim/stack_fp.h"
 #include "wire/codec.h"
 
 #include <atomic>
@@ -39,6 +86,8 @@ constexpr uint32_t kPathBytes = 256 * 1024;
 constexpr uint32_t kMaxPath = 4096;
 constexpr unsigned kMaxSkip = 32;
 constexpr unsigned kSelfMargin = 2;  // extra frames taken in libgpuspy.so for its own to be dropped
+// Most return addresses one capture reads from stackCapture's caller outwards.
+constexpr unsigned kMaxFrames = kMaxSkip + kSelfMargin + wire::kMaxStackDepth;
 
 // Entry states. An entry is written completely before it is marked Ready, and marked Ready before a
 // slot points at it: whoever finds an id through the table finds its frames already there.
@@ -62,6 +111,7 @@ using BacktraceFn = int (*)(void**, int);
 // Everything below is zero-initialised (no constructors run: the shim may be entered before them).
 std::atomic<unsigned> g_depth{0};
 BacktraceFn g_backtrace = nullptr;
+void* g_libunwind = nullptr;
 bool g_saidNoUnwind = false;
 std::atomic<uint64_t>* g_slots = nullptr;  // (hash high 32 bits) << 32 | (entry index + 1); 0 = empty
 StackEntry* g_entries = nullptr;
@@ -341,7 +391,7 @@ bool ownDirectory(char* out, size_t cap)
 // backtrace, which must not interpose on the app's libgcc_s and libc ones (exceptions would unwind
 // through libunwind); only our calls reach it. The copy next to libgpuspy.so comes first (the
 // release tarball ships one in lib/gpuspy/), then the system's.
-BacktraceFn loadBacktrace()
+void* loadLibunwind()
 {
     char path[kMaxPath];
     constexpr char kName[] = "libunwind.so.8";
@@ -351,7 +401,19 @@ BacktraceFn loadBacktrace()
         lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     }
     if (!lib) lib = dlopen(kName, RTLD_NOW | RTLD_LOCAL);
-    return lib ? reinterpret_cast<BacktraceFn>(dlsym(lib, "unw_backtrace")) : nullptr;
+    return lib;
+}
+
+// The frames from stackCapture's caller outwards (pcs[0] is the return address into it): drops
+// skipFrames of them and gpuspy's own, keeps depth, interns.
+uint32_t internCaptured(const uint64_t* pcs, unsigned n, unsigned skipFrames, unsigned depth)
+{
+    unsigned first = skipFrames;
+    while (first < n && pcs[first] - g_selfLo < g_selfHi - g_selfLo) ++first;
+    if (first >= n) return 0;
+    uint32_t count = n - first;
+    if (count > depth) count = depth;
+    return intern(pcs + first, count);
 }
 
 void sayOnce(bool& said, const char* msg)
@@ -372,7 +434,8 @@ void stackConfigure(unsigned depth)
         return;
     }
     if (!g_backtrace) {
-        g_backtrace = loadBacktrace();
+        g_libunwind = loadLibunwind();
+        if (g_libunwind) g_backtrace = reinterpret_cast<BacktraceFn>(dlsym(g_libunwind, "unw_backtrace"));
         if (!g_backtrace) {
             sayOnce(g_saidNoUnwind, "gpuspy: libunwind.so.8 not found (next to libgpuspy.so or on the system); "
                                     "host stacks are off\n");
@@ -388,6 +451,10 @@ void stackConfigure(unsigned depth)
             return;
         }
         stackPrefault();
+    }
+    if (!g_pid) {
+        const char* fp = getenv("GPUSPY_STACK_FP");
+        stackUseFramePointers(!(fp && fp[0] == '0'));
     }
     g_pid = getpid();
     scanModules();
@@ -426,18 +493,29 @@ uint32_t stackCapture(unsigned skipFrames)
     const unsigned depth = g_depth.load(std::memory_order_acquire);
     if (depth == 0) return 0;
     if (skipFrames > kMaxSkip) skipFrames = kMaxSkip;
-    // buf[0] is the return address inside stackCapture itself (unw_backtrace's caller), buf[1]
-    // the one in our caller: skip 1 + skipFrames.
-    void* buf[1 + kMaxSkip + kSelfMargin + wire::kMaxStackDepth];
-    const unsigned skip = 1 + skipFrames;
     const unsigned margin = g_selfHi ? kSelfMargin : 0;
-    int n = g_backtrace(buf, int(skip + margin + depth));
-    unsigned first = skip;
-    while (first < unsigned(n) && reinterpret_cast<uint64_t>(buf[first]) - g_selfLo < g_selfHi - g_selfLo) ++first;
-    if (int(first) >= n) return 0;
-    uint32_t count = uint32_t(n) - first;
-    if (count > depth) count = depth;
-    return intern(reinterpret_cast<const uint64_t*>(buf + first), count);
+    const unsigned wanted = skipFrames + margin + depth;  // from our caller outwards
+
+    uint64_t walked[kMaxFrames];
+    FpWalk walk{0, depth | skipFrames << 8 | margin << 16, wanted, 0, walked};
+    FpVerdict verdict = FpVerdict::Mismatch;
+    if (fpEnabled()) {
+        fpWalk(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), walk);
+        if (walk.count > 0) {
+            uint32_t id = 0;
+            verdict = fpLookup(walk, &id);
+            if (verdict == FpVerdict::Verified) return id;
+        }
+    }
+    // buf[0] is the return address inside stackCapture itself (unw_backtrace's caller); buf[1] on
+    // are the frames the walk read, from our caller outwards.
+    void* buf[1 + kMaxFrames];
+    const int n = g_backtrace(buf, int(1 + wanted));
+    if (n <= 1) return 0;
+    const auto* pcs = reinterpret_cast<const uint64_t*>(buf + 1);
+    const uint32_t id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth);
+    if (verdict == FpVerdict::Unknown && id != 0) fpRecord(walk, pcs, uint32_t(n - 1), id);
+    return id;
 }
 
 size_t stackDrainDefs(uint8_t* out, size_t cap)
@@ -494,10 +572,23 @@ void stackAfterForkChild()
             g_entries[i].state.compare_exchange_strong(expected, kDead);
         }
     }
+    if (forked) fpAfterForkChild();
     g_drainModule = 0;
     g_drainStack = 0;
 }
 
 uint64_t stackDroppedCount() { return g_dropped.load(std::memory_order_relaxed); }
+
+bool stackUseFramePointers(bool on, uint32_t maxWalks)
+{
+    return fpConfigure(g_libunwind, on, maxWalks);
+}
+
+StackFpStats stackFpStats()
+{
+    StackFpStats stats = fpThreadCounts();
+    stats.walks = fpCachedWalks();
+    return stats;
+}
 
 }  // namespace gpuspy::shim

@@ -3,12 +3,15 @@
 # collector, at two run lengths (LAUNCHES and 4 x LAUNCHES per thread). Checks, at both lengths: the
 # app's exit status and stdout are those of a run without gpuspy; every record the shim made was
 # delivered or counted as dropped (delivered + dropped = made, from the shim's own counts in the
-# capture). Across lengths: gpuspy's share of the app's peak memory does not grow with the run (at
-# most LIMIT_MIB more for 4x the records), and the collector's grows by at most BYTES_PER_RECORD per
-# record it received (what its in-memory model of the capture costs: nothing buffered without bound).
-# Usage: load.sh GPUSPY LIBGPUSPY STORM WORKDIR LAUNCHES [LIMIT_MIB [BYTES_PER_RECORD]]
+# capture). Across lengths: neither gpuspy's share of the app's peak memory nor the collector's peak
+# grows with the run (at most LIMIT_MIB more for 4x the records: the collector writes records to the
+# capture as they arrive and keeps only definitions).
+# Usage: load.sh GPUSPY LIBGPUSPY STORM WORKDIR LAUNCHES [LIMIT_MIB]
 # Environment: as collector_faults.sh.
-gpuspy=$1 lib=$2 storm=$3 work=$4 launches=$5 limit_mib=${6:-16} per_record=${7:-400}
+gpuspy=$1 lib=$2 storm=$3 work=$4 launches=$5 limit_mib=${6:-16}
+# A sanitizer's own memory (TSan's shadow and history of the instrumented shim) grows with the run:
+# scripts/test.sh's TSan phase widens the limit with HZ_LOAD_LIMIT_MIB and keeps every other check.
+limit_mib=${HZ_LOAD_LIMIT_MIB:-$limit_mib}
 source "$(dirname "$0")/common.sh"
 hz_setup "$work" "$lib"
 threads=8
@@ -38,9 +41,8 @@ hz_note "gpuspy's share of the app's peak memory grew by $growth_app KiB for 4x 
 [[ $growth_app -le $((limit_mib * 1024)) ]] || hz_fail "the app's memory with gpuspy grows with the run: +$growth_app KiB"
 read -r _ d1 _ <acc1
 read -r _ d4 _ <acc4
-growth_collector=$(( ($(cat collector4.rss) - $(cat collector1.rss)) * 1024 ))
-records=$((d4 - d1))
-hz_note "the collector's peak memory grew by $((growth_collector / 1024)) KiB for $records more records received"
-[[ $records -le 0 || $growth_collector -le $((records * per_record)) ]] ||
-    hz_fail "the collector's memory grows by more than $per_record bytes a record: $growth_collector bytes for $records records"
+growth_collector=$(( $(cat collector4.rss) - $(cat collector1.rss) ))
+hz_note "the collector's peak memory grew by $growth_collector KiB for $((d4 - d1)) more records received"
+[[ $growth_collector -le $((limit_mib * 1024)) ]] ||
+    hz_fail "the collector's memory grows with the records it receives: +$growth_collector KiB for $((d4 - d1)) more"
 exit $hz_failed

@@ -126,7 +126,7 @@ TEST(ShimIntern, KernelNamesAndStrings)
 TEST(ShimQueue, FullQueueDropsAndCounts)
 {
     setenv("GPUSPY_QUEUE_ITEMS", "1024", 1);
-    queueCreate();
+    lanesConfigure();  // this thread's lane, when made now: 1024 items
     ThreadState* ts = threadState();
     ASSERT_NE(ts, nullptr);
     Item item{};
