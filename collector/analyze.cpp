@@ -364,6 +364,8 @@ void finishOverview(Context& cx, Report& r)
             ds.kernelNs = d.kernelNs;
             ds.transferNs = d.transferNs;
             ds.otherNs = d.otherNs;
+            ds.upperBoundOps = d.upperBoundOps;
+            ds.upperBoundNs = d.upperBoundNs;
             ds.idleGapNs = d.idleGapNs;
             ds.largestGapNs = d.largestGapNs;
             ds.gaps = d.gaps;
@@ -372,13 +374,20 @@ void finishOverview(Context& cx, Report& r)
             r.devices.push_back(ds);
         }
     }
-    uint64_t made = 0, dropped = 0, ops = 0, sampled = 0;
+    uint64_t made = 0, dropped = 0, ops = 0, sampled = 0, bounded = 0;
     for (const ProcessSummary& s : r.processes) {
         made += s.recordsMade;
         dropped += s.droppedRecords;
         ops += s.deviceOps;
         sampled += s.sampledOutOps;
     }
+    for (const DeviceSummary& d : r.devices) bounded += d.upperBoundOps;
+    if (bounded)
+        r.notes.push_back(std::to_string(bounded) +
+                          " copies or memsets blocked their call on an idle stream: CUDA events cannot see when "
+                          "their device work began, so their GPU times (marked <=) are upper bounds that include "
+                          "the driver's host time around the work, and so is the busy time they add to their "
+                          "devices and to the waits they overlap");
     if (sampled)
         r.notes.push_back(std::to_string(sampled) + " of " + std::to_string(ops) +
                           " device operations were not timed (adaptive sampling): GPU busy time and idle gaps are "

@@ -76,6 +76,10 @@ struct DeviceSummary {
     double busyPct = 0;
     uint64_t ops = 0, timedOps = 0, sampledOutOps = 0;
     uint64_t kernelNs = 0, transferNs = 0, otherNs = 0;  // sums of span lengths by kind
+    // Timed ops whose span is only an upper bound (a blocking copy or memset on an idle stream, see
+    // TransferRow::gpuTime) and their summed lengths: busyNs includes them, so with any it is an upper
+    // bound too.
+    uint64_t upperBoundOps = 0, upperBoundNs = 0;
     uint64_t idleGapNs = 0, largestGapNs = 0, gaps = 0;  // between device operations
     uint64_t starvedNs = 0;  // idle gaps while no host thread of the process was inside CUDA
     uint64_t largestStarvedNs = 0;  // the longest single such stretch (often start-up)
@@ -101,6 +105,11 @@ struct TransferRow {
     uint64_t count = 0, bytes = 0;
     uint64_t gpuNs = 0, hostNs = 0;
     uint64_t timedCount = 0, timedBytes = 0;
+    // Of the timed ones, those whose span is only an upper bound on the device time (a copy or memset
+    // that blocked the call on an idle stream: CUDA events cannot see when its device work began), and
+    // their part of gpuNs. With any, gpuNs is an upper bound and gbps a lower bound.
+    uint64_t upperBoundCount = 0, upperBoundGpuNs = 0;
+    const char* gpuTime() const { return !timedCount ? "none" : upperBoundCount ? "upper_bound" : "measured"; }
     double gbps = 0;         // timedBytes / gpuNs when timed, else bytes / hostNs
     std::string gbpsBasis;   // "gpu" or "host"
     DurationStats host;
@@ -142,6 +151,7 @@ struct SyncRow {
     uint64_t count = 0;
     uint64_t blockedNs = 0;    // host time in these calls
     uint64_t gpuBusyNs = 0;    // of which the GPU (the call's device) was busy
+    uint64_t upperBoundCount = 0;  // calls whose own GPU span, counted in gpuBusyNs, is only an upper bound
     uint64_t notReady = 0;     // queries that returned CUDA_ERROR_NOT_READY
     DurationStats host;
     std::vector<uint32_t> callsites;
@@ -155,6 +165,9 @@ struct NvtxRow {
     uint64_t launches = 0, launchHostNs = 0;
     uint64_t syncs = 0, syncBlockedNs = 0;
     uint64_t gpuNs = 0;  // GPU time of the work submitted inside
+    // Calls inside whose GPU time is only an upper bound (see TransferRow), and their part of gpuNs:
+    // with any, gpuNs is an upper bound.
+    uint64_t upperBoundCount = 0, upperBoundGpuNs = 0;
 };
 
 struct Finding {

@@ -1,6 +1,8 @@
 // collector/analyze_findings.cpp: the findings: patterns that cost time, each with its evidence, its
 // call sites, and an estimate of the time a fix would save whose assumption the message states. Every
 // number comes from the capture; the thresholds below only decide when a pattern is worth a finding.
+// Where a number rests on GPU times that are only upper bounds (collector/README.md, "GPU time
+// sources"), the message says "at most" or "at least" and why.
 #include "collector/analyze_internal.h"
 
 #include "collector/api_names.h"
@@ -61,11 +63,63 @@ bool isCopy(const wire::CallBody& c)
 }
 
 
-// Bandwidth this program's pinned copies reached in one direction (0 if it made none that were timed).
+// The reference bandwidth of pinned copies in one direction: what this program's pinned copies with a
+// measured GPU time reached (0 if it made none). Pinned copies that blocked on an idle stream are left
+// out: their GPU times are upper bounds, so their rates are lower bounds, not a reference.
 double pinnedGbps(const Context& cx, wire::Direction dir)
 {
     const Matched& m = cx.findings.pinned[dir == wire::Direction::HtoD ? 0 : 1];
-    return m.timedGpuNs ? double(m.timedBytes) / double(m.timedGpuNs) : 0;
+    return m.measuredGpuNs() ? double(m.measuredBytes()) / double(m.measuredGpuNs()) : 0;
+}
+
+// Whether this program's pinned copies in one direction were timed only with GPU times that are upper
+// bounds (then they exist but give no reference), for the text of the fallback.
+bool pinnedOnlyBounded(const Context& cx, wire::Direction dir)
+{
+    const Matched& m = cx.findings.pinned[dir == wire::Direction::HtoD ? 0 : 1];
+    return m.bounded && !m.measured();
+}
+
+// The device time of a set of copies and whether it is only an upper bound. Measured GPU times count
+// as they are; copies whose GPU time is a bound count as the shortest bound among the copies alike
+// (Matched::boundedTightNs); untimed copies as the mean of the timed ones, or, with none timed, as their
+// host time (which holds the copy, so it is a bound too).
+struct CopyTime {
+    double ns = 0;
+    bool atMost = false;
+};
+CopyTime copyTime(const Matched& m)
+{
+    if (!m.timed) return {double(m.hostNs), true};
+    const double timedNs = double(m.measuredGpuNs() + m.boundedTightNs());
+    return {timedNs * double(m.count) / double(m.timed), m.bounded > 0};
+}
+
+// The sentence that says why a finding's numbers built on GPU times are bounds ("" when none is).
+std::string boundedCopiesText(const Matched& m)
+{
+    if (!m.bounded) return "";
+    return " " + std::to_string(m.bounded) + " of these copies blocked on an idle stream, where CUDA events cannot "
+           "see when a copy began: their GPU times are upper bounds, and each copy is taken to last at most the "
+           "shortest of its kind (direction, memory, size).";
+}
+
+// Whether the busy time of any device holds a span that is only an upper bound: then every "the GPU
+// was busy" share is at most that (busy intervals do not remember which span they came from).
+bool busyIsUpperBound(const Report& r)
+{
+    for (const DeviceSummary& d : r.devices)
+        if (d.upperBoundOps) return true;
+    return false;
+}
+
+// "the GPU was busy X of it": a wait's busy share of its host time, "at most" (and why) when it may
+// hold a span that is an upper bound.
+std::string busyShare(const Report& r, uint64_t busyNs, uint64_t hostNs, const std::string& ofWhat)
+{
+    const bool bound = busyNs && busyIsUpperBound(r);
+    return (bound ? "at most " : "") + fmtPct(hostNs ? 100.0 * double(busyNs) / double(hostNs) : 0) + ofWhat +
+           (bound ? " (GPU times that are upper bounds count as busy)" : "");
 }
 
 class Builder {
@@ -98,6 +152,7 @@ public:
     }
 
     const Context& cx() const { return m_cx; }
+    const Report& report() const { return m_r; }
 
 private:
     const Context& m_cx;
@@ -108,7 +163,8 @@ void pageableMemcpy(Builder& b)
 {
     const Context& cx = b.cx();
     uint64_t savings = 0;
-    std::string assumption, unmeasured;
+    bool atMost = false;
+    std::string assumption, unmeasured, untimedPinned, boundedPinned;
     Matched all;
     for (wire::Direction dir : {wire::Direction::HtoD, wire::Direction::DtoH}) {
         const Matched& m = cx.findings.pageable[dir == wire::Direction::HtoD ? 0 : 1];
@@ -119,35 +175,57 @@ void pageableMemcpy(Builder& b)
         all.timed += m.timed;
         all.timedGpuNs += m.timedGpuNs;
         all.timedBytes += m.timedBytes;
+        all.bounded += m.bounded;
+        all.boundedGpuNs += m.boundedGpuNs;
         for (const auto& [s, ns] : m.sites) all.sites[s] += ns;
-        // The copies' own duration: GPU time where timed (scaled to the untimed ones), else host time.
-        const double copyNs = m.timed ? double(m.timedGpuNs) * double(m.count) / double(m.timed) : double(m.hostNs);
+        // The copies' own duration. Where it is only an upper bound, so is the saving taken from it.
+        const CopyTime copy = copyTime(m);
+        atMost |= copy.atMost;
         const double ref = pinnedGbps(cx, dir);
         if (ref > 0) {
-            savings += uint64_t(std::max(0.0, copyNs - double(m.bytes) / ref));
+            savings += uint64_t(std::max(0.0, copy.ns - double(m.bytes) / ref));
             assumption += std::string(assumption.empty() ? "" : "; ") + "assuming " + wire::directionName(dir) +
-                          " copies from pinned memory reach the " + fmtGbps(ref) + " this program's pinned copies reached";
+                          " copies from pinned memory reach the " + fmtGbps(ref) +
+                          " this program's pinned copies reached (measured)";
         } else {
-            savings += uint64_t(copyNs / 2);
-            unmeasured += std::string(unmeasured.empty() ? "" : " and ") + wire::directionName(dir);
+            savings += uint64_t(copy.ns / 2);
+            auto append = [&](std::string& list) {
+                list += std::string(list.empty() ? "" : " and ") + wire::directionName(dir);
+            };
+            append(unmeasured);
+            append(pinnedOnlyBounded(cx, dir) ? boundedPinned : untimedPinned);
         }
     }
-    if (!unmeasured.empty())
+    if (!unmeasured.empty()) {
+        std::string why;
+        if (!untimedPinned.empty()) why = "no timed pinned " + untimedPinned + " copies";
+        if (!boundedPinned.empty())
+            why += std::string(why.empty() ? "" : ", and ") + "only pinned " + boundedPinned +
+                   " copies that blocked on an idle stream, whose GPU times are upper bounds";
         assumption += std::string(assumption.empty() ? "" : "; ") + "assuming pinned memory doubles the " + unmeasured +
-                      " bandwidth (typical on PCIe; this capture has no timed pinned " + unmeasured +
-                      " copies to measure it)";
+                      " bandwidth (the documented default, typical on PCIe: this capture has " + why +
+                      " to measure it)";
+    }
     if (!all.count || !b.repeated(all)) return;
+    // The timed copies' bytes over their GPU time: a lower bound on the bandwidth where any GPU time is.
     const double gbps = all.timedGpuNs ? double(all.timedBytes) / double(all.timedGpuNs) : 0;
+    const std::string why =
+        all.bounded ? boundedCopiesText(all) + " So the bandwidth is a lower bound and the saving an upper bound."
+        : !all.timed ? " No GPU time was recorded: the copies' host time stands for their duration, so the saving is "
+                       "an upper bound."
+                     : "";
     const auto sites = topSites(namedSites(cx, all.sites), 1);
     Finding& f = b.add("pageable-memcpy", all, savings,
                        std::to_string(all.count) + " synchronous copies of " + formatBytes(all.bytes) +
                            " used pageable host memory" + siteLabel(cx, sites) +
-                           (gbps > 0 ? ", reaching " + fmtGbps(gbps) : std::string()) +
+                           (gbps > 0 ? ", reaching " + std::string(all.bounded ? "at least " : "") + fmtGbps(gbps)
+                                     : std::string()) +
                            ": the driver stages them through its own pinned buffer. Allocate the host buffers with "
                            "cudaMallocHost/cudaHostAlloc or register them with cudaHostRegister. Estimated saving " +
-                           formatNs(savings) + ", " + assumption + ".");
+                           (atMost ? "at most " : "") + formatNs(savings) + ", " + assumption + "." + why);
     f.evidence = {{"copies", double(all.count)}, {"bytes", double(all.bytes)}, {"host_ns", double(all.hostNs)},
-                  {"gpu_ns", double(all.timedGpuNs)}, {"gbps", gbps}};
+                  {"gpu_ns", double(all.timedGpuNs)}, {"gbps", gbps}, {"upper_bound_copies", double(all.bounded)},
+                  {"upper_bound_gpu_ns", double(all.boundedGpuNs)}};
 }
 
 void syncMemcpy(Builder& b)
@@ -156,26 +234,35 @@ void syncMemcpy(Builder& b)
     const Matched& m = cx.findings.syncMemcpy;
     if (!m.count || !b.repeated(m)) return;
     // What the host waits for beyond the copy itself (earlier GPU work, the call's own cost): an async
-    // copy on a stream does not make the host wait. Untimed copies are assumed to wait alike.
+    // copy on a stream does not make the host wait. Untimed copies are assumed to wait alike. A copy
+    // whose GPU time is an upper bound blocked on an idle stream: the host time beyond that bound is
+    // all that is known to be waiting, so its part is a lower bound.
     uint64_t savings = 0;
     std::string how;
     if (m.timed) {
-        const double wait = double(m.timedHostNs) - double(m.timedGpuNs);
-        savings = uint64_t(std::max(0.0, wait * double(m.count) / double(m.timed)));
+        const double measuredWait = std::max(0.0, double(m.measuredHostNs()) - double(m.measuredGpuNs()));
+        const double boundedWait = std::max(0.0, double(m.boundedHostNs) - double(m.boundedTightNs()));
+        savings = uint64_t((measuredWait + boundedWait) * double(m.count) / double(m.timed));
         how = "assuming cudaMemcpyAsync on a stream (from pinned memory) lets the host go on instead of waiting for "
-              "earlier GPU work: the host time of the copies beyond their own GPU time";
+              "earlier GPU work: the host time of the copies beyond their own GPU time." +
+              (m.bounded ? boundedCopiesText(m) + " So their part of the saving (the host time beyond those bounds) "
+                                                  "is a lower bound."
+                         : std::string());
     } else {
         how = "no GPU times were recorded, so the wait cannot be told apart from the copy itself; no saving is "
-              "estimated";
+              "estimated.";
     }
-    const double waitPct = m.hostNs ? 100.0 * double(m.busyNs) / double(m.hostNs) : 0;
+    const Report& r = b.report();
     Finding& f = b.add("sync-memcpy", m, savings,
                        std::to_string(m.count) + " synchronous copies (cudaMemcpy) blocked the host for " +
-                           formatNs(m.hostNs) + siteLabel(cx, topSites(namedSites(cx, m.sites), 1)) + "; the GPU was busy " +
-                           fmtPct(waitPct) + " of that time. Use cudaMemcpyAsync on a stream and synchronize once "
-                           "when the results are needed. Estimated saving " + formatNs(savings) + ", " + how + ".");
+                           formatNs(m.hostNs) + siteLabel(cx, topSites(namedSites(cx, m.sites), 1)) +
+                           "; the GPU was busy " + busyShare(r, m.busyNs, m.hostNs, " of that time") +
+                           ". Use cudaMemcpyAsync on a stream and synchronize once when the results are needed. "
+                           "Estimated saving " + (m.bounded ? "at least " : "") + formatNs(savings) + ", " + how);
     f.evidence = {{"copies", double(m.count)}, {"bytes", double(m.bytes)}, {"blocked_ns", double(m.hostNs)},
-                  {"gpu_busy_ns", double(m.busyNs)}, {"copy_gpu_ns", double(m.timedGpuNs)}};
+                  {"gpu_busy_ns", double(m.busyNs)}, {"copy_gpu_ns", double(m.timedGpuNs)},
+                  {"upper_bound_copies", double(m.bounded)}, {"upper_bound_gpu_ns", double(m.boundedGpuNs)},
+                  {"upper_bound_tight_gpu_ns", double(m.boundedTightNs())}};
 }
 
 void pageableAsyncMemcpy(Builder& b)
@@ -211,8 +298,10 @@ void smallTransfers(Builder& b)
     const Context& cx = b.cx();
     const Matched& m = cx.findings.small;
     if (m.count < kMinSmallCopies) return;
-    // The fixed cost of a copy: its GPU time when timed (small copies are all latency), else its host time.
-    const uint64_t perCopy = m.timed ? m.gpu.stats().median : m.host.stats().median;
+    // The fixed cost of a copy: its measured GPU time (small copies are all latency), else its host time
+    // (GPU times that are only upper bounds are left out of m.gpu).
+    const bool gpuBasis = m.measured() > 0;
+    const uint64_t perCopy = gpuBasis ? m.gpu.stats().median : m.host.stats().median;
     size_t sites = 0;
     for (const auto& [s, ns] : namedSites(cx, m.sites)) sites += s != kNoSite;
     sites = std::max<size_t>(sites, 1);
@@ -223,8 +312,12 @@ void smallTransfers(Builder& b)
                            siteLabel(cx, topSites(namedSites(cx, m.sites), 1)) +
                            " each pay a copy's fixed cost. Batch them into larger copies (one staging buffer). "
                            "Estimated saving " + formatNs(savings) + ", assuming one copy per call site instead, each "
-                           "copy avoided saving the median " + (m.timed ? "GPU" : "host") + " time of a small copy (" +
-                           formatNs(perCopy) + ").");
+                           "copy avoided saving the median " + (gpuBasis ? "measured GPU" : "host") + " time of a small copy (" +
+                           formatNs(perCopy) + ")" +
+                           (m.bounded && !gpuBasis ? "; their GPU times are only upper bounds (they blocked on an "
+                                                     "idle stream)"
+                                                   : "") +
+                           ".");
     f.evidence = {{"copies", double(m.count)}, {"bytes", double(m.bytes)}, {"host_ns", double(m.hostNs)},
                   {"median_copy_ns", double(perCopy)}, {"call_sites", double(sites)}};
 }
@@ -306,10 +399,14 @@ void gpuIdleAndStarved(Builder& b, const Report& r)
         if (d.timedOps && busyPct < kBusyThresholdPct) {
             idle.count += d.gaps;
             idle.hostNs += d.activeNs - d.busyNs;
-            idleText += std::string(idleText.empty() ? "" : "; ") + who + " was busy " + fmtPct(d.busyPct) +
+            idleText += std::string(idleText.empty() ? "" : "; ") + who + " was busy " +
+                        (d.upperBoundOps ? "at most " : "") + fmtPct(d.busyPct) +
                         (d.timedOps < d.ops ? " measured (about " + fmtPct(busyPct) + " counting its untimed operations)" : "") +
                         " of " + formatNs(d.activeNs) + " (idle gaps between timed operations: " +
-                        formatNs(d.idleGapNs) + ", largest " + formatNs(d.largestGapNs) + ")";
+                        formatNs(d.idleGapNs) + ", largest " + formatNs(d.largestGapNs) + ")" +
+                        (d.upperBoundOps ? " (" + std::to_string(d.upperBoundOps) +
+                                               " of its GPU times are upper bounds: blocking copies or memsets)"
+                                         : "");
         }
         if (!acc || !acc->anyBusy) continue;
         const uint64_t span = acc->lastBusy - acc->firstBusy;
@@ -404,8 +501,7 @@ void syncInLoop(Builder& b)
     Finding& f = b.add("sync-in-loop", m, savings,
                        "The host waited for the GPU over and over from the same place: " + where + ". " +
                            std::to_string(m.count) + " waits blocked " + formatNs(m.hostNs) + " (the GPU was busy " +
-                           fmtPct(m.hostNs ? 100.0 * double(m.busyNs) / double(m.hostNs) : 0) +
-                           " of it). Synchronize once after the loop, or wait on an event only where the host needs "
+                           busyShare(b.report(), m.busyNs, m.hostNs, " of it") + "). Synchronize once after the loop, or wait on an event only where the host needs "
                            "the results. Estimated saving " + formatNs(savings) + ", assuming the host's work between "
                            "the waits (" + formatNs(between) + ") would overlap the GPU work it waited for.");
     f.evidence = {{"waits", double(m.count)}, {"blocked_ns", double(m.hostNs)}, {"gpu_busy_ns", double(m.busyNs)},
@@ -443,8 +539,8 @@ void implicitSync(Builder& b)
     Finding& f = b.add("implicit-sync", h, savings,
                        std::to_string(h.count) + " allocations and frees in the hot path" + siteLabel(cx, topSites(namedSites(cx, h.sites), 1)) +
                            " took " + formatNs(h.hostNs) + " of host time; frees wait for the whole device (the GPU "
-                           "was busy " + fmtPct(h.hostNs ? 100.0 * double(h.busyNs) / double(h.hostNs) : 0) +
-                           " of it). Allocate once outside the loop, or use stream-ordered allocation "
+                           "was busy " + busyShare(b.report(), h.busyNs, h.hostNs, " of it") +
+                           "). Allocate once outside the loop, or use stream-ordered allocation "
                            "(cudaMallocAsync/cudaFreeAsync) or a pool. Estimated saving " + formatNs(savings) + ", " +
                            refText + ".");
     f.evidence = {{"calls", double(h.count)}, {"host_ns", double(h.hostNs)}, {"gpu_busy_ns", double(h.busyNs)},
@@ -492,11 +588,40 @@ void Matched::add(const CallInfo& ci)
     if (ci.timed) {
         ++timed;
         timedGpuNs += ci.gpuNs;
-        gpu.add(ci.gpuNs);
         timedHostNs += detail::hostNs(c);
-        if (c.category == wire::Category::Transfer) timedBytes += c.args.transfer.bytes;
+        const uint64_t moved = c.category == wire::Category::Transfer ? c.args.transfer.bytes : 0;
+        timedBytes += moved;
+        if (!ci.upperBound) {
+            gpu.add(ci.gpuNs);
+        } else {
+            ++bounded;
+            boundedGpuNs += ci.gpuNs;
+            boundedBytes += moved;
+            boundedHostNs += detail::hostNs(c);
+            auto g = boundedGroups.end();
+            if (c.category == wire::Category::Transfer) {
+                const wire::TransferArgs& t = c.args.transfer;
+                const auto key = std::make_tuple(uint8_t(t.direction), uint8_t(t.srcMem), uint8_t(t.dstMem), moved);
+                g = boundedGroups.find(key);
+                if (g == boundedGroups.end() && boundedGroups.size() < kMaxBoundedGroups)
+                    g = boundedGroups.emplace(key, BoundedGroup{}).first;
+            }
+            if (g != boundedGroups.end()) {
+                ++g->second.count;
+                g->second.minGpuNs = std::min(g->second.minGpuNs, ci.gpuNs);
+            } else {
+                boundedLooseNs += ci.gpuNs;
+            }
+        }
     }
     sites[ci.rawSite] += detail::hostNs(c);
+}
+
+uint64_t Matched::boundedTightNs() const
+{
+    uint64_t ns = boundedLooseNs;
+    for (const auto& [key, g] : boundedGroups) ns += g.count * g.minGpuNs;
+    return ns;
 }
 
 void addFindingCall(Context& cx, const ProcView&, const CallInfo& ci)

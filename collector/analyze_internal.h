@@ -68,6 +68,8 @@ struct CallInfo {
     const ApiClass* api = nullptr;
     bool timed = false;             // a GpuSpan arrived for it
     uint64_t gpuNs = 0;             // summed span lengths
+    bool upperBound = false;        // a span of it is only an upper bound (gpuSpanIsUpperBound)
+    uint64_t boundGpuNs = 0;        // the length of such spans, part of gpuNs
     uint64_t busyNs = 0;            // host interval during which its device (any device if unknown) was busy
     uint32_t rawSite = kNoRawSite;
     const std::vector<wire::GpuSpanBody>* spans = nullptr;  // null when untimed
@@ -77,8 +79,25 @@ struct CallInfo {
 struct Matched {
     uint64_t count = 0, hostNs = 0, bytes = 0;
     uint64_t timed = 0, timedGpuNs = 0, timedBytes = 0, timedHostNs = 0;
+    // Of the timed, those whose GPU time is only an upper bound (CallInfo::upperBound), and their part
+    // of the timed sums. Copies alike (direction, memory kinds, bytes) do the same device work, so each
+    // took at most the shortest of their bounds: boundedGroups keeps it per kind of copy (at most
+    // kMaxBoundedGroups kinds; the bounds of copies beyond are summed in boundedLooseNs).
+    uint64_t bounded = 0, boundedGpuNs = 0, boundedBytes = 0, boundedHostNs = 0;
+    struct BoundedGroup {
+        uint64_t count = 0, minGpuNs = UINT64_MAX;
+    };
+    static constexpr size_t kMaxBoundedGroups = 4096;
+    std::map<std::tuple<uint8_t, uint8_t, uint8_t, uint64_t>, BoundedGroup> boundedGroups;
+    uint64_t boundedLooseNs = 0;
+    // The bounded copies' device time, at most: per kind, count x the shortest bound.
+    uint64_t boundedTightNs() const;
+    uint64_t measured() const { return timed - bounded; }
+    uint64_t measuredGpuNs() const { return timedGpuNs - boundedGpuNs; }
+    uint64_t measuredBytes() const { return timedBytes - boundedBytes; }
+    uint64_t measuredHostNs() const { return timedHostNs - boundedHostNs; }
     uint64_t busyNs = 0;  // GPU busy during the calls
-    QuantileSketch host, gpu;
+    QuantileSketch host, gpu;  // gpu: the measured GPU times only (bounded ones left out)
     SiteTally sites;
     void add(const CallInfo& ci);
 };
@@ -91,6 +110,7 @@ struct DeviceAcc {
     bool anyBusy = false;
     uint64_t ops = 0, timedOps = 0, sampledOutOps = 0;
     uint64_t kernelNs = 0, transferNs = 0, otherNs = 0;
+    uint64_t upperBoundOps = 0, upperBoundNs = 0;  // timed ops whose span is only an upper bound, their lengths
     std::unordered_map<const KernelAcc*, uint64_t> untimedLaunches;  // kernel -> launches without a GPU time
 };
 
@@ -214,6 +234,18 @@ void finishLaunches(Context&, Report&);
 void finishSyncs(Context&, Report&);
 void finishNvtx(Context&, Report&);
 void analyzeFindings(Context&, Report&);
+
+// Where a GPU time comes from (collector/README.md, "GPU time sources"). The shim times device work
+// with CUDA events on the app's stream. A call that blocked (a synchronous copy or memset, a pageable
+// "async" copy) on a stream with nothing queued has a begin event that completes as the call starts,
+// while its device work only begins after the driver's host work before submission (staging, for
+// pageable memory); and its span ends at the call's return. Events cannot see where such work began:
+// its span is only an upper bound on the device time. When earlier work held the begin event back
+// (it completed later than the slack after the call's begin), the work started then, and the span
+// is measured. The slack covers the driver's submit-to-start latency with room to spare: a span
+// wrongly called a bound is still a true bound, one wrongly called measured would not be.
+inline constexpr uint64_t kIdleStreamSlackNs = 20000;
+bool gpuSpanIsUpperBound(const wire::CallBody& c, const wire::GpuSpanBody& s);
 
 // Transfers: the kind of host memory involved, and whether a call counts as one (moved data).
 std::string transferHostMemory(const wire::TransferArgs& t);

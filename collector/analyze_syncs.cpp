@@ -68,6 +68,7 @@ void addSync(Context& cx, const ProcView&, const CallInfo& ci)
     ++row.count;
     row.blockedNs += hostNs(c);
     row.gpuBusyNs += ci.busyNs;
+    if (ci.upperBound) ++row.upperBoundCount;  // its own span is in the busy time: an upper bound there too
     if (api.query && c.result == kCudaErrorNotReady) ++row.notReady;
     a.host.add(hostNs(c));
     a.sites[ci.rawSite] += hostNs(c);

@@ -47,6 +47,18 @@ bool isCountedTransfer(const wire::CallBody& c)
     return c.category == wire::Category::Transfer && succeeded(c) && !hasFlag(c, wire::kCallCapturing);
 }
 
+// The one place that decides how far a GPU span can be trusted (see kIdleStreamSlackNs). A call that
+// blocked submitted its work some time after it began; its begin event, on a stream with nothing
+// queued, completed at once (no later than the slack after the call's begin, which comes after the
+// event's record), so the span counts the driver's host time before the submission as device time,
+// and it ends at the call's return. Only when queued work held the begin event back past the slack
+// did the work start with it.
+bool gpuSpanIsUpperBound(const wire::CallBody& c, const wire::GpuSpanBody& s)
+{
+    const bool blocked = hasFlag(c, wire::kCallImplicitSync) && hasFlag(c, wire::kCallDeviceWork);
+    return blocked && s.beginNs <= c.beginNs + kIdleStreamSlackNs;
+}
+
 void addTransfer(Context& cx, const ProcView&, const CallInfo& ci)
 {
     const wire::CallBody& c = *ci.call;
@@ -77,6 +89,10 @@ void addTransfer(Context& cx, const ProcView&, const CallInfo& ci)
         ++row.timedCount;
         row.timedBytes += t.bytes;
         row.gpuNs += ci.gpuNs;
+        if (ci.upperBound) {
+            ++row.upperBoundCount;
+            row.upperBoundGpuNs += ci.boundGpuNs;
+        }
     }
     SizeBucket& b = t.bytes <= row.buckets[0].maxBytes ? row.buckets[0]
                     : t.bytes <= row.buckets[1].maxBytes ? row.buckets[1] : row.buckets[2];
@@ -90,7 +106,8 @@ void finishTransfers(Context& cx, Report& r)
 {
     for (auto& [key, a] : cx.transfers) {
         TransferRow& row = a.row;
-        // Bytes per ns is GB/s. GPU time measures the copy itself; host time also counts the waiting.
+        // Bytes per ns is GB/s. GPU time measures the copy itself (or bounds it from above: then this is
+        // a lower bound); host time also counts the waiting.
         if (row.gpuNs) {
             row.gbps = double(row.timedBytes) / double(row.gpuNs);
             row.gbpsBasis = "gpu";

@@ -165,6 +165,10 @@ void attributeNvtx(Context& cx, ProcState& ps, const CallInfo& ci)
         ++row.calls;
         row.cudaApiNs += hostNs(c);
         row.gpuNs += ci.gpuNs;
+        if (ci.upperBound) {
+            ++row.upperBoundCount;
+            row.upperBoundGpuNs += ci.boundGpuNs;
+        }
         if (isCountedTransfer(c)) {
             ++row.transfers;
             row.transferBytes += c.args.transfer.bytes;
@@ -190,7 +194,13 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
     if (sp != ps.spans.end()) {
         ci.timed = true;
         ci.spans = &sp->second;
-        for (const wire::GpuSpanBody& s : sp->second) ci.gpuNs += s.endNs - s.beginNs;
+        for (const wire::GpuSpanBody& s : sp->second) {
+            ci.gpuNs += s.endNs - s.beginNs;
+            if (gpuSpanIsUpperBound(c, s)) {
+                ci.upperBound = true;
+                ci.boundGpuNs += s.endNs - s.beginNs;
+            }
+        }
     }
     ci.busyNs = busyDuring(ps, c);
     ci.rawSite = rawSiteOf(cx, ps.siteIndex, ps.rawSites, c);
@@ -227,6 +237,10 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
             if (c.category == wire::Category::Launch) d->second.kernelNs += len;
             else if (c.category == wire::Category::Transfer) d->second.transferNs += len;
             else d->second.otherNs += len;
+            if (gpuSpanIsUpperBound(c, g)) {
+                ++d->second.upperBoundOps;
+                d->second.upperBoundNs += len;
+            }
         }
     // An untimed launch counts toward its device's estimated busy time (see the gpu-idle finding).
     DeviceAcc* launchDevice = nullptr;

@@ -64,15 +64,34 @@ long parseNumber(std::string_view option, const std::string& text, long lo, long
 
 // Whether the report code (collector/analyze, collector/report) is part of this build.
 bool reportBuilt();
-// The text report of a capture (the fallback summary when the report is not built).
-std::string textReport(const Capture& capture, bool color);
 bool stdoutIsTerminal();
+
+// What the report shows and how.
+struct ReportRequest {
+    std::string format = "text";  // text, json or csv
+    size_t top = 10;
+    int pid = -1;  // only this process; -1 for all
+    bool color = false;
+};
+// What was read to make a report: the processes' definitions and totals (not their records), and what
+// the reader noticed (damage, an unfinished capture).
+struct ReportSource {
+    Capture capture;
+    ReadInfo info;
+};
+// The report of the capture at `path` as `gpuspy report` prints it (ending in a newline), read through
+// the streaming analysis: the records go from the reader to the analysis and are not kept, so memory
+// does not grow with the capture. `gpuspy record` prints its report this way too, from the capture it
+// has just written: one code path, the same bytes. Throws std::runtime_error as readCapture does.
+// Without the report code in the build: a summary of the processes.
+std::string reportOfCapture(const std::string& path, const ReportRequest& request, ReportSource& source);
 
 // Symbolizes every process (when the symbolizer is built), writes their symbols and the End chunk.
 void finishCapture(Capture& capture, CaptureWriter& writer);
 
 // "gpuspy: wrote FILE: N process(es), M calls, B bytes" (and the bad streams if any).
-std::string captureSummary(const std::string& path, const Capture& capture, uint64_t bytes);
+std::string captureSummary(const std::string& path, size_t processes, uint64_t calls, uint64_t badStreams,
+                           uint64_t bytes);
 
 // "gpuspy-YYYYmmdd-HHMMSS.gspy" in the current directory, with a suffix if that exists already.
 std::string defaultCaptureName();

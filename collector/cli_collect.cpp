@@ -77,10 +77,12 @@ int runCollect(int argc, char** argv)
 
     try {
         server->closeAll();
+        const uint64_t calls = server->callsReceived();
         Capture capture = server->takeCapture();
         server.reset();
         finishCapture(capture, *writer);
-        fmt::print(stderr, "{}\n", captureSummary(output, capture, writer->bytesWritten()));
+        fmt::print(stderr, "{}\n",
+                   captureSummary(output, capture.processes.size(), calls, capture.badStreams, writer->bytesWritten()));
     } catch (const std::exception& e) {
         fmt::print(stderr, "gpuspy collect: {}\n", e.what());
         rc = kExitFailure;

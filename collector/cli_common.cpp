@@ -101,19 +101,35 @@ bool stdoutIsTerminal()
     return isatty(STDOUT_FILENO) && !(noColor && *noColor);
 }
 
-std::string textReport(const Capture& capture, bool color)
+std::string reportOfCapture(const std::string& path, const ReportRequest& request, ReportSource& source)
 {
+    ReadOptions read;
+    read.keepEvents = false;
 #if GPUSPY_HAVE_REPORT
-    return renderText(analyze(capture, ReportOptions{}), color);
+    ReportOptions options;
+    options.top = request.top;
+    options.pid = request.pid;
+    StreamAnalyzer analyzer(options);
+    read.onRecord = [&](const Process& p, const wire::RecordView& v) { analyzer.onRecord(p, v); };
+    read.onProcess = [&](const Process& p) { analyzer.onProcess(p); };
+    source.capture = readCapture(path, read, &source.info);
+    const Report report = analyzer.finish(source.capture.badStreams);
+    std::string out;
+    if (request.format == "json")
+        out = renderJson(report);
+    else if (request.format == "csv")
+        out = renderCsv(report);
+    else
+        out = renderText(report, request.color);
 #else
-    (void)color;
-    std::string s = "gpuspy: the report is not built (collector/analyze and collector/report are missing); a summary:\n";
-    for (const Process& p : capture.processes)
-        s += fmt::format("  pid {:>7}  {} calls, {} GPU spans, {} NVTX  {}{}\n", p.pid, p.calls.size(), p.spans.size(),
-                         p.nvtx.size(), p.command, p.streamError.empty() ? "" : "  [" + p.streamError + "]");
-    if (capture.badStreams) s += fmt::format("  {} bad streams\n", capture.badStreams);
-    return s;
+    source.capture = readCapture(path, read, &source.info);
+    std::string out = "gpuspy: the report is not built (collector/analyze and collector/report are missing); a summary:\n";
+    for (const Process& p : source.capture.processes)
+        out += fmt::format("  pid {:>7}  {}{}\n", p.pid, p.command, p.streamError.empty() ? "" : "  [" + p.streamError + "]");
+    if (source.capture.badStreams) out += fmt::format("  {} bad streams\n", source.capture.badStreams);
 #endif
+    if (!out.empty() && out.back() != '\n') out += '\n';
+    return out;
 }
 
 void finishCapture(Capture& capture, CaptureWriter& writer)
@@ -132,12 +148,11 @@ void finishCapture(Capture& capture, CaptureWriter& writer)
     writer.finish(capture.badStreams);
 }
 
-std::string captureSummary(const std::string& path, const Capture& capture, uint64_t bytes)
+std::string captureSummary(const std::string& path, size_t processes, uint64_t calls, uint64_t badStreams,
+                           uint64_t bytes)
 {
-    size_t calls = 0;
-    for (const Process& p : capture.processes) calls += p.calls.size();
-    return fmt::format("gpuspy: wrote {}: {} process(es), {} calls{}, {} bytes", path, capture.processes.size(), calls,
-                       capture.badStreams ? fmt::format(", {} bad stream(s)", capture.badStreams) : "", bytes);
+    return fmt::format("gpuspy: wrote {}: {} process(es), {} calls{}, {} bytes", path, processes, calls,
+                       badStreams ? fmt::format(", {} bad stream(s)", badStreams) : "", bytes);
 }
 
 std::string defaultCaptureName()

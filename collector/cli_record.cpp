@@ -26,11 +26,12 @@ namespace gpuspy::collect::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy record [-o FILE] [-f] [--sim] [--stack-depth N] [--no-gpu-time] -- CMD [ARGS...]\n"
+    "usage: gpuspy record [-o FILE] [-f] [--sim] [--stack-depth N] [--no-gpu-time] [--format F] -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with gpuspy's shim preloaded, collects every process of its tree (forked and exec'd\n"
-    "children included) on a private socket, writes the capture and prints the report. The exit\n"
-    "status is CMD's (128+N if a signal N killed it). SIGINT and SIGTERM sent to gpuspy go to CMD.\n"
+    "children included) on a private socket, writes the capture as the records arrive, then prints\n"
+    "its report (what `gpuspy report FILE` prints). The exit status is CMD's (128+N if a signal N\n"
+    "killed it). SIGINT and SIGTERM sent to gpuspy go to CMD.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE   the capture (default gpuspy-YYYYmmdd-HHMMSS.gspy); created 0600\n"
@@ -38,6 +39,7 @@ constexpr const char* kUsage =
     "  --sim               run CMD on the simulated GPU (gpuspy's simcuda libcuda.so.1)\n"
     "  --stack-depth N     host stack frames recorded per call (0-128)\n"
     "  --no-gpu-time       do not time GPU work with CUDA events (host times only)\n"
+    "  --format F          the report: text (default), json or csv\n"
     "  -h, --help          this text\n"
     "\n"
     "environment: GPUSPY_SHIM (the shim library), GPUSPY_SIMCUDA_DIR (the simulated driver's directory)\n";
@@ -97,6 +99,7 @@ struct RecordOptions {
     bool sim = false;
     long stackDepth = -1;
     bool noGpuTime = false;
+    std::string format = "text";
     std::vector<std::string> command;
 };
 
@@ -123,6 +126,11 @@ RecordOptions parse(int argc, char** argv, bool& help)
         }
         if (args.flag({"--no-gpu-time"})) {
             o.noGpuTime = true;
+            continue;
+        }
+        if (args.value({"--format"}, o.format)) {
+            if (o.format != "text" && o.format != "json" && o.format != "csv")
+                throw UsageError("gpuspy record: --format is text, json or csv, not '" + o.format + "'");
             continue;
         }
         if (args.value({"--stack-depth"}, value)) {
@@ -300,20 +308,34 @@ int runRecord(int argc, char** argv)
     restoreSignalHandlers();
 
     const int exitStatus = exitStatusOf(status);
+    size_t processes = 0;
     try {
         server->closeAll();
+        const uint64_t calls = server->callsReceived();
         Capture capture = server->takeCapture();
         server.reset();
         finishCapture(capture, *writer);
-        fmt::print(stderr, "{}\n", captureSummary(output, capture, writer->bytesWritten()));
-        if (capture.processes.empty()) {
-            fmt::print(stderr, "gpuspy: no process connected to the collector: {} made no CUDA call gpuspy saw, or does "
-                               "not load preloaded libraries (static or setuid programs)\n", o.command[0]);
-        } else {
-            const std::string report = textReport(capture, stdoutIsTerminal());
-            std::fwrite(report.data(), 1, report.size(), stdout);
-            std::fflush(stdout);
-        }
+        processes = capture.processes.size();
+        fmt::print(stderr, "{}\n", captureSummary(output, processes, calls, capture.badStreams, writer->bytesWritten()));
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        return exitStatus;
+    }
+    if (processes == 0) {
+        fmt::print(stderr, "gpuspy: no process connected to the collector: {} made no CUDA call gpuspy saw, or does "
+                           "not load preloaded libraries (static or setuid programs)\n", o.command[0]);
+        return exitStatus;
+    }
+    // The report is that of the capture just written, read back as `gpuspy report` reads it: the
+    // records were not kept, and the two print the same bytes.
+    try {
+        ReportRequest request;
+        request.format = o.format;
+        request.color = stdoutIsTerminal();
+        ReportSource source;
+        const std::string report = reportOfCapture(output, request, source);
+        std::fwrite(report.data(), 1, report.size(), stdout);
+        std::fflush(stdout);
     } catch (const std::exception& e) {
         fmt::print(stderr, "gpuspy record: {}\n", e.what());
     }

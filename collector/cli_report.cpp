@@ -3,11 +3,6 @@
 
 #include "collector/capture_file.h"
 
-#if GPUSPY_HAVE_REPORT
-#include "collector/analyze.h"
-#include "collector/report.h"
-#endif
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -59,28 +54,25 @@ int runReport(int argc, char** argv)
     }
     if (file.empty()) throw UsageError("gpuspy report: which file? (usage: gpuspy report FILE)");
 
-#if GPUSPY_HAVE_REPORT
-    // The report streams: the events go from the reader to the analysis and are not kept, so memory
-    // does not grow with the capture.
-    ReportOptions options;
-    options.top = size_t(top);
-    options.pid = int(pid);
-    StreamAnalyzer analyzer(options);
-    ReadOptions read;
-    read.keepEvents = false;
-    read.onRecord = [&](const Process& p, const wire::RecordView& v) { analyzer.onRecord(p, v); };
-    read.onProcess = [&](const Process& p) { analyzer.onProcess(p); };
-#else
-    ReadOptions read;
-#endif
-    ReadInfo info;
-    Capture capture;
+    if (format != "text" && !reportBuilt()) {
+        fmt::print(stderr, "gpuspy report: the report is not built in this gpuspy (collector/analyze, collector/report)\n");
+        return kExitFailure;
+    }
+    ReportRequest request;
+    request.format = format;
+    request.top = size_t(top);
+    request.pid = int(pid);
+    request.color = stdoutIsTerminal();
+    ReportSource source;
+    std::string out;
     try {
-        capture = readCapture(file, read, &info);
+        out = reportOfCapture(file, request, source);
     } catch (const std::exception& e) {
         fmt::print(stderr, "gpuspy report: {}\n", e.what());
         return kExitFailure;
     }
+    const Capture& capture = source.capture;
+    const ReadInfo& info = source.info;
     if (pid >= 0 && std::none_of(capture.processes.begin(), capture.processes.end(),
                                  [&](const Process& p) { return p.pid == uint32_t(pid); })) {
         std::string have;
@@ -89,25 +81,7 @@ int runReport(int argc, char** argv)
                    have.empty() ? "none" : have);
         return kExitFailure;
     }
-
-#if GPUSPY_HAVE_REPORT
-    const auto report = analyzer.finish(capture.badStreams);
-    std::string out;
-    if (format == "json")
-        out = renderJson(report);
-    else if (format == "csv")
-        out = renderCsv(report);
-    else
-        out = renderText(report, stdoutIsTerminal());
     std::fwrite(out.data(), 1, out.size(), stdout);
-    if (!out.empty() && out.back() != '\n') std::fputc('\n', stdout);
-#else
-    if (format != "text") {
-        fmt::print(stderr, "gpuspy report: the report is not built in this gpuspy (collector/analyze, collector/report)\n");
-        return kExitFailure;
-    }
-    fmt::print("{}", textReport(capture, false));
-#endif
     std::fflush(stdout);
     if (!info.damage.empty()) {
         fmt::print(stderr, "gpuspy report: {}: {}; reported what came before it\n", file, info.damage);

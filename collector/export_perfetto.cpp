@@ -2,6 +2,7 @@
 // through nlohmann: a capture of a million calls makes several million events.
 #include "collector/export_perfetto.h"
 
+#include "collector/analyze_internal.h"
 #include "collector/export_common.h"
 
 #include <algorithm>
@@ -256,6 +257,8 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
                 if (s.call) {
                     o += ",\"seq\":" + std::to_string(s.call->seq) + ",\"api\":";
                     appendJsonString(o, names[pi]->label(*s.call));
+                    // A blocking copy's span on an idle stream covers the driver's host time too.
+                    if (detail::gpuSpanIsUpperBound(*s.call, *s.body)) o += ",\"gpu_time\":\"upper_bound\"";
                 }
                 o += "}";
             }

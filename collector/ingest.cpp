@@ -9,6 +9,8 @@ namespace gpuspy::collect {
 
 namespace {
 
+constexpr size_t kKeptCapacity = 64u << 10;  // a raw buffer larger than this is trimmed once taken
+
 void seen(Process& p, uint64_t ns)
 {
     if (ns > p.lastNs) p.lastNs = ns;
@@ -201,6 +203,7 @@ void StreamIngest::applyHeader()
 void StreamIngest::onRecord(const wire::RecordView& v)
 {
     applyHeader();
+    if (v.type == wire::RecordType::Call) ++m_calls;
     applyRecord(m_process, v, m_keepEvents);
     if (m_observer) m_observer(m_process, v);
 }
@@ -216,6 +219,10 @@ void StreamIngest::takeValidated(std::vector<uint8_t>& out)
     out.insert(out.end(), m_raw.begin(), m_raw.begin() + n);
     m_raw.erase(m_raw.begin(), m_raw.begin() + n);
     m_rawBase += n;
+    // What is left is at most a record still arriving. A stream that sent a burst keeps no
+    // burst-sized buffer: with many connections open, idle capacities would add up to far more than
+    // the bytes pending.
+    if (m_raw.capacity() > kKeptCapacity && m_raw.size() * 4 < m_raw.capacity()) m_raw.shrink_to_fit();
 }
 
 Process ingestStream(const void* data, size_t n)

@@ -58,6 +58,7 @@ public:
     uint64_t bytesReceived() const { return m_received; }
     uint64_t validBytes() const { return m_decoder.offset(); }  // stream offset up to which all is valid
     uint64_t records() const { return m_decoder.records(); }
+    uint64_t calls() const { return m_calls; }  // Call records, kept or not
     uint64_t unknownRecords() const { return m_decoder.unknownRecords(); }
 
     Process& process() { return m_process; }
@@ -81,6 +82,7 @@ private:
     bool m_keepEvents = true;
     bool m_headerApplied = false;
     uint64_t m_received = 0;
+    uint64_t m_calls = 0;
     // Bytes received but not yet taken; m_raw[0] is stream offset m_rawBase. Only the prefix up to
     // the decoder's offset is validated; the rest is a record still arriving (<= one record).
     std::vector<uint8_t> m_raw;

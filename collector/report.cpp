@@ -45,11 +45,13 @@ std::vector<Table> reportTables(const Report& r)
     }
     {
         Table t{"devices", {"pid", "id", "name", "busy_ns", "busy_pct", "active_ns", "ops", "timed_ops", "sampled_out_ops",
-                            "kernel_ns", "transfer_ns", "other_ns", "idle_gap_ns", "largest_gap_ns", "gaps", "starved_ns"}, {}};
+                            "kernel_ns", "transfer_ns", "other_ns", "idle_gap_ns", "largest_gap_ns", "gaps", "starved_ns",
+                            "upper_bound_ops", "upper_bound_ns"}, {}};
         for (const DeviceSummary& d : r.devices)
             t.rows.push_back({num(uint64_t(d.pid)), num(d.id), d.name, num(d.busyNs), num(d.busyPct), num(d.activeNs),
                               num(d.ops), num(d.timedOps), num(d.sampledOutOps), num(d.kernelNs), num(d.transferNs),
-                              num(d.otherNs), num(d.idleGapNs), num(d.largestGapNs), num(d.gaps), num(d.starvedNs)});
+                              num(d.otherNs), num(d.idleGapNs), num(d.largestGapNs), num(d.gaps), num(d.starvedNs),
+                              num(d.upperBoundOps), num(d.upperBoundNs)});
         out.push_back(std::move(t));
     }
     {
@@ -63,12 +65,14 @@ std::vector<Table> reportTables(const Report& r)
     }
     {
         Table t{"transfers", {"direction", "host_memory", "mode", "count", "bytes", "gpu_ns", "host_ns", "gbps",
-                              "gbps_basis", "timed_count", "le_64KiB", "le_1MiB", "gt_1MiB", "callsites"}, {}};
+                              "gbps_basis", "timed_count", "le_64KiB", "le_1MiB", "gt_1MiB", "callsites", "gpu_time",
+                              "upper_bound_count", "upper_bound_gpu_ns"}, {}};
         for (const TransferRow& x : r.transfers) {
             std::vector<std::string> row{x.direction, x.hostMemory, x.mode, num(x.count), num(x.bytes), num(x.gpuNs),
                                          num(x.hostNs), num(x.gbps), x.gbpsBasis, num(x.timedCount)};
             for (size_t i = 0; i < 3; ++i) row.push_back(num(i < x.buckets.size() ? x.buckets[i].count : uint64_t(0)));
             row.push_back(join(x.callsites));
+            row.insert(row.end(), {x.gpuTime(), num(x.upperBoundCount), num(x.upperBoundGpuNs)});
             t.rows.push_back(std::move(row));
         }
         out.push_back(std::move(t));
@@ -96,19 +100,22 @@ std::vector<Table> reportTables(const Report& r)
     }
     {
         Table t{"syncs", {"api", "implicit", "kind", "count", "blocked_ns", "gpu_busy_ns", "not_ready", "median_ns",
-                          "max_ns", "callsites"}, {}};
+                          "max_ns", "callsites", "upper_bound_count"}, {}};
         for (const SyncRow& s : r.syncs)
             t.rows.push_back({s.api, flag(s.implicit), s.kind, num(s.count), num(s.blockedNs), num(s.gpuBusyNs),
-                              num(s.notReady), num(s.host.median), num(s.host.max), join(s.callsites)});
+                              num(s.notReady), num(s.host.median), num(s.host.max), join(s.callsites),
+                              num(s.upperBoundCount)});
         out.push_back(std::move(t));
     }
     {
         Table t{"nvtx", {"name", "ranges", "range_ns", "calls", "cuda_api_ns", "transfers", "transfer_bytes",
-                         "transfer_host_ns", "launches", "launch_host_ns", "syncs", "sync_blocked_ns", "gpu_ns"}, {}};
+                         "transfer_host_ns", "launches", "launch_host_ns", "syncs", "sync_blocked_ns", "gpu_ns",
+                         "upper_bound_count", "upper_bound_gpu_ns"}, {}};
         for (const NvtxRow& n : r.nvtx)
             t.rows.push_back({n.name, num(n.ranges), num(n.rangeNs), num(n.calls), num(n.cudaApiNs), num(n.transfers),
                               num(n.transferBytes), num(n.transferHostNs), num(n.launches), num(n.launchHostNs),
-                              num(n.syncs), num(n.syncBlockedNs), num(n.gpuNs)});
+                              num(n.syncs), num(n.syncBlockedNs), num(n.gpuNs), num(n.upperBoundCount),
+                              num(n.upperBoundGpuNs)});
         out.push_back(std::move(t));
     }
     {

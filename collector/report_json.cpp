@@ -7,20 +7,33 @@
 //              records_made calls threads active_begin_ns active_end_ns device_ops timed_ops
 //              sampled_out_ops ended stream_error
 //   devices    id name busy_ns busy_pct | pid active_ns ops timed_ops sampled_out_ops kernel_ns
-//              transfer_ns other_ns idle_gap_ns largest_gap_ns gaps starved_ns
+//              transfer_ns other_ns idle_gap_ns largest_gap_ns gaps starved_ns upper_bound_ops
+//              upper_bound_ns (timed ops whose span is only an upper bound, see gpu_time below, and
+//              their summed lengths: busy_ns includes them, so with any, busy_ns and busy_pct are
+//              upper bounds too; sampled-out ops are missing from it, which makes it a lower bound:
+//              with both, neither)
 //   apis       api runtime display category errors count total_ns avg_ns median_ns min_ns max_ns p99_ns
 //   transfers  direction (HtoD DtoH DtoD PtoP Memset; HtoH Prefetch Unknown if seen) host_memory
 //              (pageable pinned managed device unknown) mode (sync async) count bytes gpu_ns host_ns
 //              gbps | gbps_basis (gpu: timed bytes / gpu_ns; host: bytes / host_ns) timed_count
-//              timed_bytes host{stats} size_buckets[{label max_bytes count bytes}] apis callsites[id]
+//              timed_bytes gpu_time (how gpu_ns was obtained: "measured" from CUDA events; "upper_bound"
+//              when upper_bound_count of the timed ops blocked their call on an idle stream, where the
+//              events cannot see when the device work began: their spans include the driver's host
+//              time, so gpu_ns is an upper bound and a gpu-based gbps a lower bound; "none" when no op
+//              was timed) upper_bound_count upper_bound_gpu_ns (their part of gpu_ns) host{stats}
+//              size_buckets[{label max_bytes count bytes}] apis callsites[id]
 //   kernels    name count gpu_ns median_gpu_ns launch_host_ns | mangled timed_count estimated_gpu_ns
 //              gpu{stats} median_launch_host_ns launch_bound callsites[id]
 //   launches   {count host_ns median_host_ns launch_bound_kernels(number) | launch_bound_kernel_names
 //              p99_host_ns per_second host{stats} timed sampled_out captured failed graph_launches
 //              graph_host_ns graph_gpu_ns idle_gap_ns largest_idle_gap_ns sampling_note}
 //   syncs      api implicit count blocked_ns gpu_busy_ns | display kind not_ready host{stats} callsites
+//              upper_bound_count (calls whose own span, an upper bound, is in gpu_busy_ns: with any,
+//              gpu_busy_ns is an upper bound; busy intervals include every upper-bound span)
 //   nvtx       name ranges range_ns calls cuda_api_ns transfers transfer_bytes transfer_host_ns launches
-//              launch_host_ns syncs sync_blocked_ns gpu_ns
+//              launch_host_ns syncs sync_blocked_ns gpu_ns | upper_bound_count upper_bound_gpu_ns (calls
+//              inside whose GPU time is only an upper bound, as in transfers, and their part of gpu_ns:
+//              with any, gpu_ns is an upper bound)
 //   callsites  id category (transfer launch sync alloc) frames[{function file line module offset
 //              address inlined app}] count ns | label site_frame apis
 //   findings   rule severity (high medium low info) message count ns estimated_savings_ns callsites[id] |
@@ -84,7 +97,8 @@ nlohmann::ordered_json reportJson(const Report& r)
                             {"pid", d.pid}, {"active_ns", d.activeNs}, {"ops", d.ops}, {"timed_ops", d.timedOps},
                             {"sampled_out_ops", d.sampledOutOps}, {"kernel_ns", d.kernelNs},
                             {"transfer_ns", d.transferNs}, {"other_ns", d.otherNs}, {"idle_gap_ns", d.idleGapNs},
-                            {"largest_gap_ns", d.largestGapNs}, {"gaps", d.gaps}, {"starved_ns", d.starvedNs}});
+                            {"largest_gap_ns", d.largestGapNs}, {"gaps", d.gaps}, {"starved_ns", d.starvedNs},
+                            {"upper_bound_ops", d.upperBoundOps}, {"upper_bound_ns", d.upperBoundNs}});
 
     Json& apis = j["apis"] = Json::array();
     for (const ApiRow& a : r.apis) {
@@ -102,7 +116,9 @@ nlohmann::ordered_json reportJson(const Report& r)
         transfers.push_back(Json{{"direction", t.direction}, {"host_memory", t.hostMemory}, {"mode", t.mode},
                                  {"count", t.count}, {"bytes", t.bytes}, {"gpu_ns", t.gpuNs}, {"host_ns", t.hostNs},
                                  {"gbps", t.gbps}, {"gbps_basis", t.gbpsBasis}, {"timed_count", t.timedCount},
-                                 {"timed_bytes", t.timedBytes}, {"host", stats(t.host)}, {"size_buckets", buckets},
+                                 {"timed_bytes", t.timedBytes}, {"gpu_time", t.gpuTime()},
+                                 {"upper_bound_count", t.upperBoundCount}, {"upper_bound_gpu_ns", t.upperBoundGpuNs},
+                                 {"host", stats(t.host)}, {"size_buckets", buckets},
                                  {"apis", strings(t.apis)}, {"callsites", ids(t.callsites)}});
     }
 
@@ -128,7 +144,8 @@ nlohmann::ordered_json reportJson(const Report& r)
     for (const SyncRow& s : r.syncs)
         syncs.push_back(Json{{"api", s.api}, {"implicit", s.implicit}, {"count", s.count}, {"blocked_ns", s.blockedNs},
                              {"gpu_busy_ns", s.gpuBusyNs}, {"display", s.display}, {"kind", s.kind},
-                             {"not_ready", s.notReady}, {"host", stats(s.host)}, {"callsites", ids(s.callsites)}});
+                             {"not_ready", s.notReady}, {"host", stats(s.host)}, {"callsites", ids(s.callsites)},
+                             {"upper_bound_count", s.upperBoundCount}});
 
     Json& nvtx = j["nvtx"] = Json::array();
     for (const NvtxRow& n : r.nvtx)
@@ -136,7 +153,8 @@ nlohmann::ordered_json reportJson(const Report& r)
                             {"cuda_api_ns", n.cudaApiNs}, {"transfers", n.transfers}, {"transfer_bytes", n.transferBytes},
                             {"transfer_host_ns", n.transferHostNs}, {"launches", n.launches},
                             {"launch_host_ns", n.launchHostNs}, {"syncs", n.syncs}, {"sync_blocked_ns", n.syncBlockedNs},
-                            {"gpu_ns", n.gpuNs}});
+                            {"gpu_ns", n.gpuNs}, {"upper_bound_count", n.upperBoundCount},
+                            {"upper_bound_gpu_ns", n.upperBoundGpuNs}});
 
     Json& sites = j["callsites"] = Json::array();
     for (const CallSite& s : r.callsites) {

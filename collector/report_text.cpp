@@ -63,6 +63,23 @@ std::string gbps(double v)
     return b;
 }
 
+// A value that is only a bound reads "<=" before it (">=" for a lower bound); a note under its table
+// says why.
+constexpr const char* kAtMost = "<=";
+constexpr const char* kAtLeast = ">=";
+std::string markBound(const std::string& value, bool bound, const char* mark = kAtMost)
+{
+    return bound ? mark + value : value;
+}
+
+// A device's busy time holds the spans that are upper bounds ("<="); untimed (sampled-out) work is
+// missing from it, which alone would make it a lower bound: with both it is neither ("~").
+std::string markBusy(const std::string& value, const DeviceSummary& d)
+{
+    if (!d.upperBoundOps) return value;
+    return (d.sampledOutOps ? "~" : kAtMost) + value;
+}
+
 // Greedy word wrap of `text` into lines of at most kWidth columns, each starting with `indent`.
 std::string wrap(const std::string& text, const std::string& indent)
 {
@@ -249,10 +266,21 @@ void overview(std::string& out, const Report& r, const Style& st)
     if (r.devices.empty()) return;
     out += heading(st, "Devices (busy % over each process's first to last CUDA call)");
     TextTable d({"PID", "Dev", "Busy %", "Busy", "Active", "Idle gaps", "Largest", "Starved", "Ops", "Timed", "Name"}, 10);
-    for (const DeviceSummary& x : r.devices)
-        d.row({std::to_string(x.pid), std::to_string(x.id), pct(x.busyPct), formatNs(x.busyNs), formatNs(x.activeNs),
-               formatNs(x.idleGapNs), formatNs(x.largestGapNs), formatNs(x.starvedNs), num(x.ops), num(x.timedOps), x.name});
+    uint64_t boundOps = 0;
+    bool neither = false;
+    for (const DeviceSummary& x : r.devices) {
+        boundOps += x.upperBoundOps;
+        neither |= x.upperBoundOps && x.sampledOutOps;
+        d.row({std::to_string(x.pid), std::to_string(x.id), markBusy(pct(x.busyPct), x), markBusy(formatNs(x.busyNs), x),
+               formatNs(x.activeNs), formatNs(x.idleGapNs), formatNs(x.largestGapNs), formatNs(x.starvedNs), num(x.ops),
+               num(x.timedOps), x.name});
+    }
     out += d.render(st);
+    if (boundOps)
+        out += wrap("<= upper bound: the busy time holds the spans of " + num(boundOps) +
+                        " blocking copies or memsets, which are upper bounds (see Transfers)" +
+                        (neither ? "; ~ where untimed operations are also missing from it: neither bound." : "."),
+                    " ");
 }
 
 void apis(std::string& out, const Report& r, const Style& st)
@@ -281,16 +309,25 @@ void transfers(std::string& out, const Report& r, const Style& st)
     t.leftAlign(1);
     t.leftAlign(2);
     bool hostBasis = false;
+    uint64_t boundOps = 0;
     for (const TransferRow& x : r.transfers) {
         hostBasis |= x.gbpsBasis == "host";
-        t.row({x.direction, x.hostMemory, x.mode, num(x.count), formatBytes(x.bytes), x.gpuNs ? formatNs(x.gpuNs) : "-",
-               formatNs(x.hostNs), gbps(x.gbps) + (x.gbpsBasis == "host" ? "*" : ""),
+        const bool bound = x.upperBoundCount > 0;
+        boundOps += x.upperBoundCount;
+        t.row({x.direction, x.hostMemory, x.mode, num(x.count), formatBytes(x.bytes),
+               x.gpuNs ? markBound(formatNs(x.gpuNs), bound) : "-", formatNs(x.hostNs),
+               markBound(gbps(x.gbps), bound && x.gbpsBasis == "gpu", kAtLeast) + (x.gbpsBasis == "host" ? "*" : ""),
                num(x.buckets.size() > 0 ? x.buckets[0].count : 0), num(x.buckets.size() > 1 ? x.buckets[1].count : 0),
                num(x.buckets.size() > 2 ? x.buckets[2].count : 0)});
     }
     out += t.render(st);
     out += " GB/s: bytes of the timed transfers / their GPU time";
     out += hostBasis ? "; * no GPU time recorded: bytes / host time\n" : "\n";
+    if (boundOps)
+        out += wrap("<= upper bound (so GB/s >= a lower bound): " + num(boundOps) +
+                        " of these copies and memsets blocked the call on an idle stream. CUDA events cannot see "
+                        "when such work began, so its GPU time includes the driver's host time before it (and "
+                        "runs to the call's return). Other GPU times are measured.", " ");
     for (const TransferRow& x : r.transfers) {
         if (x.callsites.empty()) continue;
         std::string s = x.direction + " " + x.hostMemory + " " + x.mode + " from " + siteText(r, x.callsites[0]);
@@ -337,13 +374,18 @@ void syncs(std::string& out, const Report& r, const Style& st)
     out += heading(st, "Blocking syncs (host waits for the GPU)");
     TextTable t({"Kind", "Count", "Blocked", "Busy %", "Med", "Max", "API"}, 6);
     t.leftAlign(0);
-    for (const SyncRow& s : r.syncs)
+    bool anyBound = false;
+    for (const SyncRow& s : r.syncs) {
+        anyBound |= s.upperBoundCount > 0;
         t.row({(s.implicit ? "implicit " : "") + s.kind, num(s.count), formatNs(s.blockedNs),
-               pct(s.blockedNs ? 100.0 * double(s.gpuBusyNs) / double(s.blockedNs) : 0), formatNs(s.host.median),
-               formatNs(s.host.max), s.display});
+               markBound(pct(s.blockedNs ? 100.0 * double(s.gpuBusyNs) / double(s.blockedNs) : 0), s.upperBoundCount > 0),
+               formatNs(s.host.median), formatNs(s.host.max), s.display});
+    }
     out += t.render(st);
-    out += wrap("Busy %: share of the blocked time the call's device was running work (a wait on an idle GPU "
-                "is waste).", " ");
+    out += wrap(std::string("Busy %: share of the blocked time the call's device was running work (a wait on an "
+                            "idle GPU is waste).") +
+                    (anyBound ? " <= upper bound: the calls' own GPU spans are upper bounds (see Transfers)." : ""),
+                " ");
     for (const SyncRow& s : r.syncs)
         if (s.kind == "query")
             out += wrap(s.api + ": " + num(s.notReady) + " of " + num(s.count) +
@@ -355,12 +397,16 @@ void nvtx(std::string& out, const Report& r, const Style& st)
     if (r.nvtx.empty()) return;
     out += heading(st, "NVTX ranges (inclusive)");
     TextTable t({"Range time", "Ranges", "Calls", "CUDA API", "Copies", "Bytes", "Launches", "Sync blocked", "GPU", "Name"}, 9);
+    bool anyBound = false;
     for (size_t i = 0; i < r.nvtx.size() && i < r.options.top; ++i) {
         const NvtxRow& n = r.nvtx[i];
+        anyBound |= n.upperBoundCount > 0;
         t.row({formatNs(n.rangeNs), num(n.ranges), num(n.calls), formatNs(n.cudaApiNs), num(n.transfers),
-               formatBytes(n.transferBytes), num(n.launches), formatNs(n.syncBlockedNs), formatNs(n.gpuNs), n.name});
+               formatBytes(n.transferBytes), num(n.launches), formatNs(n.syncBlockedNs),
+               markBound(formatNs(n.gpuNs), n.upperBoundCount > 0), n.name});
     }
     out += t.render(st);
+    if (anyBound) out += wrap("<= upper bound: the GPU time holds blocking copies or memsets (see Transfers).", " ");
 }
 
 void sites(std::string& out, const Report& r, const Style& st)
@@ -391,7 +437,7 @@ std::string renderText(const Report& r, bool color)
                        ", wall " + formatNs(wall) + ", " + formatNs(api) + " in CUDA calls";
     for (const DeviceSummary& d : r.devices)
         head += ", GPU " + std::to_string(d.id) + (r.processes.size() > 1 ? " (pid " + std::to_string(d.pid) + ")" : "") +
-                " busy " + pct(d.busyPct) + "%";
+                " busy " + markBusy(pct(d.busyPct), d) + "%";
     out += st.bold() + clip(head, kWidth) + st.reset() + "\n";
     for (const std::string& n : r.notes) out += st.yellow() + wrap("note: " + n, " ") + st.reset();
     findings(out, r, st);

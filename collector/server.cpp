@@ -42,6 +42,26 @@ bool usableDir(const char* dir)
     return dir && *dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && access(dir, W_OK | X_OK) == 0;
 }
 
+// What a finished process needs until the end of the run, when it is symbolized and its symbols are
+// written: its identity, stacks and module map. The rest of its definitions (kernel names can be
+// thousands) is in the capture already.
+Process keptForSymbols(Process&& p)
+{
+    Process kept;
+    kept.pid = p.pid;
+    kept.ppid = p.ppid;
+    kept.command = std::move(p.command);
+    kept.startNs = p.startNs;
+    kept.startRealtimeNs = p.startRealtimeNs;
+    kept.lastNs = p.lastNs;
+    kept.stacks = std::move(p.stacks);
+    kept.modules = std::move(p.modules);
+    kept.ended = p.ended;
+    kept.end = p.end;
+    kept.streamError = std::move(p.streamError);
+    return kept;
+}
+
 }  // namespace
 
 uint64_t monotonicNs()
@@ -149,6 +169,7 @@ void Server::adopt(int fd)
     auto c = std::make_unique<Conn>();
     c->fd = fd;
     c->ingest.setKeepRaw(m_opt.writer != nullptr);
+    c->ingest.setKeepEvents(m_opt.writer == nullptr);  // with a writer, the records live in the capture
     m_conns.push_back(std::move(c));
     ++m_accepted;
     m_lastChangeNs = monotonicNs();
@@ -249,9 +270,11 @@ void Server::finishConn(Conn& c, bool eof)
                        c.ingest.error(), c.ingest.records());
     }
     flush(c, true);
+    m_closedCalls += c.ingest.calls();
     if (c.stream >= 0) {
         if (m_opt.writer && c.ingest.failed()) m_opt.writer->writeError(uint32_t(c.stream), c.ingest.error());
-        m_processes[size_t(c.stream)] = std::move(c.ingest.process());
+        Process& p = c.ingest.process();
+        m_processes[size_t(c.stream)] = m_opt.writer ? keptForSymbols(std::move(p)) : std::move(p);
     }
     close(c.fd);
     c.fd = -1;
@@ -312,6 +335,14 @@ void Server::closeAll()
         }
     }
     m_conns.clear();
+}
+
+uint64_t Server::callsReceived() const
+{
+    uint64_t n = m_closedCalls;
+    for (const auto& c : m_conns)
+        if (c->fd >= 0) n += c->ingest.calls();
+    return n;
 }
 
 Capture Server::takeCapture()

@@ -1,5 +1,9 @@
 // collector/server.h: the Unix-socket collector. Each connection is one process's stream, fed to its
-// own ingest; a bad stream closes its connection only. One thread, one poll loop.
+// own ingest; a bad stream closes its connection only. One thread, one poll loop. With a capture
+// writer, records go to the capture as they arrive and are not kept: memory holds the open processes'
+// definitions (APIs, kernels, stacks, module maps), each connection's decode state and its write
+// buffer (at most about flushBytes + one read), and the finished processes' stacks and module maps
+// (symbolized at the end); it does not grow with the records.
 #pragma once
 
 #include "collector/capture_file.h"
@@ -20,7 +24,9 @@ std::string makePrivateDir(const char* prefix = "gpuspy-");
 struct ServerOptions {
     // Where to listen. Empty: "socket" in a fresh private directory, removed with the server.
     std::string socketPath;
-    // Validated stream bytes go here as they arrive (may be null: then only the model is kept).
+    // Validated stream bytes go here as they arrive; the processes then keep their definitions and
+    // totals, not their Call, GpuSpan and Nvtx records (those are in the capture). Null: nothing is
+    // written and the processes keep every record (tests; memory grows with the run).
     CaptureWriter* writer = nullptr;
     size_t flushBytes = 1u << 20;  // per connection: write to the capture when this much is pending
     size_t maxConnections = 4096;
@@ -50,13 +56,17 @@ public:
     uint64_t acceptedConnections() const { return m_accepted; }
     uint64_t refusedConnections() const { return m_refused; }
     uint64_t badStreams() const { return m_bad; }
+    // Call records received on every connection, open or closed.
+    uint64_t callsReceived() const;
     // CLOCK_MONOTONIC of the last connection opened or closed.
     uint64_t lastChangeNs() const { return m_lastChangeNs; }
 
     // Stops listening; reads what is already queued on the open connections and closes them.
     void closeAll();
     // The processes received so far (connections must be closed), in the order of the capture's
-    // streams: process i is stream i of the writer. Moves them out.
+    // streams: process i is stream i of the writer. Moves them out. With a writer they hold what
+    // symbolizing them after the run needs (pid, command, times, stacks, module map, how the stream
+    // ended); their records and other definitions are in the capture.
     Capture takeCapture();
 
 private:
@@ -84,6 +94,7 @@ private:
     std::vector<Process> m_processes;  // finished streams, by stream index (open ones hold a placeholder)
     uint32_t m_streams = 0;
     uint64_t m_accepted = 0, m_refused = 0, m_bad = 0;
+    uint64_t m_closedCalls = 0;  // Call records of the connections already closed
     uint64_t m_lastChangeNs = 0, m_lastFlushNs = 0;
     uint64_t m_sinceFlushAll = 0;  // bytes received since every connection was last flushed
     std::vector<uint8_t> m_buf;  // one read buffer for all connections

@@ -26,6 +26,12 @@
     return String(Math.round(Number(n) || 0)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   }
   function fmtPct(p) { return (Number(p) || 0).toFixed(1) + '%'; }
+  // A value that is only a bound reads "\u2264 " (at most) or "\u2265 " (at least) before it, as the text
+  // report's "<=" and ">=": a blocking copy's GPU time is an upper bound (collector/README.md).
+  const AT_MOST = '\u2264 ', AT_LEAST = '\u2265 ';
+  function atMost(text, bound) { return (bound ? AT_MOST : '') + text; }
+  const BOUND_NOTE = ' \u2264: an upper bound, as it holds copies or memsets that blocked on an idle stream, where CUDA events ' +
+    'cannot see when the device work began.';
   // "gpu_busy_ns" -> "GPU busy time": the report's evidence names in words (the value carries the unit).
   function evidenceName(name) {
     return String(name).replace(/_ns$/, ' time').replace(/_pct$/, ' %').replace(/_/g, ' ')
@@ -104,7 +110,7 @@
     calls.seq = running(t.calls.seq);
     calls.bytes = new Float64Array(calls.begin.length);
     for (let i = 0, x = 0; i < calls.bytes.length; i++) if (calls.category[i] === 1) calls.bytes[i] = t.calls.bytes[x++];
-    const gpu = fromShapes(t.gpu, t.gpu_shapes, ['track', 'kind', 'name'], []);
+    const gpu = fromShapes(t.gpu, t.gpu_shapes, ['track', 'kind', 'name'], ['bound']);
     gpu.call = new Int32Array(t.gpu.call);
     const nvtx = Object.assign({}, t.nvtx, { begin: running(t.nvtx.begin) });
     return Object.assign({}, t, { calls: calls, gpu: gpu, nvtx: nvtx });
@@ -153,10 +159,15 @@
     card('cuda_api_ns', fmtNs(api), api, 'in CUDA calls', wall ? fmtPct(100 * api / wall) + ' of wall time' : '');
     card('blocked_ns', fmtNs(blocked), blocked, 'host blocked waiting for the GPU', 'in syncs, synchronous copies, frees', wall && blocked > 0.2 * wall);
     // With sampled-out operations the measured busy time is a lower bound: say so rather than alarm.
-    const untimed = sum(devs, 'sampled_out_ops'), ops = sum(devs, 'ops');
-    card('busy_pct', (untimed ? '\u2265 ' : '') + fmtPct(busy), busy, 'GPU busy (share of the run the GPU was working)',
-      untimed ? 'at least: ' + fmtCount(untimed) + ' of ' + fmtCount(ops) + ' GPU operations were not timed'
-        : devs.length > 1 ? 'busiest of ' + devs.length + ' devices' : 'from the first to the last CUDA call', busy < 30 && !untimed);
+    // Spans that are upper bounds (blocking copies) make it an upper bound; with both it is neither.
+    const untimed = sum(devs, 'sampled_out_ops'), ops = sum(devs, 'ops'), bounded = sum(devs, 'upper_bound_ops');
+    const busyMark = untimed && bounded ? '~ ' : untimed ? AT_LEAST : bounded ? AT_MOST : '';
+    const boundText = fmtCount(bounded) + ' GPU times of blocking copies or memsets are upper bounds';
+    card('busy_pct', busyMark + fmtPct(busy), busy, 'GPU busy (share of the run the GPU was working)',
+      untimed && bounded ? 'neither bound: ' + fmtCount(untimed) + ' of ' + fmtCount(ops) + ' GPU operations were not timed, and ' + boundText
+        : untimed ? 'at least: ' + fmtCount(untimed) + ' of ' + fmtCount(ops) + ' GPU operations were not timed'
+          : bounded ? 'at most: ' + boundText
+            : devs.length > 1 ? 'busiest of ' + devs.length + ' devices' : 'from the first to the last CUDA call', busy < 30 && !untimed);
     card('launches', fmtCount(launches.count || 0), launches.count || 0, 'kernel launches', 'each took the host ' + fmtNs(launches.median_host_ns || 0) + ' (median)');
     card('bytes', fmtBytes(moved), moved, 'copied or set', 'by ' + fmtCount(copies) + ' copies and memsets');
     const fixes = (report.findings || []).filter((f) => f.estimated_savings_ns > 0).length;
@@ -166,7 +177,8 @@
     const who = procs.length === 1 ? basename(String(procs[0].command).split(' ')[0]) || 'The program' : 'The longest of ' + procs.length + ' processes';
     let verdict = who + ' ran for ' + fmtNs(wall) + ' and spent ' + fmtNs(api) + ' (' + fmtPct(wall ? 100 * api / wall : 0) +
       ') inside CUDA calls, ' + fmtNs(blocked) + ' of it waiting for the GPU to finish. ';
-    verdict += 'The GPU was busy ' + (untimed ? 'at least ' : '') + fmtPct(busy) + ' of that time. ';
+    verdict += 'The GPU was busy ' + (untimed && bounded ? 'about ' : untimed ? 'at least ' : bounded ? 'at most ' : '') + fmtPct(busy) +
+      ' of that time. ';
     verdict += saving ? 'The findings below would save about ' + fmtNs(saving) + ' (' + fmtPct(wall ? 100 * saving / wall : 0) + ' of the run).'
       : 'No finding estimates a saving.';
     $('verdict').textContent = verdict;
@@ -304,10 +316,13 @@
       ['Transfers', 'transfers', report.transfers || [], [
         ['Direction', (r) => r.direction], ['Host memory', (r) => r.host_memory], ['Mode', (r) => r.mode],
         ['Count', (r) => r.count, fmtCount, true], ['Bytes', (r) => r.bytes, fmtBytes, true],
-        ['Host time', (r) => r.host_ns, fmtNs, true], ['GPU time', (r) => r.gpu_ns, fmtNs, true],
-        ['GB/s', (r) => r.gbps, (v, r) => v.toFixed(2) + ' (' + r.gbps_basis + ')', true],
+        ['Host time', (r) => r.host_ns, fmtNs, true],
+        ['GPU time', (r) => r.gpu_ns, (v, r) => atMost(fmtNs(v), r.upper_bound_count > 0), true],
+        ['GB/s', (r) => r.gbps, (v, r) => (r.upper_bound_count > 0 && r.gbps_basis === 'gpu' ? AT_LEAST : '') + v.toFixed(2) +
+          ' (' + r.gbps_basis + ')', true],
         ['Top call site', (r) => siteLabel(r.callsites)],
-      ], 'Host time: time the calling thread spent in the call. GB/s is measured on the GPU when the copies were timed there.'],
+      ], 'Host time: time the calling thread spent in the call. GB/s is measured on the GPU when the copies were timed there.' +
+        ((report.transfers || []).some((r) => r.upper_bound_count > 0) ? BOUND_NOTE + ' Their GB/s is then a lower bound (\u2265).' : '')],
       ['Kernels', 'kernels', report.kernels || [], [
         ['Kernel', (r) => r.name], ['Launches', (r) => r.count, fmtCount, true], ['GPU time', (r) => r.gpu_ns, fmtNs, true],
         ['Median GPU', (r) => r.median_gpu_ns, fmtNs, true], ['Launch host time', (r) => r.launch_host_ns, fmtNs, true],
@@ -316,10 +331,12 @@
       ['Syncs', 'syncs', report.syncs || [], [
         ['API', (r) => r.display], ['Kind', (r) => r.kind], ['Implicit', (r) => (r.implicit ? 'yes' : ''), null],
         ['Count', (r) => r.count, fmtCount, true], ['Blocked', (r) => r.blocked_ns, fmtNs, true],
-        ['GPU busy meanwhile', (r) => r.gpu_busy_ns, (v, r) => fmtNs(v) + (r.blocked_ns ? ' (' + fmtPct(100 * v / r.blocked_ns) + ')' : ''), true],
+        ['GPU busy meanwhile', (r) => r.gpu_busy_ns, (v, r) => atMost(fmtNs(v) + (r.blocked_ns ? ' (' + fmtPct(100 * v / r.blocked_ns) + ')' : ''),
+          r.upper_bound_count > 0), true],
         ['Median', (r) => r.host.median_ns, fmtNs, true], ['Max', (r) => r.host.max_ns, fmtNs, true],
         ['Top call site', (r) => siteLabel(r.callsites)],
-      ], 'Implicit: the call waits as a side effect (a synchronous copy, a free). A wait while the GPU was idle is pure overhead.'],
+      ], 'Implicit: the call waits as a side effect (a synchronous copy, a free). A wait while the GPU was idle is pure overhead.' +
+        ((report.syncs || []).some((r) => r.upper_bound_count > 0) ? BOUND_NOTE : '')],
       ['CUDA API', 'apis', report.apis || [], [
         ['API', (r) => r.display], ['Category', (r) => r.category], ['Calls', (r) => r.count, fmtCount, true],
         ['Total', (r) => r.total_ns, fmtNs, true], ['Median', (r) => r.median_ns, fmtNs, true],
@@ -330,8 +347,10 @@
       tables.push(['NVTX ranges', 'nvtx', report.nvtx, [
         ['Range', (r) => r.name], ['Ranges', (r) => r.ranges, fmtCount, true], ['Time', (r) => r.range_ns, fmtNs, true],
         ['CUDA calls', (r) => r.calls, fmtCount, true], ['In CUDA', (r) => r.cuda_api_ns, fmtNs, true],
-        ['Blocked', (r) => r.sync_blocked_ns, fmtNs, true], ['GPU time', (r) => r.gpu_ns, fmtNs, true],
-      ], 'Inclusive: a call counts toward every range around it.']);
+        ['Blocked', (r) => r.sync_blocked_ns, fmtNs, true],
+        ['GPU time', (r) => r.gpu_ns, (v, r) => atMost(fmtNs(v), r.upper_bound_count > 0), true],
+      ], 'Inclusive: a call counts toward every range around it.' +
+        (report.nvtx.some((r) => r.upper_bound_count > 0) ? BOUND_NOTE : '')]);
     const tabs = $('tabs'), box = $('tables');
     const panes = [];
     tables.forEach(([title, key, rows, cols, note], i) => {
@@ -754,7 +773,9 @@
         return lines.join('\n');
       }
       if (hit.kind === 'gpu') {
-        const lines = [gpuLabel(k), tl.gpu_kinds[gpu.kind[k]] + ' on ' + hit.track.t.name, fmtNs(gpu.dur[k]) + ' at ' + fmtNs(gpu.begin[k])];
+        const lines = [gpuLabel(k), tl.gpu_kinds[gpu.kind[k]] + ' on ' + hit.track.t.name,
+          atMost(fmtNs(gpu.dur[k]), gpu.bound[k]) + ' at ' + fmtNs(gpu.begin[k])];
+        if (gpu.bound[k]) lines.push('an upper bound: the call blocked on an idle stream, and CUDA events cannot see when the work began');
         const c = gpu.call[k];
         if (c >= 0) lines.push('submitted by ' + S[calls.name[c]] + ' ' + fmtNs(gpu.begin[k] - calls.begin[c]) + ' earlier');
         return lines.join('\n');
@@ -809,8 +830,9 @@
         const row = add(right, el('div', 'work'));
         row.dataset.gpu = String(g);
         add(row, el('strong', null, S[gpu.name[g]]));
-        add(row, document.createTextNode(' on ' + tracks[gpu.track[g]].t.name + ': ran ' + fmtNs(gpu.dur[g]) + ', started ' +
-          fmtNs(gpu.begin[g] - calls.begin[k]) + ' after the call began'));
+        add(row, document.createTextNode(' on ' + tracks[gpu.track[g]].t.name + ': ran ' + (gpu.bound[g] ? 'at most ' : '') +
+          fmtNs(gpu.dur[g]) + ', started ' + (gpu.bound[g] ? 'at the earliest ' : '') + fmtNs(gpu.begin[g] - calls.begin[k]) +
+          ' after the call began' + (gpu.bound[g] ? ' (an upper bound: the call blocked on an idle stream)' : '')));
         const b = add(row, el('button', null, 'show'));
         b.addEventListener('click', () => {
           const lo = Math.min(calls.begin[k], gpu.begin[g]), hi = Math.max(calls.begin[k] + calls.dur[k], gpu.begin[g] + gpu.dur[g]);

@@ -50,12 +50,13 @@ enum class MemKind : uint8_t { Unknown = 0, Pageable = 1, Pinned = 2, Managed = 
 
 // CallBody::flags
 enum CallFlags : uint16_t {
-    kCallAsync = 1u << 0,          // the API is an *Async form (may still block: see kCallBlocking)
+    kCallAsync = 1u << 0,          // the API is an *Async form (may still block: see kCallImplicitSync)
     kCallPerThreadStream = 1u << 1, // the _ptsz/_ptds ABI: a null stream is the thread's per-thread stream
     kCallGpuTimed = 1u << 2,       // a GpuSpan for this call follows (unless its events failed)
     kCallGpuSampledOut = 1u << 3,  // device work, deliberately not timed (adaptive sampling)
     kCallCapturing = 1u << 4,      // issued into a stream capture: no device work ran
-    kCallImplicitSync = 1u << 5,   // the API synchronises implicitly (sync copy, free, register, ...)
+    kCallImplicitSync = 1u << 5,   // the call blocked the host: a sync copy or memset, an *Async copy
+                                   // from/to pageable memory (staged), a free, a register, ...
     kCallDeviceWork = 1u << 6,     // the call submits device work (kernel, copy, memset, graph)
 };
 

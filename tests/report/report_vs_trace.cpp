@@ -32,7 +32,16 @@
 //    must fit the reason (copy: sync_copy|pageable_copy, memset: sync_memset, free: free_sync,
 //    register: register_sync, context: ctx_sync). Report rows the trace has no wait for must have the
 //    kind query/module/alloc/other (those do not block in the simulated driver), else it is a mismatch.
-//  * GPU times and busy: see the comment above opBounds() for the bound.
+//  * GPU times and busy: see the comment above opBounds() for the bound. A copy or memset that blocked
+//    its call is checked as the upper bound it is (events cannot see when its device work began): its
+//    span lies within the call, so truth - Ea <= GPU time <= the call's host time from the later of its
+//    begin and the previous op's end on its stream (+ Ea).
+//  * how GPU times were obtained (collector/README.md, "GPU time sources"): per transfer row,
+//    upper_bound_count lies between the number of timed blocking ops of the row whose device was idle
+//    when the call began (their begin event completed at once: the span must be called a bound) and the
+//    number of its timed blocking ops; gpu_time says "upper_bound" exactly when the count is non-zero
+//    ("none" when nothing was timed), upper_bound_gpu_ns <= gpu_ns; the devices' upper_bound_ops add up
+//    to the rows' counts.
 #include <nlohmann/json.hpp>
 
 #include <cxxabi.h>
@@ -323,6 +332,8 @@ struct OpBound {
     long long eb = 0, ef = 0, es = 0;
     long long err = 0;  // the anchor's error (see the comment above)
     bool blocking = false;
+    long long window = 0;    // blocking: the call's host time from the later of its begin and the previous op's end
+    bool idleAtCall = false; // blocking: no op of its process ran on its device when the call began
 };
 
 // Matches each op to its driver call (trace call record, SIMCUDA_TRACE_CALLS=1) and to the shim's record
@@ -374,8 +385,21 @@ std::vector<OpBound> opBounds(Trace& t, const Dump& dump)
         b.ef = fmax == LLONG_MAX ? LLONG_MAX / 4 : std::max(0LL, fmax - o.end);
         if (auto a = dump.anchorErrorNs.find(o.pid); a != dump.anchorErrorNs.end()) b.err = a->second;
         b.blocking = o.shim && o.shim->blocking;
+        if (b.blocking) b.window = std::max(0LL, o.shim->end - lower);
         long long& se = streamEnd[key];
         se = std::max(se, o.end);
+    }
+    // A blocking call on a device with nothing running when it began: the begin event recorded just
+    // before the call's begin B (or the end of earlier work, done by B) completed by B + latency.
+    std::map<std::pair<long long, long long>, std::vector<const Op*>> opsOfDevice;
+    for (const Op& o : t.ops) opsOfDevice[{o.pid, o.dev}].push_back(&o);
+    for (size_t i = 0; i < t.ops.size(); ++i) {
+        const Op& o = t.ops[i];
+        if (!out[i].blocking) continue;
+        const long long callBegin = o.shim->begin;
+        out[i].idleAtCall = true;
+        for (const Op* other : opsOfDevice[{o.pid, o.dev}])
+            if (other != &o && other->start < callBegin && other->end > callBegin) out[i].idleAtCall = false;
     }
     return out;
 }
@@ -420,8 +444,14 @@ void checkGpuTime(const std::string& what, double reported, uint64_t timedReport
         ++timed;
         truth += double(o.end - o.start);
         const OpBound& b = bounds[i];
+        if (b.blocking) {
+            // An upper bound: the span covers the work and lies within the call.
+            upper += double(std::max(b.window, o.end - o.start)) + double(b.err);
+            lower += double(std::max(0LL, o.end - o.start - b.err));
+            continue;
+        }
         upper += double(o.end - o.start) + double(b.eb) + double(b.ef) + double(b.err);
-        lower += double(std::max(0LL, o.end - o.start - b.es - (b.blocking ? b.err : 0)));
+        lower += double(std::max(0LL, o.end - o.start - b.es));
     }
     check(timedReported == timed, what + ": report timed_count " + std::to_string(timedReported) + ", the capture timed " +
                                       std::to_string(timed) + " of " + std::to_string(idx.size()) + " ops");
@@ -431,6 +461,63 @@ void checkGpuTime(const std::string& what, double reported, uint64_t timedReport
     s << what << " GPU time " << fmtNs(reported) << " ns within [" << fmtNs(lo) << ", " << fmtNs(hi) << "] (trace "
       << fmtNs(truth) << " ns over the " << timed << " timed ops, " << fmtNs(all) << " over all " << idx.size() << ")";
     check(reported >= lo && reported <= hi, s.str());
+}
+
+using GroupKey = std::tuple<std::string, std::string, std::string>;  // direction, host memory ("*": memset), mode
+
+GroupKey groupOf(const Json& row)
+{
+    const std::string dir = row.value("direction", "");
+    return {dir, dir == "Memset" ? "*" : row.value("host_memory", ""), row.value("mode", "")};
+}
+
+// How each transfer row says its GPU time was obtained, against what the trace says of its ops (see the
+// header): the report must call a bound every span that can only be one, and only blocking ops' spans.
+void checkGpuTimeSources(const Json& report, const Trace& t, const std::vector<OpBound>& bounds,
+                         const std::map<GroupKey, std::vector<size_t>>& opsOfGroup)
+{
+    struct Counts {
+        uint64_t reported = 0, timed = 0, gpuNs = 0, boundNs = 0;
+        bool labelsAgree = true;
+    };
+    std::map<GroupKey, Counts> rows;
+    uint64_t rowBounds = 0, deviceBounds = 0;
+    bool fields = true;
+    for (const Json& r : report["transfers"]) {
+        fields = fields && r.contains("gpu_time") && r.contains("upper_bound_count") && r.contains("upper_bound_gpu_ns");
+        Counts& c = rows[groupOf(r)];
+        const uint64_t n = r.value("upper_bound_count", 0ULL), timed = r.value("timed_count", 0ULL);
+        const std::string label = r.value("gpu_time", "");
+        c.labelsAgree = c.labelsAgree && label == (!timed ? "none" : n ? "upper_bound" : "measured");
+        c.reported += n;
+        c.timed += timed;
+        c.gpuNs += r.value("gpu_ns", 0ULL);
+        c.boundNs += r.value("upper_bound_gpu_ns", 0ULL);
+        rowBounds += n;
+    }
+    for (const Json& d : report["devices"]) {
+        fields = fields && d.contains("upper_bound_ops");
+        deviceBounds += d.value("upper_bound_ops", 0ULL);
+    }
+    check(fields, "transfer rows have gpu_time, upper_bound_count, upper_bound_gpu_ns; devices upper_bound_ops");
+    for (const auto& [k, c] : rows) {
+        uint64_t blocking = 0, mustBound = 0;
+        if (auto it = opsOfGroup.find(k); it != opsOfGroup.end())
+            for (size_t i : it->second) {
+                if (!t.ops[i].timed() || !bounds[i].blocking) continue;
+                ++blocking;
+                mustBound += bounds[i].idleAtCall;
+            }
+        const std::string name = "transfers " + std::get<0>(k) + "/" + std::get<1>(k) + "/" + std::get<2>(k);
+        check(c.reported >= mustBound && c.reported <= blocking,
+              name + ": upper_bound_count " + std::to_string(c.reported) + " between the " + std::to_string(mustBound) +
+                  " timed blocking ops on an idle device and all " + std::to_string(blocking) + " timed blocking ops");
+        check(c.labelsAgree, name + ": gpu_time is upper_bound exactly when upper_bound_count > 0 (none: nothing timed)");
+        check(c.boundNs <= c.gpuNs, name + ": upper_bound_gpu_ns " + std::to_string(c.boundNs) + " <= gpu_ns " +
+                                        std::to_string(c.gpuNs));
+    }
+    check(deviceBounds == rowBounds, "devices' upper_bound_ops " + std::to_string(deviceBounds) +
+                                         " = the transfer rows' upper_bound_count " + std::to_string(rowBounds));
 }
 
 }  // namespace
@@ -489,7 +576,7 @@ int main(int argc, char** argv)
 
     // ---- transfers
     std::map<std::tuple<std::string, std::string, std::string>, std::pair<long long, long long>> want, got;
-    std::map<std::tuple<std::string, std::string, std::string>, std::vector<size_t>> opsOfGroup;
+    std::map<GroupKey, std::vector<size_t>> opsOfGroup;
     for (size_t i = 0; i < t.ops.size(); ++i) {
         const Op& o = t.ops[i];
         if (o.graph || (o.op != "memcpy" && o.op != "memset")) continue;
@@ -527,6 +614,7 @@ int main(int argc, char** argv)
         checkGpuTime("transfers " + std::get<0>(k) + "/" + std::get<1>(k) + "/" + std::get<2>(k), gpuOfGroup[k].first,
                      gpuOfGroup[k].second, idx, t, bounds, relTol);
     }
+    checkGpuTimeSources(report, t, bounds, opsOfGroup);
 
     // ---- kernels
     std::map<std::string, std::vector<size_t>> kernelOps;

@@ -2,7 +2,10 @@
 // exact on a small case, each finding on its pattern (and not on a well-behaved program), the ranking.
 #include "collector/analyze.h"
 #include "collector/api_names.h"
+#include "collector/report.h"
 #include "collector/timeline.h"
+
+#include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
@@ -479,10 +482,45 @@ TEST(Analyze, NvtxRangesInclusive)
     EXPECT_EQ(step.syncs, 2u);  // the copy (implicit) and the context sync
     EXPECT_EQ(step.syncBlockedNs, 10u + 25);
     EXPECT_EQ(step.gpuNs, 6u + 10);
+    // The synchronous copy blocked on an idle stream: its 6 ns are only an upper bound.
+    EXPECT_EQ(step.upperBoundCount, 1u);
+    EXPECT_EQ(step.upperBoundGpuNs, 6u);
     const NvtxRow& load = r.nvtx[1];
     EXPECT_EQ(load.name, "load");
     EXPECT_EQ(load.calls, 1u);
     EXPECT_EQ(load.cudaApiNs, 10u);
+    EXPECT_EQ(load.upperBoundCount, 1u);
+
+    const nlohmann::ordered_json j = reportJson(r);
+    EXPECT_EQ(j["nvtx"][0]["upper_bound_count"], 1);
+    EXPECT_EQ(j["nvtx"][0]["upper_bound_gpu_ns"], 6);
+    const std::string text = renderText(r, false);
+    const size_t table = text.find("NVTX ranges");
+    ASSERT_NE(table, std::string::npos) << text;
+    EXPECT_NE(text.find("<=16 ns", table), std::string::npos) << text;  // step's GPU time, marked
+    EXPECT_NE(text.find("<= upper bound", table), std::string::npos) << text;
+}
+
+// NVTX rows whose calls all have measured GPU times carry no mark.
+TEST(Analyze, NvtxGpuTimeMeasuredIsNotMarked)
+{
+    ProcBuilder b;
+    b.p.strings[1] = "step";
+    wire::NvtxBody n{};
+    n.kind = wire::NvtxKind::Push;
+    n.messageId = 1;
+    n.tid = 1;
+    b.p.nvtx.push_back(n);
+    b.launch(0, 50, 55, 60, 70);
+    n.kind = wire::NvtxKind::Pop;
+    n.timeNs = 90;
+    b.p.nvtx.push_back(n);
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.nvtx.size(), 1u);
+    EXPECT_EQ(r.nvtx[0].gpuNs, 10u);
+    EXPECT_EQ(r.nvtx[0].upperBoundCount, 0u);
+    const std::string text = renderText(r, false);
+    EXPECT_EQ(text.find("<=", text.find("NVTX ranges")), std::string::npos) << text;
 }
 
 TEST(Analyze, BusyPerDeviceAndSyncOverlapOnItsOwnDevice)
@@ -534,31 +572,123 @@ TEST(Findings, PageableAndSyncMemcpy)
     ProcBuilder b;
     const uint32_t s = b.site("copy_loop", 25);
     const uint32_t pinnedSite = b.site("warmup", 10);
-    // One pinned synchronous copy measures pinned bandwidth: 1 MiB in 50 ns.
-    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, MiB, 0, 60, false, 5, 55, pinnedSite);
-    uint64_t t = 100;
+    constexpr uint64_t us = 1000;
+    // One pinned async copy measures pinned bandwidth: 1 MiB in 50 us.
+    b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, MiB, 0, 5 * us, true, 10 * us,
+           60 * us, pinnedSite);
+    uint64_t t = 100 * us;
     for (int i = 0; i < 10; ++i) {
-        // Host 300: waits 100 for a kernel, then the copy runs 200 on the GPU.
-        b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, MiB, t, t + 300, false, t + 100,
-               t + 300, s);
-        t += 400;
+        // Host 300 us: waits 100 us for a kernel (so the span, starting then, is measured), then the copy
+        // runs 200 us on the GPU.
+        b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, MiB, t, t + 300 * us, false,
+               t + 100 * us, t + 300 * us, s);
+        t += 400 * us;
     }
     const Report r = analyze(b.capture(), {});
     const Finding* pg = findingOf(r, "pageable-memcpy");
     ASSERT_TRUE(pg);
     EXPECT_EQ(pg->count, 10u);
-    // Pageable GPU time 2000; at the pinned 1 MiB/50 ns the copies would take 500.
-    EXPECT_EQ(pg->estimatedSavingsNs, 1500u);
+    // Pageable GPU time 2000 us; at the pinned 1 MiB/50 us the copies would take 500 us.
+    EXPECT_EQ(pg->estimatedSavingsNs, 1500 * us);
     EXPECT_NE(pg->message.find("pinned"), std::string::npos);
     EXPECT_NE(pg->message.find("assuming"), std::string::npos);
+    EXPECT_NE(pg->message.find("(measured)"), std::string::npos) << pg->message;
+    // Every GPU time here is measured: no bound in the wording.
+    EXPECT_EQ(pg->message.find("at most"), std::string::npos) << pg->message;
+    EXPECT_EQ(pg->message.find("at least"), std::string::npos) << pg->message;
     ASSERT_FALSE(pg->callsites.empty());
     EXPECT_EQ(r.callsites[pg->callsites[0]].label, "copy_loop (app.cu:25)");
     const Finding* sy = findingOf(r, "sync-memcpy");
     ASSERT_TRUE(sy);
-    EXPECT_EQ(sy->count, 11u);
-    // Host 3060 - GPU 2050 over the 11 copies.
-    EXPECT_EQ(sy->estimatedSavingsNs, 3060u - 2050u);
+    EXPECT_EQ(sy->count, 10u);
+    // Host 3000 us - GPU 2000 us over the 10 copies.
+    EXPECT_EQ(sy->estimatedSavingsNs, 1000 * us);
+    EXPECT_EQ(sy->message.find("at least"), std::string::npos) << sy->message;
+    EXPECT_EQ(sy->message.find("at most"), std::string::npos) << sy->message;
     EXPECT_FALSE(findingOf(r, "pageable-async-memcpy"));
+}
+
+// Blocking copies on an idle stream (collector/README.md, "GPU time sources"): their GPU times are
+// upper bounds. The bandwidth is then a lower bound, pageable-memcpy's saving an upper bound, and
+// sync-memcpy's saving (host time beyond the copy) a lower bound; each copy counts as long as the
+// shortest bound among the copies alike, and the GPU's busy share while they blocked is at most.
+TEST(Findings, CopiesWithBoundedGpuTimesSayAtMostAndAtLeast)
+{
+    ProcBuilder b;
+    constexpr uint64_t us = 1000;
+    uint64_t t = 0, hostSum = 0, boundSum = 0;
+    for (int i = 0; i < 10; ++i) {
+        // The span starts 1 us after the call began and ends at its return: 200 us, or longer when the
+        // host was slow (the driver's host time is in the span).
+        const uint64_t len = (i % 2 ? 200 : 400) * us;
+        b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, MiB, t, t + len + us, false,
+               t + us, t + len + us);
+        hostSum += len + us;
+        boundSum += len;
+        t += 1000 * us;
+    }
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.transfers.size(), 1u);
+    EXPECT_EQ(r.transfers[0].upperBoundCount, 10u);
+
+    const Finding* pg = findingOf(r, "pageable-memcpy");
+    ASSERT_TRUE(pg);
+    // No pinned copies: pinned memory is assumed to double the bandwidth, of copies each at most 200 us.
+    EXPECT_EQ(pg->estimatedSavingsNs, 10 * 200 * us / 2);
+    EXPECT_NE(pg->message.find("reaching at least"), std::string::npos) << pg->message;
+    EXPECT_NE(pg->message.find("Estimated saving at most"), std::string::npos) << pg->message;
+    EXPECT_NE(pg->message.find("upper bounds"), std::string::npos) << pg->message;
+    EXPECT_NE(pg->message.find("doubles"), std::string::npos) << pg->message;
+    const auto evidence = [](const Finding& f, const std::string& name) {
+        for (const auto& [k, v] : f.evidence)
+            if (k == name) return v;
+        return -1.0;
+    };
+    EXPECT_EQ(evidence(*pg, "upper_bound_copies"), 10.0);
+    EXPECT_EQ(evidence(*pg, "upper_bound_gpu_ns"), double(boundSum));
+
+    const Finding* sy = findingOf(r, "sync-memcpy");
+    ASSERT_TRUE(sy);
+    EXPECT_EQ(sy->estimatedSavingsNs, hostSum - 10 * 200 * us);
+    EXPECT_NE(sy->message.find("Estimated saving at least"), std::string::npos) << sy->message;
+    EXPECT_NE(sy->message.find("busy at most"), std::string::npos) << sy->message;
+    EXPECT_NE(sy->message.find("lower bound"), std::string::npos) << sy->message;
+    EXPECT_EQ(evidence(*sy, "upper_bound_tight_gpu_ns"), double(10 * 200 * us));
+}
+
+// The reference pinned bandwidth comes from pinned copies with a measured GPU time only: a blocking
+// pinned copy's rate is a lower bound. Without a measured one, the documented default is used and the
+// text says why.
+TEST(Findings, PinnedReferenceFromMeasuredCopiesOnly)
+{
+    constexpr uint64_t us = 1000;
+    auto build = [&](bool withAsync) {
+        ProcBuilder b;
+        // A synchronous pinned copy on an idle stream: its 500 us span is only an upper bound.
+        b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, MiB, 0, 501 * us, false, us,
+               501 * us);
+        // An async pinned copy, measured: 1 MiB in 50 us.
+        if (withAsync)
+            b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, MiB, 600 * us, 605 * us,
+                   true, 610 * us, 660 * us);
+        uint64_t t = 1000 * us;
+        for (int i = 0; i < 10; ++i, t += 400 * us)
+            b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, MiB, t, t + 300 * us, false,
+                   t + 100 * us, t + 300 * us);
+        return analyze(b.capture(), {});
+    };
+    const Report measured = build(true);
+    const Finding* pg = findingOf(measured, "pageable-memcpy");
+    ASSERT_TRUE(pg);
+    EXPECT_EQ(pg->estimatedSavingsNs, 10 * (200 - 50) * us);  // the async copy's 50 us, not the sync one's 500
+    EXPECT_NE(pg->message.find("(measured)"), std::string::npos) << pg->message;
+
+    const Report bounded = build(false);
+    pg = findingOf(bounded, "pageable-memcpy");
+    ASSERT_TRUE(pg);
+    EXPECT_EQ(pg->estimatedSavingsNs, 10 * 200 * us / 2);
+    EXPECT_NE(pg->message.find("doubles"), std::string::npos) << pg->message;
+    EXPECT_NE(pg->message.find("only pinned HtoD copies that blocked"), std::string::npos) << pg->message;
 }
 
 TEST(Findings, PageableMemcpyWithoutPinnedReferenceStatesAssumption)
@@ -572,6 +702,7 @@ TEST(Findings, PageableMemcpyWithoutPinnedReferenceStatesAssumption)
     ASSERT_TRUE(pg);
     EXPECT_EQ(pg->estimatedSavingsNs, 8u * 40 / 2);
     EXPECT_NE(pg->message.find("doubles"), std::string::npos);
+    EXPECT_NE(pg->message.find("no timed pinned DtoH copies"), std::string::npos) << pg->message;
 }
 
 TEST(Findings, PageableAsyncMemcpy)
@@ -606,6 +737,22 @@ TEST(Findings, SmallTransfers)
     for (int i = 0; i < 63; ++i)
         few.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, KiB, i * 10, i * 10 + 3, true);
     EXPECT_FALSE(findingOf(analyze(few.capture(), {}), "small-transfers"));
+}
+
+// Small synchronous copies on an idle stream have only upper bounds for GPU times: the fixed cost of a
+// copy is then their median host time, and the finding says why.
+TEST(Findings, SmallTransfersWithBoundedGpuTimesUseHostTime)
+{
+    ProcBuilder b;
+    for (int i = 0; i < 100; ++i)
+        b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 4 * KiB, i * 10, i * 10 + 7,
+               false, i * 10 + 1, i * 10 + 7);
+    const Report r = analyze(b.capture(), {});
+    const Finding* f = findingOf(r, "small-transfers");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->estimatedSavingsNs, 99u * 7);  // all but one copy, each its median host time
+    EXPECT_NE(f->message.find("median host time"), std::string::npos) << f->message;
+    EXPECT_NE(f->message.find("upper bounds"), std::string::npos) << f->message;
 }
 
 TEST(Findings, LaunchBoundKernels)

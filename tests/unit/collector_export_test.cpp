@@ -352,6 +352,41 @@ TEST(TimelineExport, ColumnsLineUpAndNothingIsHtml)
     EXPECT_EQ(t["tracks"][0]["nvtx_lanes"], 1);
 }
 
+// sample()'s synchronous copy blocked on an idle stream (its span starts 270 ns after the call): its GPU
+// time is only an upper bound (collector/README.md), and both exports say so for that span alone.
+TEST(TimelineExport, GpuSpansThatAreUpperBoundsAreFlagged)
+{
+    const Builder b = sample();
+    uint64_t copySeq = 0;
+    for (const wire::CallBody& c : b.p.calls)
+        if (c.category == Category::Transfer) copySeq = c.seq;
+    ASSERT_NE(copySeq, 0u);
+
+    const Json trace = Json::parse(exportPerfetto(b.capture()));
+    size_t gpuSlices = 0, flagged = 0;
+    for (const Json& e : trace["traceEvents"]) {
+        if (e["ph"] != "X" || !e.contains("cat") || e["cat"].get<std::string>().rfind("gpu,", 0) != 0) continue;
+        ++gpuSlices;
+        const bool bound = e["args"].contains("gpu_time");
+        flagged += bound;
+        EXPECT_EQ(bound, e["args"].contains("seq") && e["args"]["seq"] == copySeq) << e.dump();
+        if (bound) EXPECT_EQ(e["args"]["gpu_time"], "upper_bound");
+    }
+    EXPECT_GT(gpuSlices, 1u);
+    EXPECT_EQ(flagged, 1u);
+
+    const Json t = Json::parse(exportTimelineJson(b.capture()));
+    const DecodedTimeline d = decode(t);
+    ASSERT_EQ(t["gpu_shapes"]["bound"].size(), t["gpu_shapes"]["track"].size());
+    size_t bounds = 0;
+    for (size_t i = 0; i < d.spanCall.size(); ++i) {
+        const bool bound = t["gpu_shapes"]["bound"][t["gpu"]["shape"][i].get<size_t>()] == 1;
+        bounds += bound;
+        EXPECT_EQ(bound, d.callSeq[size_t(d.spanCall[i])] == int64_t(copySeq)) << "span " << i;
+    }
+    EXPECT_EQ(bounds, 1u);
+}
+
 TEST(TimelineExport, RepeatedCallsShareOneShape)
 {
     Builder b;

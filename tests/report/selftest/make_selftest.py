@@ -40,7 +40,9 @@ def main():
         f.write(src.read())
 
     # Each falsification is one the checker must catch: a count, bytes, mode, sync count, busy time
-    # below the truth, GPU time far above it, a finding the expectation says is absent.
+    # below the truth, GPU time far above it, a blocking copy's GPU time (an upper bound) below the
+    # truth, a blocking copy on an idle stream whose span is called measured, a finding the expectation
+    # says is absent.
     def falsified(name, change):
         doc = copy.deepcopy(report)
         change(doc)
@@ -52,6 +54,15 @@ def main():
     falsified("sync_count", lambda d: d["syncs"][0].update(count=d["syncs"][0]["count"] + 1))
     falsified("busy", lambda d: d["devices"][0].update(busy_ns=d["devices"][0]["busy_ns"] // 2))
     falsified("gpu_time", lambda d: d["kernels"][0].update(gpu_ns=d["kernels"][0]["gpu_ns"] * 3))
+    bound = next(t for t in report["transfers"] if t["upper_bound_count"] > 0)
+    at = report["transfers"].index(bound)
+    falsified("bound_gpu_time", lambda d: d["transfers"][at].update(gpu_ns=1, upper_bound_gpu_ns=1))
+
+    def called_measured(d):
+        d["transfers"][at].update(gpu_time="measured", upper_bound_count=0, upper_bound_gpu_ns=0)
+        d["devices"][0]["upper_bound_ops"] -= bound["upper_bound_count"]
+
+    falsified("gpu_time_source", called_measured)
     falsified("finding", lambda d: d["findings"].append(
         {"rule": "sync-in-loop", "severity": "low", "message": "x", "count": 1, "ns": 1,
          "estimated_savings_ns": 0, "callsites": [0], "evidence": {}}))
