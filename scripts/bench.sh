@@ -68,26 +68,30 @@ export LD_LIBRARY_PATH=$SIMDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export SIMCUDA_QUIET=1
 
 # ---- 1. hook path: one process per configuration (gpuspy reads its environment once)
-# name | preload | GPUSPY_STACK_DEPTH | GPUSPY_GPU_TIME | SIMCUDA_HOST_COST | benchmark filter
+# name | preload | GPUSPY_STACK_DEPTH | GPUSPY_GPU_TIME | SIMCUDA_HOST_COST | benchmark filter | GPUSPY_STACK_FP
 EVENT_COST='cuLaunchKernel=0,cuMemcpyHtoDAsync=0,cuStreamQuery=0,cuStreamSynchronize=0,cuMemAllocHost=0,cuMemAlloc=0'
 HOOK_VARIANTS=(
-  "noshim|0|0|0|0|."
-  "nostack|1|0|0|0|."
-  "gpu_sim0|1|0|1|0|."
-  "gpu_event|1|0|1|$EVENT_COST|."
-  "stack8|1|8|0|0|launch"
-  "stack24|1|24|0|0|."
-  "stack64|1|64|0|0|launch"
-  "full_event|1|24|1|$EVENT_COST|."
+  "noshim|0|0|0|0|.|1"
+  "nostack|1|0|0|0|.|1"
+  "gpu_sim0|1|0|1|0|.|1"
+  "gpu_event|1|0|1|$EVENT_COST|.|1"
+  "stack8|1|8|0|0|launch|1"
+  "stack24|1|24|0|0|.|1"
+  "stack64|1|64|0|0|launch|1"
+  "stack8_unw|1|8|0|0|launch|0"
+  "stack24_unw|1|24|0|0|.|0"
+  "stack64_unw|1|64|0|0|launch|0"
+  "full_event|1|24|1|$EVENT_COST|.|1"
 )
 for v in "${HOOK_VARIANTS[@]}"; do
-  IFS='|' read -r name preload depth gpu cost filter <<<"$v"
+  IFS='|' read -r name preload depth gpu cost filter fp <<<"$v"
   echo "== hook_bench $name" >&2
   args=(--benchmark_filter="$filter" --benchmark_min_time=$MIN_TIME --benchmark_enable_random_interleaving=true
         --benchmark_out="$WORK/hook-$name.json" --benchmark_out_format=json)
-  # A queue of 1 Mi items (default 64 Ki): with 8 threads, one run's records must fit while the drain
-  # catches up (hook_bench pauses after each hooked run); see bench/NOTES.md.
-  envs=(BENCH_REPETITIONS=$REPS GPUSPY_QUEUE_ITEMS=1048576 GPUSPY_STACK_DEPTH=$depth BENCH_CALL_DEPTH=$depth GPUSPY_GPU_TIME=$gpu SIMCUDA_HOST_COST=$cost)
+  # Lanes of 128 Ki items per thread (16 MiB each; default 4 Ki): one run's records must fit while the
+  # drain catches up (hook_bench pauses after each hooked run); see bench/NOTES.md.
+  envs=(BENCH_REPETITIONS=$REPS GPUSPY_QUEUE_ITEMS=131072 GPUSPY_STACK_DEPTH=$depth BENCH_CALL_DEPTH=$depth GPUSPY_GPU_TIME=$gpu
+        GPUSPY_STACK_FP=$fp SIMCUDA_HOST_COST=$cost)
   if [ "$preload" = 1 ]; then
     sock=$WORK/sink-$name.sock
     "$BIN/stream_sink" --socket "$sock" --timeout 120 >"$WORK/sink-$name.json" &

@@ -81,6 +81,12 @@ async function checkPage(browser, htmlPath, reportPath, shotPath) {
   const transfers = await table('transfers');
   check(transfers.length === report.transfers.length && report.transfers.every((t) => transfers.some((r) => r[0] === t.direction && Number(r[3]) === t.count && Number(r[4]) === t.bytes)),
         'transfers table = report transfers (direction, count, bytes)', transfers);
+  // A GPU time that is only an upper bound (a blocking copy on an idle stream) reads "\u2264 " in the
+  // transfers table, and only there; its bandwidth from the GPU, a lower bound, "\u2265 ".
+  const transferText = await page.$$eval('.table-wrap[data-table="transfers"] tbody tr', (rs) => rs.map((r) => Array.from(r.cells).map((c) => c.textContent)));
+  check(report.transfers.every((t) => transferText.some((r) => r[0] === t.direction && r[1] === t.host_memory && r[2] === t.mode &&
+          r[6].startsWith('\u2264 ') === (t.upper_bound_count > 0) && r[7].startsWith('\u2265 ') === (t.upper_bound_count > 0 && t.gbps_basis === 'gpu'))),
+        'transfers table marks the GPU times that are upper bounds, and only those', transferText);
   const syncs = await table('syncs');
   check(syncs.length === report.syncs.length && report.syncs.every((s) => syncs.some((r) => r[0] === s.display && Number(r[3]) === s.count && Number(r[4]) === s.blocked_ns)),
         'syncs table = report syncs (api, count, blocked)', syncs);

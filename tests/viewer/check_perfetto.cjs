@@ -145,6 +145,14 @@ const timed = report.processes.reduce((a, p) => a + p.timed_ops, 0);
 const gpuSlices = streamTracks.reduce((a, k) => a + slices.get(k).length, 0);
 check(gpuSlices >= timed, 'a GPU slice per timed operation (' + gpuSlices + ' slices, ' + timed + ' timed operations)');
 
+// GPU slices whose time is only an upper bound (blocking copies and memsets on an idle stream) are the
+// ones the report counts as such on its devices, and only copies or memsets.
+const boundSlices = streamTracks.flatMap((k) => slices.get(k)).filter((s) => (s.ev.args || {}).gpu_time === 'upper_bound');
+const boundOps = (report.devices || []).reduce((a, d) => a + (d.upper_bound_ops || 0), 0);
+check(boundSlices.length === boundOps, 'a GPU slice marked upper_bound per bounded operation of the report (' +
+      boundSlices.length + ' slices, ' + boundOps + ' operations)');
+check(boundSlices.every((s) => /^gpu,(copy|memset)$/.test(s.ev.cat)), 'only copies and memsets are marked upper_bound');
+
 console.log((failures ? 'FAILED ' : 'ok ') + tracePath + ': ' + events.length + ' events, ' + threadTracks.length +
             ' thread tracks, ' + streamTracks.length + ' stream tracks, ' + starts.size + ' flows, counters: ' +
             [...counters].join(', '));
