@@ -20,14 +20,8 @@ collector=$!
 hz_wait_for 60 test -S collector.sock || { kill -KILL $collector; hz_fail "the collector never listened"; exit 1; }
 [[ $mode == stall ]] && kill -STOP $collector
 
-mkfifo go
-(
-    LD_PRELOAD="$preload" GPUSPY_SOCKET="$PWD/collector.sock" GPUSPY_OUTPUT="$PWD/fallback.gspy" GPUSPY_QUEUE_ITEMS=$queue \
-        "$storm" "$threads" "$launches" pause <go >shim.out 2>shim.err
-    echo $? >shim.rc
-) &
-app=$!
-exec 3>go
+hz_start_paused LD_PRELOAD="$preload" GPUSPY_SOCKET="$PWD/collector.sock" GPUSPY_OUTPUT="$PWD/fallback.gspy" \
+    GPUSPY_QUEUE_ITEMS=$queue "$storm" "$threads" "$launches" pause
 # The app must reach its pause with the collector stopped or dead: gpuspy must not make it wait.
 if ! hz_wait_for 240 grep -q '^paused' shim.out; then
     hz_fail "the app did not get through its launches while the collector was ${mode/stall/stopped}"

@@ -87,3 +87,17 @@ hz_accounting() {
             exit bad
         }'
 }
+
+# hz_start_paused VAR=VALUE... PROGRAM ARGS...: runs the app in the background (env's arguments) with
+# its stdin behind the fifo `go`, held open on fd 3 (the app prints "paused" and waits for a line
+# there: write one to `go` to let it go on); its stdout, stderr and status in shim.out, shim.err and
+# shim.rc; sets `app` to the background job.
+hz_start_paused() {
+    mkfifo go
+    (
+        env "$@" <go >shim.out 2>shim.err
+        echo $? >shim.rc
+    ) &
+    app=$!
+    exec 3>go
+}

@@ -10,15 +10,14 @@
  * thread has exited yet: none leaves its share of gpuspy's queue behind for them). A capture must hold
  * every one of them, whatever the burst did to the other threads' share.
  * The output depends only on the arguments and the results the driver returned. */
-#include <cuda.h>
+#include "driver_setup.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-static CUcontext g_ctx;
-static CUfunction g_fn;
-static CUdeviceptr g_buf;
+static struct HzDriver g_drv;
 static long g_launches;
 static int g_quiet;
 static pthread_barrier_t g_burstDone;  /* the burst threads and main */
@@ -29,10 +28,10 @@ static pthread_barrier_t g_earlyGo;    /* the early thread may start its quiet c
 static void* burstWorker(void* arg)
 {
     long* failures = arg;
-    void* params[] = {&g_buf};
-    cuCtxSetCurrent(g_ctx);
+    void* params[] = {&g_drv.buf};
+    cuCtxSetCurrent(g_drv.ctx);
     for (long i = 0; i < g_launches; ++i)
-        if (cuLaunchKernel(g_fn, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != CUDA_SUCCESS) ++*failures;
+        if (cuLaunchKernel(g_drv.fn, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != CUDA_SUCCESS) ++*failures;
     if (cuStreamSynchronize(NULL) != CUDA_SUCCESS) ++*failures;
     pthread_barrier_wait(&g_burstDone);
     pthread_barrier_wait(&g_end);
@@ -45,8 +44,8 @@ static long quietCalls(int elementBytes)
     long failures = 0;
     const struct timespec gap = {0, 20000};
     for (int i = 0; i < g_quiet; ++i) {
-        const CUresult rc = elementBytes == 1 ? cuMemsetD8(g_buf, (unsigned char)i, 4096)
-                                              : cuMemsetD16(g_buf, (unsigned short)i, 2048);
+        const CUresult rc = elementBytes == 1 ? cuMemsetD8(g_drv.buf, (unsigned char)i, 4096)
+                                              : cuMemsetD16(g_drv.buf, (unsigned short)i, 2048);
         if (rc != CUDA_SUCCESS) ++failures;
         nanosleep(&gap, NULL);
     }
@@ -56,8 +55,8 @@ static long quietCalls(int elementBytes)
 static void* earlyThread(void* arg)
 {
     long* failures = arg;
-    cuCtxSetCurrent(g_ctx);
-    if (cuMemsetD8(g_buf, 0, 4096) != CUDA_SUCCESS) ++*failures;
+    cuCtxSetCurrent(g_drv.ctx);
+    if (cuMemsetD8(g_drv.buf, 0, 4096) != CUDA_SUCCESS) ++*failures;
     pthread_barrier_wait(&g_earlyReady);
     pthread_barrier_wait(&g_earlyGo);
     *failures += quietCalls(1);
@@ -67,7 +66,7 @@ static void* earlyThread(void* arg)
 static void* newThread(void* arg)
 {
     long* failures = arg;
-    cuCtxSetCurrent(g_ctx);
+    cuCtxSetCurrent(g_drv.ctx);
     *failures += quietCalls(2);
     return NULL;
 }
@@ -83,15 +82,7 @@ int main(int argc, char** argv)
     g_quiet = atoi(argv[3]);
     if (threads < 1 || threads > 64 || g_launches < 0 || g_quiet < 0) return 2;
 
-    /* The simulated driver loads no code: any image names a module, any name a kernel in it. */
-    static const char image[] = "burst module";
-    CUdevice dev;
-    CUmodule mod;
-    if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&g_ctx, dev) || cuCtxSetCurrent(g_ctx) ||
-        cuModuleLoadData(&mod, image) || cuModuleGetFunction(&g_fn, mod, "burst_kernel") || cuMemAlloc(&g_buf, 4096)) {
-        fprintf(stderr, "quiet_after_burst: driver set-up failed\n");
-        return 1;
-    }
+    if (hzDriverSetUp(&g_drv, "quiet_after_burst", "burst_kernel")) return 1;
     pthread_barrier_init(&g_burstDone, NULL, (unsigned)threads + 1);
     pthread_barrier_init(&g_end, NULL, (unsigned)threads + 1);
     pthread_barrier_init(&g_earlyReady, NULL, 2);
@@ -106,10 +97,7 @@ int main(int argc, char** argv)
     long failed = 0;
     for (int i = 0; i < threads; ++i) failed += failures[i];
     printf("%d threads x %ld launches, %ld failed\n", threads, g_launches, failed);
-    printf("paused\n");
-    fflush(stdout);
-    char line[64];
-    if (!fgets(line, sizeof line, stdin)) return 3;
+    if (hzPause()) return 3;
 
     pthread_create(&fresh, NULL, newThread, &newFailures);
     pthread_barrier_wait(&g_earlyGo);
@@ -120,8 +108,6 @@ int main(int argc, char** argv)
 
     pthread_barrier_wait(&g_end);
     for (int i = 0; i < threads; ++i) pthread_join(t[i], NULL);
-    cuMemFree(g_buf);
-    cuModuleUnload(mod);
-    cuDevicePrimaryCtxRelease(dev);
+    hzDriverTearDown(&g_drv);
     return failed || earlyFailures || newFailures ? 1 : 0;
 }

@@ -19,14 +19,8 @@ collector=$!
 hz_wait_for 60 test -S collector.sock || { kill -KILL $collector; hz_fail "the collector never listened"; exit 1; }
 kill -STOP $collector
 
-mkfifo go
-(
-    LD_PRELOAD="$preload" GPUSPY_SOCKET="$PWD/collector.sock" GPUSPY_QUEUE_ITEMS=$queue \
-        "$prog" "$threads" "$launches" "$quiet" <go >shim.out 2>shim.err
-    echo $? >shim.rc
-) &
-app=$!
-exec 3>go
+hz_start_paused LD_PRELOAD="$preload" GPUSPY_SOCKET="$PWD/collector.sock" GPUSPY_QUEUE_ITEMS=$queue \
+    "$prog" "$threads" "$launches" "$quiet"
 if ! hz_wait_for 240 grep -q '^paused' shim.out; then
     hz_fail "the app did not get through its burst while the collector was stopped"
     kill -CONT $collector
