@@ -56,12 +56,13 @@ export TSAN_OPTIONS=allocator_may_return_null=1:handle_segv=0:suppressions=$GPUS
 # ASan+UBSan: every collector CLI test (bad input, record and collect end to end with a stand-in
 # shim, signals, trees of processes); the shim on every exit path and hazard program, the
 # socket, the injected faults, and six apps in two variants each (fork and exec children included).
-sanitizer_phase address -R '^collector_cli_|^shim\.(exit_paths|errno_guest|threads_churn|exit_from_thread|socket|fault|(tiny_kernels|multithread_streams|graph_replay|fork_child|exec_child|demo_infer)\.(static|shared_ptds)$|drv_basic$)|^hardening\.'
+HZ_LOAD_LIMIT_MIB=320 sanitizer_phase address -R '^collector_cli_|^shim\.(exit_paths|errno_guest|threads_churn|exit_from_thread|socket|fault|(tiny_kernels|multithread_streams|graph_replay|fork_child|exec_child|demo_infer)\.(static|shared_ptds)$|drv_basic$)|^hardening\.'
 # TSan slows the shim by 5-10x, past what the GPU-time checks of the shim tests allow: the tests that
 # do not time the GPU. Stacks off: libunwind's thread-exit destructors run after TSan let the thread go.
 # Not late_query: TSan's own signal() interceptor changes the flags the app reads back, gpuspy or not.
-# hardening.load runs with its memory limits widened (TSan's own memory grows with the run); its
-# accounting (delivered + dropped = made) and the app's survival are checked as everywhere.
+# hardening.load runs with its memory limits widened (TSan's own memory grows with the run, as does
+# ASan's quarantine of freed blocks, up to 256 MiB); its accounting (delivered + dropped = made) and
+# the app's survival are checked as everywhere.
 GPUSPY_STACK_DEPTH=0 HZ_LOAD_LIMIT_MIB=256 sanitizer_phase thread -R '^shim\.(exit_from_thread|exit_paths\.[a-z_]+)$|^hardening\.' \
   -E 'late_query'
 )
