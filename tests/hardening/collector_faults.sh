@@ -37,10 +37,7 @@ else
         hz_fail "the collector never wrote what it received"
     { kill -KILL $collector && wait $collector; } 2>/dev/null
 fi
-echo go >&3
-exec 3>&-
-wait $app
-hz_same . base shim
+hz_release_paused
 
 if [[ $mode == stall ]]; then
     kill -INT $collector

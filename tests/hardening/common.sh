@@ -101,3 +101,12 @@ hz_start_paused() {
     app=$!
     exec 3>go
 }
+
+# hz_release_paused: lets the app started by hz_start_paused go on, waits for it, and requires its exit
+# status and stdout to be those of the run without gpuspy (base.*).
+hz_release_paused() {
+    echo go >&3
+    exec 3>&-
+    wait $app
+    hz_same . base shim
+}

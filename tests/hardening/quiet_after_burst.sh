@@ -28,10 +28,7 @@ if ! hz_wait_for 240 grep -q '^paused' shim.out; then
     exit 1
 fi
 kill -CONT $collector
-echo go >&3
-exec 3>&-
-wait $app
-hz_same . base shim
+hz_release_paused
 kill -INT $collector
 wait $collector || hz_fail "the collector failed: $(cat collector.err)"
 
