@@ -64,6 +64,8 @@ long parseNumber(std::string_view option, const std::string& text, long lo, long
 
 // Whether the report code (collector/analyze, collector/report) is part of this build.
 bool reportBuilt();
+// The value of --format for `command` (report, record): text, json or csv, else a UsageError.
+void checkReportFormat(const char* command, const std::string& format);
 bool stdoutIsTerminal();
 
 // What the report shows and how.

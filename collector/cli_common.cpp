@@ -86,6 +86,12 @@ long parseNumber(std::string_view option, const std::string& text, long lo, long
     return v;
 }
 
+void checkReportFormat(const char* command, const std::string& format)
+{
+    if (format != "text" && format != "json" && format != "csv")
+        throw UsageError(std::string("gpuspy ") + command + ": --format is text, json or csv, not '" + format + "'");
+}
+
 bool reportBuilt()
 {
 #if GPUSPY_HAVE_REPORT

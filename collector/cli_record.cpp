@@ -129,8 +129,7 @@ RecordOptions parse(int argc, char** argv, bool& help)
             continue;
         }
         if (args.value({"--format"}, o.format)) {
-            if (o.format != "text" && o.format != "json" && o.format != "csv")
-                throw UsageError("gpuspy record: --format is text, json or csv, not '" + o.format + "'");
+            checkReportFormat("record", o.format);
             continue;
         }
         if (args.value({"--stack-depth"}, value)) {

@@ -38,8 +38,7 @@ int runReport(int argc, char** argv)
             return 0;
         }
         if (args.value({"--format"}, format)) {
-            if (format != "text" && format != "json" && format != "csv")
-                throw UsageError("gpuspy report: --format is text, json or csv, not '" + format + "'");
+            checkReportFormat("report", format);
             continue;
         }
         if (args.value({"--top"}, value)) {

@@ -414,13 +414,12 @@ void* drainMain(void*)
         }
     }
     // Final totals: per-thread figures for threads still alive, then End.
-    uint8_t* buf = out.buf;
-    size_t n = out.n;
-    n += drainDefs(buf + n, kBufSize - n);
-    n += gpuDrain(buf + n, kBufSize - n, nullptr, 0, !g_fast.load(std::memory_order_acquire));
+    out.n += drainDefs(out.buf + out.n, kBufSize - out.n);
+    out.n += gpuDrain(out.buf + out.n, kBufSize - out.n, nullptr, 0, !g_fast.load(std::memory_order_acquire));
     wire::ThreadStatsBody stats[256];
     const size_t ns = snapshotThreadStats(stats, 256);
-    for (size_t i = 0; i < ns && kBufSize - n > 64; ++i) n += wire::encode(buf + n, kBufSize - n, stats[i]);
+    for (size_t i = 0; i < ns && kBufSize - out.n > 64; ++i)
+        out.n += wire::encode(out.buf + out.n, kBufSize - out.n, stats[i]);
     countMade(ns + 1);
     wire::EndBody end{};
     end.endNs = nowNs();
@@ -429,8 +428,9 @@ void* drainMain(void*)
     end.recordsDropped = recordsDropped();
     end.gpuSpansSampledOut = gpuSampledOut();
     end.exitReason = g_exitReason.load(std::memory_order_acquire);
-    n += wire::encode(buf + n, kBufSize - n, end);
-    flushBuffer(buf, n, ns + 1, out.scratch);
+    out.n += wire::encode(out.buf + out.n, kBufSize - out.n, end);
+    out.records += ns + 1;
+    out.flush();
     if (g_out.fd >= 0) {
         if (g_out.socket) shutdown(g_out.fd, SHUT_WR);
         close(g_out.fd);
