@@ -88,26 +88,36 @@ bool tscInvariant()
 #endif
 }
 
+// An anchor from the narrowest of up to four brackets. One within twice the narrowest bracket seen
+// is taken at once. When none is (a loaded machine slows every bracket past a lucky early best), the
+// narrowest is taken anyway and the floor rises to half of it: a map left stale would extrapolate
+// its rate for as long as that lasts, and its error grows with the distance, where an anchor's is
+// half its bracket. Only brackets past kMaxBracketTicks (all four preempted) give no anchor.
 bool takeAnchor(Anchor& a)
 {
 #if defined(__x86_64__)
+    uint64_t narrowest = ~0ull;
     for (int attempt = 0; attempt < 4; ++attempt) {
         const uint64_t t1 = __rdtsc();
         const uint64_t ns = monoNs();
         const uint64_t t2 = __rdtsc();
         const uint64_t bracket = t2 - t1;
-        if (t2 < t1 || bracket > kMaxBracketTicks) continue;
-        uint64_t best = g_bestBracket.load(std::memory_order_relaxed);
-        if (bracket < best) g_bestBracket.store(best = bracket, std::memory_order_relaxed);
-        if (bracket > 2 * best + 16) continue;  // preempted or interrupted: try again
+        if (t2 < t1 || bracket > kMaxBracketTicks || bracket >= narrowest) continue;
+        narrowest = bracket;
         a.tick = t1 + bracket / 2;
         a.ns = ns;
-        return true;
+        uint64_t best = g_bestBracket.load(std::memory_order_relaxed);
+        if (bracket < best) g_bestBracket.store(best = bracket, std::memory_order_relaxed);
+        if (bracket <= 2 * best + 16) return true;
     }
+    if (narrowest == ~0ull) return false;
+    const uint64_t floor = narrowest / 2;
+    if (g_bestBracket.load(std::memory_order_relaxed) < floor) g_bestBracket.store(floor, std::memory_order_relaxed);
+    return true;
 #else
     (void)a;
-#endif
     return false;
+#endif
 }
 
 ClockMap publishedMap()
@@ -228,6 +238,11 @@ void clockWarmUp(uint64_t nowNs)
 {
     const uint64_t since = g_warmingSinceNs.load(std::memory_order_relaxed);
     if (since != 0 && nowNs - since >= kWarmUpNs / 4) refresh();
+}
+
+void clockSetBestBracketForTest(uint64_t ticks)
+{
+    g_bestBracket.store(ticks, std::memory_order_relaxed);
 }
 
 void clockAfterForkChild()

@@ -47,6 +47,8 @@ ClockMap clockMapFor(bool tsc, uint64_t stamp);
 // A scope that stamped with clock_gettime ended at nowNs: while the TSC's rate is still being
 // measured, takes the next anchor when it is due.
 void clockWarmUp(uint64_t nowNs);
+// Tests only: pretend the narrowest anchor bracket seen so far was `ticks` wide.
+void clockSetBestBracketForTest(uint64_t ticks);
 // Forked child (one thread): a writer that held the map's lock in the parent is gone.
 void clockAfterForkChild();
 
