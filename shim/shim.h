@@ -117,7 +117,8 @@ int appSigaction(int sig, const struct sigaction* act, struct sigaction* old);
 struct Item {
     enum Kind : uint8_t { Call = 1, Nvtx = 2, ThreadStats = 3 };
     Kind kind;
-    uint8_t pad0[3];
+    uint8_t laneAhead;          // lanes.cpp's own: fetch the slot ahead for writing (LaneSlot)
+    uint8_t pad0[2];
     uint32_t endRecordDelayNs;  // Call with GPU timing: from the call's return to its end event recorded
     uint64_t pad1;
     CUevent evBegin;   // GPU timing events (null: untimed)

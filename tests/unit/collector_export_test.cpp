@@ -370,7 +370,9 @@ TEST(TimelineExport, GpuSpansThatAreUpperBoundsAreFlagged)
         const bool bound = e["args"].contains("gpu_time");
         flagged += bound;
         EXPECT_EQ(bound, e["args"].contains("seq") && e["args"]["seq"] == copySeq) << e.dump();
-        if (bound) EXPECT_EQ(e["args"]["gpu_time"], "upper_bound");
+        if (bound) {
+            EXPECT_EQ(e["args"]["gpu_time"], "upper_bound");
+        }
     }
     EXPECT_GT(gpuSlices, 1u);
     EXPECT_EQ(flagged, 1u);
