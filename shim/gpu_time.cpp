@@ -317,7 +317,7 @@ void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways)
             return;
         }
     }
-    if (!t_budget.allows(scope.body().beginNs, timeAlways, g_budgetPpm)) {
+    if (!t_budget.allows(scope.entryNs(), timeAlways, g_budgetPpm)) {
         scope.setFlags(wire::kCallGpuSampledOut);
         g_sampledOut.fetch_add(1, std::memory_order_relaxed);
         if (slot) forgetLastEnd(slot);  // untimed work joins the stream: its last end is no start

@@ -25,7 +25,14 @@ struct ThreadState {
     Lane* lane = nullptr;
     std::atomic<uint64_t> calls{0};
     std::atomic<uint64_t> dropped{0};
-    std::atomic<uint64_t> overheadNs{0};
+    // gpuspy's own time on this thread (ownTimeNs): measured on every NVTX event and on the state's
+    // first kOwnTimeExact calls (exactNs, exactCalls); then on one call in kOwnTimeEvery (sampledNs
+    // over sampledCalls), scaled to the calls after the exact ones.
+    std::atomic<uint64_t> exactCalls{0};
+    std::atomic<uint64_t> exactNs{0};
+    std::atomic<uint64_t> sampledCalls{0};
+    std::atomic<uint64_t> sampledNs{0};
+    uint32_t ownCountdown = 0;  // calls until the next sampled one (the owner's own counter)
     // Records this state's threads made, kept across reuse (the process total sums every state).
     std::atomic<uint64_t> made{0};
     uint64_t seqNext = 0;  // this thread's block of sequence numbers: [seqNext, seqEnd)
@@ -37,6 +44,15 @@ struct ThreadState {
 };
 
 namespace {
+
+// A call's own time takes two clock stamps (entry and done) beside the two of its record, about 20 ns
+// of a hook's ~60. So it is measured on a thread's first kOwnTimeExact calls, which carry the one-off
+// costs (the thread's lane and event pool, first touches), then on one call in kOwnTimeEvery: the
+// report states a per-thread total, and a sample of one in seven estimates the steady part well.
+// Seven shares no factor with the lanes' 64-record blocks: sampled calls fall on every position of a
+// block in turn (a block's first record costs more).
+constexpr uint32_t kOwnTimeExact = 64;
+constexpr uint32_t kOwnTimeEvery = 7;
 
 thread_local ThreadState* t_state GS_TLS = nullptr;
 thread_local uint32_t t_tid GS_TLS = 0;
@@ -57,6 +73,30 @@ uint64_t g_startMonoNs = 0;
 uint64_t g_startRealNs = 0;
 pid_t g_recordingPid = 0;
 
+void resetCounters(ThreadState* ts)
+{
+    ts->calls.store(0);
+    ts->dropped.store(0);
+    ts->exactCalls.store(0);
+    ts->exactNs.store(0);
+    ts->sampledCalls.store(0);
+    ts->sampledNs.store(0);
+    ts->ownCountdown = 0;
+}
+
+// The state's own-time estimate: what was measured exactly, and the sampled calls' time scaled to
+// all the calls after the exact ones.
+uint64_t ownTimeNs(const ThreadState* ts)
+{
+    const uint64_t sampled = ts->sampledCalls.load(std::memory_order_relaxed);
+    const uint64_t exactCalls = ts->exactCalls.load(std::memory_order_relaxed);
+    const uint64_t calls = ts->calls.load(std::memory_order_relaxed);
+    uint64_t ns = ts->exactNs.load(std::memory_order_relaxed);
+    if (sampled && calls > exactCalls)
+        ns += uint64_t((unsigned __int128)ts->sampledNs.load(std::memory_order_relaxed) * (calls - exactCalls) / sampled);
+    return ns;
+}
+
 void threadExit(void* p)
 {
     // The thread is going away: report its totals into its lane, keep the state and the lane for the
@@ -71,7 +111,7 @@ void threadExit(void* p)
         item.stats.tid = ts->tid;
         item.stats.calls = ts->calls.load(std::memory_order_relaxed);
         item.stats.dropped = ts->dropped.load(std::memory_order_relaxed);
-        item.stats.overheadNs = ts->overheadNs.load(std::memory_order_relaxed);
+        item.stats.overheadNs = ownTimeNs(ts);
         enqueue(ts, item);
     }
     // Releases the lane's producer side: the next thread to take this state (under the same lock)
@@ -109,9 +149,7 @@ void postforkChild()
     for (ThreadState* ts = g_threads; ts; ts = ts->next) {
         ts->lane = nullptr;  // the parent's records (leaked with it); a new lane at the first recorded call
         ts->live = false;
-        ts->calls.store(0);
-        ts->dropped.store(0);
-        ts->overheadNs.store(0);
+        resetCounters(ts);
         ts->made.store(0);
         ts->seqNext = ts->seqEnd = 0;
     }
@@ -259,9 +297,7 @@ ThreadState* threadState()
         }
         ts->live = true;
         ts->tid = currentTid();
-        ts->calls.store(0);
-        ts->dropped.store(0);
-        ts->overheadNs.store(0);
+        resetCounters(ts);
         pthread_mutex_unlock(&g_threadsLock);
         t_state = ts;
         pthread_setspecific(g_threadKey, ts);
@@ -295,11 +331,9 @@ bool enqueue(ThreadState* ts, const Item& item)
     return false;
 }
 
-void addOverhead(ThreadState* ts, uint64_t ns, bool call)
+void addOwnTime(ThreadState* ts, uint64_t ns)
 {
-    if (!ts) return;
-    bump(ts->overheadNs, ns);
-    if (call) bump(ts->calls, 1);
+    if (ts) bump(ts->exactNs, ns);
 }
 
 // For the drain thread's End record and final ThreadStats.
@@ -325,7 +359,7 @@ size_t snapshotThreadStats(wire::ThreadStatsBody* out, size_t cap)
         b.tid = s->tid;
         b.calls = s->calls.load(std::memory_order_relaxed);
         b.dropped = s->dropped.load(std::memory_order_relaxed);
-        b.overheadNs = s->overheadNs.load(std::memory_order_relaxed);
+        b.overheadNs = ownTimeNs(s);
         out[n++] = b;
     }
     pthread_mutex_unlock(&g_threadsLock);
@@ -346,7 +380,15 @@ CallScope::CallScope(Api api)
         return;
     }
     m_tsc = clockUsesTsc();
-    m_t0 = clockStamp(m_tsc);
+    if (m_ts->exactCalls.load(std::memory_order_relaxed) < kOwnTimeExact) {
+        m_measure = Measure::Exact;
+    } else if (m_ts->ownCountdown == 0) {
+        m_measure = Measure::Sampled;
+        m_ts->ownCountdown = kOwnTimeEvery - 1;
+    } else {
+        --m_ts->ownCountdown;
+    }
+    if (m_measure != Measure::No) m_t0 = clockStamp(m_tsc);
     m_errno = savedErrno;
     m_active = true;
     const ApiInfo& info = kApis[size_t(api)];
@@ -362,14 +404,17 @@ CallScope::CallScope(Api api)
     b.category = info.category;
     b.tid = m_ts->tid;
     b.device = -1;
-    // What runs before the call sees this (GPU timing's sampling); finish() sets the begin stamped
-    // right before the real call.
-    b.beginNs = clockMapFor(m_tsc, m_t0).toNs(m_t0);
     if (m_perThread) b.flags |= wire::kCallPerThreadStream;
 #ifdef GPUSPY_HAVE_STACK
     b.stackId = stackCapture(1);
 #endif
     errno = savedErrno;
+}
+
+uint64_t CallScope::entryNs()
+{
+    if (!m_t0) m_t0 = clockStamp(m_tsc);
+    return clockMapFor(m_tsc, m_t0).toNs(m_t0);
 }
 
 void CallScope::beforeReal()
@@ -401,8 +446,13 @@ CUresult CallScope::finish(CUresult rc)
     if (b.device < 0) b.device = int16_t(deviceOfCurrentContext(nullptr));
     gpuAfter(*this, rc);
     enqueue(m_ts, m_item);
-    const uint64_t done = clockStamp(m_tsc);
-    addOverhead(m_ts, map.durationNs((m_begin - m_t0) + (done - end)), true);
+    bump(m_ts->calls, 1);
+    if (m_measure != Measure::No) {
+        const uint64_t own = map.durationNs((m_begin - m_t0) + (clockStamp(m_tsc) - end));
+        const bool exact = m_measure == Measure::Exact;
+        bump(exact ? m_ts->exactCalls : m_ts->sampledCalls, 1);
+        bump(exact ? m_ts->exactNs : m_ts->sampledNs, own);
+    }
     if (!m_tsc) clockWarmUp(end);
     errno = m_errno;
     return rc;

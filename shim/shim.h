@@ -135,7 +135,7 @@ struct ThreadState;
 // This thread's state and its lane, made at its first recorded call; null when out of memory.
 ThreadState* threadState();
 bool enqueue(ThreadState* ts, const Item& item);  // into the thread's lane; false: dropped (and counted)
-void addOverhead(ThreadState* ts, uint64_t ns, bool call);
+void addOwnTime(ThreadState* ts, uint64_t ns);  // gpuspy's time outside a CallScope (NVTX events)
 
 uint64_t nextSeq(ThreadState* ts);  // unique per process, from 1; handed to threads in blocks
 
@@ -154,6 +154,9 @@ public:
     bool perThread() const { return m_perThread; }
     void setStream(CUstream s) { m_item.call.stream = uint64_t(uintptr_t(s)); }
     void setFlags(uint16_t f) { m_item.call.flags |= f; }
+    // Now, in CLOCK_MONOTONIC ns, for what runs before the real call (GPU timing's budget): the
+    // entry stamp (taken here when this call's own time is not measured).
+    uint64_t entryNs();
     // Call right before the real function: the host begin time.
     void beforeReal();
     // Call right after it with its result; queues the record. Returns rc untouched.
@@ -162,12 +165,14 @@ public:
 private:
     Item m_item;
     ThreadState* m_ts = nullptr;
-    uint64_t m_t0 = 0;     // clock stamps (shim/clock.h): entry, and right before the real call
+    uint64_t m_t0 = 0;     // clock stamps (shim/clock.h): entry (0: not taken), and right before the real call
     uint64_t m_begin = 0;
     int m_errno = 0;
     bool m_active = false;
     bool m_perThread = false;
     bool m_tsc = false;    // the stamps are TSC ticks, not ns
+    enum class Measure : uint8_t { No, Exact, Sampled };
+    Measure m_measure = Measure::No;  // how this call's own time counts (kOwnTimeExact, runtime.cpp)
 };
 
 // ---- intern.cpp: names, memory kinds, devices

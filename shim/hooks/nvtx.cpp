@@ -45,7 +45,7 @@ void emit(wire::NvtxKind kind, uint32_t message, uint32_t domain, uint64_t range
             item.nvtx.domainId = domain;
             item.nvtx.kind = kind;
             enqueue(ts, item);
-            addOverhead(ts, nowNs() - t0, false);
+            addOwnTime(ts, nowNs() - t0);
         }
     }
     errno = saved;

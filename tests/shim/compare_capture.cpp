@@ -39,6 +39,7 @@ struct Capture {
     bool hasEnd = false;
     wire::EndBody end{};
     uint64_t nvtx = 0, clocks = 0, stacks = 0, threadStats = 0;
+    std::map<uint32_t, wire::ThreadStatsBody> statsByTid;  // the last ThreadStats of each thread
     uint64_t clockErrorNs = 0;  // the largest calibration uncertainty the shim stated
     bool hasProcess = false;
     uint64_t startNs = 0;      // the Process record's start
@@ -130,7 +131,12 @@ bool readCapture(const char* path, Capture& cap)
             cap.modules.push_back({m.start, m.end, std::string(r.tail<wire::ModuleDefBody>())});
             break;
         }
-        case wire::RecordType::ThreadStats: ++cap.threadStats; break;
+        case wire::RecordType::ThreadStats: {
+            ++cap.threadStats;
+            const auto t = r.as<wire::ThreadStatsBody>();
+            cap.statsByTid[t.tid] = t;
+            break;
+        }
         default: break;
         }
     });
@@ -412,6 +418,24 @@ int main(int argc, char** argv)
     else if (!allowDrops && cap.end.recordsDropped != 0)
         problem("records dropped: " + std::to_string(cap.end.recordsDropped));
     if (requireGpu && timed == 0 && deviceCalls > 0) problem("no GPU spans at all");
+    // Each thread's totals: its calls are the Call records it made (when none was dropped), and its
+    // own-time estimate (measured on some calls, scaled to all) is there and plausible per call.
+    std::map<uint32_t, uint64_t> callsByTid;
+    for (const auto& c : cap.calls) ++callsByTid[c.body.tid];
+    for (const auto& [tid, t] : cap.statsByTid) {
+        const uint64_t recorded = callsByTid.count(tid) ? callsByTid[tid] : 0;
+        if (cap.hasEnd && cap.end.recordsDropped == 0 && t.calls != recorded)
+            problem("thread " + std::to_string(tid) + ": ThreadStats says " + std::to_string(t.calls) + " calls, " +
+                    std::to_string(recorded) + " Call records");
+        // At least a ns a call; at most 100 us a call on average beside a thread's one-off costs (its
+        // lane, its event pool: milliseconds on a loaded machine).
+        if (t.calls > 0 && (t.overheadNs < t.calls || t.overheadNs > t.calls * 100000 + 50000000))
+            problem("thread " + std::to_string(tid) + ": gpuspy's own time " + std::to_string(t.overheadNs) + " ns for " +
+                    std::to_string(t.calls) + " calls");
+    }
+    for (const auto& [tid, n] : callsByTid)
+        if (cap.hasEnd && !cap.statsByTid.count(tid))
+            problem("thread " + std::to_string(tid) + " made " + std::to_string(n) + " calls and has no ThreadStats");
     // Dropping is the exception: at least 90% of the calls timed on the GPU have their span (in a
     // capture of a handful of timed calls, one or two preempted threads may still cost more than 10%).
     // The shim drops a span when its thread was held up between the call's return and the end event
