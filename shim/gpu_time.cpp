@@ -24,7 +24,6 @@ bool g_on = true;
 // bytes and counts are recorded exactly, only their GPU span is missing (kCallGpuSampledOut, counted in
 // the End record).
 uint64_t g_budgetPpm = 30000;
-std::atomic<uint64_t> g_sampledOut{0};
 std::atomic<int> g_capturing{0};  // streams in capture right now (any mode)
 std::atomic<int64_t> g_inFlight{0};
 std::atomic<uint64_t> g_lateEnds{0};       // spans dropped: end event recorded too late to trust
@@ -107,7 +106,8 @@ void release(Ev* ev)
 struct StreamSlot {
     std::atomic<uint64_t> key{0};
     std::atomic_flag busy = ATOMIC_FLAG_INIT;
-    Ev* lastEnd = nullptr;
+    // Written under `busy`; read without it only to skip taking it when there is nothing to forget.
+    std::atomic<Ev*> lastEnd{nullptr};
     bool capturing = false;
 };
 constexpr size_t kSlots = 4096;
@@ -152,9 +152,12 @@ thread_local TimingBudget t_budget GS_TLS;
 
 void forgetLastEnd(StreamSlot* slot)
 {
+    // Most calls that come too fast to be timed follow another such call: nothing to forget, and
+    // no locked instruction for it.
+    if (!slot->lastEnd.load(std::memory_order_relaxed)) return;
     lockSlot(slot);
-    Ev* old = slot->lastEnd;
-    slot->lastEnd = nullptr;
+    Ev* old = slot->lastEnd.load(std::memory_order_relaxed);
+    slot->lastEnd.store(nullptr, std::memory_order_relaxed);
     unlockSlot(slot);
     release(old);
 }
@@ -319,7 +322,7 @@ void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways)
     }
     if (!t_budget.allows(scope.entryNs(), timeAlways, g_budgetPpm)) {
         scope.setFlags(wire::kCallGpuSampledOut);
-        g_sampledOut.fetch_add(1, std::memory_order_relaxed);
+        scope.countGpuSampledOut();
         if (slot) forgetLastEnd(slot);  // untimed work joins the stream: its last end is no start
         return;
     }
@@ -330,8 +333,9 @@ void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways)
     Ev* end = acquire(pool);
     if (!end) return;
     lockSlot(slot);
-    Ev* begin = slot->lastEnd;  // the previous operation's end, if nothing untimed ran since
-    slot->lastEnd = nullptr;
+    // The previous operation's end, if nothing untimed ran since.
+    Ev* begin = slot->lastEnd.load(std::memory_order_relaxed);
+    slot->lastEnd.store(nullptr, std::memory_order_relaxed);
     unlockSlot(slot);
     if (!begin) {
         begin = acquire(pool);
@@ -382,8 +386,8 @@ void gpuAfter(CallScope& scope, CUresult)
     if (slot && !(it.call.flags & wire::kCallImplicitSync)) {
         end->refs.fetch_add(1, std::memory_order_relaxed);
         lockSlot(slot);
-        Ev* old = slot->lastEnd;
-        slot->lastEnd = end;
+        Ev* old = slot->lastEnd.load(std::memory_order_relaxed);
+        slot->lastEnd.store(end, std::memory_order_relaxed);
         unlockSlot(slot);
         release(old);
     }
@@ -432,8 +436,8 @@ void gpuBeforeContextTeardown()
     for (StreamSlot& s : g_slots) {
         if (!s.key.load(std::memory_order_acquire)) continue;
         lockSlot(&s);
-        Ev* old = s.lastEnd;
-        s.lastEnd = nullptr;
+        Ev* old = s.lastEnd.load(std::memory_order_relaxed);
+        s.lastEnd.store(nullptr, std::memory_order_relaxed);
         unlockSlot(&s);
         release(old);
     }
@@ -446,7 +450,6 @@ void gpuBeforeContextTeardown()
     g_epoch.fetch_add(1, std::memory_order_acq_rel);
 }
 
-uint64_t gpuSampledOut() { return g_sampledOut.load(std::memory_order_relaxed); }
 
 void gpuAfterForkChild()
 {
@@ -459,7 +462,7 @@ void gpuAfterForkChild()
     }
     for (StreamSlot& s : g_slots) {
         s.key.store(0);
-        s.lastEnd = nullptr;
+        s.lastEnd.store(nullptr, std::memory_order_relaxed);
         s.busy.clear();
     }
     for (Anchor& a : g_anchors) a = Anchor{};

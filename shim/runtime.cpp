@@ -33,8 +33,10 @@ struct ThreadState {
     std::atomic<uint64_t> sampledCalls{0};
     std::atomic<uint64_t> sampledNs{0};
     uint32_t ownCountdown = 0;  // calls until the next sampled one (the owner's own counter)
-    // Records this state's threads made, kept across reuse (the process total sums every state).
+    // Records this state's threads made, and calls GPU timing left out, kept across reuse (the
+    // process totals sum every state).
     std::atomic<uint64_t> made{0};
+    std::atomic<uint64_t> gpuSampledOut{0};
     uint64_t seqNext = 0;  // this thread's block of sequence numbers: [seqNext, seqEnd)
     uint64_t seqEnd = 0;
     ThreadState* next = nullptr;  // all states, live or free, for the exit report
@@ -151,6 +153,7 @@ void postforkChild()
         ts->live = false;
         resetCounters(ts);
         ts->made.store(0);
+        ts->gpuSampledOut.store(0);
         ts->seqNext = ts->seqEnd = 0;
     }
     t_state = nullptr;
@@ -346,6 +349,15 @@ uint64_t recordsMade()
     return n;
 }
 uint64_t recordsDropped() { return g_dropped.load(); }
+
+uint64_t gpuSampledOut()
+{
+    uint64_t n = 0;
+    pthread_mutex_lock(&g_threadsLock);
+    for (ThreadState* s = g_threads; s; s = s->next) n += s->gpuSampledOut.load(std::memory_order_relaxed);
+    pthread_mutex_unlock(&g_threadsLock);
+    return n;
+}
 void countDrainDrop(uint64_t n) { g_dropped.fetch_add(n); }
 void countMade(uint64_t n) { g_made.fetch_add(n); }
 
@@ -409,6 +421,11 @@ CallScope::CallScope(Api api)
     b.stackId = stackCapture(1);
 #endif
     errno = savedErrno;
+}
+
+void CallScope::countGpuSampledOut()
+{
+    bump(m_ts->gpuSampledOut, 1);
 }
 
 uint64_t CallScope::entryNs()

@@ -154,6 +154,8 @@ public:
     bool perThread() const { return m_perThread; }
     void setStream(CUstream s) { m_item.call.stream = uint64_t(uintptr_t(s)); }
     void setFlags(uint16_t f) { m_item.call.flags |= f; }
+    // GPU timing left this call out (its budget): counted per thread for the End record.
+    void countGpuSampledOut();
     // Now, in CLOCK_MONOTONIC ns, for what runs before the real call (GPU timing's budget): the
     // entry stamp (taken here when this call's own time is not measured).
     uint64_t entryNs();
@@ -256,7 +258,7 @@ void gpuBeforeContextTeardown();
 void gpuCaptureEnd(CUstream stream, bool perThread);
 // Drain thread: resolve what completed; returns bytes written into out.
 size_t gpuDrain(uint8_t* out, size_t cap, const Item* calls, size_t n, bool final);
-uint64_t gpuSampledOut();
+uint64_t gpuSampledOut();  // calls not GPU-timed for the budget, every thread's (runtime.cpp)
 void gpuAfterForkChild();
 
 }  // namespace gpuspy::shim

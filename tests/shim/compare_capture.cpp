@@ -433,6 +433,12 @@ int main(int argc, char** argv)
             problem("thread " + std::to_string(tid) + ": gpuspy's own time " + std::to_string(t.overheadNs) + " ns for " +
                     std::to_string(t.calls) + " calls");
     }
+    // The End record's count of calls GPU timing left out is the calls flagged so.
+    uint64_t flaggedOut = 0;
+    for (const auto& c : cap.calls) flaggedOut += (c.body.flags & wire::kCallGpuSampledOut) != 0;
+    if (cap.hasEnd && cap.end.recordsDropped == 0 && cap.end.gpuSpansSampledOut != flaggedOut)
+        problem("End says " + std::to_string(cap.end.gpuSpansSampledOut) + " calls left out of GPU timing, " +
+                std::to_string(flaggedOut) + " Call records are flagged so");
     for (const auto& [tid, n] : callsByTid)
         if (cap.hasEnd && !cap.statsByTid.count(tid))
             problem("thread " + std::to_string(tid) + " made " + std::to_string(n) + " calls and has no ThreadStats");
@@ -449,9 +455,9 @@ int main(int argc, char** argv)
         problem("only " + std::to_string(spanned) + " of " + std::to_string(timedCalls) + " GPU-timed calls have a span");
 
     std::printf("pid %u: %zu calls, %zu device ops, %zu calls GPU-timed (error p50 %lld ns, p90 %lld ns, max %lld ns), "
-                "%zu outside the bound, %zu timed calls without a span, %llu nvtx, %llu clocks, %llu stacks, %zu modules: %s\n",
+                "%zu outside the bound, %zu timed calls without a span, %llu left out of GPU timing, %llu nvtx, %llu clocks, %llu stacks, %zu modules: %s\n",
                 cap.pid, cap.calls.size(), ops.size(), timed, (long long)p50, (long long)p90, (long long)worst, gpuOutOfBound,
-                timedCalls - spanned, (unsigned long long)cap.nvtx, (unsigned long long)cap.clocks, (unsigned long long)cap.stacks, cap.modules.size(),
+                timedCalls - spanned, (unsigned long long)flaggedOut, (unsigned long long)cap.nvtx, (unsigned long long)cap.clocks, (unsigned long long)cap.stacks, cap.modules.size(),
                 g_errors ? "MISMATCH" : "ok");
     return g_errors ? 1 : 0;
 }
