@@ -1,6 +1,6 @@
 // shim/clock.cpp: the TSC-to-CLOCK_MONOTONIC map behind the call scope's stamps. A TSC read costs
-// about 11 ns on our VMs against 25 ns for clock_gettime, and a call takes four stamps; but a record
-// must state CLOCK_MONOTONIC exactly enough to sit around the driver's own timestamps.
+// about 11 ns on our VMs against 25 ns for clock_gettime, and a call takes two to four stamps; but a
+// record must state CLOCK_MONOTONIC exactly enough to sit around the driver's own timestamps.
 //
 // So: the TSC only where it is invariant (constant_tsc and nonstop_tsc), and every conversion close
 // to a fresh anchor. An anchor is a clock_gettime read bracketed by two TSC reads (its error is half

@@ -49,7 +49,10 @@ struct LaneMemory {
             void* p = mmap(nullptr, size + kHeader, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
             raw = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
         } else {
-            raw = static_cast<uint8_t*>(std::malloc(size + kHeader));
+            // Whole cache lines of its own: the drain thread writes the queue's bookkeeping (the
+            // producer's head and dequeue counts), and no heap neighbour may share those lines.
+            void* p = nullptr;
+            raw = posix_memalign(&p, 64, (size + kHeader + 63) & ~size_t(63)) == 0 ? static_cast<uint8_t*>(p) : nullptr;
         }
         if (!raw) return nullptr;
         reinterpret_cast<size_t*>(raw)[0] = map ? size + kHeader : 0;

@@ -18,7 +18,10 @@ thread_local int t_depth GS_TLS = 0;
 
 // The counters are written by the owning thread only (plain stores, no locked instruction on the
 // hot path) and read by others: the drain thread's totals, the exit report.
-struct ThreadState {
+// Cache-line aligned and padded (allocated with posix_memalign): its owner writes it on every call,
+// and a heap neighbour another thread writes (a lane's queue bookkeeping, which the drain thread
+// updates) would make each of those writes a transfer.
+struct alignas(64) ThreadState {
     uint32_t tid = 0;
     // Its records' way to the drain thread, made at the first recorded call. Kept when the thread
     // exits, with what it still holds: the next thread that gets this state goes on filling it.
@@ -289,7 +292,8 @@ ThreadState* threadState()
             }
         }
         if (!ts) {
-            void* mem = malloc(sizeof(ThreadState));
+            void* mem = nullptr;
+            if (posix_memalign(&mem, alignof(ThreadState), sizeof(ThreadState)) != 0) mem = nullptr;
             if (!mem) {
                 pthread_mutex_unlock(&g_threadsLock);
                 return nullptr;
