@@ -177,6 +177,9 @@ struct Finding {
     uint64_t count = 0;    // calls (or launches, gaps, records) involved
     uint64_t ns = 0;       // host or GPU time involved
     uint64_t estimatedSavingsNs = 0;
+    // How to read estimatedSavingsNs: "estimate"; "at_most" or "at_least" where it rests on GPU times
+    // that are only upper bounds (the message says why).
+    std::string savingsBound = "estimate";
     std::vector<std::pair<std::string, double>> evidence;  // named numbers, in order
     std::vector<uint32_t> callsites;
 };

@@ -223,6 +223,7 @@ void pageableMemcpy(Builder& b)
                            ": the driver stages them through its own pinned buffer. Allocate the host buffers with "
                            "cudaMallocHost/cudaHostAlloc or register them with cudaHostRegister. Estimated saving " +
                            (atMost ? "at most " : "") + formatNs(savings) + ", " + assumption + "." + why);
+    if (atMost) f.savingsBound = "at_most";
     f.evidence = {{"copies", double(all.count)}, {"bytes", double(all.bytes)}, {"host_ns", double(all.hostNs)},
                   {"gpu_ns", double(all.timedGpuNs)}, {"gbps", gbps}, {"upper_bound_copies", double(all.bounded)},
                   {"upper_bound_gpu_ns", double(all.boundedGpuNs)}};
@@ -259,6 +260,7 @@ void syncMemcpy(Builder& b)
                            "; the GPU was busy " + busyShare(r, m.busyNs, m.hostNs, " of that time") +
                            ". Use cudaMemcpyAsync on a stream and synchronize once when the results are needed. "
                            "Estimated saving " + (m.bounded ? "at least " : "") + formatNs(savings) + ", " + how);
+    if (m.bounded) f.savingsBound = "at_least";
     f.evidence = {{"copies", double(m.count)}, {"bytes", double(m.bytes)}, {"blocked_ns", double(m.hostNs)},
                   {"gpu_busy_ns", double(m.busyNs)}, {"copy_gpu_ns", double(m.timedGpuNs)},
                   {"upper_bound_copies", double(m.bounded)}, {"upper_bound_gpu_ns", double(m.boundedGpuNs)},

@@ -128,11 +128,12 @@ std::vector<Table> reportTables(const Report& r)
         out.push_back(std::move(t));
     }
     {
-        Table t{"findings", {"rank", "rule", "severity", "estimated_savings_ns", "count", "ns", "callsites", "message"}, {}};
+        Table t{"findings", {"rank", "rule", "severity", "estimated_savings_ns", "estimated_savings_bound", "count", "ns",
+                             "callsites", "message"}, {}};
         uint64_t rank = 0;
         for (const Finding& f : r.findings)
-            t.rows.push_back({num(++rank), f.rule, f.severity, num(f.estimatedSavingsNs), num(f.count), num(f.ns),
-                              join(f.callsites), f.message});
+            t.rows.push_back({num(++rank), f.rule, f.severity, num(f.estimatedSavingsNs), f.savingsBound, num(f.count),
+                              num(f.ns), join(f.callsites), f.message});
         out.push_back(std::move(t));
     }
     return out;

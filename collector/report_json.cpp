@@ -36,7 +36,8 @@
 //              with any, gpu_ns is an upper bound)
 //   callsites  id category (transfer launch sync alloc) frames[{function file line module offset
 //              address inlined app}] count ns | label site_frame apis
-//   findings   rule severity (high medium low info) message count ns estimated_savings_ns callsites[id] |
+//   findings   rule severity (high medium low info) message count ns estimated_savings_ns
+//              estimated_savings_bound (estimate, at_most, at_least: see the message) callsites[id] |
 //              evidence{name: number}
 // {stats} = {count total_ns avg_ns median_ns min_ns max_ns p99_ns}. Call site ids index "callsites".
 #include "collector/report.h"
@@ -172,6 +173,7 @@ nlohmann::ordered_json reportJson(const Report& r)
         for (const auto& [k, v] : f.evidence) evidence[k] = v;
         findings.push_back(Json{{"rule", f.rule}, {"severity", f.severity}, {"message", f.message}, {"count", f.count},
                                 {"ns", f.ns}, {"estimated_savings_ns", f.estimatedSavingsNs},
+                                {"estimated_savings_bound", f.savingsBound},
                                 {"callsites", ids(f.callsites)}, {"evidence", evidence}});
     }
     return j;

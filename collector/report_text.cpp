@@ -231,7 +231,9 @@ void findings(std::string& out, const Report& r, const Style& st)
     for (const Finding& f : r.findings) {
         const std::string head = std::to_string(++rank) + ". ";
         std::string line = " " + head + severityText(st, f.severity) + " " + st.bold() + f.rule + st.reset();
-        if (f.estimatedSavingsNs) line += "  ~" + formatNs(f.estimatedSavingsNs) + " to save";
+        if (f.estimatedSavingsNs)
+            line += std::string(f.savingsBound == "at_most" ? "  at most " : f.savingsBound == "at_least" ? "  at least " : "  ~") +
+                    formatNs(f.estimatedSavingsNs) + " to save";
         out += line + "\n";
         out += wrap(f.message, "     ");
         if (!f.evidence.empty()) {

@@ -7,6 +7,22 @@
 
   // ---- formatting -----------------------------------------------------------------------------
 
+  // How a finding's saving reads: an estimate ("~"), or a bound where it rests on GPU times that are only
+  // upper bounds (the report's estimated_savings_bound; the finding's message says why).
+  function boundWord(f) {
+    return f.estimated_savings_bound === 'at_most' ? 'at most ' : f.estimated_savings_bound === 'at_least' ? 'at least ' : '~';
+  }
+
+  // The part of the findings' total that is bounds, not estimates: "" when none is.
+  function boundsOfTotal(findings) {
+    const part = (b) => findings.filter((f) => f.estimated_savings_bound === b).reduce((a, f) => a + (f.estimated_savings_ns || 0), 0);
+    const most = part('at_most'), least = part('at_least');
+    const parts = [];
+    if (most) parts.push(fmtNs(most) + ' is an upper bound');
+    if (least) parts.push(fmtNs(least) + (most ? ' a lower bound' : ' is a lower bound'));
+    return parts.length ? '; of that, ' + parts.join(' and ') + ' (see each finding)' : '';
+  }
+
   function fmtNs(ns) {
     ns = Number(ns) || 0;
     const a = Math.abs(ns);
@@ -179,8 +195,8 @@
       ') inside CUDA calls, ' + fmtNs(blocked) + ' of it waiting for the GPU to finish. ';
     verdict += 'The GPU was busy ' + (untimed && bounded ? 'about ' : untimed ? 'at least ' : bounded ? 'at most ' : '') + fmtPct(busy) +
       ' of that time. ';
-    verdict += saving ? 'The findings below would save about ' + fmtNs(saving) + ' (' + fmtPct(wall ? 100 * saving / wall : 0) + ' of the run).'
-      : 'No finding estimates a saving.';
+    verdict += saving ? 'The findings below would save about ' + fmtNs(saving) + ' (' + fmtPct(wall ? 100 * saving / wall : 0) + ' of the run)' +
+      boundsOfTotal(report.findings || []) + '.' : 'No finding estimates a saving.';
     $('verdict').textContent = verdict;
     const notes = $('notes');
     for (const n of report.notes || []) add(notes, el('li', null, n));
@@ -233,7 +249,7 @@
       d.dataset.savings = String(f.estimated_savings_ns);
       const s = add(d, el('summary'));
       add(s, el('span', 'sev ' + f.severity, f.severity));
-      const saving = add(s, el('span', 'saving', f.estimated_savings_ns ? 'saves ~' + fmtNs(f.estimated_savings_ns) : 'no estimate'));
+      const saving = add(s, el('span', 'saving', f.estimated_savings_ns ? 'saves ' + boundWord(f) + fmtNs(f.estimated_savings_ns) : 'no estimate'));
       if (f.estimated_savings_ns && wallNs()) saving.title = fmtPct(100 * f.estimated_savings_ns / wallNs()) + ' of the wall time';
       const first = String(f.message).split(/(?<=\.)\s/)[0];
       add(s, el('span', 'headline', first));

@@ -737,6 +737,14 @@ int main(int argc, char** argv)
     }
 
     // ---- findings
+    // A saving that rests on GPU times that are only upper bounds says so: pageable-memcpy's is then at
+    // most (the copies' own duration is a bound), sync-memcpy's at least (the wait beyond the bound).
+    for (const Json& f : report["findings"]) {
+        const std::string rule = f.value("rule", ""), bound = f.value("estimated_savings_bound", "");
+        const bool bounded = f.contains("evidence") && f["evidence"].value("upper_bound_copies", 0.0) > 0;
+        const std::string want = !bounded ? "estimate" : rule == "pageable-memcpy" ? "at_most" : rule == "sync-memcpy" ? "at_least" : "estimate";
+        check(bound == want, "finding " + rule + ": estimated_savings_bound is " + bound + ", expected " + want);
+    }
     if (!expectPath.empty()) {
         std::ifstream in(expectPath);
         if (!in) usage("cannot read " + expectPath);

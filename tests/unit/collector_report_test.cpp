@@ -155,8 +155,11 @@ TEST(ReportJson, SchemaKeysAndTypes)
     hasNumbers(fr, {"line"});
     EXPECT_EQ(fr.at("line"), 128);
     const auto& f = j.at("findings").at(0);
-    hasStrings(f, {"rule", "severity", "message"});
+    hasStrings(f, {"rule", "severity", "message", "estimated_savings_bound"});
     hasNumbers(f, {"count", "ns", "estimated_savings_ns"});
+    EXPECT_TRUE(f.at("estimated_savings_bound") == "estimate" || f.at("estimated_savings_bound") == "at_most" ||
+                f.at("estimated_savings_bound") == "at_least")
+        << f.at("estimated_savings_bound");
     ASSERT_TRUE(f.at("callsites").is_array());
     EXPECT_EQ(f.at("callsites").at(0), 0);
     EXPECT_TRUE(j.at("nvtx").is_array());

@@ -68,6 +68,15 @@ async function checkPage(browser, htmlPath, reportPath, shotPath) {
     check(findings[i].sites === f.callsites.length, 'finding ' + f.rule + ' lists its ' + f.callsites.length + ' call sites', findings[i].sites);
     check(JSON.stringify(findings[i].evidence) === JSON.stringify(Object.values(f.evidence)), 'finding ' + f.rule + ' shows its evidence', findings[i].evidence);
   });
+  // A saving that is a bound reads as one, per finding and in the summary sentence.
+  const savingTexts = await page.$$eval('#findings details.finding span.saving', (ss) => ss.map((s) => s.textContent));
+  report.findings.forEach((f, i) => {
+    if (!f.estimated_savings_ns) return;
+    const word = f.estimated_savings_bound === 'at_most' ? 'saves at most ' : f.estimated_savings_bound === 'at_least' ? 'saves at least ' : 'saves ~';
+    check(String(savingTexts[i]).startsWith(word), 'finding ' + f.rule + ' reads its saving as ' + f.estimated_savings_bound, savingTexts[i]);
+  });
+  const bounded = report.findings.some((f) => f.estimated_savings_ns > 0 && ['at_most', 'at_least'].includes(f.estimated_savings_bound));
+  check(bounded === /(upper|lower) bound \(see each finding\)/.test(verdict), 'the summary says which part of the saving is a bound (' + bounded + ')', verdict);
   if (findings.length > 1) {
     await page.click('#findings details.finding:nth-of-type(2) > summary');
     check(await page.$eval('#findings details.finding:nth-of-type(2)', (d) => d.open), 'a finding opens on click');
