@@ -141,12 +141,16 @@ StreamSlot* slotFor(uint64_t key, bool create)
     return nullptr;
 }
 
-void lockSlot(StreamSlot* s)
+// Puts `with` as the stream's last end event and returns the one it replaces, under the slot's lock.
+Ev* swapLastEnd(StreamSlot* s, Ev* with)
 {
     while (s->busy.test_and_set(std::memory_order_acquire)) {
     }
+    Ev* old = s->lastEnd.load(std::memory_order_relaxed);
+    s->lastEnd.store(with, std::memory_order_relaxed);
+    s->busy.clear(std::memory_order_release);
+    return old;
 }
-void unlockSlot(StreamSlot* s) { s->busy.clear(std::memory_order_release); }
 
 thread_local TimingBudget t_budget GS_TLS;
 
@@ -155,11 +159,7 @@ void forgetLastEnd(StreamSlot* slot)
     // Most calls that come too fast to be timed follow another such call: nothing to forget, and
     // no locked instruction for it.
     if (!slot->lastEnd.load(std::memory_order_relaxed)) return;
-    lockSlot(slot);
-    Ev* old = slot->lastEnd.load(std::memory_order_relaxed);
-    slot->lastEnd.store(nullptr, std::memory_order_relaxed);
-    unlockSlot(slot);
-    release(old);
+    release(swapLastEnd(slot, nullptr));
 }
 
 CUresult recordOn(Ev* ev, CUstream s, bool perThread)
@@ -332,11 +332,7 @@ void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways)
     // but the record itself (no lock, no event creation, no allocation).
     Ev* end = acquire(pool);
     if (!end) return;
-    lockSlot(slot);
-    // The previous operation's end, if nothing untimed ran since.
-    Ev* begin = slot->lastEnd.load(std::memory_order_relaxed);
-    slot->lastEnd.store(nullptr, std::memory_order_relaxed);
-    unlockSlot(slot);
+    Ev* begin = swapLastEnd(slot, nullptr);  // the previous operation's end, if nothing untimed ran since
     if (!begin) {
         begin = acquire(pool);
         const uint64_t t0 = nowNs();
@@ -385,11 +381,7 @@ void gpuAfter(CallScope& scope, CUresult)
                                false);
     if (slot && !(it.call.flags & wire::kCallImplicitSync)) {
         end->refs.fetch_add(1, std::memory_order_relaxed);
-        lockSlot(slot);
-        Ev* old = slot->lastEnd.load(std::memory_order_relaxed);
-        slot->lastEnd.store(end, std::memory_order_relaxed);
-        unlockSlot(slot);
-        release(old);
+        release(swapLastEnd(slot, end));
     }
 }
 
@@ -435,11 +427,7 @@ void gpuBeforeContextTeardown()
     // again (a new context can get the same address). The events are leaked with it.
     for (StreamSlot& s : g_slots) {
         if (!s.key.load(std::memory_order_acquire)) continue;
-        lockSlot(&s);
-        Ev* old = s.lastEnd.load(std::memory_order_relaxed);
-        s.lastEnd.store(nullptr, std::memory_order_relaxed);
-        unlockSlot(&s);
-        release(old);
+        release(swapLastEnd(&s, nullptr));
     }
     for (Pool& p : g_pools) {
         pthread_mutex_lock(&p.lock);
@@ -449,7 +437,6 @@ void gpuBeforeContextTeardown()
     }
     g_epoch.fetch_add(1, std::memory_order_acq_rel);
 }
-
 
 void gpuAfterForkChild()
 {

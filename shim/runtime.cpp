@@ -343,25 +343,22 @@ void addOwnTime(ThreadState* ts, uint64_t ns)
     if (ts) bump(ts->exactNs, ns);
 }
 
-// For the drain thread's End record and final ThreadStats.
-uint64_t recordsMade()
-{
-    uint64_t n = g_made.load();
-    pthread_mutex_lock(&g_threadsLock);
-    for (ThreadState* s = g_threads; s; s = s->next) n += s->made.load(std::memory_order_relaxed);
-    pthread_mutex_unlock(&g_threadsLock);
-    return n;
-}
-uint64_t recordsDropped() { return g_dropped.load(); }
-
-uint64_t gpuSampledOut()
+namespace {
+// A per-state counter summed over every state, live or free (states are reused, never freed).
+uint64_t sumOverStates(std::atomic<uint64_t> ThreadState::*counter)
 {
     uint64_t n = 0;
     pthread_mutex_lock(&g_threadsLock);
-    for (ThreadState* s = g_threads; s; s = s->next) n += s->gpuSampledOut.load(std::memory_order_relaxed);
+    for (ThreadState* s = g_threads; s; s = s->next) n += (s->*counter).load(std::memory_order_relaxed);
     pthread_mutex_unlock(&g_threadsLock);
     return n;
 }
+}  // namespace
+
+// For the drain thread's End record and final ThreadStats.
+uint64_t recordsMade() { return g_made.load() + sumOverStates(&ThreadState::made); }
+uint64_t recordsDropped() { return g_dropped.load(); }
+uint64_t gpuSampledOut() { return sumOverStates(&ThreadState::gpuSampledOut); }
 void countDrainDrop(uint64_t n) { g_dropped.fetch_add(n); }
 void countMade(uint64_t n) { g_made.fetch_add(n); }
 

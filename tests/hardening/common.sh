@@ -88,6 +88,17 @@ hz_accounting() {
         }'
 }
 
+# hz_expect_drops GPUSPY CAPTURE WHAT CAUSE: the capture's accounting holds (hz_accounting) and records
+# were dropped; notes "WHAT: made M, delivered D, dropped X" (the first process). CAUSE names what was
+# meant to fill the queue, for the failure.
+hz_expect_drops() {
+    local gpuspy=$1 cap=$2 what=$3 cause=$4 acc made delivered dropped
+    acc=$(hz_accounting "$gpuspy" "$cap") || hz_fail "records lost without being counted as dropped"
+    read -r _ made delivered dropped <<<"$acc"
+    hz_note "$what: made $made, delivered $delivered, dropped $dropped"
+    [[ ${dropped:-0} -gt 0 ]] || hz_fail "no records dropped: $cause did not fill the queue (raise LAUNCHES)"
+}
+
 # hz_start_paused VAR=VALUE... PROGRAM ARGS...: runs the app in the background (env's arguments) with
 # its stdin behind the fifo `go`, held open on fd 3 (the app prints "paused" and waits for a line
 # there: write one to `go` to let it go on); its stdout, stderr and status in shim.out, shim.err and
