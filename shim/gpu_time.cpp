@@ -187,6 +187,7 @@ struct Anchor {
     CUcontext ctx = nullptr;
     CUstream stream = nullptr;
     CUevent event = nullptr;
+    CUevent spare = nullptr;  // the other attempt's event while anchoring (see anchorFor)
     uint64_t hostNs = 0;
     uint64_t errorNs = 0;
     // How long after its cuEventRecord returned the anchor completed on the drain thread's idle stream:
@@ -218,35 +219,57 @@ Anchor* anchorFor(CUcontext ctx, int device, uint8_t* out, size_t cap, size_t& n
         a->failed = true;
         return nullptr;
     }
-    if (!a->event && d.eventCreate(&a->event, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+    if ((!a->event && d.eventCreate(&a->event, CU_EVENT_DEFAULT) != CUDA_SUCCESS) ||
+        (!a->spare && d.eventCreate(&a->spare, CU_EVENT_DEFAULT) != CUDA_SUCCESS)) {
         a->failed = true;
         return nullptr;
     }
     // Poll rather than synchronize: a synchronize returns some time after the event completed (wake-up,
     // the driver's own bookkeeping), which would shift every span later by that much. The anchor
-    // completed between the last query that said "not ready" and the first that said "ready". The
-    // first of up to 32 tries that brackets it within 2 µs sets the offset.
+    // completed between the last query that said "not ready" and the first that said "ready": an
+    // attempt whose bracket is under 2 µs is tight. A preempted poll widens the bracket (over 100 µs
+    // seen under load), and every span inherits that error.
+    //
+    // The record's return can also come late after the driver stamped it (a preemption, a contended
+    // lock's wake-up: ~1 µs seen), which shortens the measured return-to-start latency and would place
+    // idle-stream work early. Of kTight tight attempts (32 tries at most) the one with the longest
+    // latency wins, each recorded on its own event so that the offset and the latency come from the
+    // same attempt: the winner stays in a->event, the next try goes to the spare.
     if (!d.eventQuery) return nullptr;
-    uint64_t bestHost = 0, bestErr = UINT64_MAX, returned = 0;
-    // A preempted poll widens the bracket (over 100 us seen under load), and every span inherits that
-    // error: try until one attempt brackets the completion tightly.
-    for (int attempt = 0; attempt < 32; ++attempt) {
+    constexpr int kTight = 3;
+    uint64_t bestHost = 0, bestErr = UINT64_MAX;
+    int64_t bestLatency = INT64_MIN;
+    int tight = 0;
+    for (int attempt = 0; attempt < 32 && tight < kTight; ++attempt) {
         uint64_t prev = nowNs();
-        if (d.eventRecord(a->event, a->stream) != CUDA_SUCCESS) return nullptr;
-        returned = nowNs();
+        if (d.eventRecord(a->spare, a->stream) != CUDA_SUCCESS) return nullptr;
+        const uint64_t returned = nowNs();
         const uint64_t giveUp = prev + 100000000ull;
+        uint64_t host = 0, err = 0;
         for (;;) {
             const uint64_t tq = nowNs();
-            const CUresult q = d.eventQuery(a->event);
+            const CUresult q = d.eventQuery(a->spare);
             if (q == CUDA_SUCCESS) {
-                bestErr = tq - prev;  // the event holds this attempt's time: always use the last attempt
-                bestHost = prev + (tq - prev) / 2;
+                err = tq - prev;
+                host = prev + (tq - prev) / 2;
                 break;
             }
             if (q != CUDA_ERROR_NOT_READY || tq > giveUp) return nullptr;
             prev = tq;
         }
-        if (bestErr < 2000) break;
+        const bool isTight = err < 2000;
+        tight += isTight;
+        const int64_t latency = int64_t(host) - int64_t(returned);
+        // A tight attempt beats any loose one; among tight ones (or, failing any, loose ones) the
+        // narrower bracket wins for the first, the longer latency after that.
+        const bool bestTight = bestErr < 2000;
+        const bool better = bestErr == UINT64_MAX || (isTight && !bestTight) ||
+                            (isTight == bestTight && (isTight ? latency > bestLatency : err < bestErr));
+        if (!better) continue;
+        std::swap(a->event, a->spare);
+        bestHost = host;
+        bestErr = err;
+        bestLatency = latency;
     }
     if (bestErr == UINT64_MAX) return nullptr;
     a->hostNs = bestHost;
@@ -254,7 +277,7 @@ Anchor* anchorFor(CUcontext ctx, int device, uint8_t* out, size_t cap, size_t& n
     // bestHost carries the bracket's error, and so does every converted event time: measured against the
     // same midpoint, a begin placed at "return + returnToStartNs" keeps the span's length free of it
     // (which is also why it is not clamped at 0).
-    a->returnToStartNs = int64_t(bestHost) - int64_t(returned);
+    a->returnToStartNs = bestLatency;
     wire::ClockBody cb{};
     cb.device = device;
     cb.offsetNs = int64_t(a->hostNs);
