@@ -323,7 +323,7 @@ void gpuConfigure()
     }
 }
 
-void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways)
+void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
 {
     if (!g_on || !scope.active()) return;
     CUcontext ctx = nullptr;
@@ -343,7 +343,9 @@ void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways)
             return;
         }
     }
-    if (!t_budget.allows(scope.entryNs(), timeAlways, g_budgetPpm)) {
+    // The budget is topped up on every call; a kernel's first timings go ahead even without credit.
+    const bool allowed = t_budget.allows(scope.entryNs(), how == GpuTiming::Preferred, g_budgetPpm);
+    if (!allowed && how != GpuTiming::Always) {
         scope.setFlags(wire::kCallGpuSampledOut);
         scope.countGpuSampledOut();
         if (slot) forgetLastEnd(slot);  // untimed work joins the stream: its last end is no start

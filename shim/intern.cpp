@@ -144,7 +144,25 @@ thread_local CUcontext t_ctx GS_TLS = nullptr;
 thread_local uint32_t t_ctxEpoch GS_TLS = 0;
 std::atomic<uint32_t> g_ctxEpoch{1};
 
+// How many of each kernel's launches had GPU timing set up, up to kFirstTimings (a byte per kernel id):
+// until then the kernel's launches are timed whatever the budget says, so that every kernel gets a GPU
+// time, not only those that come first or most often, and not from its first launch alone (one-off
+// costs: a driver loads a lazily loaded module in it). A one-off cost per kernel, charged to the budget.
+// Read on every launch, written twice per kernel.
+constexpr uint8_t kFirstTimings = 2;
+std::atomic<uint8_t> g_kernelTimings[kMaxNames];
+
 }  // namespace
+
+bool kernelNeedsFirstTimings(uint32_t id)
+{
+    return id != 0 && id < kMaxNames && g_kernelTimings[id].load(std::memory_order_relaxed) < kFirstTimings;
+}
+
+void noteKernelTimed(uint32_t id)
+{
+    if (id != 0 && id < kMaxNames) g_kernelTimings[id].fetch_add(1, std::memory_order_relaxed);
+}
 
 uint32_t internKernelName(const void* handle, const char* name)
 {

@@ -181,6 +181,8 @@ private:
 uint32_t internKernelName(const void* handle, const char* name);  // handle -> id (name copied)
 void aliasKernel(const void* handle, const void* sameAs);         // cuKernelGetFunction
 uint32_t kernelIdOf(const void* handle);                          // 0 = unknown; may ask cuFuncGetName
+bool kernelNeedsFirstTimings(uint32_t kernelId);  // few of its launches were timed yet (false for 0)
+void noteKernelTimed(uint32_t kernelId);       // one of its launches has GPU timing set up
 uint32_t internString(const char* s, size_t n);                   // NVTX messages and domains
 int deviceOfCurrentContext(CUcontext* ctxOut);                    // -1 when none; no driver call once known
 // The calling thread's current context as the context hooks saw it set; asks the driver once per
@@ -241,9 +243,14 @@ void lanesAfterForkChild();  // the parent's lanes are forgotten; thread states 
 
 // ---- gpu_time.cpp
 void gpuConfigure();
-// Around a call that submits device work on `stream`: `timeAlways` for copies, memsets, graph
-// launches; kernels may be sampled out. Both are no-ops when GPU timing is off.
-void gpuBefore(CallScope& scope, CUstream stream, bool timeAlways);
+// How a call's device work competes for the GPU timing budget (gpu_budget.h).
+enum class GpuTiming : uint8_t {
+    Sampled,    // kernels: timed while the budget has credit, sampled out beyond it
+    Preferred,  // copies, memsets, graph launches: may borrow a burst ahead of the budget
+    Always,     // a kernel's first two timings (kernelNeedsFirstTimings): one-off, charged to the budget
+};
+// Around a call that submits device work on `stream`. No-ops when GPU timing is off.
+void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how);
 // Right after the real call returned (at returnedNs): records the end event taken by gpuBefore, or
 // gives both events back when the call failed. Nothing else may run between the return and this.
 void gpuRecordEnd(CallScope& scope, CUresult rc, uint64_t returnedNs);

@@ -15,7 +15,7 @@ CUresult graphLaunch(CUgraphExec g, CUstream stream)
         s.body().args.sync.object = uint64_t(uintptr_t(g));
         s.setStream(stream);
         s.setFlags(wire::kCallDeviceWork | wire::kCallAsync);
-        gpuBefore(s, stream, true);
+        gpuBefore(s, stream, GpuTiming::Preferred);
     }
     s.beforeReal();
     return s.finish(real(g, stream));

@@ -19,7 +19,11 @@ void describeLaunch(CallScope& s, const void* f, unsigned gx, unsigned gy, unsig
     l.sharedMem = smem;
     s.setStream(stream);
     s.setFlags(wire::kCallDeviceWork | wire::kCallAsync);
-    gpuBefore(s, stream, false);
+    // A kernel timed fewer than twice is timed whatever the budget says (and charged to it): every
+    // kernel gets a GPU time even when copies and a few hot kernels spend all of the budget.
+    const bool first = kernelNeedsFirstTimings(l.kernelId);
+    gpuBefore(s, stream, first ? GpuTiming::Always : GpuTiming::Sampled);
+    if (first && s.item().evBegin) noteKernelTimed(l.kernelId);
 }
 
 template <Api A>
@@ -68,7 +72,7 @@ CUresult launchHostFunc(CUstream stream, CUhostFn fn, void* user)
     if (s.active()) {
         s.setStream(stream);
         s.setFlags(wire::kCallDeviceWork | wire::kCallAsync);
-        gpuBefore(s, stream, false);
+        gpuBefore(s, stream, GpuTiming::Sampled);
     }
     s.beforeReal();
     return s.finish(real(stream, fn, user));

@@ -53,7 +53,7 @@ void submitCopy(CallScope& s, CUstream stream, bool async)
     const wire::TransferArgs& t = s.body().args.transfer;
     const bool hostInvolved = t.direction == Direction::HtoD || t.direction == Direction::DtoH || t.direction == Direction::HtoH;
     if (!async || (hostInvolved && hostSide(t) == MemKind::Pageable)) s.setFlags(wire::kCallImplicitSync);
-    gpuBefore(s, stream, true);
+    gpuBefore(s, stream, GpuTiming::Preferred);
 }
 
 template <class P>
@@ -230,7 +230,7 @@ void describeMemset(CallScope& s, CUdeviceptr dst, size_t bytes, CUstream stream
     t.srcMem = MemKind::Unknown;
     s.setStream(stream);
     s.setFlags(wire::kCallDeviceWork | (async ? wire::kCallAsync : wire::kCallImplicitSync));
-    gpuBefore(s, stream, true);
+    gpuBefore(s, stream, GpuTiming::Preferred);
 }
 
 template <Api A, class T>

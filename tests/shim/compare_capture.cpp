@@ -2,7 +2,9 @@
 // trace of the same process: every device operation recorded exactly once, with the right bytes,
 // direction, memory kind, kernel, stream, and (when timed) GPU begin/end.
 //
-//   compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N] CAPTURE TRACE.jsonl|-
+//   compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N]
+//                   [--min-kernel-timings N] CAPTURE TRACE.jsonl|-
+//   --min-kernel-timings N: every kernel has GPU timing on at least N of its launches (all, if fewer)
 // Exit 0: match; 1: mismatch (first problems printed); 2: a file could not be read.
 #include "wire/codec.h"
 
@@ -186,7 +188,7 @@ int main(int argc, char** argv)
 {
     int64_t tol = 20000, grossTol = 1000000000;
     bool requireGpu = false, allowDrops = false;
-    uint64_t minNvtx = 0;
+    uint64_t minNvtx = 0, minKernelTimings = 0;
     std::vector<const char*> files;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -195,10 +197,11 @@ int main(int argc, char** argv)
         else if (a == "--require-gpu") requireGpu = true;
         else if (a == "--allow-drops") allowDrops = true;
         else if (a == "--min-nvtx" && i + 1 < argc) minNvtx = std::strtoull(argv[++i], nullptr, 10);
+        else if (a == "--min-kernel-timings" && i + 1 < argc) minKernelTimings = std::strtoull(argv[++i], nullptr, 10);
         else files.push_back(argv[i]);
     }
     if (files.size() != 2) {
-        std::fprintf(stderr, "usage: compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N] CAPTURE TRACE|-\n");
+        std::fprintf(stderr, "usage: compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N] [--min-kernel-timings N] CAPTURE TRACE|-\n");
         return 2;
     }
     Capture cap;
@@ -418,6 +421,22 @@ int main(int argc, char** argv)
     else if (!allowDrops && cap.end.recordsDropped != 0)
         problem("records dropped: " + std::to_string(cap.end.recordsDropped));
     if (requireGpu && timed == 0 && deviceCalls > 0) problem("no GPU spans at all");
+    if (minKernelTimings > 0) {
+        std::map<uint32_t, std::pair<uint64_t, uint64_t>> perKernel;  // kernel id -> launches, GPU-timed ones
+        for (const auto& c : cap.calls) {
+            const wire::CallBody& b = c.body;
+            if (b.category != wire::Category::Launch || b.args.launch.kernelId == 0 || b.result != 0) continue;
+            auto& [launches, timedLaunches] = perKernel[b.args.launch.kernelId];
+            ++launches;
+            timedLaunches += (b.flags & wire::kCallGpuTimed) != 0;
+        }
+        if (perKernel.empty()) problem("no kernel launches to check --min-kernel-timings on");
+        for (const auto& [id, n] : perKernel)
+            if (n.second < std::min<uint64_t>(minKernelTimings, n.first))
+                problem("kernel " + (cap.kernels.count(id) ? cap.kernels[id] : std::to_string(id)) + ": GPU timing on " +
+                        std::to_string(n.second) + " of its " + std::to_string(n.first) + " launches, expected at least " +
+                        std::to_string(std::min<uint64_t>(minKernelTimings, n.first)));
+    }
     // Each thread's totals: its calls are the Call records it made (when none was dropped), and its
     // own-time estimate (measured on some calls, scaled to all) is there and plausible per call.
     std::map<uint32_t, uint64_t> callsByTid;
