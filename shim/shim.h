@@ -181,8 +181,8 @@ private:
 uint32_t internKernelName(const void* handle, const char* name);  // handle -> id (name copied)
 void aliasKernel(const void* handle, const void* sameAs);         // cuKernelGetFunction
 uint32_t kernelIdOf(const void* handle);                          // 0 = unknown; may ask cuFuncGetName
-bool kernelNeedsFirstTimings(uint32_t kernelId);  // few of its launches were timed yet (false for 0)
-void noteKernelTimed(uint32_t kernelId);       // one of its launches has GPU timing set up
+bool kernelNeedsFirstTimings(uint32_t kernelId);  // fewer than two of its launches timed yet (false for 0)
+void noteKernelTimed(uint32_t kernelId);          // one of its launches has GPU timing set up
 uint32_t internString(const char* s, size_t n);                   // NVTX messages and domains
 int deviceOfCurrentContext(CUcontext* ctxOut);                    // -1 when none; no driver call once known
 // The calling thread's current context as the context hooks saw it set; asks the driver once per
