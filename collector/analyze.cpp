@@ -268,6 +268,7 @@ ApiClass classifyApi(const std::string& abiName)
     a.hostFunc = base == "cuLaunchHostFunc";
     a.freeLike = base.find("Free") != std::string_view::npos;
     a.asyncName = abiName.find("Async") != std::string::npos;
+    a.role = timelineRole(abiName);
     return a;
 }
 
@@ -345,6 +346,13 @@ void rankSites(Context& cx)
         if (s.site != kNoSite) s.site = newId[size_t(s.site)];
 }
 
+std::string hex(uint64_t v)
+{
+    char b[24];
+    std::snprintf(b, sizeof b, "%llx", static_cast<unsigned long long>(v));
+    return b;
+}
+
 void finishOverview(Context& cx, Report& r)
 {
     r.processes = cx.processes;
@@ -357,7 +365,16 @@ void finishOverview(Context& cx, Report& r)
             ds.name = d.name;
             ds.activeNs = p.activeEndNs - p.activeBeginNs;
             ds.busyNs = d.busyNs;
-            ds.busyPct = ds.activeNs ? 100.0 * double(ds.busyNs) / double(ds.activeNs) : 0;
+            ds.busyLoNs = std::min(d.busyLoNs, d.busyNs);
+            ds.busyHiNs = std::max(d.busyHiNs, d.busyNs);
+            auto pct = [&](uint64_t ns) { return ds.activeNs ? std::min(100.0, 100.0 * double(ns) / double(ds.activeNs)) : 0; };
+            ds.busyPct = pct(ds.busyNs);
+            ds.busyPctLo = pct(ds.busyLoNs);
+            ds.busyPctHi = pct(ds.busyHiNs);
+            ds.estimatedOps = d.ops - std::min(d.ops, d.timedOps);
+            ds.busyBasis = ds.estimatedOps ? "estimated" : d.upperBoundOps ? "upper_bound" : "measured";
+            ds.lostOps = d.lostOps;
+            ds.unknownOps = d.unknownOps;
             ds.ops = d.ops;
             ds.timedOps = d.timedOps;
             ds.sampledOutOps = d.sampledOutOps;
@@ -373,26 +390,56 @@ void finishOverview(Context& cx, Report& r)
             ds.largestStarvedNs = d.largestStarvedNs;
             r.devices.push_back(ds);
         }
+        for (const StreamAcc& st : cx.streams[i]) {
+            if (!st.ops) continue;
+            StreamSummary ss;
+            ss.pid = p.pid;
+            ss.device = st.id.device;
+            ss.name = st.id.perThread ? "per-thread stream of tid " + std::to_string(st.id.tid)
+                      : st.id.handle ? "stream 0x" + hex(st.id.handle)
+                                     : std::string("default stream");
+            ss.ops = st.ops;
+            ss.estimatedOps = st.estimatedOps;
+            ss.busyNs = st.busy[kEst];
+            ss.busyLoNs = std::min(st.busy[kLo], ss.busyNs);
+            ss.busyHiNs = std::max(st.busy[kHi], ss.busyNs);
+            const uint64_t active = p.activeEndNs - p.activeBeginNs;
+            ss.busyPct = active ? std::min(100.0, 100.0 * double(ss.busyNs) / double(active)) : 0;
+            r.streams.push_back(std::move(ss));
+        }
     }
-    uint64_t made = 0, dropped = 0, ops = 0, sampled = 0, bounded = 0;
+    uint64_t made = 0, dropped = 0, ops = 0, sampled = 0, bounded = 0, estimated = 0, lost = 0, unknown = 0;
     for (const ProcessSummary& s : r.processes) {
         made += s.recordsMade;
         dropped += s.droppedRecords;
         ops += s.deviceOps;
         sampled += s.sampledOutOps;
     }
-    for (const DeviceSummary& d : r.devices) bounded += d.upperBoundOps;
+    for (const DeviceSummary& d : r.devices) {
+        bounded += d.upperBoundOps;
+        estimated += d.estimatedOps;
+        lost += d.lostOps;
+        unknown += d.unknownOps;
+    }
     if (bounded)
         r.notes.push_back(std::to_string(bounded) +
                           " copies or memsets blocked their call on an idle stream: CUDA events cannot see when "
                           "their device work began, so their GPU times (marked <=) are upper bounds that include "
                           "the driver's host time around the work, and so is the busy time they add to their "
-                          "devices and to the waits they overlap");
-    if (sampled)
-        r.notes.push_back(std::to_string(sampled) + " of " + std::to_string(ops) +
-                          " device operations were not timed (adaptive sampling): GPU busy time and idle gaps are "
-                          "measured on the timed ones only, so busy % is a lower bound; kernel GPU totals are "
-                          "scaled from the timed launches");
+                          "devices and to the waits they overlap (its interval counts each as long as measured "
+                          "copies alike, or else as none of it)");
+    if (estimated)
+        r.notes.push_back(std::to_string(estimated) + " of " + std::to_string(ops) + " device operations were not timed (" +
+                          std::to_string(sampled) + " sampled out by the timing budget" +
+                          (lost ? ", " + std::to_string(lost) + " whose end event was recorded too late to trust" : std::string()) +
+                          "): they are placed on their streams from what CUDA guarantees (in-order streams, "
+                          "submission times, syncs, queries, events) with the durations of their timed "
+                          "siblings, so GPU busy %, idle gaps and the GPU's share of waits are estimates; each "
+                          "device's busy % comes with the interval that short and long sibling durations give" +
+                          (unknown ? "; " + std::to_string(unknown) + " of them had no timed sibling at all, so only the "
+                                     "waits bound their length (a wide interval)"
+                                   : std::string()) +
+                          "; kernel GPU totals are scaled from the timed launches");
     if (dropped)
         r.notes.push_back(std::to_string(dropped) + (made ? " of " + std::to_string(made) : std::string()) +
                           " records were dropped: counts and times are lower bounds");

@@ -67,22 +67,44 @@ struct ProcessSummary {
     std::string streamError;
 };
 
+// Device figures come from the device timeline (collector/device_timeline.h): every device operation
+// placed on its stream, measured where it was timed, inferred where not. busyNs is the estimate;
+// busyLoNs..busyHiNs the interval it may lie in (equal to it when every operation was timed).
 struct DeviceSummary {
     uint32_t pid = 0;
     int id = 0;
     std::string name;
     uint64_t activeNs = 0;  // the process's active span
-    uint64_t busyNs = 0;    // union of timed kernel, copy and memset intervals inside it
+    uint64_t busyNs = 0;    // union of the device's work inside it (measured and placed)
     double busyPct = 0;
+    uint64_t busyLoNs = 0, busyHiNs = 0;
+    double busyPctLo = 0, busyPctHi = 0;
+    // "measured": every operation timed; "upper_bound": every one timed, some only as an upper bound (a
+    // blocking copy on an idle stream: busyNs holds all of its span, busyLoNs none of it); "estimated":
+    // some placed by inference.
+    std::string busyBasis = "measured";
+    uint64_t estimatedOps = 0;           // operations placed by inference (untimed, or their timing lost)
+    uint64_t lostOps = 0;                // of which the shim meant to time but whose end event came too late
+    uint64_t unknownOps = 0;             // of which had no timed sibling to give them a duration
     uint64_t ops = 0, timedOps = 0, sampledOutOps = 0;
     uint64_t kernelNs = 0, transferNs = 0, otherNs = 0;  // sums of span lengths by kind
     // Timed ops whose span is only an upper bound (a blocking copy or memset on an idle stream, see
     // TransferRow::gpuTime) and their summed lengths: busyNs includes them, so with any it is an upper
     // bound too.
     uint64_t upperBoundOps = 0, upperBoundNs = 0;
-    uint64_t idleGapNs = 0, largestGapNs = 0, gaps = 0;  // between device operations
+    uint64_t idleGapNs = 0, largestGapNs = 0, gaps = 0;  // between device operations (estimated timeline)
     uint64_t starvedNs = 0;  // idle gaps while no host thread of the process was inside CUDA
     uint64_t largestStarvedNs = 0;  // the longest single such stretch (often start-up)
+};
+
+// One stream's work on the device timeline.
+struct StreamSummary {
+    uint32_t pid = 0;
+    int device = 0;
+    std::string name;  // "stream 0x55d1c0", "default stream", "per-thread stream of tid 123"
+    uint64_t ops = 0, estimatedOps = 0;
+    uint64_t busyNs = 0, busyLoNs = 0, busyHiNs = 0;
+    double busyPct = 0;  // of the process's active span
 };
 
 // One row of the CUDA API summary (like nsys cuda_api_sum).
@@ -126,6 +148,7 @@ struct KernelRow {
     DurationStats gpu;          // over timed launches
     uint64_t launchHostNs = 0, medianLaunchHostNs = 0;
     bool launchBound = false;   // median GPU time below the median host cost of launching it
+    uint64_t emptyStreamLaunches = 0;  // launches that found their stream empty: the GPU waited for them
     std::vector<uint32_t> callsites;
 };
 
@@ -190,6 +213,7 @@ struct Report {
     uint64_t badStreams = 0;
     std::vector<ProcessSummary> processes;
     std::vector<DeviceSummary> devices;
+    std::vector<StreamSummary> streams;
     std::vector<ApiRow> apis;           // by total host time
     std::vector<TransferRow> transfers; // by host time
     std::vector<KernelRow> kernels;     // by GPU time

@@ -104,6 +104,16 @@ std::string boundedCopiesText(const Matched& m)
            "shortest of its kind (direction, memory, size).";
 }
 
+// "~62% (55-70%)" for an estimate, "62%" when measured; "at most" when a span in it is an upper bound.
+std::string busyPctText(const DeviceSummary& d)
+{
+    std::string s = d.busyBasis == "upper_bound" ? "at most " : "";
+    if (d.busyBasis != "estimated") return s + fmtPct(d.busyPct);
+    s += "~" + fmtPct(d.busyPct);
+    if (d.busyPctHi - d.busyPctLo >= 1) s += " (" + fmtPct(d.busyPctLo) + "-" + fmtPct(d.busyPctHi) + ")";
+    return s + " (estimated: " + std::to_string(d.estimatedOps) + " of " + std::to_string(d.ops) + " operations untimed)";
+}
+
 // Whether the busy time of any device holds a span that is only an upper bound: then every "the GPU
 // was busy" share is at most that (busy intervals do not remember which span they came from).
 bool busyIsUpperBound(const Report& r)
@@ -324,20 +334,37 @@ void smallTransfers(Builder& b)
                   {"median_copy_ns", double(perCopy)}, {"call_sites", double(sites)}};
 }
 
+// The device time the GPU sat idle in the processes of a report: the most that making the host
+// faster (fewer launches, no waits) can give back.
+uint64_t deviceIdleNs(const Report& r)
+{
+    uint64_t idle = 0;
+    for (const DeviceSummary& d : r.devices) idle += d.activeNs - std::min(d.activeNs, d.busyNs);
+    return idle;
+}
+
 void launchBound(Builder& b, const Report& r)
 {
     const Context& cx = b.cx();
     std::set<std::string> names;
-    uint64_t savings = 0, launches = 0, gpuMedianMax = 0, hostMedianMin = UINT64_MAX;
+    uint64_t savings = 0, launches = 0, empty = 0, gpuMedianMax = 0, hostMedianMin = UINT64_MAX;
     for (const KernelRow& k : r.kernels) {
-        if (!k.launchBound || k.count < kMinLaunchBound) continue;
+        // Only launches that found their stream empty made the GPU wait: one queued behind other work
+        // cost the GPU nothing, however slow its launch.
+        if (!k.launchBound || k.emptyStreamLaunches < kMinLaunchBound) continue;
         names.insert(k.name);
         launches += k.count;
-        savings += k.count * (k.medianLaunchHostNs - k.gpu.median);
+        empty += k.emptyStreamLaunches;
+        savings += k.emptyStreamLaunches * (k.medianLaunchHostNs - k.gpu.median);
         gpuMedianMax = std::max(gpuMedianMax, k.gpu.median);
         hostMedianMin = std::min(hostMedianMin, k.medianLaunchHostNs);
     }
     if (names.empty()) return;
+    // Launches from several threads overlap in time: their summed cost is no saving beyond the time the
+    // GPU actually idled.
+    const uint64_t idle = deviceIdleNs(r);
+    const bool capped = savings > idle;
+    savings = std::min({savings, idle, cx.wallNs});
     Matched m;
     for (const std::string& name : names) {
         const KernelAcc& k = cx.kernels.at(name);
@@ -355,32 +382,16 @@ void launchBound(Builder& b, const Report& r)
     if (names.size() > shown) list += ", ...";
     Finding& f = b.add("launch-bound-kernels", m, savings,
                        std::to_string(names.size()) + " kernel(s), launched " + std::to_string(launches) +
-                           " times, run for less GPU time than the host takes to launch them: " + list +
-                           ". The GPU waits for the CPU. Fuse the kernels, or capture the sequence in a CUDA graph "
-                           "and launch it once. Estimated saving " + formatNs(savings) +
+                           " times, run for less GPU time than the host takes to launch them: " + list + ". " +
+                           std::to_string(empty) + " of these launches found their stream empty: the GPU waited for "
+                           "the CPU. Fuse the kernels, or capture the sequence in a CUDA graph and launch it once. "
+                           "Estimated saving " + formatNs(savings) +
                            ", assuming fusion or a graph brings the host cost per kernel down to the kernel's own "
-                           "median GPU time.");
-    f.evidence = {{"kernels", double(names.size())}, {"launches", double(launches)}, {"launch_host_ns", double(m.hostNs)},
-                  {"max_median_gpu_ns", double(gpuMedianMax)}, {"min_median_launch_ns", double(hostMedianMin)}};
-}
-
-// Busy time counting the device's untimed (sampled-out) operations: each untimed launch as long as the
-// median timed launch of its kernel, any other untimed operation as long as the device's mean timed
-// one. Per kernel, because copies are always timed and kernels sampled: scaling the measured busy time
-// by ops / timed ops would count every sampled-out tiny kernel as long as the average copy, and call a
-// mostly idle device busy. An upper bound (untimed work may overlap timed work), so a device this
-// calls idle is idle.
-uint64_t estimatedBusyNs(const DeviceSummary& d, const DeviceAcc* acc)
-{
-    if (!d.timedOps || d.timedOps >= d.ops) return d.busyNs;
-    uint64_t untimed = d.ops - d.timedOps, estimate = d.busyNs;
-    if (acc)
-        for (const auto& [kernel, n] : acc->untimedLaunches) {
-            if (!kernel->row.timedCount) continue;  // no measure of this kernel: counted with the rest
-            estimate += n * kernel->row.gpu.median;
-            untimed -= std::min(untimed, n);
-        }
-    return estimate + uint64_t(double(untimed) * double(d.busyNs) / double(d.timedOps));
+                           "median GPU time for the launches the GPU waited for" +
+                           (capped ? ", and no more than the GPU's idle time (" + formatNs(idle) + ")" : std::string()) + ".");
+    f.evidence = {{"kernels", double(names.size())}, {"launches", double(launches)}, {"empty_stream_launches", double(empty)},
+                  {"launch_host_ns", double(m.hostNs)}, {"max_median_gpu_ns", double(gpuMedianMax)},
+                  {"min_median_launch_ns", double(hostMedianMin)}, {"gpu_idle_ns", double(idle)}};
 }
 
 void gpuIdleAndStarved(Builder& b, const Report& r)
@@ -396,16 +407,13 @@ void gpuIdleAndStarved(Builder& b, const Report& r)
         for (size_t p = 0; p < cx.processes.size(); ++p)
             if (cx.processes[p].pid == d.pid)
                 if (auto it = cx.devices[p].find(d.id); it != cx.devices[p].end()) acc = &it->second;
-        const double busyPct = std::min(100.0, 100.0 * double(estimatedBusyNs(d, acc)) / double(d.activeNs));
         const std::string who = "device " + std::to_string(d.id) + (r.processes.size() > 1 ? " (pid " + std::to_string(d.pid) + ")" : "");
-        if (d.timedOps && busyPct < kBusyThresholdPct) {
+        if (d.busyPct < kBusyThresholdPct) {
             idle.count += d.gaps;
             idle.hostNs += d.activeNs - d.busyNs;
-            idleText += std::string(idleText.empty() ? "" : "; ") + who + " was busy " +
-                        (d.upperBoundOps ? "at most " : "") + fmtPct(d.busyPct) +
-                        (d.timedOps < d.ops ? " measured (about " + fmtPct(busyPct) + " counting its untimed operations)" : "") +
-                        " of " + formatNs(d.activeNs) + " (idle gaps between timed operations: " +
-                        formatNs(d.idleGapNs) + ", largest " + formatNs(d.largestGapNs) + ")" +
+            idleText += std::string(idleText.empty() ? "" : "; ") + who + " was busy " + busyPctText(d) + " of " +
+                        formatNs(d.activeNs) + " (idle gaps: " + formatNs(d.idleGapNs) + ", largest " +
+                        formatNs(d.largestGapNs) + ")" +
                         (d.upperBoundOps ? " (" + std::to_string(d.upperBoundOps) +
                                                " of its GPU times are upper bounds: blocking copies or memsets)"
                                          : "");
@@ -430,12 +438,13 @@ void gpuIdleAndStarved(Builder& b, const Report& r)
                            (overhead ? " and gpuspy's own time (" + formatNs(overhead) + ")" : "") + ")";
         }
     }
-    uint64_t sampled = 0;
-    for (const DeviceSummary& d : r.devices) sampled += d.sampledOutOps;
+    uint64_t estimated = 0;
+    for (const DeviceSummary& d : r.devices) estimated += d.estimatedOps;
     const std::string samplingCaveat =
-        sampled ? " " + std::to_string(sampled) + " device operations were not timed, so idle time may be overstated." : "";
+        estimated ? " " + std::to_string(estimated) + " device operations were not timed: they are placed by inference, "
+                    "so busy and idle time are estimates." : "";
     const std::string starvedCaveat =
-        sampled ? " Gaps into which untimed (sampled-out) work may have run are not counted." : "";
+        estimated ? " The gaps are those of the estimated timeline (untimed operations placed by inference)." : "";
     if (idle.count || !idleText.empty()) {
         Finding& f = b.add("gpu-idle", idle, 0,
                            "The GPU was idle most of the time: " + idleText +
@@ -471,22 +480,30 @@ void syncInLoop(Builder& b)
         g.acc.count += a.count;
         g.acc.blocked += a.blocked;
         g.acc.busy += a.busy;
+        if (a.first < g.acc.first) g.acc.device = a.device;
         g.acc.first = std::min(g.acc.first, a.first);
         g.acc.last = std::max(g.acc.last, a.last);
         for (const auto& [api, n] : a.apis) g.acc.apis[api] += n;
         g.raw.push_back(raw);
     }
     Matched m;
-    uint64_t savings = 0, between = 0;
+    uint64_t savings = 0, between = 0, idleBetween = 0;
     std::string where;
     for (const auto& [key, g] : groups) {
         const LoopSyncAcc& a = g.acc;
         if (a.count < kMinLoopSyncs) continue;
-        // With one wait after the loop, the host's work between the waits overlaps the GPU work it waited for.
+        // With one wait after the loop, the host's work between the waits overlaps the GPU work it waited
+        // for; but only where the GPU was idle: a wait on a GPU that stays busy costs nothing (the GPU is
+        // the bottleneck), so the saving is at most the GPU's idle time from the first wait to the last.
         const uint64_t span = a.last - a.first;
         const uint64_t other = span > a.blocked ? span - a.blocked : 0;
-        savings += std::min(a.blocked, other);
+        uint64_t idle = span;
+        if (key.first < cx.devices.size())
+            if (auto d = cx.devices[key.first].find(a.device); d != cx.devices[key.first].end())
+                idle = d->second.idleBetween(a.first, a.last);
+        savings += std::min({a.blocked, other, idle});
         between += other;
+        idleBetween += idle;
         m.count += a.count;
         m.hostNs += a.blocked;
         m.busyNs += a.busy;
@@ -505,9 +522,11 @@ void syncInLoop(Builder& b)
                            std::to_string(m.count) + " waits blocked " + formatNs(m.hostNs) + " (the GPU was busy " +
                            busyShare(b.report(), m.busyNs, m.hostNs, " of it") + "). Synchronize once after the loop, or wait on an event only where the host needs "
                            "the results. Estimated saving " + formatNs(savings) + ", assuming the host's work between "
-                           "the waits (" + formatNs(between) + ") would overlap the GPU work it waited for.");
+                           "the waits (" + formatNs(between) + ") would overlap the GPU work it waited for, which "
+                           "saves no more than the GPU's idle time between the first and the last wait (" +
+                           formatNs(idleBetween) + ").");
     f.evidence = {{"waits", double(m.count)}, {"blocked_ns", double(m.hostNs)}, {"gpu_busy_ns", double(m.busyNs)},
-                  {"host_work_between_ns", double(between)}};
+                  {"host_work_between_ns", double(between)}, {"gpu_idle_between_ns", double(idleBetween)}};
 }
 
 void implicitSync(Builder& b)
@@ -648,6 +667,7 @@ void addFindingCall(Context& cx, const ProcView&, const CallInfo& ci)
         ++a.count;
         a.blocked += hostNs(c);
         a.busy += ci.busyNs;
+        if (c.beginNs < a.first) a.device = c.device;
         a.first = std::min(a.first, c.beginNs);
         a.last = std::max(a.last, c.endNs);
         ++a.apis[ci.api->name];

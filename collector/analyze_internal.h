@@ -7,6 +7,7 @@
 
 #include "collector/analyze.h"
 #include "collector/analyze_quantile.h"
+#include "collector/device_timeline.h"
 #include "collector/timeline.h"
 
 #include <map>
@@ -45,6 +46,7 @@ struct ApiClass {
     bool query = false;
     bool hostFunc = false;     // cuLaunchHostFunc
     bool freeLike = false;     // the base name has "Free" in it
+    TimelineRole role = TimelineRole::None;  // what the call tells the device timeline
     bool asyncName = false;    // the name has "Async" in it (stream-ordered allocation)
     mutable ApiAcc* acc = nullptr;       // its row of the API summary, once looked up
     mutable SyncAcc* syncAcc = nullptr;  // its row of the sync table, once looked up
@@ -70,7 +72,8 @@ struct CallInfo {
     uint64_t gpuNs = 0;             // summed span lengths
     bool upperBound = false;        // a span of it is only an upper bound (gpuSpanIsUpperBound)
     uint64_t boundGpuNs = 0;        // the length of such spans, part of gpuNs
-    uint64_t busyNs = 0;            // host interval during which its device (any device if unknown) was busy
+    uint64_t busyNs = 0;            // host interval during which its device (any device if unknown) was busy (timeline estimate)
+    bool foundEmpty = false;        // device work that found its stream empty: the device waited for this call
     uint32_t rawSite = kNoRawSite;
     const std::vector<wire::GpuSpanBody>* spans = nullptr;  // null when untimed
 };
@@ -102,16 +105,31 @@ struct Matched {
     void add(const CallInfo& ci);
 };
 
-// Per device of one process, accumulated as busy intervals become final.
+// Per device of one process, accumulated as the device timeline's busy intervals become final. Busy
+// time and gaps are the timeline's estimate (measured spans and the placed untimed operations);
+// busyLoNs/busyHiNs the same with the short and long durations of the untimed ones.
 struct DeviceAcc {
     std::string name;
     uint64_t busyNs = 0, idleGapNs = 0, largestGapNs = 0, gaps = 0, starvedNs = 0, largestStarvedNs = 0;
-    uint64_t firstBusy = 0, lastBusy = 0;  // first and last instant of timed work
+    uint64_t busyLoNs = 0, busyHiNs = 0;
+    uint64_t firstBusy = 0, lastBusy = 0;  // first and last instant of work
     bool anyBusy = false;
     uint64_t ops = 0, timedOps = 0, sampledOutOps = 0;
+    uint64_t lostOps = 0;     // flagged timed by the shim, but no span came (an end event recorded too late)
+    uint64_t unknownOps = 0;  // untimed, and nothing alike was timed: placed without a duration of their own
     uint64_t kernelNs = 0, transferNs = 0, otherNs = 0;
     uint64_t upperBoundOps = 0, upperBoundNs = 0;  // timed ops whose span is only an upper bound, their lengths
-    std::unordered_map<const KernelAcc*, uint64_t> untimedLaunches;  // kernel -> launches without a GPU time
+    // Cumulative idle time at the ends of final gaps, (time, idle so far) at each gap's begin and end:
+    // the idle time between any two instants (sync-in-loop). Thinned when long.
+    std::vector<std::pair<uint64_t, uint64_t>> idleLog;
+    uint64_t idleBetween(uint64_t from, uint64_t to) const;
+};
+
+// Per stream of one process: its work on the device timeline.
+struct StreamAcc {
+    StreamId id;
+    uint64_t ops = 0, estimatedOps = 0;
+    Times busy{};  // summed lengths per pass (a stream runs one operation at a time)
 };
 
 struct ProcState;  // analyze_window.cpp
@@ -139,6 +157,7 @@ struct ApiAcc {
 // Explicit waits from one call site of one process (sync-in-loop).
 struct LoopSyncAcc {
     uint64_t count = 0, blocked = 0, busy = 0, first = UINT64_MAX, last = 0;
+    int device = -1;  // of the first wait
     std::map<std::string, uint64_t> apis;
 };
 // Allocations and frees from one call site (implicit-sync).
@@ -176,6 +195,7 @@ struct Context {
     // Per process, in report order.
     std::vector<ProcessSummary> processes;
     std::vector<std::map<int, DeviceAcc>> devices;
+    std::vector<std::vector<StreamAcc>> streams;
     std::vector<uint64_t> starts;  // where each process's wall time starts
 
     std::map<const Process*, std::unique_ptr<ProcState>> open;  // processes still streaming
@@ -223,7 +243,7 @@ uint32_t rawSiteOf(Context& cx, std::unordered_map<uint64_t, uint32_t>& index, s
 
 // Per-call accumulation, one per section.
 void addTransfer(Context&, const ProcView&, const CallInfo&);
-void addLaunch(Context&, const ProcView&, const CallInfo&, DeviceAcc* device);
+void addLaunch(Context&, const ProcView&, const CallInfo&);
 void addSync(Context&, const ProcView&, const CallInfo&);
 void addFindingCall(Context&, const ProcView&, const CallInfo&);
 

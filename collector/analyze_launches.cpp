@@ -14,10 +14,10 @@ bool isCountedLaunch(const wire::CallBody& c)
 }
 
 namespace {
-void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci, DeviceAcc* untimedOn);
+void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci);
 }
 
-void addLaunch(Context& cx, const ProcView& pv, const CallInfo& ci, DeviceAcc* untimedOn)
+void addLaunch(Context& cx, const ProcView& pv, const CallInfo& ci)
 {
     const wire::CallBody& c = *ci.call;
     LaunchSummary& L = cx.launches;
@@ -48,14 +48,14 @@ void addLaunch(Context& cx, const ProcView& pv, const CallInfo& ci, DeviceAcc* u
         if (k.row.mangled.empty()) k.row.mangled = mangled;
         // A kernel defined later than its first launch is named again then.
         if (hostFunction || pv.proc->kernels.count(c.args.launch.kernelId)) slot = &k;
-        else return addLaunchTo(cx, k, ci, untimedOn);
+        else return addLaunchTo(cx, k, ci);
     }
-    addLaunchTo(cx, *slot, ci, untimedOn);
+    addLaunchTo(cx, *slot, ci);
 }
 
 namespace {
 
-void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci, DeviceAcc* untimedOn)
+void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci)
 {
     const wire::CallBody& c = *ci.call;
     LaunchSummary& L = cx.launches;
@@ -70,7 +70,7 @@ void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci, DeviceAcc* untim
     } else if (hasFlag(c, wire::kCallGpuSampledOut)) {
         ++L.sampledOut;
     }
-    if (untimedOn) ++untimedOn->untimedLaunches[&a];
+    if (ci.foundEmpty) ++a.row.emptyStreamLaunches;
     a.sites[ci.rawSite] += hostNs(c);
 }
 

@@ -2,15 +2,18 @@
 // analysis needs to know about them. A call's GPU span arrives after the call (the shim resolves the
 // events later), and "how busy was the GPU while the host waited" needs every span around it; threads'
 // records interleave out of time order. So calls are held (at most Context::windowCalls of them) and, when the
-// window is full, the older half is processed in time order, with NVTX events merged in. Busy intervals
-// are final once they end before the oldest call still held: then they count toward busy time and idle
-// gaps and are dropped. A capture smaller than the window is analysed exactly as if it were all in RAM;
+// window is full, the older half is processed in time order, with NVTX events merged in. Each processed
+// call goes through the device timeline (device_timeline.h), which places untimed device work once an
+// anchor bounds it. Busy intervals (measured spans and placements) are final once they end before the
+// oldest call still held and before anything still pending on the timeline: then they count toward busy
+// time and idle gaps and are dropped. A capture smaller than the window is analysed exactly as if it were all in RAM;
 // beyond it, a span or call that arrives after the window moved past its time is counted as late.
 #include "collector/analyze_internal.h"
 
 #include "collector/api_names.h"
 
 #include <algorithm>
+#include <array>
 
 namespace gpuspy::collect::detail {
 
@@ -30,6 +33,7 @@ struct ProcState {
     ProcView view;
     ProcessSummary summary;
     std::map<int, DeviceAcc> devices;
+    std::vector<StreamAcc> streams;  // by DeviceTimeline stream index
     std::unordered_set<uint32_t> tids;
     uint64_t maxSpanEnd = 0;
     bool anyCall = false;
@@ -46,11 +50,11 @@ struct ProcState {
     std::vector<std::pair<uint64_t, uint32_t>> order;  // a flush's scratch: (begin, arrival index)
     std::vector<wire::CallBody> spare;                  // and the buffer it sorts the calls into
     uint64_t frontier = 0;  // calls beginning before this have been processed
-    std::map<int, IntervalSet> busy;  // per device: timed work not yet final
-    IntervalSet busyAll;
+    // Per device and pass (est, lo, hi): work not yet final, measured spans and placements alike.
+    std::map<int, std::array<IntervalMap, 3>> busy;
+    IntervalMap busyAll;              // est, any device
     IntervalSet hostCarry;            // host intervals of processed calls that idle gaps not yet final may need
-    std::map<int, std::vector<uint64_t>> untimedSubmits;      // per device: host begin of device work without a span
-    std::map<int, std::map<uint64_t, uint64_t>> submitOfEnd;  // per device: span end -> earliest submit ending there
+    DeviceTimeline timeline{[this](const Placement& p) { placed(p); }};
 
     // NVTX ranges still open.
     std::map<std::pair<uint32_t, uint32_t>, std::vector<OpenRange>> pushed;  // (domain, tid) -> stack
@@ -69,6 +73,21 @@ struct ProcState {
         return apiClasses.emplace(id, std::move(a)).first->second;
     }
     DeviceAcc& device(int d) { return devices[d]; }
+
+    // The timeline placed an operation (measured or inferred): its busy time and its stream's figures.
+    void placed(const Placement& p)
+    {
+        if (p.stream >= streams.size()) streams.resize(p.stream + 1);
+        StreamAcc& st = streams[p.stream];
+        st.id = timeline.streamOf(p.stream);
+        ++st.ops;
+        for (int k = 0; k < 3; ++k) st.busy[k] += p.end[k] - p.begin[k];
+        if (p.estimated || p.bounded) ++st.estimatedOps;
+        auto& sets = busy[p.device];
+        for (int k = 0; k < 3; ++k)
+            if (p.end[k] > p.begin[k]) sets[k].add(p.begin[k], p.end[k]);
+        if (p.end[kEst] > p.begin[kEst]) busyAll.add(p.begin[kEst], p.end[kEst]);
+    }
 };
 
 Context::Context() = default;
@@ -94,22 +113,9 @@ uint64_t busyDuring(const ProcState& ps, const wire::CallBody& c)
 {
     if (c.device >= 0) {
         auto it = ps.busy.find(c.device);
-        return it == ps.busy.end() ? 0 : it->second.overlap(c.beginNs, c.endNs);
+        return it == ps.busy.end() ? 0 : it->second[kEst].overlap(c.beginNs, c.endNs);
     }
     return ps.busyAll.overlap(c.beginNs, c.endNs);
-}
-
-// Whether an idle gap on a device is known: no untimed work (sampled out) was submitted after the work
-// that ends at the gap's start, so none of it can have run inside the gap.
-bool gapKnownIdle(const ProcState& ps, int device, const Interval& gap)
-{
-    auto u = ps.untimedSubmits.find(device);
-    if (u == ps.untimedSubmits.end() || u->second.empty()) return true;
-    uint64_t since = 0;
-    if (auto e = ps.submitOfEnd.find(device); e != ps.submitOfEnd.end())
-        if (auto it = e->second.find(gap.begin); it != e->second.end()) since = it->second;
-    auto first = std::upper_bound(u->second.begin(), u->second.end(), since);
-    return first == u->second.end() || *first >= gap.end;
 }
 
 void applyNvtx(Context& cx, ProcState& ps, const wire::NvtxBody& n)
@@ -202,6 +208,14 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
             }
         }
     }
+    const bool deviceOp = isDeviceOp(c);
+    // A call that synchronised implicitly without device work of its own (a free, a host unregister)
+    // waited for the device as a context synchronize does.
+    const bool implicitWait = !deviceOp && succeeded(c) && c.device >= 0 && isImplicitSync(*ci.api, c);
+    const TimelineRole role = implicitWait && ci.api->role == TimelineRole::None ? TimelineRole::CtxSync : ci.api->role;
+    const DeviceTimeline::Result placed =
+        ps.timeline.add(c, role, deviceOp, hasFlag(c, wire::kCallImplicitSync), ci.spans, ci.upperBound);
+    ci.foundEmpty = placed.foundEmpty;
     ci.busyNs = busyDuring(ps, c);
     ci.rawSite = rawSiteOf(cx, ps.siteIndex, ps.rawSites, c);
     attributeNvtx(cx, ps, ci);
@@ -209,7 +223,7 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
     // Overview.
     ProcessSummary& s = ps.summary;
     s.cudaApiNs += hostNs(c);
-    if (isDeviceOp(c)) {
+    if (deviceOp) {
         ++s.deviceOps;
         DeviceAcc* d = c.device >= 0 ? &ps.device(c.device) : nullptr;
         if (d) ++d->ops;
@@ -219,15 +233,10 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
         } else if (hasFlag(c, wire::kCallGpuSampledOut)) {
             ++s.sampledOutOps;
             if (d) ++d->sampledOutOps;
+        } else if (hasFlag(c, wire::kCallGpuTimed) && d) {
+            ++d->lostOps;
         }
-        if (!ci.timed) {
-            ps.untimedSubmits[c.device].push_back(c.beginNs);  // calls go in time order: stays sorted
-        } else {
-            for (const wire::GpuSpanBody& g : *ci.spans) {
-                auto [pos, fresh] = ps.submitOfEnd[g.device].emplace(g.endNs, c.beginNs);
-                if (!fresh) pos->second = std::min(pos->second, c.beginNs);
-            }
-        }
+        if (!placed.known && d) ++d->unknownOps;
     }
     if (ci.spans)
         for (const wire::GpuSpanBody& g : *ci.spans) {
@@ -242,14 +251,10 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
                 d->second.upperBoundNs += len;
             }
         }
-    // An untimed launch counts toward its device's estimated busy time (see the gpu-idle finding).
-    DeviceAcc* launchDevice = nullptr;
-    if (isCountedLaunch(c) && !ci.timed && c.device >= 0 && hasFlag(c, wire::kCallDeviceWork))
-        launchDevice = &ps.device(c.device);
 
     addApi(cx, ci);
     addTransfer(cx, ps.view, ci);
-    addLaunch(cx, ps.view, ci, launchDevice);
+    addLaunch(cx, ps.view, ci);
     addSync(cx, ps.view, ci);
     addFindingCall(cx, ps.view, ci);
     if (sp != ps.spans.end()) ps.spans.erase(sp);
@@ -276,13 +281,21 @@ private:
     bool m_built = false;
 };
 
-void gap(ProcState& ps, int device, DeviceAcc& d, const Interval& g, HostInCuda& host)
+constexpr size_t kMaxIdleLog = 1u << 20;
+
+void gap(DeviceAcc& d, const Interval& g, HostInCuda& host)
 {
+    d.idleLog.push_back({g.begin, d.idleGapNs});
     d.idleGapNs += g.length();
+    d.idleLog.push_back({g.end, d.idleGapNs});
+    if (d.idleLog.size() > kMaxIdleLog) {
+        // Keep every other gap: idleBetween interpolates across the ones dropped.
+        std::vector<std::pair<uint64_t, uint64_t>> thin;
+        for (size_t i = 0; i < d.idleLog.size(); i += 4) thin.insert(thin.end(), d.idleLog.begin() + long(i), d.idleLog.begin() + long(std::min(i + 2, d.idleLog.size())));
+        d.idleLog.swap(thin);
+    }
     d.largestGapNs = std::max(d.largestGapNs, g.length());
     ++d.gaps;
-    // Only where the GPU is known to be idle: sampled-out work may have run in the gap.
-    if (!gapKnownIdle(ps, device, g)) return;
     const uint64_t starved = g.length() - host.get().overlap(g.begin, g.end);
     d.starvedNs += starved;
     d.largestStarvedNs = std::max(d.largestStarvedNs, starved);
@@ -320,31 +333,33 @@ void flush(Context& cx, ProcState& ps, bool final)
     }
     while (n < ps.nvtx.size() && (final || ps.nvtx[n].timeNs < until)) applyNvtx(cx, ps, ps.nvtx[n++]);
 
-    // Busy intervals that end by `until` are final: no span still to come can begin before it.
+    // Busy intervals that end by `until` are final: no span still to come can begin before it, nor any
+    // placement the timeline still holds back.
+    if (final) ps.timeline.finish();
+    const uint64_t settled = std::min(until, ps.timeline.pendingFrom());
     const uint64_t activeBegin = ps.summary.activeBeginNs, activeEnd = ps.summary.activeEndNs;
-    for (auto& [dev, set] : ps.busy) {
+    auto inActive = [&](const Interval& i) {
+        const uint64_t b = std::max(i.begin, activeBegin), e = std::min(i.end, activeEnd);
+        return e > b ? e - b : 0;
+    };
+    for (auto& [dev, sets] : ps.busy) {
         DeviceAcc& d = ps.device(dev);
-        for (const Interval& i : set.takeEndingBy(until)) {
-            if (d.anyBusy) gap(ps, dev, d, {d.lastBusy, i.begin}, host);
+        for (Interval i : sets[kEst].takeEndingBy(settled)) {
+            // Work that ends by `settled` is final, but work placed later may still begin exactly there.
+            if (d.anyBusy && i.begin <= d.lastBusy) i.begin = d.lastBusy;
+            else if (d.anyBusy) gap(d, {d.lastBusy, i.begin}, host);
             else d.firstBusy = i.begin;
             d.anyBusy = true;
-            d.lastBusy = i.end;
-            const uint64_t b = std::max(i.begin, activeBegin), e = std::min(i.end, activeEnd);
-            if (e > b) d.busyNs += e - b;
+            d.lastBusy = std::max(d.lastBusy, i.end);
+            d.busyNs += inActive(i);
         }
-        // A gap starts at the end of a merged interval: a span end before the last final end, or inside
-        // an interval still open (the union only grows), will never be asked for.
-        auto& ends = ps.submitOfEnd[dev];
-        if (d.anyBusy) ends.erase(ends.begin(), ends.lower_bound(d.lastBusy));
-        for (const Interval& i : set.merged())
-            ends.erase(ends.upper_bound(i.begin), ends.lower_bound(i.end));
-        auto& untimed = ps.untimedSubmits[dev];
-        if (untimed.size() > kMaxCarried) untimed.erase(untimed.begin(), untimed.begin() + long(untimed.size() / 2));
+        for (const Interval& i : sets[kLo].takeEndingBy(settled)) d.busyLoNs += inActive(i);
+        for (const Interval& i : sets[kHi].takeEndingBy(settled)) d.busyHiNs += inActive(i);
     }
-    ps.busyAll.takeEndingBy(until);
+    ps.busyAll.takeEndingBy(settled);
 
     // Keep the host intervals that a gap still to become final may overlap: from the earliest last end.
-    uint64_t keepFrom = until;
+    uint64_t keepFrom = settled;
     for (const auto& [dev, d] : ps.devices)
         if (d.anyBusy) keepFrom = std::min(keepFrom, d.lastBusy);
     for (size_t i = 0; i < k; ++i) ps.hostCarry.add(call(i).beginNs, call(i).endNs);
@@ -386,15 +401,14 @@ void addSpan(Context& cx, ProcState& ps, const wire::GpuSpanBody& s)
         // Its call has been processed without it: its busy time still counts, from the frontier on.
         ++cx.lateRecords;
         if (s.endNs > ps.frontier) {
-            ps.busy[s.device].add(ps.frontier, s.endNs);
+            for (IntervalMap& set : ps.busy[s.device]) set.add(ps.frontier, s.endNs);
             ps.busyAll.add(ps.frontier, s.endNs);
         }
         return;
     }
-    ps.spans[s.seq].push_back(s);  // a zero-length span still says the call was timed
-    if (s.endNs == s.beginNs) return;
-    ps.busy[s.device].add(s.beginNs, s.endNs);
-    ps.busyAll.add(s.beginNs, s.endNs);
+    // Its busy time goes in when its call goes through the device timeline (it begins no earlier than
+    // its call, so nothing final can precede it); a zero-length span still says the call was timed.
+    ps.spans[s.seq].push_back(s);
 }
 
 void addNvtx(Context& cx, ProcState& ps, const wire::NvtxBody& n)
@@ -411,6 +425,20 @@ void addEvent(Context& cx, ProcState& ps, const wire::RecordView& v)
     case wire::RecordType::Nvtx: addNvtx(cx, ps, v.as<wire::NvtxBody>()); break;
     default: break;
     }
+}
+
+uint64_t DeviceAcc::idleBetween(uint64_t from, uint64_t to) const
+{
+    // Cumulative idle at t: piecewise linear through the log's points (exact at every gap's ends).
+    auto at = [&](uint64_t t) -> double {
+        auto it = std::lower_bound(idleLog.begin(), idleLog.end(), std::make_pair(t, uint64_t(0)));
+        if (it == idleLog.begin()) return 0;
+        if (it == idleLog.end()) return idleLog.empty() ? 0 : double(idleLog.back().second);
+        const auto& [t1, i1] = *it;
+        const auto& [t0, i0] = *(it - 1);
+        return t1 > t0 ? double(i0) + double(i1 - i0) * double(t - t0) / double(t1 - t0) : double(i1);
+    };
+    return to > from ? uint64_t(std::max(0.0, at(to) - at(from))) : 0;
 }
 
 void dropProcess(Context& cx, const Process& p)
@@ -462,6 +490,7 @@ void endProcess(Context& cx, const Process& p)
     cx.starts.push_back(p.startNs ? std::min(p.startNs, s.activeBeginNs ? s.activeBeginNs : p.startNs) : s.activeBeginNs);
     cx.processes.push_back(std::move(s));
     cx.devices.push_back(std::move(ps.devices));
+    cx.streams.push_back(std::move(ps.streams));
     cx.open.erase(&p);
 }
 

@@ -9,9 +9,14 @@
 //   devices    id name busy_ns busy_pct | pid active_ns ops timed_ops sampled_out_ops kernel_ns
 //              transfer_ns other_ns idle_gap_ns largest_gap_ns gaps starved_ns upper_bound_ops
 //              upper_bound_ns (timed ops whose span is only an upper bound, see gpu_time below, and
-//              their summed lengths: busy_ns includes them, so with any, busy_ns and busy_pct are
-//              upper bounds too; sampled-out ops are missing from it, which makes it a lower bound:
-//              with both, neither)
+//              their summed lengths: busy_ns includes them) busy_basis ("measured": every op timed;
+//              "upper_bound": all timed, some spans only upper bounds, busy_ns_min counts none of them;
+//              "estimated": untimed ops placed on the device timeline, collector/device_timeline.h)
+//              busy_ns_min busy_ns_max busy_pct_min busy_pct_max (the interval of the estimate: short
+//              and long durations for the untimed ops; equal to busy_ns when measured) estimated_ops
+//              lost_timing_ops (timed by the shim, span lost to a late end event) unknown_duration_ops
+//              idle_gap_ns, largest_gap_ns, gaps and starved_ns are read off the same timeline
+//   streams    pid device name ops estimated_ops busy_ns busy_ns_min busy_ns_max busy_pct
 //   apis       api runtime display category errors count total_ns avg_ns median_ns min_ns max_ns p99_ns
 //   transfers  direction (HtoD DtoH DtoD PtoP Memset; HtoH Prefetch Unknown if seen) host_memory
 //              (pageable pinned managed device unknown) mode (sync async) count bytes gpu_ns host_ns
@@ -99,7 +104,17 @@ nlohmann::ordered_json reportJson(const Report& r)
                             {"sampled_out_ops", d.sampledOutOps}, {"kernel_ns", d.kernelNs},
                             {"transfer_ns", d.transferNs}, {"other_ns", d.otherNs}, {"idle_gap_ns", d.idleGapNs},
                             {"largest_gap_ns", d.largestGapNs}, {"gaps", d.gaps}, {"starved_ns", d.starvedNs},
-                            {"upper_bound_ops", d.upperBoundOps}, {"upper_bound_ns", d.upperBoundNs}});
+                            {"upper_bound_ops", d.upperBoundOps}, {"upper_bound_ns", d.upperBoundNs},
+                            {"busy_basis", d.busyBasis}, {"busy_ns_min", d.busyLoNs}, {"busy_ns_max", d.busyHiNs},
+                            {"busy_pct_min", d.busyPctLo}, {"busy_pct_max", d.busyPctHi},
+                            {"estimated_ops", d.estimatedOps}, {"lost_timing_ops", d.lostOps},
+                            {"unknown_duration_ops", d.unknownOps}});
+
+    Json& streams = j["streams"] = Json::array();
+    for (const StreamSummary& x : r.streams)
+        streams.push_back(Json{{"pid", x.pid}, {"device", x.device}, {"name", x.name}, {"ops", x.ops},
+                               {"estimated_ops", x.estimatedOps}, {"busy_ns", x.busyNs}, {"busy_ns_min", x.busyLoNs},
+                               {"busy_ns_max", x.busyHiNs}, {"busy_pct", x.busyPct}});
 
     Json& apis = j["apis"] = Json::array();
     for (const ApiRow& a : r.apis) {
@@ -129,6 +144,7 @@ nlohmann::ordered_json reportJson(const Report& r)
                                {"launch_host_ns", k.launchHostNs}, {"mangled", k.mangled}, {"timed_count", k.timedCount},
                                {"estimated_gpu_ns", k.estimatedGpuNs}, {"gpu", stats(k.gpu)},
                                {"median_launch_host_ns", k.medianLaunchHostNs}, {"launch_bound", k.launchBound},
+                               {"empty_stream_launches", k.emptyStreamLaunches},
                                {"callsites", ids(k.callsites)}});
 
     const LaunchSummary& L = r.launches;

@@ -72,12 +72,19 @@ std::string markBound(const std::string& value, bool bound, const char* mark = k
     return bound ? mark + value : value;
 }
 
-// A device's busy time holds the spans that are upper bounds ("<="); untimed (sampled-out) work is
-// missing from it, which alone would make it a lower bound: with both it is neither ("~").
+// A device's busy time is an estimate ("~") where untimed work was placed by inference (the device
+// timeline), else measured, and an upper bound ("<=") where it holds spans that are.
 std::string markBusy(const std::string& value, const DeviceSummary& d)
 {
-    if (!d.upperBoundOps) return value;
-    return (d.sampledOutOps ? "~" : kAtMost) + value;
+    if (d.busyBasis == "estimated") return "~" + value;
+    return d.busyBasis == "upper_bound" ? kAtMost + value : value;
+}
+
+// The interval of an estimated busy %, "55-70", or "" when measured or narrower than a point.
+std::string busyRange(const DeviceSummary& d)
+{
+    if (d.busyPctHi - d.busyPctLo < 1) return "";
+    return pct(d.busyPctLo) + "-" + pct(d.busyPctHi);
 }
 
 // Greedy word wrap of `text` into lines of at most kWidth columns, each starting with `indent`.
@@ -267,22 +274,40 @@ void overview(std::string& out, const Report& r, const Style& st)
     out += t.render(st);
     if (r.devices.empty()) return;
     out += heading(st, "Devices (busy % over each process's first to last CUDA call)");
-    TextTable d({"PID", "Dev", "Busy %", "Busy", "Active", "Idle gaps", "Largest", "Starved", "Ops", "Timed", "Name"}, 10);
-    uint64_t boundOps = 0;
-    bool neither = false;
+    TextTable d({"PID", "Dev", "Busy %", "Range %", "Busy", "Active", "Idle gaps", "Largest", "Starved", "Ops", "Timed", "Name"}, 11);
+    uint64_t boundOps = 0, estimated = 0;
     for (const DeviceSummary& x : r.devices) {
         boundOps += x.upperBoundOps;
-        neither |= x.upperBoundOps && x.sampledOutOps;
-        d.row({std::to_string(x.pid), std::to_string(x.id), markBusy(pct(x.busyPct), x), markBusy(formatNs(x.busyNs), x),
-               formatNs(x.activeNs), formatNs(x.idleGapNs), formatNs(x.largestGapNs), formatNs(x.starvedNs), num(x.ops),
-               num(x.timedOps), x.name});
+        estimated += x.estimatedOps;
+        d.row({std::to_string(x.pid), std::to_string(x.id), markBusy(pct(x.busyPct), x), busyRange(x),
+               markBusy(formatNs(x.busyNs), x), formatNs(x.activeNs), formatNs(x.idleGapNs), formatNs(x.largestGapNs),
+               formatNs(x.starvedNs), num(x.ops), num(x.timedOps), x.name});
     }
     out += d.render(st);
+    if (estimated)
+        out += wrap("~ estimated: " + num(estimated) + " untimed operations are placed on their streams by inference "
+                    "(busy time, gaps and starvation are read off that timeline); Range is the busy % with short and "
+                    "long durations for them.",
+                    " ");
     if (boundOps)
         out += wrap("<= upper bound: the busy time holds the spans of " + num(boundOps) +
-                        " blocking copies or memsets, which are upper bounds (see Transfers)" +
-                        (neither ? "; ~ where untimed operations are also missing from it: neither bound." : "."),
+                        " blocking copies or memsets, which are upper bounds (see Transfers).",
                     " ");
+    if (r.streams.size() > 1) {
+        out += heading(st, "Streams (busy % of the process's active span)");
+        TextTable t({"PID", "Dev", "Busy %", "Range %", "Busy", "Ops", "Estimated", "Stream"}, 7);
+        size_t shown = 0;
+        for (const StreamSummary& x : r.streams) {
+            if (shown++ == r.options.top) break;
+            const bool est = x.estimatedOps > 0;
+            const uint64_t active = x.busyPct > 0 ? uint64_t(double(x.busyNs) * 100.0 / x.busyPct) : 0;
+            auto p = [&](uint64_t ns) { return active ? pct(std::min(100.0, 100.0 * double(ns) / double(active))) : pct(0); };
+            t.row({std::to_string(x.pid), std::to_string(x.device), (est ? "~" : "") + pct(x.busyPct),
+                   est && x.busyHiNs > x.busyLoNs ? p(x.busyLoNs) + "-" + p(x.busyHiNs) : "", formatNs(x.busyNs),
+                   num(x.ops), num(x.estimatedOps), x.name});
+        }
+        out += t.render(st);
+    }
 }
 
 void apis(std::string& out, const Report& r, const Style& st)
@@ -439,7 +464,7 @@ std::string renderText(const Report& r, bool color)
                        ", wall " + formatNs(wall) + ", " + formatNs(api) + " in CUDA calls";
     for (const DeviceSummary& d : r.devices)
         head += ", GPU " + std::to_string(d.id) + (r.processes.size() > 1 ? " (pid " + std::to_string(d.pid) + ")" : "") +
-                " busy " + markBusy(pct(d.busyPct), d) + "%";
+                " busy " + markBusy(pct(d.busyPct), d) + "%" + (busyRange(d).empty() ? "" : " (" + busyRange(d) + "%)");
     out += st.bold() + clip(head, kWidth) + st.reset() + "\n";
     for (const std::string& n : r.notes) out += st.yellow() + wrap("note: " + n, " ") + st.reset();
     findings(out, r, st);

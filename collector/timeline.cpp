@@ -100,4 +100,38 @@ std::vector<Interval> IntervalSet::takeEndingBy(uint64_t t)
     return out;
 }
 
+void IntervalMap::add(uint64_t begin, uint64_t end)
+{
+    if (end <= begin) return;
+    auto it = m_items.upper_bound(begin);
+    if (it != m_items.begin() && std::prev(it)->second >= begin) --it;
+    while (it != m_items.end() && it->first <= end) {
+        begin = std::min(begin, it->first);
+        end = std::max(end, it->second);
+        it = m_items.erase(it);
+    }
+    m_items.emplace_hint(it, begin, end);
+}
+
+uint64_t IntervalMap::overlap(uint64_t begin, uint64_t end) const
+{
+    uint64_t total = 0;
+    auto it = m_items.upper_bound(begin);
+    if (it != m_items.begin()) --it;
+    for (; it != m_items.end() && it->first < end; ++it) {
+        const uint64_t b = std::max(begin, it->first), e = std::min(end, it->second);
+        if (e > b) total += e - b;
+    }
+    return total;
+}
+
+std::vector<Interval> IntervalMap::takeEndingBy(uint64_t t)
+{
+    std::vector<Interval> out;
+    auto it = m_items.begin();
+    for (; it != m_items.end() && it->second <= t; ++it) out.push_back({it->first, it->second});
+    m_items.erase(m_items.begin(), it);
+    return out;
+}
+
 }  // namespace gpuspy::collect

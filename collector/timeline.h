@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace gpuspy::collect {
@@ -42,6 +43,21 @@ private:
     mutable std::vector<Interval> m_items;
     mutable std::vector<uint64_t> m_prefix;  // m_prefix[i] = total length of merged items before i
     mutable bool m_dirty = false;
+};
+
+// A union of intervals kept merged as they are added (a balanced tree of disjoint intervals), for a
+// set that is queried between every few additions: adding and asking for the overlap with a range
+// cost O(log n) plus the intervals touched, where IntervalSet would sort everything again.
+class IntervalMap {
+public:
+    void add(uint64_t begin, uint64_t end);
+    uint64_t overlap(uint64_t begin, uint64_t end) const;
+    // Removes the intervals that end at or before t and returns them in order.
+    std::vector<Interval> takeEndingBy(uint64_t t);
+    size_t size() const { return m_items.size(); }
+
+private:
+    std::map<uint64_t, uint64_t> m_items;  // begin -> end, disjoint and not touching
 };
 
 }  // namespace gpuspy::collect

@@ -1,0 +1,416 @@
+// collector/device_timeline.cpp: the placement of untimed device operations on their streams, from
+// what CUDA guarantees: a stream runs its work in order, an operation starts no earlier than its call
+// (an asynchronous one no earlier than the call's return plus the device's submit latency), no earlier
+// than an event its stream waits on, and a sync, a successful query or a blocking call returned only
+// once the work it waited for had ended. A timed operation's measured begin ends the stretch before it:
+// the untimed work in between fits inside, and if the measured op was held back by it, filled it.
+#include "collector/device_timeline.h"
+
+#include "collector/api_names.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gpuspy::collect {
+
+namespace {
+
+constexpr uint64_t kCuStreamLegacy = 0x1, kCuStreamPerThread = 0x2;
+constexpr int32_t kNotReady = 600;
+// A wait that returned later than this after its call began blocked on device work (not merely took a
+// quick look): the work it waited for ended as it returned. Only believed where the stream may still
+// have been busy when the wait began (the long-duration pass ends after its begin): a wait preempted
+// on a loaded machine is no evidence of device work.
+constexpr uint64_t kBlockedNs = 10000;
+// A timed operation whose measured begin lies further than this past its earliest possible start
+// (its call's return plus the submit latency) was held back by the work before it.
+constexpr uint64_t kHeldBackNs = 5000;
+constexpr size_t kMaxPending = 4096;   // per stream: beyond, the oldest half is placed as it stands
+constexpr size_t kMaxEvents = 1u << 16;
+
+uint64_t mix(uint64_t a, uint64_t b)
+{
+    return (a ^ (b + 0x9E3779B97F4A7C15ull + (a << 6) + (a >> 2))) * 0xff51afd7ed558ccdull;
+}
+
+unsigned sizeClass(uint64_t bytes)
+{
+    unsigned c = 0;
+    while (bytes > 1) bytes >>= 1, ++c;
+    return c;
+}
+
+bool isTransfer(const wire::CallBody& c) { return c.category == wire::Category::Transfer; }
+
+// Per-unit keys: (exact, coarse).
+std::pair<uint64_t, uint64_t> keysOf(const wire::CallBody& c)
+{
+    if (c.category == wire::Category::Launch && c.args.launch.kernelId) {
+        const wire::LaunchArgs& l = c.args.launch;
+        const uint64_t coarse = mix(1, l.kernelId);
+        return {mix(coarse, uint64_t(l.grid[0]) * l.grid[1] * l.grid[2]), coarse};
+    }
+    if (isTransfer(c)) {
+        const wire::TransferArgs& t = c.args.transfer;
+        const uint64_t coarse = mix(mix(mix(2, uint64_t(t.direction)), uint64_t(t.srcMem)), uint64_t(t.dstMem));
+        return {mix(coarse, sizeClass(t.bytes)), coarse};
+    }
+    const uint64_t coarse = mix(3, c.apiId);
+    return {mix(coarse, c.stackId), coarse};
+}
+
+double unitsOf(const wire::CallBody& c) { return isTransfer(c) ? double(std::max<uint64_t>(c.args.transfer.bytes, 1)) : 1.0; }
+
+uint64_t sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+// A wait names its stream as the work did; a wait whose device is unknown matches on the handle alone.
+bool sameStream(const StreamId& a, const StreamId& waited)
+{
+    return a.handle == waited.handle && a.perThread == waited.perThread && a.tid == waited.tid &&
+           (waited.device < 0 || a.device == waited.device);
+}
+
+}  // namespace
+
+TimelineRole timelineRole(std::string_view abiName)
+{
+    const std::string_view b = driverBaseName(abiName);
+    if (b == "cuCtxSynchronize") return TimelineRole::CtxSync;
+    if (b == "cuStreamSynchronize") return TimelineRole::StreamSync;
+    if (b == "cuEventSynchronize") return TimelineRole::EventSync;
+    if (b == "cuStreamQuery") return TimelineRole::StreamQuery;
+    if (b == "cuEventQuery") return TimelineRole::EventQuery;
+    if (b == "cuEventRecord" || b == "cuEventRecordWithFlags") return TimelineRole::EventRecord;
+    if (b == "cuStreamWaitEvent") return TimelineRole::StreamWaitEvent;
+    return TimelineRole::None;
+}
+
+StreamId streamIdOf(const wire::CallBody& c)
+{
+    uint64_t h = c.stream;
+    bool perThread = (c.flags & wire::kCallPerThreadStream) != 0;
+    if (h == kCuStreamLegacy) h = 0, perThread = false;
+    if (h == kCuStreamPerThread) h = 0, perThread = true;
+    if (h) perThread = false;
+    return StreamId{c.device, h, perThread ? c.tid : 0u, perThread};
+}
+
+// ---- durations
+
+void DurationModel::Samples::add(double v, bool dropFirst)
+{
+    // A kernel's first timed launch carries one-off costs (a lazily loaded module): once others are
+    // known it no longer speaks for the rest.
+    if (dropFirst && n == 1 && ring.size() == 1) ring.clear();
+    ++n;
+    if (ring.size() < kRing) ring.push_back(v);
+    else ring[n % kRing] = v;
+    dirty = true;
+}
+
+Times DurationModel::Samples::quantiles(double scale) const
+{
+    if (dirty) {
+        sorted = ring;
+        std::sort(sorted.begin(), sorted.end());
+        dirty = false;
+    }
+    const size_t m = sorted.size();
+    auto at = [&](double q) { return uint64_t(std::llround(sorted[size_t(q * double(m - 1) + 0.5)] * scale)); };
+    return {at(0.5), at(0.1), at(0.9)};
+}
+
+void DurationModel::learn(const wire::CallBody& c, uint64_t gpuNs)
+{
+    const auto [exact, coarse] = keysOf(c);
+    const double v = double(gpuNs) / unitsOf(c);
+    const bool kernel = c.category == wire::Category::Launch;
+    m_exact[exact].add(v, kernel);
+    m_coarse[coarse].add(v, kernel);
+}
+
+Times DurationModel::guess(const wire::CallBody& c, bool* known) const
+{
+    const auto [exact, coarse] = keysOf(c);
+    const double units = unitsOf(c);
+    for (const auto* map : {&m_exact, &m_coarse})
+        if (auto it = map->find(map == &m_exact ? exact : coarse); it != map->end() && !it->second.ring.empty()) {
+            *known = true;
+            return it->second.quantiles(units);
+        }
+    *known = false;
+    return {0, 0, 0};
+}
+
+// ---- placement
+
+int64_t& DeviceTimeline::latency(int device)
+{
+    return m_latency.try_emplace(device, INT64_MAX).first->second;
+}
+
+uint32_t DeviceTimeline::streamIndex(const StreamId& id)
+{
+    auto& list = m_byHandle[id.handle];
+    for (uint32_t i : list)
+        if (m_streams[i].id == id) return i;
+    Stream s;
+    s.id = id;
+    m_streams.push_back(std::move(s));
+    list.push_back(uint32_t(m_streams.size() - 1));
+    return list.back();
+}
+
+void DeviceTimeline::emit(const Stream& s, uint32_t index, const Pending& p)
+{
+    Placement pl;
+    pl.seq = p.seq;
+    pl.device = s.id.device;
+    pl.stream = index;
+    pl.begin = p.start;
+    pl.end = p.end;
+    for (int k = 0; k < 3; ++k) pl.end[k] = std::max(pl.end[k], pl.begin[k]);
+    m_sink(pl);
+}
+
+size_t DeviceTimeline::prefixOf(const Stream& s, uint64_t serial) const
+{
+    size_t n = 0;
+    while (n < s.pending.size() && s.pending[n].serial < serial) ++n;
+    return n;
+}
+
+void DeviceTimeline::anchorPass(Stream& s, size_t count, uint64_t t, bool busyUntil, int k)
+{
+    count = std::min(count, s.pending.size());
+    if (!count) return;
+    Pending& last = s.pending[count - 1];
+    const uint64_t a = s.pending[0].start[k], p = last.end[k];
+    if (p > t) {
+        // They ended by t: squeeze them into [a, t], keeping their order and proportions.
+        const uint64_t to = std::max(t, a);
+        const double f = p > a ? double(to - a) / double(p - a) : 0;
+        for (size_t i = 0; i < count; ++i) {
+            Pending& q = s.pending[i];
+            q.start[k] = a + uint64_t(double(q.start[k] - a) * f);
+            q.end[k] = a + uint64_t(double(q.end[k] - a) * f);
+        }
+    } else if (busyUntil && p < t) {
+        // The stream was busy until t: the back-to-back run that ends the stretch lasted longer than
+        // its durations said. Stretch that run (from its first op that waited for its submission, not
+        // for the op before it) to t; the gaps before it stay.
+        size_t j = count - 1;
+        while (j > 0 && s.pending[j].queued[k]) --j;
+        const uint64_t c0 = s.pending[j].start[k];
+        if (p > c0) {
+            const double f = double(t - c0) / double(p - c0);
+            for (size_t i = j; i < count; ++i) {
+                Pending& q = s.pending[i];
+                q.start[k] = c0 + uint64_t(double(q.start[k] - c0) * f);
+                q.end[k] = c0 + uint64_t(double(q.end[k] - c0) * f);
+            }
+        }
+        last.end[k] = t;
+    }
+    if (count == s.pending.size()) s.ready[k] = std::max(s.pending[count - 1].end[k], s.waitUntil[k]);
+}
+
+void DeviceTimeline::anchor(Stream& s, size_t count, uint64_t t, Until until, bool close)
+{
+    count = std::min(count, s.pending.size());
+    if (until == Until::Soft && count) {
+        // A wait that returned late may have waited on the device or merely been preempted (a loaded
+        // machine): the estimate stretches the work no further than its long durations reach, the
+        // short pass not at all, the long pass to the wait's return.
+        // (Work no timed sibling gave a length has no such reach: the wait is all there is to go by.)
+        const Pending& last = s.pending[count - 1];
+        const uint64_t reach = last.unknown ? t : last.end[kHi];
+        anchorPass(s, count, std::min(t, reach), true, kEst);
+        anchorPass(s, count, t, false, kLo);
+        anchorPass(s, count, t, true, kHi);
+    } else {
+        for (int k = 0; k < 3; ++k) anchorPass(s, count, t, until == Until::Hard, k);
+    }
+    if (!close) return;
+    const uint32_t index = uint32_t(&s - m_streams.data());
+    for (size_t i = 0; i < count; ++i) emit(s, index, s.pending[i]);
+    s.pending.erase(s.pending.begin(), s.pending.begin() + long(count));
+}
+
+DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole role, bool deviceOp, bool blocking,
+                                           const std::vector<wire::GpuSpanBody>* spans, bool upperBound)
+{
+    Result r;
+    const uint64_t t = c.endNs;
+    const bool ok = c.result == 0;
+    const bool blocked = c.endNs > c.beginNs + kBlockedNs;
+    auto mayHaveBeenBusy = [&](const Stream& s) {
+        return !s.pending.empty() && (s.pending.back().end[kHi] >= c.beginNs || s.pending.back().unknown);
+    };
+
+    switch (role) {
+    case TimelineRole::CtxSync:
+    case TimelineRole::StreamSync: {
+        if (!ok) break;
+        const StreamId id = streamIdOf(c);
+        // The stream(s) waited on; of several, only the one that ended last kept the wait going.
+        std::vector<Stream*> waited;
+        for (Stream& s : m_streams) {
+            const bool match = role == TimelineRole::CtxSync ? (c.device < 0 || s.id.device == c.device) : sameStream(s.id, id);
+            if (match && !s.pending.empty()) waited.push_back(&s);
+        }
+        Stream* lastToEnd = nullptr;
+        for (Stream* s : waited)
+            if (!lastToEnd || s->pending.back().end[kEst] > lastToEnd->pending.back().end[kEst]) lastToEnd = s;
+        for (Stream* s : waited)
+            anchor(*s, s->pending.size(), t, blocked && s == lastToEnd && mayHaveBeenBusy(*s) ? Until::Soft : Until::None, true);
+        break;
+    }
+    case TimelineRole::StreamQuery: {
+        const StreamId id = streamIdOf(c);
+        for (Stream& s : m_streams) {
+            if (!sameStream(s.id, id) || s.pending.empty()) continue;
+            if (ok) anchor(s, s.pending.size(), t, Until::None, true);
+            else if (c.result == kNotReady) anchor(s, s.pending.size(), c.beginNs, Until::Hard, false);
+        }
+        break;
+    }
+    case TimelineRole::EventSync:
+    case TimelineRole::EventQuery: {
+        auto ev = m_events.find(c.args.sync.object);
+        if (ev == m_events.end()) break;
+        Stream& s = m_streams[ev->second.stream];
+        const size_t n = prefixOf(s, ev->second.serial);
+        if (!n) break;
+        if (ok) anchor(s, n, t, role == TimelineRole::EventSync && blocked && mayHaveBeenBusy(s) ? Until::Soft : Until::None, true);
+        else if (c.result == kNotReady) anchor(s, n, c.beginNs, Until::Hard, false);
+        break;
+    }
+    case TimelineRole::EventRecord: {
+        if (!ok) break;
+        if (m_events.size() >= kMaxEvents) m_events.clear();
+        const uint32_t si = streamIndex(streamIdOf(c));
+        m_events[c.args.sync.object] = Event{si, m_streams[si].serial, m_streams[si].ready};
+        break;
+    }
+    case TimelineRole::StreamWaitEvent: {
+        if (!ok) break;
+        auto ev = m_events.find(c.args.sync.object);
+        if (ev == m_events.end()) break;
+        Stream& s = m_streams[streamIndex(streamIdOf(c))];
+        for (int k = 0; k < 3; ++k) s.waitUntil[k] = std::max(s.waitUntil[k], ev->second.done[k]);
+        break;
+    }
+    case TimelineRole::None: break;
+    }
+    if (!deviceOp) return r;
+
+    r.deviceOp = true;
+    const uint32_t si = streamIndex(streamIdOf(c));
+    Stream& s = m_streams[si];
+    int64_t& lat = latency(c.device);
+    if (spans && !spans->empty()) {
+        uint64_t b = UINT64_MAX, e = 0, gpu = 0;
+        for (const wire::GpuSpanBody& g : *spans) {
+            b = std::min(b, g.beginNs);
+            e = std::max(e, g.endNs);
+            gpu += g.endNs - g.beginNs;
+        }
+        bool heldBack = false;
+        if (!upperBound) {
+            m_model.learn(c, gpu);
+            if (!blocking) {
+                const int64_t x = std::max(int64_t(b) - int64_t(c.endNs), -int64_t(c.endNs - c.beginNs));
+                const int64_t known = lat == INT64_MAX ? x : lat;
+                heldBack = int64_t(b) > int64_t(c.endNs) + known + int64_t(kHeldBackNs);
+                lat = std::min(lat, x);
+            }
+        }
+        r.foundEmpty = !heldBack;
+        anchor(s, s.pending.size(), b, heldBack ? Until::Hard : Until::None, true);
+        // A span that is only an upper bound (a copy or memset that blocked its call on an idle stream:
+        // events cannot see when its work began) holds the work somewhere before its end: the estimate and
+        // the long pass take all of it (the bound, as the report says), the short pass what measured
+        // siblings say, else none of it (collector/README.md, "The device timeline").
+        bool known = false;
+        const Times d = upperBound ? m_model.guess(c, &known) : Times{};
+        for (const wire::GpuSpanBody& g : *spans) {
+            Placement pl;
+            pl.seq = c.seq;
+            pl.device = g.device;
+            pl.stream = si;
+            pl.begin = {g.beginNs, g.beginNs, g.beginNs};
+            pl.end = {g.endNs, g.endNs, g.endNs};
+            pl.estimated = false;
+            if (upperBound) {
+                const uint64_t lo = known ? std::min(g.endNs - g.beginNs, d[kLo]) : 0;
+                pl.begin[kLo] = g.endNs - lo;
+                pl.bounded = true;
+            }
+            m_sink(pl);
+        }
+        for (int k = 0; k < 3; ++k) s.ready[k] = std::max(e, s.waitUntil[k]);
+        ++s.serial;
+        return r;
+    }
+
+    bool known = false;
+    Times d = m_model.guess(c, &known);
+    if (!known) {
+        ++m_unknown;
+        r.known = false;
+    }
+    const int64_t l = lat == INT64_MAX ? 0 : lat;
+    const uint64_t earliest = blocking ? c.beginNs : std::max<uint64_t>(c.beginNs, uint64_t(std::max<int64_t>(0, int64_t(c.endNs) + l)));
+    Pending p;
+    p.seq = c.seq;
+    p.serial = s.serial++;
+    p.unknown = !known;
+    for (int k = 0; k < 3; ++k) {
+        const uint64_t base = std::max(s.ready[k], s.waitUntil[k]);
+        p.queued[k] = base > earliest;
+        p.start[k] = std::max(base, earliest);
+        p.end[k] = p.start[k] + d[k];
+        s.ready[k] = p.end[k];
+    }
+    r.foundEmpty = !p.queued[kEst];
+    s.pending.push_back(p);
+    if (blocking) {
+        // The call returned once its own device work had ended: the work before it ended by then, and
+        // it ended just before the return. Its length is its siblings'; with none measured, the whole
+        // call is the only bound (the long pass takes it in any case).
+        anchor(s, s.pending.size(), t, Until::None, false);
+        const size_t n = s.pending.size();
+        for (int k = 0; k < 3; ++k) {
+            Pending& q = s.pending[n - 1];
+            const uint64_t len = (k == kHi || !known) ? t - std::min(t, q.start[k]) : d[k];
+            const uint64_t start = std::max(q.start[k], sub(t, len));
+            // Queued behind earlier work, it started when that work ended, which therefore ran until then.
+            if (start > q.start[k] && q.queued[k]) anchorPass(s, n - 1, start, true, k);
+            q.start[k] = start;
+            q.end[k] = std::max(start, t);
+            s.ready[k] = std::max(t, s.waitUntil[k]);
+        }
+        anchor(s, s.pending.size(), t, Until::None, true);
+    } else if (s.pending.size() > kMaxPending) {
+        anchor(s, s.pending.size() / 2, UINT64_MAX, Until::None, true);
+    }
+    return r;
+}
+
+void DeviceTimeline::finish()
+{
+    for (Stream& s : m_streams) anchor(s, s.pending.size(), UINT64_MAX, Until::None, true);
+}
+
+uint64_t DeviceTimeline::pendingFrom() const
+{
+    uint64_t from = UINT64_MAX;
+    for (const Stream& s : m_streams)
+        if (!s.pending.empty())
+            for (int k = 0; k < 3; ++k) from = std::min(from, s.pending.front().start[k]);
+    return from;
+}
+
+}  // namespace gpuspy::collect
+

@@ -1,0 +1,190 @@
+// tests/unit/collector_device_timeline_test.cpp: the device timeline's placement of untimed operations
+// on hand-built calls: in-order streams, submission times, anchors (timed ops, syncs, queries, blocking
+// calls), events between streams, and the short/long passes.
+#include "collector/device_timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+namespace gpuspy::collect {
+namespace {
+
+using wire::Category;
+
+struct Harness {
+    std::map<uint64_t, Placement> placed;
+    DeviceTimeline tl{[this](const Placement& p) { placed[p.seq] = p; }};
+    uint64_t seq = 0;
+
+    wire::CallBody call(Category cat, uint64_t begin, uint64_t end, uint64_t stream = 0x10)
+    {
+        wire::CallBody c{};
+        c.seq = ++seq;
+        c.beginNs = begin;
+        c.endNs = end;
+        c.stream = stream;
+        c.category = cat;
+        c.device = 0;
+        c.tid = 7;
+        return c;
+    }
+    // A launch of kernel `k`; timed when gpuEnd > gpuBegin.
+    DeviceTimeline::Result launch(uint32_t k, uint64_t begin, uint64_t end, uint64_t gpuBegin = 0, uint64_t gpuEnd = 0,
+                                  uint64_t stream = 0x10)
+    {
+        wire::CallBody c = call(Category::Launch, begin, end, stream);
+        c.args.launch.kernelId = k;
+        c.args.launch.grid[0] = c.args.launch.grid[1] = c.args.launch.grid[2] = 1;
+        std::vector<wire::GpuSpanBody> spans;
+        if (gpuEnd > gpuBegin) spans.push_back({c.seq, gpuBegin, gpuEnd, 0, 0});
+        return tl.add(c, TimelineRole::None, true, false, spans.empty() ? nullptr : &spans, false);
+    }
+    void sync(TimelineRole role, uint64_t begin, uint64_t end, uint64_t object = 0, uint64_t stream = 0x10, int32_t result = 0)
+    {
+        wire::CallBody c = call(Category::Sync, begin, end, stream);
+        c.args.sync.object = object;
+        c.result = result;
+        tl.add(c, role, false, false, nullptr, false);
+    }
+    const Placement& at(uint64_t s) { return placed.at(s); }
+};
+
+TEST(DeviceTimeline, GpuBoundLaunchesQueueBackToBackUntilTheWaitReturns)
+{
+    Harness h;
+    h.launch(1, 0, 1000, 1500, 21500);      // timed: 20 us
+    h.launch(1, 2000, 3000, 21500, 41500);  // timed
+    for (int i = 0; i < 10; ++i) {
+        const auto r = h.launch(1, 4000 + uint64_t(i) * 1000, 5000 + uint64_t(i) * 1000);
+        EXPECT_FALSE(r.foundEmpty);  // queued behind the work before
+    }
+    // The wait began at 15 us and returned at 241.5 us: it waited for the last kernel.
+    h.sync(TimelineRole::CtxSync, 15000, 241500);
+    uint64_t busy = 0, prevEnd = 41500;
+    for (uint64_t s = 3; s <= 12; ++s) {
+        const Placement& p = h.at(s);
+        EXPECT_TRUE(p.estimated);
+        EXPECT_EQ(p.begin[kEst], prevEnd) << s;  // no gap: the stream never emptied
+        busy += p.end[kEst] - p.begin[kEst];
+        prevEnd = p.end[kEst];
+    }
+    EXPECT_EQ(prevEnd, 241500u);
+    EXPECT_EQ(busy, 200000u);
+}
+
+TEST(DeviceTimeline, HostBoundLaunchesFindTheirStreamEmpty)
+{
+    Harness h;
+    h.launch(2, 0, 1000, 1500, 3500);  // 2 us kernels, launched every 10 us
+    h.launch(2, 10000, 11000, 11500, 13500);
+    for (int i = 2; i < 12; ++i) {
+        const auto r = h.launch(2, uint64_t(i) * 10000, uint64_t(i) * 10000 + 1000);
+        EXPECT_TRUE(r.foundEmpty) << i;
+    }
+    h.sync(TimelineRole::StreamSync, 125000, 126000);  // quick: nothing left to wait for
+    for (uint64_t s = 3; s <= 12; ++s) {
+        const Placement& p = h.at(s);
+        // Starts at its call's return plus the latency learnt from the timed ones (500 ns), lasts 2 us.
+        EXPECT_EQ(p.begin[kEst], (s - 1) * 10000 + 1500) << s;
+        EXPECT_EQ(p.end[kEst] - p.begin[kEst], 2000u) << s;
+    }
+}
+
+TEST(DeviceTimeline, AMeasuredOpHeldBackByUntimedWorkFillsTheStretch)
+{
+    Harness h;
+    h.launch(3, 0, 1000, 1500, 11500);  // 10 us
+    h.launch(3, 2000, 3000, 11500, 21500);
+    h.launch(3, 4000, 5000);  // untimed: estimated 10 us, [21500, 31500)
+    // A timed op that began at 40 us, long after its call returned at 7 us: the untimed one before it
+    // ran until then (its real duration was longer than its siblings').
+    h.launch(4, 6000, 7000, 40000, 45000);
+    const Placement& p = h.at(3);
+    EXPECT_EQ(p.begin[kEst], 21500u);
+    EXPECT_EQ(p.end[kEst], 40000u);
+}
+
+TEST(DeviceTimeline, AWaitThatReturnedEarlierSqueezesTheEstimates)
+{
+    Harness h;
+    h.launch(5, 0, 1000, 1500, 11500);
+    h.launch(5, 2000, 3000, 11500, 21500);
+    for (int i = 0; i < 4; ++i) h.launch(5, 4000 + uint64_t(i) * 1000, 5000 + uint64_t(i) * 1000);
+    h.sync(TimelineRole::StreamSync, 9000, 45000);  // ended by 45 us, not 61.5 as estimated
+    EXPECT_EQ(h.at(3).begin[kEst], 21500u);
+    EXPECT_EQ(h.at(6).end[kEst], 45000u);
+    for (uint64_t s = 3; s <= 6; ++s) EXPECT_LE(h.at(s).end[kHi], 45000u);
+}
+
+TEST(DeviceTimeline, ANotReadyQueryMeansStillBusy)
+{
+    Harness h;
+    h.launch(6, 0, 1000, 1500, 3500);
+    h.launch(6, 2000, 3000, 3500, 5500);
+    h.launch(6, 4000, 5000);  // estimated [5500, 7500)
+    h.sync(TimelineRole::StreamQuery, 20000, 20500, 0, 0x10, 600);  // not ready at 20 us
+    h.sync(TimelineRole::StreamQuery, 30000, 30500);                 // done by 30.5 us
+    EXPECT_GE(h.at(3).end[kEst], 20000u);
+    EXPECT_LE(h.at(3).end[kEst], 30500u);
+}
+
+TEST(DeviceTimeline, AStreamWaitingOnAnEventStartsAfterTheRecordedWork)
+{
+    Harness h;
+    // Copy stream 0x20: a timed 50 us op, then an event; compute stream 0x30 waits for it.
+    h.launch(7, 0, 1000, 1500, 51500, 0x20);
+    {
+        wire::CallBody c = h.call(Category::Other, 1100, 1200, 0x20);
+        c.args.sync.object = 0xE1;
+        h.tl.add(c, TimelineRole::EventRecord, false, false, nullptr, false);
+    }
+    h.sync(TimelineRole::StreamWaitEvent, 1300, 1400, 0xE1, 0x30);
+    h.launch(8, 1500, 2500, 3000, 5000, 0x40);  // a timed sibling on another stream: 2 us
+    h.launch(8, 2600, 3600, 0, 0, 0x30);         // untimed on the waiting stream
+    h.sync(TimelineRole::CtxSync, 60000, 60500);
+    EXPECT_GE(h.at(5).begin[kEst], 51500u) << "placed before the event it waits on completed";
+}
+
+TEST(DeviceTimeline, TheShortAndLongPassesBracketTheEstimate)
+{
+    Harness h;
+    // Timed durations 8 (a first launch, dropped once others are known), 10, 12 and 2 us; untimed ones
+    // then take the median, the 10th and 90th percentiles.
+    h.launch(9, 0, 1000, 1500, 9500);
+    h.launch(9, 100000, 101000, 101500, 111500);
+    h.launch(9, 200000, 201000, 201500, 213500);
+    h.launch(9, 300000, 301000, 301500, 303500);
+    h.launch(9, 400000, 401000);
+    h.tl.finish();
+    const Placement& p = h.at(5);
+    EXPECT_LE(p.end[kLo] - p.begin[kLo], p.end[kEst] - p.begin[kEst]);
+    EXPECT_GE(p.end[kHi] - p.begin[kHi], p.end[kEst] - p.begin[kEst]);
+    EXPECT_LT(p.end[kLo] - p.begin[kLo], p.end[kHi] - p.begin[kHi]);
+}
+
+TEST(DeviceTimeline, NothingAlikeTimedIsCountedAndBoundedByTheWait)
+{
+    Harness h;
+    const auto r = h.launch(10, 0, 1000);
+    EXPECT_FALSE(r.known);
+    EXPECT_EQ(h.tl.unknownOps(), 1u);
+    h.sync(TimelineRole::StreamSync, 2000, 50000);  // blocked: the kernel ran until the return
+    EXPECT_EQ(h.at(1).end[kEst], 50000u);
+}
+
+TEST(DeviceTimeline, PendingWorkHoldsBackWhatIsFinal)
+{
+    Harness h;
+    h.launch(11, 0, 1000, 1500, 3500);
+    EXPECT_EQ(h.tl.pendingFrom(), UINT64_MAX);
+    h.launch(11, 5000, 6000);
+    EXPECT_LE(h.tl.pendingFrom(), 6000u + 500);
+    h.tl.finish();
+    EXPECT_EQ(h.tl.pendingFrom(), UINT64_MAX);
+    EXPECT_TRUE(h.placed.count(2));
+}
+
+}  // namespace
+}  // namespace gpuspy::collect
