@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# scripts/gpu-check.sh: gpuspy on a real NVIDIA GPU, in one run of a few minutes (not part of
-# scripts/test.sh; the machine needs the NVIDIA driver, nvcc, and PyTorch with CUDA for step 3).
+# scripts/gpu-check.sh: gpuspy on a real NVIDIA GPU, in one run of a few minutes (the machine needs the
+# NVIDIA driver, nvcc, and PyTorch with CUDA for step 3; scripts/test.sh runs it with --sim from the
+# unpacked release tarball).
 #
 #   1. builds the tests/apps programs with nvcc (static cudart + legacy default stream, shared cudart +
 #      per-thread default stream), runs each plainly, under `gpuspy record` on the real driver and under
 #      `gpuspy record --sim`, and requires: the same exit status and stdout, and the same facts in both
 #      reports (transfer counts and bytes per direction x memory x mode, kernel counts by name, launch
 #      and sync counts); the findings that tests/report/expect says the program must (not) produce. The
-#      simulated runs are the ones tests/report checks against ground truth, so agreement is the check;
+#      simulated runs are the ones tests/report checks against ground truth, so agreement is the check:
+#      each gets the settings tests/apps/sim_env.txt gives its program, as in tests/report;
 #   2. span_probe: kernels of known duration (timed on the GPU's own clock) launched on an idle and on a
 #      busy stream; gpuspy's median GPU time per kernel against that truth;
 #   3. a PyTorch inference loop (pageable and pinned inputs, non_blocking copies, a synchronize per step)
@@ -21,7 +23,8 @@
 #                 the tarball this script came in, else the newest dist/gpuspy-*.tar.gz unpacked into
 #                 the results folder, else build/
 #   --out DIR     results folder (default gpu-check-YYYYmmdd-HHMMSS)
-#   --sim         self-test without a GPU: the "real" side runs on the simulated driver too
+#   --sim         self-test without a GPU: the "real" side runs on the simulated driver too, with
+#                 the program's settings (two_devices then runs on two simulated devices)
 #   --no-torch    leave out step 3 (reported as not run, and the status is 1 unless --sim)
 set -uo pipefail
 
@@ -34,7 +37,7 @@ while [[ $# -gt 0 ]]; do
     --out) out=$2; shift 2 ;;
     --sim) sim=1; shift ;;
     --no-torch) torch=0; shift ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -62,17 +65,24 @@ nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 [[ -x $nvcc ]] || { echo "gpu-check: nvcc not found" >&2; exit 2; }
 cuda_lib=$(cd "$(dirname "$nvcc")/../lib64" 2>/dev/null && pwd)
 
+# The simulated driver's settings per program (kernel times, device count), shared with tests/report.
+sim_env_file="$root/tests/apps/sim_env.txt"
+[[ -r $sim_env_file ]] || { echo "gpu-check: no $sim_env_file (the programs' simulated settings)" >&2; exit 2; }
+sim_env() {  # app: its KEY=VALUE words, one a line
+    awk -v app="$1" '$1 == app { for (i = 2; i <= NF; i++) print $i }' "$sim_env_file"
+}
+
 rows=()      # the final table: "check|result|detail"
 failures=0
 row() { rows+=("$1|$2|$3"); [[ $2 == FAIL ]] && failures=$((failures + 1)); return 0; }
 
 say "gpu-check: $(date -u '+%Y-%m-%d %H:%M UTC'), gpuspy $("$gpuspy" --version 2>/dev/null | head -1) at $home"
 real_flags=()
-bare_env=()  # the plain runs: on the real driver, or with --sim on the simulated one
+bare_env=()  # the plain runs' environment: none on the real driver; with --sim, the simulated one first
 if [[ $sim -eq 1 ]]; then
     real_flags=(--sim)
     for d in "$home/lib/gpuspy/simcuda" "$home/lib/simcuda"; do
-        [[ -e $d/libcuda.so.1 ]] && bare_env=(env "LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}") && break
+        [[ -e $d/libcuda.so.1 ]] && bare_env=("LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}") && break
     done
     [[ ${#bare_env[@]} -gt 0 ]] || { echo "gpu-check: --sim: no simulated driver under $home/lib" >&2; exit 2; }
     arch=sm_90
@@ -114,13 +124,18 @@ for app in "${apps[@]}"; do echo "$app static"; echo "$app shared_ptds"; done |
 
 check_app() {  # app variant
     local app=$1 variant=$2 exe="$apps_dir/$1.$2" w="$out/runs/$1.$2" rc_bare rc_real rc_sim
+    local -a sim_vars real_vars=()
+    mapfile -t sim_vars < <(sim_env "$app")
+    [[ $sim -eq 1 ]] && real_vars=("${sim_vars[@]}")
     mkdir -p "$w"
     if [[ ! -x $exe ]]; then
         row "$app.$variant" FAIL "nvcc failed: $(tail -1 "$apps_dir/$app.$variant.build.log")"; return
     fi
-    "${bare_env[@]}" "$exe" > "$w/bare.out" 2> "$w/bare.err"; rc_bare=$?
-    "$gpuspy" record "${real_flags[@]}" -o "$w/real.gspy" -f -- "$exe" > "$w/real.out" 2> "$w/real.err"; rc_real=$?
-    "$gpuspy" record --sim -o "$w/sim.gspy" -f -- "$exe" > "$w/sim.out" 2> "$w/sim.err"; rc_sim=$?
+    printf '%s\n' "${sim_vars[@]}" > "$w/sim_env.txt"
+    env "${bare_env[@]}" "${real_vars[@]}" "$exe" > "$w/bare.out" 2> "$w/bare.err"; rc_bare=$?
+    env "${real_vars[@]}" "$gpuspy" record "${real_flags[@]}" -o "$w/real.gspy" -f -- "$exe" \
+        > "$w/real.out" 2> "$w/real.err"; rc_real=$?
+    env "${sim_vars[@]}" "$gpuspy" record --sim -o "$w/sim.gspy" -f -- "$exe" > "$w/sim.out" 2> "$w/sim.err"; rc_sim=$?
     if [[ $rc_bare -ne 0 ]]; then
         row "$app.$variant" FAIL "exits $rc_bare without gpuspy: $(tail -1 "$w/bare.err")"; return
     fi
@@ -145,8 +160,11 @@ check_app() {  # app variant
     cat "$w/compare.txt" >> "$log"
 }
 for app in "${apps[@]}"; do
-    if [[ $app == two_devices && $gpus -lt 2 ]]; then
-        row "$app" "not run" "needs 2 GPUs, this machine has $gpus"
+    # With --sim the program's settings say how many devices the simulated machine has.
+    devices=$gpus
+    [[ $sim -eq 1 ]] && devices=$(sim_env "$app" | sed -n 's/^SIMCUDA_DEVICES=//p' | grep . || echo "$gpus")
+    if [[ $app == two_devices && $devices -lt 2 ]]; then
+        row "$app" "not run" "needs 2 GPUs, this machine has $devices"
         continue
     fi
     for variant in static shared_ptds; do

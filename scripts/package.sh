@@ -12,7 +12,7 @@
 #   gpuspy-<version>/lib/gpuspy/libunwind.so.8         the unwinder the shim dlopen()s (Debian's; its .a is not PIC)
 #   gpuspy-<version>/lib/gpuspy/simcuda/libcuda.so.1   the simulated driver (`gpuspy record --sim`)
 #   gpuspy-<version>/README.md  LICENSES/             this project's README, the bundled code's licences
-#   gpuspy-<version>/scripts/gpu-check.sh (+ gpu_check/, tests/apps/*.cu, tests/report/expect/)
+#   gpuspy-<version>/scripts/gpu-check.sh (+ gpu_check/, tests/apps/*.cu and sim_env.txt, tests/report/expect/)
 #                                                      the real-GPU check, run where the tarball travels
 set -euo pipefail
 GPUSPY_ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,11 +54,13 @@ unwind=$(readlink -f "$(gcc -print-file-name=libunwind.so.8)")
 install -m 644 "$unwind" "$root/lib/gpuspy/libunwind.so.8"
 install -m 644 "$GPUSPY_ROOT/README.md" "$root/README.md"
 # The real-GPU check travels with the kit (GPU machines often have nvcc but no package registry):
-# its script, the test programs' sources it builds with nvcc, and the findings they must produce.
+# its script, the test programs' sources it builds with nvcc, their simulated settings (sim_env.txt,
+# as their tests run them), and the findings they must produce.
 mkdir -p "$root/scripts/gpu_check" "$root/tests/apps" "$root/tests/report/expect"
 install -m 755 "$GPUSPY_ROOT/scripts/gpu-check.sh" "$root/scripts/gpu-check.sh"
 install -m 644 "$GPUSPY_ROOT"/scripts/gpu_check/* "$root/scripts/gpu_check/"
-install -m 644 "$GPUSPY_ROOT"/tests/apps/*.cu "$GPUSPY_ROOT/tests/apps/app_common.h" "$root/tests/apps/"
+install -m 644 "$GPUSPY_ROOT"/tests/apps/*.cu "$GPUSPY_ROOT/tests/apps/app_common.h" "$GPUSPY_ROOT/tests/apps/sim_env.txt" \
+  "$root/tests/apps/"
 install -m 644 "$GPUSPY_ROOT"/tests/report/expect/*.txt "$root/tests/report/expect/"
 
 # Licences of what is inside, from the Debian packages the code came from (file: package's copyright).

@@ -7,10 +7,15 @@ environment (PATH=/usr/bin:/bin and a fresh HOME only). The report must show the
 source implies: every constant is read from the .cu file, so editing the program cannot leave a stale
 number here. The shim must load the libunwind.so.8 that ships next to it (checked with LD_DEBUG), and
 the call sites must be symbolized to the program's own source (the statically linked libdw at work).
+With --gpu-check-sim OUT, the real-GPU check that travels in the tarball then runs from the unpacked
+folder on the simulated driver (`scripts/gpu-check.sh --sim --out OUT`, same clean environment; it finds
+nvcc at /usr/local/cuda/bin) and must pass: the kit a GPU machine gets is proven whole (sources,
+settings, expectations and script).
 
-Usage: run_from_tarball.py TARBALL APP_BINARY APP_SOURCE
+Usage: run_from_tarball.py TARBALL APP_BINARY APP_SOURCE [--gpu-check-sim OUT]
   APP_BINARY  e.g. build/bin/apps/pageable_sync_copies.static (static cudart: needs only libcuda)
   APP_SOURCE  its source, tests/apps/pageable_sync_copies.cu
+  OUT         gpu-check's results folder (its summary.md and every run's files)
 """
 import json
 import os
@@ -52,11 +57,29 @@ def run(argv, cwd, env, what):
     return result.stdout
 
 
+def run_gpu_check(kit, out, env):
+    """scripts/gpu-check.sh --sim from the unpacked kit; its log and table go to this test's output."""
+    script = os.path.join(kit, "scripts", "gpu-check.sh")
+    if not os.access(script, os.X_OK):
+        fail("the tarball carries no executable scripts/gpu-check.sh")
+    shutil.rmtree(out, ignore_errors=True)
+    sys.stdout.flush()
+    result = subprocess.run([script, "--sim", "--out", out], cwd=kit, env=env, timeout=1800)
+    if result.returncode != 0:
+        fail(f"scripts/gpu-check.sh --sim from the tarball: exit status {result.returncode} "
+             f"(its table: {os.path.join(out, 'summary.md')}, every run under {os.path.join(out, 'runs')})")
+
+
 def main():
-    if len(sys.argv) != 4:
+    args = sys.argv[1:]
+    gpu_check_out = None
+    if len(args) == 5 and args[3] == "--gpu-check-sim":
+        gpu_check_out = os.path.abspath(args[4])
+        args = args[:3]
+    if len(args) != 3:
         print(__doc__, file=sys.stderr)
         return 2
-    tarball, app_binary, app_source = (os.path.abspath(p) for p in sys.argv[1:])
+    tarball, app_binary, app_source = (os.path.abspath(p) for p in args)
     consts = source_constants(app_source)
     for needed in ("kIters", "kBytes"):
         if needed not in consts:
@@ -120,8 +143,12 @@ def main():
         if "<html" not in page.lower() or "touch" not in page:
             fail("gpuspy view wrote no page that names the app's kernel")
 
+        if gpu_check_out:
+            run_gpu_check(kit, gpu_check_out, env)
+
     print(f"run_from_tarball: ok ({iters} HtoD + {iters} DtoH pageable sync copies of {nbytes} bytes, "
-          f"{kernels} kernels, {len(sites)} frames in {source_name}, libunwind from the tarball)")
+          f"{kernels} kernels, {len(sites)} frames in {source_name}, libunwind from the tarball"
+          f"{', gpu-check --sim passed' if gpu_check_out else ''})")
     return 0
 
 
