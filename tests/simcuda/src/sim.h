@@ -280,8 +280,11 @@ void syncContextForFree(Context* c, const char* apiName, WaitReason reason);
 struct Kernel {
     std::string name;  // mangled
     Ns duration = -1;  // from SIMCUDA_KERNEL_NS, resolved on first launch
+    int ptxVersion = 90, binaryVersion = 90;  // of the module image the driver chose (fatbin.h)
 };
 Kernel* asKernel(const void* handle);
+// The kernel names of a module's (or library's) chosen image (module.cpp, fatbin.h).
+CUresult moduleFunctions(CUmodule m, std::vector<std::string>* names);
 
 // ---- capture (graph.cpp)
 struct GraphNode {
