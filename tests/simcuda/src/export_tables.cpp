@@ -103,6 +103,17 @@ CUresult contextInfoId(CUcontext c, unsigned long long* id)
     return CUDA_SUCCESS;
 }
 
+// module_info slot 7: (ctx, module, callback, user) calls callback(user, function) for each kernel of the module's
+// loaded image, in image order, and returns 1 (0 for a bad module). cuFFT loads one kernel per module and keeps the
+// last function the callback is given; a module without one fails its plan (NULL function).
+int moduleForEachFunction(CUcontext, CUmodule m, void (*cb)(void*, CUfunction), void* user)
+{
+    std::vector<Kernel*> kernels;
+    if (!cb || moduleKernels(m, &kernels) != CUDA_SUCCESS) return 0;
+    for (Kernel* k : kernels) cb(user, reinterpret_cast<CUfunction>(k));
+    return 1;
+}
+
 // tools_runtime_callbacks slots 2 and 6: scratch buffers cudart writes into.
 uint64_t g_callbackBuf1[1024];
 unsigned char g_callbackBuf2[64];
@@ -280,6 +291,7 @@ void initTables()
         t[4] = fn(&contextInfoId);
         t = g_tables[kModuleInfo].slots;
         t[0] = reinterpret_cast<const void*>(kMaxSlots * sizeof(void*));
+        t[7] = fn(&moduleForEachFunction);
         t = g_tables[kCallbackHooks].slots;
         t[0] = reinterpret_cast<const void*>(7 * sizeof(void*));
         t[2] = fn(&callbackBuf1);

@@ -173,15 +173,14 @@ CUresult enumerateFunctions(Library* l, Kernel** out, unsigned n)
 
 }  // namespace
 
-CUresult moduleFunctions(CUmodule m, std::vector<std::string>* names)
+CUresult moduleKernels(CUmodule m, std::vector<Kernel*>* out)
 {
     Library* l = asLibrary(m);
     if (!l) return CUDA_ERROR_INVALID_HANDLE;
-    Lock g(bigLock());
-    if (const auto* known = functionNames(l)) *names = *known;
-    else
-        for (const auto& kv : l->kernels) names->push_back(kv.first);
-    return CUDA_SUCCESS;
+    unsigned n = 0;
+    if (CUresult rc = functionCount(l, &n)) return rc;
+    out->resize(n);
+    return enumerateFunctions(l, out->data(), n);
 }
 
 Kernel* asKernel(const void* handle) { return liveHandle<Kernel>(handle, HandleKind::Kernel); }

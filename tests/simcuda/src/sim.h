@@ -283,8 +283,8 @@ struct Kernel {
     int ptxVersion = 90, binaryVersion = 90;  // of the module image the driver chose (fatbin.h)
 };
 Kernel* asKernel(const void* handle);
-// The kernel names of a module's (or library's) chosen image (module.cpp, fatbin.h).
-CUresult moduleFunctions(CUmodule m, std::vector<std::string>* names);
+// The kernels of a module's (or library's) loaded image, in image order (module.cpp, fatbin.h).
+CUresult moduleKernels(CUmodule m, std::vector<Kernel*>* out);
 
 // ---- capture (graph.cpp)
 struct GraphNode {
