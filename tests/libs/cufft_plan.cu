@@ -8,7 +8,7 @@
 constexpr int kN = 1024;   // 1D transform length
 constexpr int kRows = 64;  // 2D real-to-complex transform: kRows x kCols
 constexpr int kCols = 64;
-constexpr long kComplexBytes = kN * sizeof(cufftComplex);
+constexpr long kComplexBytes = kN * 2 * sizeof(float);  // kN cufftComplex
 
 int main()
 {
