@@ -309,6 +309,7 @@ struct Range {
     int dev = 0;
     Context* ctx = nullptr;
     unsigned flags = 0;
+    const void* vmm = nullptr;  // the cuMemCreate allocation mapped here (cuMemMap), for cuMemRetainAllocationHandle
 };
 bool findRange(uintptr_t p, uintptr_t* base, Range* out);
 bool rangeCovers(uintptr_t p, size_t n);  // every byte of [p, p + n) lies in known ranges; never for p == 0
