@@ -29,6 +29,13 @@ int main()
     CK(cudaMemcpy(host.data(), c, kMatrixBytes, cudaMemcpyDeviceToHost));
     std::printf("cublasSgemm %dx%d: done\n", kN, kN);
 
+    // TF32 tensor cores for FP32 data: cuBLAS caches a workspace per stream (context export table slots 51, 39).
+    CK_STATUS(cublasSetMathMode(blas, CUBLAS_TF32_TENSOR_OP_MATH));
+    CK_STATUS(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, a, kN, b, kN, &zero, c, kN));
+    CK_STATUS(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH));
+    CK(cudaDeviceSynchronize());
+    std::printf("cublasSgemm tf32 %dx%d: done\n", kN, kN);
+
     // Half precision with float accumulation: the tensor-core path servers take.
     void *ha, *hc;
     CK(cudaMalloc(&ha, kHalfBytes));

@@ -114,6 +114,33 @@ int moduleForEachFunction(CUcontext, CUmodule m, void (*cb)(void*, CUfunction), 
     return 1;
 }
 
+// context_info slot 51: (ctx, stream, &out, perThread) resolves a stream handle as the launch calls do: NULL is
+// the context's legacy stream (its per-thread stream when perThread), CU_STREAM_LEGACY/PER_THREAD the same;
+// a created stream is itself. cuBLAS passes perThread = (stream == CU_STREAM_PER_THREAD) and keys its
+// per-stream workspace cache on what slot 39 says about the result.
+CUresult contextResolveStream(CUcontext c, CUstream h, CUstream* out, int perThread)
+{
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    Context* ctx = c ? asContext(c) : currentContext();
+    if (!ctx) return c ? contextError(c) : noContextError();
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, perThread != 0, &s, ctx)) return rc;
+    *out = reinterpret_cast<CUstream>(s);
+    return CUDA_SUCCESS;
+}
+
+// context_info slot 39: (ctx, stream, &id) the stream's id, as cuStreamGetId.
+CUresult contextStreamId(CUcontext c, CUstream h, unsigned long long* id)
+{
+    if (!id) return CUDA_ERROR_INVALID_VALUE;
+    Context* ctx = c ? asContext(c) : currentContext();
+    if (!ctx) return c ? contextError(c) : noContextError();
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, false, &s, ctx)) return rc;
+    *id = s->id;
+    return CUDA_SUCCESS;
+}
+
 // tools_runtime_callbacks slots 2 and 6: scratch buffers cudart writes into.
 uint64_t g_callbackBuf1[1024];
 unsigned char g_callbackBuf2[64];
@@ -289,6 +316,8 @@ void initTables()
         t = g_tables[kContextInfo].slots;
         t[0] = reinterpret_cast<const void*>(93 * sizeof(void*));
         t[4] = fn(&contextInfoId);
+        t[39] = fn(&contextStreamId);
+        t[51] = fn(&contextResolveStream);
         t = g_tables[kModuleInfo].slots;
         t[0] = reinterpret_cast<const void*>(kMaxSlots * sizeof(void*));
         t[7] = fn(&moduleForEachFunction);

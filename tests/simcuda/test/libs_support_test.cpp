@@ -365,3 +365,119 @@ TEST(Occupancy, MaxActiveClusters)
     ASSERT_EQ(FN(cuOccupancyMaxActiveClusters)(&n, f, &cfg), CUDA_SUCCESS);
     EXPECT_EQ(n, 0);  // past the non-portable maximum of 16
 }
+
+// cuBLAS's per-stream workspace cache: slot 51 (ctx, stream, &out, perThread) resolves a stream handle, slot 39
+// (ctx, stream, &id) gives its id.
+TEST(ExportTables, ContextInfoSlots51And39ResolveStreams)
+{
+    const CUcontext ctx = context();
+    const void* const* t = exportTable(kContextInfo);
+    auto resolve = reinterpret_cast<CUresult (*)(CUcontext, CUstream, CUstream*, int)>(const_cast<void*>(t[51]));
+    auto id = reinterpret_cast<CUresult (*)(CUcontext, CUstream, unsigned long long*)>(const_cast<void*>(t[39]));
+    auto expectId = [&](CUstream handle) {
+        unsigned long long want = 0;
+        EXPECT_EQ(FN(cuStreamGetId)(handle, &want), CUDA_SUCCESS);
+        return want;
+    };
+    CUstream created = nullptr;
+    ASSERT_EQ(FN(cuStreamCreate)(&created, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    const struct {
+        CUstream handle;
+        int perThread;
+        CUstream same;  // the handle whose id the resolved stream has
+    } cases[] = {{nullptr, 0, CU_STREAM_LEGACY},
+                 {CU_STREAM_PER_THREAD, 1, CU_STREAM_PER_THREAD},
+                 {nullptr, 1, CU_STREAM_PER_THREAD},
+                 {created, 0, created}};
+    for (const auto& c : cases) {
+        CUstream s = nullptr;
+        ASSERT_EQ(resolve(ctx, c.handle, &s, c.perThread), CUDA_SUCCESS);
+        EXPECT_NE(s, nullptr);
+        unsigned long long got = 0;
+        ASSERT_EQ(id(ctx, s, &got), CUDA_SUCCESS);
+        EXPECT_EQ(got, expectId(c.same));
+    }
+    CUstream s = nullptr;
+    EXPECT_NE(resolve(ctx, reinterpret_cast<CUstream>(&s), &s, 0), CUDA_SUCCESS);  // not a stream
+}
+
+// NCCL's ncclCommDestroy: retain the handle mapped at each buffer, release it, unmap, release the original.
+TEST(Vmm, RetainAllocationHandleCountsReferences)
+{
+    context();
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    size_t gran = 0;
+    ASSERT_EQ(FN(cuMemGetAllocationGranularity)(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle h, retained = 0;
+    ASSERT_EQ(FN(cuMemAddressReserve)(&va, gran, 0, 0, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemCreate)(&h, gran, &prop, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemMap)(va, gran, 0, h, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemRetainAllocationHandle)(&retained, reinterpret_cast<void*>(va + 100)), CUDA_SUCCESS);
+    EXPECT_EQ(retained, h);
+    ASSERT_EQ(FN(cuMemRelease)(retained), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemUnmap)(va, gran), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuMemRetainAllocationHandle)(&retained, reinterpret_cast<void*>(va)), CUDA_ERROR_INVALID_VALUE);
+    ASSERT_EQ(FN(cuMemRelease)(h), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuMemRelease)(h), CUDA_ERROR_INVALID_VALUE) << "the last reference is gone";
+    ASSERT_EQ(FN(cuMemAddressFree)(va, gran), CUDA_SUCCESS);
+    CUdeviceptr plain;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&plain, 4096), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuMemRetainAllocationHandle)(&retained, reinterpret_cast<void*>(plain)), CUDA_ERROR_INVALID_VALUE);
+}
+
+// The simulated NVML agrees with the simulated driver on the devices (run with SIMCUDA_DEVICES=2).
+TEST(Nvml, DevicesMatchTheDriver)
+{
+    void* nvml = dlopen(SIMCUDA_NVML, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(nvml, nullptr) << dlerror();
+    auto nsym = [&](const char* n) {
+        void* p = dlsym(nvml, n);
+        EXPECT_NE(p, nullptr) << n;
+        return p;
+    };
+    // Every symbol NCCL 2.28 resolves.
+    for (const char* n : {"nvmlInit", "nvmlInit_v2", "nvmlShutdown", "nvmlDeviceGetCount", "nvmlDeviceGetCount_v2",
+                          "nvmlDeviceGetHandleByPciBusId", "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetIndex",
+                          "nvmlErrorString", "nvmlDeviceGetNvLinkState", "nvmlDeviceGetNvLinkRemotePciInfo",
+                          "nvmlDeviceGetNvLinkCapability", "nvmlDeviceGetCudaComputeCapability",
+                          "nvmlDeviceGetP2PStatus", "nvmlDeviceGetFieldValues", "nvmlDeviceGetGpuFabricInfoV",
+                          "nvmlDeviceGetPlatformInfo", "nvmlSystemGetConfComputeState",
+                          "nvmlSystemGetConfComputeSettings"})
+        nsym(n);
+    using Init = int (*)();
+    using Count = int (*)(unsigned*);
+    using ByBus = int (*)(const char*, void**);
+    using Index = int (*)(void*, unsigned*);
+    using P2p = int (*)(void*, void*, int, int*);
+    using Cc = int (*)(void*, int*, int*);
+    ASSERT_EQ(reinterpret_cast<Init>(nsym("nvmlInit_v2"))(), 0);
+    unsigned n = 0;
+    ASSERT_EQ(reinterpret_cast<Count>(nsym("nvmlDeviceGetCount_v2"))(&n), 0);
+    int driverCount = 0;
+    context();
+    ASSERT_EQ(FN(cuDeviceGetCount)(&driverCount), CUDA_SUCCESS);
+    EXPECT_EQ(n, 2u);
+    EXPECT_EQ(static_cast<int>(n), driverCount);
+    std::vector<void*> devs;
+    for (int d = 0; d < driverCount; ++d) {
+        char bus[32];
+        ASSERT_EQ(FN(cuDeviceGetPCIBusId)(bus, sizeof bus, d), CUDA_SUCCESS);
+        void* dev = nullptr;
+        ASSERT_EQ(reinterpret_cast<ByBus>(nsym("nvmlDeviceGetHandleByPciBusId_v2"))(bus, &dev), 0) << bus;
+        unsigned index = 99;
+        ASSERT_EQ(reinterpret_cast<Index>(nsym("nvmlDeviceGetIndex"))(dev, &index), 0);
+        EXPECT_EQ(index, static_cast<unsigned>(d)) << bus;
+        int major = 0, minor = -1;
+        ASSERT_EQ(reinterpret_cast<Cc>(nsym("nvmlDeviceGetCudaComputeCapability"))(dev, &major, &minor), 0);
+        EXPECT_EQ(major * 10 + minor, 90);
+        devs.push_back(dev);
+    }
+    void* none = nullptr;
+    EXPECT_NE(reinterpret_cast<ByBus>(nsym("nvmlDeviceGetHandleByPciBusId_v2"))("0000:99:00.0", &none), 0);
+    int status = -1;
+    ASSERT_EQ(reinterpret_cast<P2p>(nsym("nvmlDeviceGetP2PStatus"))(devs[0], devs[1], 0, &status), 0);
+    EXPECT_EQ(status, 0) << "peers, as cuDeviceCanAccessPeer says";
+}
