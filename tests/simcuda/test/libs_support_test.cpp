@@ -481,3 +481,63 @@ TEST(Nvml, DevicesMatchTheDriver)
     ASSERT_EQ(reinterpret_cast<P2p>(nsym("nvmlDeviceGetP2PStatus"))(devs[0], devs[1], 0, &status), 0);
     EXPECT_EQ(status, 0) << "peers, as cuDeviceCanAccessPeer says";
 }
+
+// Stream memory operations: writes land (at submission), waits on device memory complete, bad addresses fail;
+// every ABI cuGetProcAddress hands out is implemented (none is the NOT_SUPPORTED stub).
+TEST(MemOps, WriteWaitAndBatch)
+{
+    context();
+    CUdeviceptr p;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&p, 64), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamWriteValue32_v2)(nullptr, p, 0x12345678u, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamWriteValue64_v2)(CU_STREAM_PER_THREAD, p + 8, 0x1122334455667788ull, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuCtxSynchronize)(), CUDA_SUCCESS);
+    EXPECT_EQ(*reinterpret_cast<uint32_t*>(p), 0x12345678u);
+    EXPECT_EQ(*reinterpret_cast<uint64_t*>(p + 8), 0x1122334455667788ull);
+    EXPECT_EQ(FN(cuStreamWaitValue32_v2)(nullptr, p, 0x12345678u, CU_STREAM_WAIT_VALUE_EQ), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuStreamWaitValue64)(nullptr, p + 8, 1, CU_STREAM_WAIT_VALUE_GEQ), CUDA_SUCCESS);
+    CUstreamBatchMemOpParams ops[3] = {};
+    ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    ops[0].writeValue.address = p + 16;
+    ops[0].writeValue.value = 7;
+    ops[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+    ops[1].waitValue.address = p + 16;
+    ops[1].waitValue.value = 7;
+    ops[2].memoryBarrier.operation = CU_STREAM_MEM_OP_BARRIER;
+    EXPECT_EQ(FN(cuStreamBatchMemOp_v2)(nullptr, 3, ops, 0), CUDA_SUCCESS);
+    EXPECT_EQ(*reinterpret_cast<uint32_t*>(p + 16), 7u);
+    uint32_t host = 0;
+    EXPECT_EQ(FN(cuStreamWriteValue32_v2)(nullptr, reinterpret_cast<CUdeviceptr>(&host), 1, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuStreamWriteValue32_v2)(nullptr, p + 2, 1, 0), CUDA_ERROR_INVALID_VALUE) << "misaligned";
+    for (const char* name : {"cuStreamWriteValue32", "cuStreamWaitValue32", "cuStreamWriteValue64",
+                             "cuStreamWaitValue64", "cuStreamBatchMemOp", "cuTensorMapEncodeTiled"}) {
+        auto getProc = FN(cuGetProcAddress_v2);
+        for (cuuint64_t flags : {0, 2}) {
+            void* fn = nullptr;
+            ASSERT_EQ(getProc(name, &fn, 13000, flags, nullptr), CUDA_SUCCESS) << name;
+            Dl_info info = {};
+            ASSERT_TRUE(dladdr(fn, &info)) << name;
+            EXPECT_TRUE(info.dli_sname && strstr(info.dli_sname, name)) << name << " resolves to "
+                                                                         << (info.dli_sname ? info.dli_sname : "?");
+        }
+    }
+}
+
+TEST(MemOps, TensorMapEncodeTiledChecksItsArguments)
+{
+    context();
+    CUdeviceptr p;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&p, 1 << 20), CUDA_SUCCESS);
+    alignas(64) CUtensorMap map;
+    const cuuint64_t dims[2] = {512, 512}, strides[1] = {512 * 2};
+    const cuuint32_t box[2] = {64, 64}, elems[2] = {1, 1};
+    auto encode = [&](void* addr, const cuuint32_t* b) {
+        return FN(cuTensorMapEncodeTiled)(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, addr, dims, strides, b, elems,
+                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    };
+    EXPECT_EQ(encode(reinterpret_cast<void*>(p), box), CUDA_SUCCESS);
+    EXPECT_EQ(encode(reinterpret_cast<void*>(p + 8), box), CUDA_ERROR_INVALID_VALUE) << "16-byte alignment";
+    const cuuint32_t tooBig[2] = {512, 64};
+    EXPECT_EQ(encode(reinterpret_cast<void*>(p), tooBig), CUDA_ERROR_INVALID_VALUE) << "box dims are at most 256";
+}
