@@ -11,8 +11,27 @@
 
 constexpr int kItems = 4096;
 
+__global__ void touch(int* p)
+{
+    if (p) *p = 0;
+}
+
 int main()
 {
+    // What a CC 9.0 driver reports for a kernel of this binary: built for nvcc's default arch alone (sm_75 SASS +
+    // compute_75 PTX), it runs JIT-compiled from the PTX: PTX version 75, binary version 90.
+    cudaFuncAttributes attr;
+    CK(cudaFuncGetAttributes(&attr, touch));
+    std::printf("touch: PTX version %d, binary version %d\n", attr.ptxVersion, attr.binaryVersion);
+#if __CUDA_ARCH_LIST__ == 750
+    int major = 0, minor = 0;
+    CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
+    if (major * 10 + minor == 90 && (attr.ptxVersion != 75 || attr.binaryVersion != 90)) {
+        std::fprintf(stderr, "expected PTX version 75 and binary version 90 on a CC 9.0 device\n");
+        return 1;
+    }
+#endif
     thrust::device_vector<int> v(kItems, 1);
     thrust::sort(v.begin(), v.end());
     std::printf("thrust::sort of %d ints: done\n", kItems);
