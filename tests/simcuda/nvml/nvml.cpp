@@ -23,7 +23,16 @@ struct Device {
 };
 
 constexpr unsigned kMaxDevices = 16;
-Device g_devices[kMaxDevices];
+// Handles are addresses in this array; written once, before any caller can see them (no races between threads).
+const Device* devices()
+{
+    static const auto* d = [] {
+        auto* a = new Device[kMaxDevices];  // leaked: NCCL may call from exit handlers
+        for (unsigned i = 0; i < kMaxDevices; ++i) a[i].index = i;
+        return a;
+    }();
+    return d;
+}
 
 // SIMCUDA_DEVICES as the simulated driver reads it (1..16, default 1).
 unsigned deviceCount()
@@ -33,11 +42,13 @@ unsigned deviceCount()
     return n >= 1 && n <= static_cast<long>(kMaxDevices) ? static_cast<unsigned>(n) : 1;
 }
 
-Device* asDevice(void* h)
+const Device* asDevice(void* h)
 {
-    auto* d = static_cast<Device*>(h);
-    return d >= g_devices && d < g_devices + deviceCount() ? d : nullptr;
+    const auto* d = static_cast<const Device*>(h);
+    return d >= devices() && d < devices() + deviceCount() ? d : nullptr;
 }
+
+void* handle(unsigned i) { return const_cast<Device*>(&devices()[i]); }
 
 unsigned pciBus(const Device* d) { return 0x41 + d->index; }
 
@@ -87,8 +98,7 @@ NVML_EXPORT int nvmlDeviceGetCount(unsigned* n) { return nvmlDeviceGetCount_v2(n
 NVML_EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned i, void** dev)
 {
     if (!dev || i >= deviceCount()) return kInvalidArgument;
-    g_devices[i].index = i;
-    *dev = &g_devices[i];
+    *dev = handle(i);
     return kSuccess;
 }
 NVML_EXPORT int nvmlDeviceGetHandleByIndex(unsigned i, void** dev) { return nvmlDeviceGetHandleByIndex_v2(i, dev); }
@@ -99,9 +109,8 @@ NVML_EXPORT int nvmlDeviceGetHandleByPciBusId_v2(const char* busId, void** dev)
     unsigned domain = 0, bus = 0, device = 0, fn = 0;
     if (!busId || !dev || sscanf(busId, "%x:%x:%x.%x", &domain, &bus, &device, &fn) != 4) return kInvalidArgument;
     for (unsigned i = 0; i < deviceCount(); ++i) {
-        g_devices[i].index = i;
-        if (domain == 0 && device == 0 && fn == 0 && bus == pciBus(&g_devices[i])) {
-            *dev = &g_devices[i];
+        if (domain == 0 && device == 0 && fn == 0 && bus == pciBus(&devices()[i])) {
+            *dev = handle(i);
             return kSuccess;
         }
     }
