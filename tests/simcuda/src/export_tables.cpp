@@ -13,7 +13,7 @@
 namespace simcuda {
 namespace {
 
-constexpr int kMaxSlots = 40;
+constexpr int kMaxSlots = 96;
 
 struct Table {
     const char* name;
@@ -21,7 +21,19 @@ struct Table {
     const void* slots[kMaxSlots];
 };
 
-enum { kRequirements, kCudart, kToolsTls, kCallbackHooks, kContextStorage, kContextChecks, kIntegrity, kTableCount };
+enum {
+    kRequirements,
+    kCudart,
+    kToolsTls,
+    kCallbackHooks,
+    kContextStorage,
+    kContextChecks,
+    kIntegrity,
+    kContextInfo,
+    kModuleInfo,
+    kUnknown1734,
+    kTableCount
+};
 
 Table g_tables[kTableCount] = {
     {"requirements", {0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d, 0xd9}, {}},
@@ -31,24 +43,35 @@ Table g_tables[kTableCount] = {
     {"context_local_storage", {0xc6, 0x93, 0x33, 0x6e, 0x11, 0x21, 0xdf, 0x11, 0xa8, 0xc3, 0x68, 0xf3, 0x55, 0xd8, 0x95, 0x93}, {}},
     {"context_checks", {0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43, 0x92, 0xf6, 0xbb, 0xd5, 0x00, 0x6d, 0xfa, 0x7e}, {}},
     {"integrity_check", {0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2}, {}},
+    {"context_info", {0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2}, {}},
+    {"module_info", {0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99, 0x1e}, {}},
+    {"unknown_1734dc26", {0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b, 0xca}, {}},
 };
 
-// Unknown slots: say so once and return 0, so a new cudart that uses one shows up in the log, not as a crash.
+// Unknown slots: say so once (with the first call's arguments, to learn the contract from) and fail with
+// CUDA_ERROR_NOT_SUPPORTED, never a silent success: a caller that trusts an output we did not write would go on
+// with garbage. Slots with no return value ignore it.
 template <int T, int S>
-uintptr_t slotStub(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t)
+uintptr_t slotStub(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d, uintptr_t e, uintptr_t f)
 {
-    char what[96];
-    snprintf(what, sizeof what, "export-table %s slot", g_tables[T].name);
-    char slot[16];
-    snprintf(slot, sizeof slot, "%d", S);
-    logOnce(what, slot);
-    return 0;
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+        logLine("UNIMPLEMENTED export-table %s slot %d (first call: %#lx %#lx %#lx %#lx %#lx %#lx)", g_tables[T].name, S,
+                static_cast<unsigned long>(a), static_cast<unsigned long>(b), static_cast<unsigned long>(c),
+                static_cast<unsigned long>(d), static_cast<unsigned long>(e), static_cast<unsigned long>(f));
+    return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 template <int T, size_t... S>
 void fillStubs(const void** tbl, std::index_sequence<S...>)
 {
     ((tbl[S] = reinterpret_cast<const void*>(&slotStub<T, static_cast<int>(S)>)), ...);
+}
+
+template <size_t... T>
+void fillAllStubs(std::index_sequence<T...>)
+{
+    (fillStubs<static_cast<int>(T)>(g_tables[T].slots, std::make_index_sequence<kMaxSlots>()), ...);
 }
 
 // cudart_interface slot 2: the primary context of a device.
@@ -59,6 +82,62 @@ CUresult cudartGetPrimaryCtx(CUcontext* pctx, CUdevice dev)
     Lock g(bigLock());
     device(dev)->primaryActive = true;
     *pctx = reinterpret_cast<CUcontext>(c);
+    return CUDA_SUCCESS;
+}
+
+// tools_tls slot 2: the calling thread's current context (NULL when none). cuBLASLt keys its kernel registry on it.
+CUresult toolsCurrentContext(CUcontext* out)
+{
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    *out = reinterpret_cast<CUcontext>(currentContext());
+    return CUDA_SUCCESS;
+}
+
+// context_info slot 4: the context's unique id, as cuCtxGetId (NULL = the current context).
+CUresult contextInfoId(CUcontext c, unsigned long long* id)
+{
+    Context* ctx = c ? asContext(c) : currentContext();
+    if (!id) return CUDA_ERROR_INVALID_VALUE;
+    if (!ctx) return c ? contextError(c) : noContextError();
+    *id = ctx->id;
+    return CUDA_SUCCESS;
+}
+
+// module_info slot 7: (ctx, module, callback, user) calls callback(user, function) for each kernel of the module's
+// loaded image, in image order, and returns 1 (0 for a bad module). cuFFT loads one kernel per module and keeps the
+// last function the callback is given; a module without one fails its plan (NULL function).
+int moduleForEachFunction(CUcontext, CUmodule m, void (*cb)(void*, CUfunction), void* user)
+{
+    std::vector<Kernel*> kernels;
+    if (!cb || moduleKernels(m, &kernels) != CUDA_SUCCESS) return 0;
+    for (Kernel* k : kernels) cb(user, reinterpret_cast<CUfunction>(k));
+    return 1;
+}
+
+// context_info slot 51: (ctx, stream, &out, perThread) resolves a stream handle as the launch calls do: NULL is
+// the context's legacy stream (its per-thread stream when perThread), CU_STREAM_LEGACY/PER_THREAD the same;
+// a created stream is itself. cuBLAS passes perThread = (stream == CU_STREAM_PER_THREAD) and keys its
+// per-stream workspace cache on what slot 39 says about the result.
+CUresult contextResolveStream(CUcontext c, CUstream h, CUstream* out, int perThread)
+{
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    Context* ctx = c ? asContext(c) : currentContext();
+    if (!ctx) return c ? contextError(c) : noContextError();
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, perThread != 0, &s, ctx)) return rc;
+    *out = reinterpret_cast<CUstream>(s);
+    return CUDA_SUCCESS;
+}
+
+// context_info slot 39: (ctx, stream, &id) the stream's id, as cuStreamGetId.
+CUresult contextStreamId(CUcontext c, CUstream h, unsigned long long* id)
+{
+    if (!id) return CUDA_ERROR_INVALID_VALUE;
+    Context* ctx = c ? asContext(c) : currentContext();
+    if (!ctx) return c ? contextError(c) : noContextError();
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, false, &s, ctx)) return rc;
+    *id = s->id;
     return CUDA_SUCCESS;
 }
 
@@ -227,18 +306,21 @@ void initTables()
 {
     static std::once_flag once;
     std::call_once(once, [] {
-        fillStubs<0>(g_tables[0].slots, std::make_index_sequence<kMaxSlots>());
-        fillStubs<1>(g_tables[1].slots, std::make_index_sequence<kMaxSlots>());
-        fillStubs<2>(g_tables[2].slots, std::make_index_sequence<kMaxSlots>());
-        fillStubs<3>(g_tables[3].slots, std::make_index_sequence<kMaxSlots>());
-        fillStubs<4>(g_tables[4].slots, std::make_index_sequence<kMaxSlots>());
-        fillStubs<5>(g_tables[5].slots, std::make_index_sequence<kMaxSlots>());
-        fillStubs<6>(g_tables[6].slots, std::make_index_sequence<kMaxSlots>());
+        fillAllStubs(std::make_index_sequence<kTableCount>());
         // Slot 0 of some tables is the table's size in bytes, not a function.
         const void** t = g_tables[kCudart].slots;
         t[0] = reinterpret_cast<const void*>(13 * sizeof(void*));
         t[2] = fn(&cudartGetPrimaryCtx);
         g_tables[kToolsTls].slots[0] = reinterpret_cast<const void*>(4 * sizeof(void*));
+        g_tables[kToolsTls].slots[2] = fn(&toolsCurrentContext);
+        t = g_tables[kContextInfo].slots;
+        t[0] = reinterpret_cast<const void*>(93 * sizeof(void*));
+        t[4] = fn(&contextInfoId);
+        t[39] = fn(&contextStreamId);
+        t[51] = fn(&contextResolveStream);
+        t = g_tables[kModuleInfo].slots;
+        t[0] = reinterpret_cast<const void*>(kMaxSlots * sizeof(void*));
+        t[7] = fn(&moduleForEachFunction);
         t = g_tables[kCallbackHooks].slots;
         t[0] = reinterpret_cast<const void*>(7 * sizeof(void*));
         t[2] = fn(&callbackBuf1);
@@ -274,5 +356,10 @@ SIM_EXPORT CUresult cuGetExportTable(const void** out, const CUuuid* id)
         return CUDA_SUCCESS;
     }
     *out = nullptr;
+    char uuid[40];
+    const auto* b = reinterpret_cast<const unsigned char*>(id->bytes);
+    snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+             b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    if (memcmp(b, g_tables[kRequirements].uuid, 16) != 0) logOnce("UNIMPLEMENTED export table", uuid);
     return CUDA_ERROR_NOT_FOUND;
 }

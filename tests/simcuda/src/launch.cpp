@@ -75,6 +75,27 @@ CUresult occupancy(int* n, int blockSize)
     return CUDA_SUCCESS;
 }
 
+// Clusters of the launch's cluster size (the CLUSTER_DIMENSION attribute, else 1) that fit at once: the blocks
+// the device holds (132 SMs times the per-SM occupancy) divided by the cluster's blocks; 0 past 16 blocks (the
+// non-portable maximum), as a real driver answers for a cluster that cannot be scheduled.
+CUresult maxActiveClusters(int* n, CUfunction f, const CUlaunchConfig* c)
+{
+    if (!n || !c) return CUDA_ERROR_INVALID_VALUE;
+    if (!asKernel(f)) return CUDA_ERROR_INVALID_HANDLE;
+    unsigned cluster = 1;
+    for (unsigned i = 0; i < c->numAttrs; ++i)
+        if (c->attrs && c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+            const auto& d = c->attrs[i].value.clusterDim;
+            cluster = std::max(1u, d.x) * std::max(1u, d.y) * std::max(1u, d.z);
+        }
+    const unsigned long long threads = 1ULL * c->blockDimX * c->blockDimY * c->blockDimZ;
+    if (!threads || threads > 1024) return CUDA_ERROR_INVALID_VALUE;
+    int perSm = 0;
+    occupancy(&perSm, static_cast<int>(threads));
+    *n = cluster > 16 ? 0 : static_cast<int>(132 * perSm / cluster);
+    return CUDA_SUCCESS;
+}
+
 }  // namespace
 }  // namespace simcuda
 
@@ -108,5 +129,20 @@ SIM_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* smem, CUfunc
     SIM_API(cuOccupancyAvailableDynamicSMemPerBlock);
     if (!smem) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     *smem = 49152;
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuOccupancyMaxActiveClusters(int* n, CUfunction f, const CUlaunchConfig* c)
+{
+    SIM_API(cuOccupancyMaxActiveClusters);
+    return scope.ret(maxActiveClusters(n, f, c));
+}
+
+SIM_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int* n, CUfunction f, const CUlaunchConfig* c)
+{
+    SIM_API(cuOccupancyMaxPotentialClusterSize);
+    if (!n || !c) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    if (!asKernel(f)) return scope.ret(CUDA_ERROR_INVALID_HANDLE);
+    *n = 8;  // the portable maximum
     return scope.ret(CUDA_SUCCESS);
 }

@@ -24,6 +24,7 @@ struct Phys {
     size_t size = 0;
     int dev = 0;
     CUmemAllocationProp prop{};
+    int refs = 1;  // cuMemCreate's handle plus each cuMemRetainAllocationHandle; the last cuMemRelease retires it
 };
 
 std::map<uintptr_t, Range>& ranges()
@@ -626,6 +627,8 @@ SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
     SIM_API(cuMemRelease);
     Phys* ph = asPhys(h);
     if (!ph) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    Lock g(bigLock());
+    if (--ph->refs > 0) return scope.ret(CUDA_SUCCESS);
     close(ph->fd);  // mappings keep the memory alive, as the real driver's do
     retireHandle(ph);
     return scope.ret(CUDA_SUCCESS);
@@ -644,6 +647,7 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
     r.kind = MemKind::Device;
     r.dev = ph->dev;
     r.ctx = primaryContext(ph->dev);
+    r.vmm = ph;
     RangesWriteLock g;
     ranges()[ptr] = r;
     return scope.ret(CUDA_SUCCESS);
@@ -673,5 +677,20 @@ SIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* 
     Phys* ph = asPhys(h);
     if (!ph || !prop) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     *prop = ph->prop;
+    return scope.ret(CUDA_SUCCESS);
+}
+
+// The allocation mapped at addr, with one more reference (released with cuMemRelease). An allocation whose every
+// handle was released while still mapped is not handed out again (INVALID_VALUE; a real driver would).
+SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* h, void* addr)
+{
+    SIM_API(cuMemRetainAllocationHandle);
+    Range r;
+    if (!h || !findRange(reinterpret_cast<uintptr_t>(addr), nullptr, &r) || !r.vmm) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    Phys* ph = asPhys(reinterpret_cast<CUmemGenericAllocationHandle>(r.vmm));
+    if (!ph) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    Lock g(bigLock());
+    ++ph->refs;
+    *h = reinterpret_cast<CUmemGenericAllocationHandle>(ph);
     return scope.ret(CUDA_SUCCESS);
 }

@@ -1,25 +1,80 @@
 // Modules, libraries and kernels: cudart registers fatbins here and looks kernels up by mangled name; nothing is loaded.
+#include "fatbin.h"
 #include "sim.h"
 
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 namespace simcuda {
 namespace {
 
 struct Library {
     const void* image = nullptr;
+    std::string fileBytes;  // for images loaded from a file
+    ModuleImage chosen;
     std::map<std::string, Kernel*> kernels;
     std::map<std::string, std::pair<CUdeviceptr, size_t>> globals;
 };
 
 Library* asLibrary(const void* h) { return liveHandle<Library>(h, HandleKind::Library); }
 
-Library* newLibrary(const void* image)
+// The compute capability of the current context's device (major*10+minor), 90 without one.
+int currentArch()
+{
+    Context* c = currentContext();
+    const int dev = c ? c->dev : 0;
+    return deviceAttribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) * 10 +
+           deviceAttribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+}
+
+// Parses the image as the device's driver would (fatbin.h): NO_BINARY_FOR_GPU when nothing in it can run.
+CUresult newLibrary(const void* image, Library** out, std::string fileBytes = {})
 {
     auto* l = new Library;  // leaked: cudart unregisters fatbins from exit handlers
-    l->image = image;
+    l->fileBytes = std::move(fileBytes);
+    l->image = l->fileBytes.empty() ? image : l->fileBytes.data();
+    l->chosen = parseModuleImage(l->image, currentArch());
+    if (!l->chosen.loadable) {
+        delete l;
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
     registerHandle(l, HandleKind::Library);
-    return l;
+    *out = l;
+    return CUDA_SUCCESS;
+}
+
+template <class H>
+CUresult loadData(H* handle, const void* image)
+{
+    if (!handle || !image) return CUDA_ERROR_INVALID_VALUE;
+    Library* l = nullptr;
+    if (CUresult rc = newLibrary(image, &l)) return rc;
+    *handle = reinterpret_cast<H>(l);
+    return CUDA_SUCCESS;
+}
+
+// A file is read whole; one that cannot be read is CUDA_ERROR_FILE_NOT_FOUND.
+template <class H>
+CUresult loadFile(H* handle, const char* path)
+{
+    if (!handle || !path) return CUDA_ERROR_INVALID_VALUE;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return CUDA_ERROR_FILE_NOT_FOUND;
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    std::string data = bytes.str();
+    data.push_back('\0');  // PTX text is read as a C string
+    Library* l = nullptr;
+    if (CUresult rc = newLibrary(nullptr, &l, std::move(data))) return rc;
+    *handle = reinterpret_cast<H>(l);
+    return CUDA_SUCCESS;
+}
+
+// Kernel names of the chosen image, for enumeration (nullptr when the image could not be read).
+const std::vector<std::string>* functionNames(Library* l)
+{
+    return l->chosen.namesKnown ? &l->chosen.functions : nullptr;
 }
 
 CUresult getKernel(Library* l, const char* name, Kernel** out)
@@ -31,6 +86,8 @@ CUresult getKernel(Library* l, const char* name, Kernel** out)
     if (!k) {
         k = new Kernel;
         k->name = name;
+        k->ptxVersion = l->chosen.ptxVersion;
+        k->binaryVersion = l->chosen.binaryVersion;
         registerHandle(k, HandleKind::Kernel);
     }
     *out = k;
@@ -55,13 +112,13 @@ CUresult getGlobal(Library* l, const char* name, CUdeviceptr* p, size_t* n, MemK
     return CUDA_SUCCESS;
 }
 
-int funcAttribute(CUfunction_attribute a)
+int funcAttribute(const Kernel* k, CUfunction_attribute a)
 {
     switch (a) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
     case CU_FUNC_ATTRIBUTE_NUM_REGS: return 32;
-    case CU_FUNC_ATTRIBUTE_PTX_VERSION: return 90;
-    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: return 90;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: return k->ptxVersion;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: return k->binaryVersion;
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: return 49152;
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: return -1;
     default: return 0;
@@ -80,12 +137,51 @@ CUresult kernelName(const char** name, const void* h)
 CUresult attribute(int* v, CUfunction_attribute a, const void* h)
 {
     if (!v) return CUDA_ERROR_INVALID_VALUE;
-    if (!asKernel(h)) return CUDA_ERROR_INVALID_HANDLE;
-    *v = funcAttribute(a);
+    const Kernel* k = asKernel(h);
+    if (!k) return CUDA_ERROR_INVALID_HANDLE;
+    *v = funcAttribute(k, a);
+    return CUDA_SUCCESS;
+}
+
+// The image's kernels when its names could be read, else the ones looked up so far.
+CUresult functionCount(Library* l, unsigned* count)
+{
+    if (!count) return CUDA_ERROR_INVALID_VALUE;
+    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    Lock g(bigLock());
+    const auto* names = functionNames(l);
+    *count = static_cast<unsigned>(names ? names->size() : l->kernels.size());
+    return CUDA_SUCCESS;
+}
+
+CUresult enumerateFunctions(Library* l, Kernel** out, unsigned n)
+{
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    std::vector<std::string> names;
+    {
+        Lock g(bigLock());
+        if (const auto* known = functionNames(l)) names = *known;
+        else
+            for (const auto& kv : l->kernels) names.push_back(kv.first);
+    }
+    if (n > names.size()) return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < n; ++i)
+        if (CUresult rc = getKernel(l, names[i].c_str(), &out[i])) return rc;
     return CUDA_SUCCESS;
 }
 
 }  // namespace
+
+CUresult moduleKernels(CUmodule m, std::vector<Kernel*>* out)
+{
+    Library* l = asLibrary(m);
+    if (!l) return CUDA_ERROR_INVALID_HANDLE;
+    unsigned n = 0;
+    if (CUresult rc = functionCount(l, &n)) return rc;
+    out->resize(n);
+    return enumerateFunctions(l, out->data(), n);
+}
 
 Kernel* asKernel(const void* handle) { return liveHandle<Kernel>(handle, HandleKind::Kernel); }
 
@@ -97,18 +193,14 @@ SIM_EXPORT CUresult cuLibraryLoadData(CUlibrary* lib, const void* code, CUjit_op
                                       void**, unsigned)
 {
     SIM_API(cuLibraryLoadData);
-    if (!lib || !code) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    *lib = reinterpret_cast<CUlibrary>(newLibrary(code));
-    return scope.ret(CUDA_SUCCESS);
+    return scope.ret(loadData(lib, code));
 }
 
 SIM_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary* lib, const char* file, CUjit_option*, void**, unsigned,
                                           CUlibraryOption*, void**, unsigned)
 {
     SIM_API(cuLibraryLoadFromFile);
-    if (!lib || !file) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    *lib = reinterpret_cast<CUlibrary>(newLibrary(file));
-    return scope.ret(CUDA_SUCCESS);
+    return scope.ret(loadFile(lib, file));
 }
 
 SIM_EXPORT CUresult cuLibraryUnload(CUlibrary l)
@@ -126,12 +218,25 @@ SIM_EXPORT CUresult cuLibraryGetKernel(CUkernel* k, CUlibrary l, const char* nam
 SIM_EXPORT CUresult cuLibraryGetKernelCount(unsigned* count, CUlibrary l)
 {
     SIM_API(cuLibraryGetKernelCount);
-    Library* lib = asLibrary(l);
-    if (!count) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    if (!lib) return scope.ret(CUDA_ERROR_INVALID_HANDLE);
-    Lock g(bigLock());
-    *count = static_cast<unsigned>(lib->kernels.size());
-    return scope.ret(CUDA_SUCCESS);
+    return scope.ret(functionCount(asLibrary(l), count));
+}
+
+SIM_EXPORT CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned n, CUlibrary l)
+{
+    SIM_API(cuLibraryEnumerateKernels);
+    return scope.ret(enumerateFunctions(asLibrary(l), reinterpret_cast<Kernel**>(kernels), n));
+}
+
+SIM_EXPORT CUresult cuModuleGetFunctionCount(unsigned* count, CUmodule m)
+{
+    SIM_API(cuModuleGetFunctionCount);
+    return scope.ret(functionCount(asLibrary(m), count));
+}
+
+SIM_EXPORT CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned n, CUmodule m)
+{
+    SIM_API(cuModuleEnumerateFunctions);
+    return scope.ret(enumerateFunctions(asLibrary(m), reinterpret_cast<Kernel**>(functions), n));
 }
 
 SIM_EXPORT CUresult cuLibraryGetModule(CUmodule* m, CUlibrary l)
@@ -167,33 +272,25 @@ SIM_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr* p, size_t* n, CUlibrary l, 
 SIM_EXPORT CUresult cuModuleLoadData(CUmodule* m, const void* image)
 {
     SIM_API(cuModuleLoadData);
-    if (!m || !image) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    *m = reinterpret_cast<CUmodule>(newLibrary(image));
-    return scope.ret(CUDA_SUCCESS);
+    return scope.ret(loadData(m, image));
 }
 
 SIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned, CUjit_option*, void**)
 {
     SIM_API(cuModuleLoadDataEx);
-    if (!m || !image) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    *m = reinterpret_cast<CUmodule>(newLibrary(image));
-    return scope.ret(CUDA_SUCCESS);
+    return scope.ret(loadData(m, image));
 }
 
 SIM_EXPORT CUresult cuModuleLoadFatBinary(CUmodule* m, const void* image)
 {
     SIM_API(cuModuleLoadFatBinary);
-    if (!m || !image) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    *m = reinterpret_cast<CUmodule>(newLibrary(image));
-    return scope.ret(CUDA_SUCCESS);
+    return scope.ret(loadData(m, image));
 }
 
 SIM_EXPORT CUresult cuModuleLoad(CUmodule* m, const char* file)
 {
     SIM_API(cuModuleLoad);
-    if (!m || !file) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    *m = reinterpret_cast<CUmodule>(newLibrary(file));
-    return scope.ret(CUDA_SUCCESS);
+    return scope.ret(loadFile(m, file));
 }
 
 SIM_EXPORT CUresult cuModuleUnload(CUmodule m)

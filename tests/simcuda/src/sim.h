@@ -280,8 +280,11 @@ void syncContextForFree(Context* c, const char* apiName, WaitReason reason);
 struct Kernel {
     std::string name;  // mangled
     Ns duration = -1;  // from SIMCUDA_KERNEL_NS, resolved on first launch
+    int ptxVersion = 90, binaryVersion = 90;  // of the module image the driver chose (fatbin.h)
 };
 Kernel* asKernel(const void* handle);
+// The kernels of a module's (or library's) loaded image, in image order (module.cpp, fatbin.h).
+CUresult moduleKernels(CUmodule m, std::vector<Kernel*>* out);
 
 // ---- capture (graph.cpp)
 struct GraphNode {
@@ -306,6 +309,7 @@ struct Range {
     int dev = 0;
     Context* ctx = nullptr;
     unsigned flags = 0;
+    const void* vmm = nullptr;  // the cuMemCreate allocation mapped here (cuMemMap), for cuMemRetainAllocationHandle
 };
 bool findRange(uintptr_t p, uintptr_t* base, Range* out);
 bool rangeCovers(uintptr_t p, size_t n);  // every byte of [p, p + n) lies in known ranges; never for p == 0
