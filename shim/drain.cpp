@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -66,13 +67,24 @@ void waitForWork(uint32_t seen)
     g_drainWaiting.store(false, std::memory_order_relaxed);
 }
 
+// The stream's destination. Its descriptor is the shim's own (fds.cpp): above the floor, checked by
+// identity before every write batch; a number the app took over is never written to or closed.
 struct Output {
-    int fd = -1;
+    OwnedFd own;
     bool socket = false;
     bool failed = false;
     bool warned = false;
+    bool saidTakenOver = false;
+    bool saidCapped = false;
+    char path[4096] = {};   // the capture file (reopened when the app took its number)
+    uint64_t written = 0;   // bytes written into that file
 };
 Output g_out;
+uint64_t g_maxBytes = 0;  // GPUSPY_MAX_BYTES: a capture file's size cap (0: none)
+constexpr uint64_t kDefaultMaxBytes = 1ull << 30;
+// Kept beyond the cap for the stream's last records (ThreadStats and End), so that a capped capture
+// still says how many records it made and dropped.
+constexpr uint64_t kEndReserve = 64 << 10;
 
 void note(const char* msg)
 {
@@ -96,15 +108,24 @@ size_t expandPath(char* out, size_t cap, const char* pattern, int pid)
     return n;
 }
 
-int openCaptureFile()
+// GPUSPY_MAX_BYTES: bytes, or with a K, M or G suffix; 0 for no cap.
+uint64_t parseBytes(const char* s)
 {
-    const int pid = int(getpid());
-    char path[4096];
-    const char* env = getenv("GPUSPY_OUTPUT");
-    if (env && *env)
-        expandPath(path, sizeof path - 32, env, pid);
-    else
-        snprintf(path, sizeof path, "./gpuspy-%d.gspy", pid);
+    if (!s || !*s) return kDefaultMaxBytes;
+    char* end = nullptr;
+    uint64_t v = strtoull(s, &end, 10);
+    if (end == s) return kDefaultMaxBytes;
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; break;
+    case 'm': case 'M': v <<= 20; break;
+    case 'g': case 'G': v <<= 30; break;
+    default: break;
+    }
+    return v;
+}
+
+int createAt(char* path, size_t cap, int pid)
+{
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST) {
         struct stat st{};
@@ -115,16 +136,53 @@ int openCaptureFile()
         } else {
             // A forked or exec'd child inheriting the same GPUSPY_OUTPUT: its own file, never the parent's.
             const size_t len = strlen(path);
-            snprintf(path + len, sizeof path - len, ".%d", pid);
+            snprintf(path + len, cap - len, ".%d", pid);
             fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         }
     }
-    if (fd < 0) {
-        char msg[4200];
-        snprintf(msg, sizeof msg, "gpuspy: cannot create %s (%s); recording is off\n", path, strerror(errno));
-        note(msg);
-    }
     return fd;
+}
+
+// Creates the capture file, its name in g_out.path. GPUSPY_OUTPUT (made absolute when the library
+// loaded) is where the user asked: if it cannot be created, recording is off. The default,
+// gpuspy-PID.gspy in the directory the process started in, falls back to $TMPDIR or /tmp (a daemon
+// that dropped privileges, a read-only working directory); either way stderr says so, once.
+int openCaptureFile()
+{
+    const int pid = int(getpid());
+    char* path = g_out.path;
+    const size_t cap = sizeof g_out.path;
+    const char* env = setting("GPUSPY_OUTPUT");
+    const bool named = env && *env;
+    if (named) {
+        expandPath(path, cap - 32, env, pid);
+    } else {
+        const char* dir = loadDirectory();
+        snprintf(path, cap - 32, "%s/gpuspy-%d.gspy", dir ? dir : ".", pid);
+    }
+    int fd = createAt(path, cap, pid);
+    if (fd >= 0) return fd;
+    const int err = errno;
+    char msg[9000];
+    if (!named) {
+        char first[4096];
+        memcpy(first, path, sizeof first);
+        const char* tmp = getenv("TMPDIR");
+        snprintf(path, cap - 32, "%s/gpuspy-%d.gspy", tmp && tmp[0] == '/' ? tmp : "/tmp", pid);
+        fd = createAt(path, cap, pid);
+        if (fd >= 0) {
+            snprintf(msg, sizeof msg, "gpuspy: cannot create %s (%s); writing %s instead\n", first, strerror(err), path);
+            note(msg);
+            return fd;
+        }
+        snprintf(msg, sizeof msg, "gpuspy: cannot create %s (%s) nor %s (%s); recording is off\n", first,
+                 strerror(err), path, strerror(errno));
+    } else {
+        snprintf(msg, sizeof msg, "gpuspy: cannot create %s (%s); recording is off\n", path, strerror(err));
+    }
+    note(msg);
+    path[0] = 0;
+    return -1;
 }
 
 int connectSocket(const char* path)
@@ -139,22 +197,36 @@ int connectSocket(const char* path)
     }
     strcpy(addr.sun_path, path);
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        const int err = errno;
         close(fd);
+        errno = err;
         return -1;
     }
     return fd;
 }
 
-bool writeAll(const uint8_t* p, size_t n)
+enum class Write { Ok, Failed, WouldBlock };
+
+// A socket is written without blocking: while a collector does not read, the drain thread waits in
+// poll, a short while at a time, and a stop that must be quick (a signal, _exit, exec) gives up there
+// instead of waiting on it (WouldBlock: the caller counts what was not sent).
+Write writeAll(const uint8_t* p, size_t n)
 {
     while (n > 0) {
-        ssize_t w = g_out.socket ? send(g_out.fd, p, n, MSG_NOSIGNAL) : write(g_out.fd, p, n);
+        ssize_t w = g_out.socket ? send(g_out.own.fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) : write(g_out.own.fd, p, n);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
+        if (w < 0 && g_out.socket && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (g_fast.load(std::memory_order_acquire)) return Write::WouldBlock;
+            pollfd pfd{g_out.own.fd, POLLOUT, 0};
+            poll(&pfd, 1, 20);
+            continue;
+        }
+        if (w <= 0) return Write::Failed;
         p += w;
         n -= size_t(w);
+        if (!g_out.socket) g_out.written += uint64_t(w);
     }
-    return true;
+    return Write::Ok;
 }
 
 size_t encodePreamble(uint8_t* out, size_t cap)
@@ -223,11 +295,11 @@ void noteWriteFailure(int err)
 // again), so that records encoded for an earlier stream can follow. `scratch` is kBufSize bytes.
 bool startStream(uint8_t* scratch)
 {
-    if (!writeAll(scratch, encodePreamble(scratch, kBufSize))) return false;
+    if (writeAll(scratch, encodePreamble(scratch, kBufSize)) != Write::Ok) return false;
     for (;;) {
         const size_t n = drainDefs(scratch, kBufSize);
         if (n == 0) return true;
-        if (!writeAll(scratch, n)) return false;
+        if (writeAll(scratch, n) != Write::Ok) return false;
     }
 }
 
@@ -235,11 +307,12 @@ bool startStream(uint8_t* scratch)
 bool openOutput(uint8_t* scratch)
 {
     g_out = Output{};
-    const char* sock = getenv("GPUSPY_SOCKET");
+    g_maxBytes = parseBytes(setting("GPUSPY_MAX_BYTES"));
+    const char* sock = setting("GPUSPY_SOCKET");
     if (sock && *sock) {
         int fd = connectSocket(sock);
         if (fd >= 0) {
-            g_out.fd = fd;
+            g_out.own = fdOwn(fd);
             g_out.socket = true;
         } else {
             char msg[600];
@@ -248,18 +321,76 @@ bool openOutput(uint8_t* scratch)
             note(msg);
         }
     }
-    if (g_out.fd < 0) g_out.fd = openCaptureFile();
-    if (g_out.fd < 0) {
+    if (g_out.own.fd < 0) g_out.own = fdOwn(openCaptureFile());
+    if (g_out.own.fd < 0) {
         g_out.failed = true;
         g_out.warned = true;  // openCaptureFile said why
         return false;
     }
-    if (!writeAll(scratch, encodePreamble(scratch, kBufSize))) {
+    if (writeAll(scratch, encodePreamble(scratch, kBufSize)) != Write::Ok) {
         noteWriteFailure(errno);
         g_out.failed = true;
         return false;
     }
     return true;
+}
+
+// A new stream into a new destination (preamble and every definition again), so that records encoded
+// for the earlier stream can follow. False: nothing can be written (said once).
+bool startNewStream(uint8_t* scratch)
+{
+    internForgetSent();
+#ifdef GPUSPY_HAVE_STACK
+    stackAfterForkChild();
+#endif
+    if (startStream(scratch)) return true;
+    noteWriteFailure(errno);
+    return false;
+}
+
+// The app now owns our descriptor's number (it dup2'd onto it, or closed it and opened something
+// that got the number). Never written to nor closed: the same file is opened again and the stream
+// goes on where it was; a collector is connected to again as a new stream (the first one was cut
+// short by the app); a file that is gone is created anew. False: nothing can be written.
+bool recoverTakenOver(uint8_t* scratch)
+{
+    const OwnedFd lost = g_out.own;
+    g_out.own = OwnedFd{};
+    if (!g_out.saidTakenOver) {
+        g_out.saidTakenOver = true;
+        char msg[200];
+        snprintf(msg, sizeof msg, "gpuspy: the app took over descriptor %d (gpuspy's output); opening it again\n",
+                 lost.fd);
+        note(msg);
+    }
+    if (g_out.socket) {
+        const char* sock = setting("GPUSPY_SOCKET");
+        const int fd = sock && *sock ? connectSocket(sock) : -1;
+        if (fd >= 0) {
+            g_out.own = fdOwn(fd);
+            return startNewStream(scratch);
+        }
+        note("gpuspy: lost the collector; writing the rest to a capture file\n");
+        g_out.socket = false;
+    } else if (g_out.path[0]) {
+        const int fd = open(g_out.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd >= 0) {
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+            OwnedFd again = fdOwn(fd);
+            if (again.dev == lost.dev && again.ino == lost.ino) {
+                g_out.own = again;
+                return true;  // the same file: the stream goes on
+            }
+            fdRelease(again);
+        }
+    }
+    g_out.own = fdOwn(openCaptureFile());
+    if (g_out.own.fd < 0) {
+        g_out.warned = true;  // openCaptureFile said why
+        return false;
+    }
+    g_out.written = 0;
+    return startNewStream(scratch);
 }
 
 // A write failed. A socket falls back to a file, which starts a new stream (preamble and every
@@ -268,19 +399,14 @@ bool onWriteFailure(uint8_t* scratch)
 {
     const int err = errno;
     if (g_out.socket) {
-        close(g_out.fd);
+        fdRelease(g_out.own);
         note("gpuspy: lost the collector; writing the rest to a capture file\n");
         g_out.socket = false;
-        g_out.fd = openCaptureFile();
-        if (g_out.fd < 0) {
+        g_out.own = fdOwn(openCaptureFile());
+        if (g_out.own.fd < 0) {
             g_out.warned = true;  // openCaptureFile said why
-        } else {
-            internForgetSent();
-#ifdef GPUSPY_HAVE_STACK
-            stackAfterForkChild();
-#endif
-            if (startStream(scratch)) return true;
-            noteWriteFailure(errno);
+        } else if (startNewStream(scratch)) {
+            return true;
         }
     } else {
         noteWriteFailure(err);
@@ -289,16 +415,49 @@ bool onWriteFailure(uint8_t* scratch)
     return false;
 }
 
-// Writes buf[0..n) holding `records` queued records; counts them as dropped when they cannot be written.
-void flushBuffer(uint8_t* buf, size_t& n, uint64_t records, uint8_t* scratch)
+// A capture file at its cap (GPUSPY_MAX_BYTES): what would go beyond it is counted, not written; the
+// stream's last records may use kEndReserve beyond the cap.
+bool overCap(size_t n, bool last)
+{
+    if (g_out.socket || g_maxBytes == 0) return false;
+    const uint64_t limit = g_maxBytes + (last ? kEndReserve : 0);
+    if (g_out.written + n <= limit) return false;
+    if (!last && !g_out.saidCapped) {
+        g_out.saidCapped = true;
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "gpuspy: the capture reached GPUSPY_MAX_BYTES (%llu bytes); further records are counted as "
+                 "dropped, not written\n",
+                 (unsigned long long)g_maxBytes);
+        note(msg);
+    }
+    return true;
+}
+
+// Writes buf[0..n) holding `records` queued records; counts them as dropped when they cannot be
+// written. `last`: the stream's final records.
+void flushBuffer(uint8_t* buf, size_t& n, uint64_t records, uint8_t* scratch, bool last)
 {
     if (n == 0) return;
-    bool written = !g_out.failed && writeAll(buf, n);
-    if (!written && !g_out.failed && onWriteFailure(scratch)) {
-        written = writeAll(buf, n);
-        if (!written) onWriteFailure(scratch);
+    // Once per batch, not per call: is the number still ours? (The app may have taken it over.)
+    if (!g_out.failed && !fdStillOurs(g_out.own) && !recoverTakenOver(scratch)) g_out.failed = true;
+    if (g_out.failed || overCap(n, last)) {
+        countDrainDrop(records);
+        n = 0;
+        return;
     }
-    if (!written) countDrainDrop(records);
+    Write w = writeAll(buf, n);
+    if (w == Write::Failed && onWriteFailure(scratch)) {
+        w = writeAll(buf, n);
+        if (w == Write::Failed) onWriteFailure(scratch);
+    }
+    if (w == Write::WouldBlock) {
+        // A quick stop and a collector that is not reading: what it did not take is counted, and
+        // nothing more is sent (the stream may end inside a record; the collector keeps what came before).
+        g_out.failed = true;
+        g_out.warned = true;
+    }
+    if (w != Write::Ok) countDrainDrop(records);
     n = 0;
 }
 
@@ -310,8 +469,7 @@ bool giveUpIfFailed()
     if (!g_out.failed) return false;
     int on = int(State::On);
     g_state.compare_exchange_strong(on, int(State::Dead));
-    if (g_out.fd >= 0) close(g_out.fd);
-    g_out.fd = -1;
+    fdRelease(g_out.own);
     g_finished.store(true, std::memory_order_release);
     return true;
 }
@@ -322,9 +480,9 @@ struct OutBuffer {
     uint8_t* scratch = nullptr;  // kBufSize bytes, for a new stream's preamble
     size_t n = 0;
     uint64_t records = 0;        // queued records in buf[0..n) (counted as dropped if it cannot be written)
-    void flush()
+    void flush(bool last = false)
     {
-        flushBuffer(buf, n, records, scratch);
+        flushBuffer(buf, n, records, scratch, last);
         records = 0;
     }
 };
@@ -416,6 +574,7 @@ void* drainMain(void*)
     // Final totals: per-thread figures for threads still alive, then End.
     out.n += drainDefs(out.buf + out.n, kBufSize - out.n);
     out.n += gpuDrain(out.buf + out.n, kBufSize - out.n, nullptr, 0, !g_fast.load(std::memory_order_acquire));
+    out.flush();  // before End is made: what this cannot write is in End's count
     wire::ThreadStatsBody stats[256];
     const size_t ns = snapshotThreadStats(stats, 256);
     for (size_t i = 0; i < ns && kBufSize - out.n > 64; ++i)
@@ -430,12 +589,9 @@ void* drainMain(void*)
     end.exitReason = g_exitReason.load(std::memory_order_acquire);
     out.n += wire::encode(out.buf + out.n, kBufSize - out.n, end);
     out.records += ns + 1;
-    out.flush();
-    if (g_out.fd >= 0) {
-        if (g_out.socket) shutdown(g_out.fd, SHUT_WR);
-        close(g_out.fd);
-        g_out.fd = -1;
-    }
+    out.flush(true);
+    if (g_out.socket && fdStillOurs(g_out.own)) shutdown(g_out.own.fd, SHUT_WR);
+    fdRelease(g_out.own);
     g_finished.store(true, std::memory_order_release);
     return nullptr;  // buffers leaked on purpose: exit is near
 }
@@ -530,7 +686,7 @@ void drainAfterForkChild()
     g_stop.store(false);
     g_finished.store(false);
     g_drainWaiting.store(false);  // the parent's drain thread may have been waiting
-    if (g_out.fd >= 0) close(g_out.fd);  // our copy only; the parent's stream goes on
+    fdRelease(g_out.own);  // our copy only (when the child did not take its number); the parent's stream goes on
     g_out = Output{};
     internForgetSent();
 }

@@ -60,6 +60,8 @@
 // ahead of their cursors by the drain thread (stackPrefault), never by a capturing app thread.
 #include "shim/stack.h"
 
+#include "shim/shim.h"
+
 #include "shim/stack_fp.h"
 #include "wire/codec.h"
 
@@ -453,7 +455,7 @@ void stackConfigure(unsigned depth)
         stackPrefault();
     }
     if (!g_pid) {
-        const char* fp = getenv("GPUSPY_STACK_FP");
+        const char* fp = setting("GPUSPY_STACK_FP");
         stackUseFramePointers(!(fp && fp[0] == '0'));
     }
     g_pid = getpid();
@@ -461,6 +463,7 @@ void stackConfigure(unsigned depth)
     // libunwind's first call initialises its globals and this thread's trace cache (dozens of page
     // faults, milliseconds on a VM): here, once, rather than inside the app's first recorded call.
     void* warm[4];
+    OwnPipesScope ownPipes;  // its validation pipe, made now, goes out of the app's way (fds.cpp)
     g_backtrace(warm, 4);
     g_depth.store(depth, std::memory_order_release);
 }
@@ -510,7 +513,12 @@ uint32_t stackCapture(unsigned skipFrames)
     // buf[0] is the return address inside stackCapture itself (unw_backtrace's caller); buf[1] on
     // are the frames the walk read, from our caller outwards.
     void* buf[1 + kMaxFrames];
-    const int n = g_backtrace(buf, int(1 + wanted));
+    int n;
+    {
+        // libunwind remakes its validation pipe when the app closed it: above the floor again.
+        OwnPipesScope ownPipes;
+        n = g_backtrace(buf, int(1 + wanted));
+    }
     if (n <= 1) return 0;
     const auto* pcs = reinterpret_cast<const uint64_t*>(buf + 1);
     const uint32_t id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth);
