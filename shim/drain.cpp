@@ -1,7 +1,9 @@
 // shim/drain.cpp: the one drain thread that empties every thread's lane (lanes.cpp), turns the items
-// into wire records and writes them to the collector's socket or to a capture file.
+// into wire records and writes them to the collector's socket or, with no collector, to a capture file
+// (the collector's compressed layout, capped by GPUSPY_MAX_BYTES).
 #include "shim/shim.h"
 
+#include "wire/capture_format.h"
 #include "wire/codec.h"
 
 #include <fcntl.h>
@@ -15,6 +17,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <dlfcn.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -78,6 +81,7 @@ struct Output {
     bool saidCapped = false;
     char path[4096] = {};   // the capture file (reopened when the app took its number)
     uint64_t written = 0;   // bytes written into that file
+    bool chunked = false;   // a capture file in the collector's layout: every write is a zstd chunk
 };
 Output g_out;
 uint64_t g_maxBytes = 0;  // GPUSPY_MAX_BYTES: a capture file's size cap (0: none)
@@ -210,7 +214,7 @@ enum class Write { Ok, Failed, WouldBlock };
 // A socket is written without blocking: while a collector does not read, the drain thread waits in
 // poll, a short while at a time, and a stop that must be quick (a signal, _exit, exec) gives up there
 // instead of waiting on it (WouldBlock: the caller counts what was not sent).
-Write writeAll(const uint8_t* p, size_t n)
+Write writeRaw(const uint8_t* p, size_t n)
 {
     while (n > 0) {
         ssize_t w = g_out.socket ? send(g_out.own.fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) : write(g_out.own.fd, p, n);
@@ -227,6 +231,104 @@ Write writeAll(const uint8_t* p, size_t n)
         if (!g_out.socket) g_out.written += uint64_t(w);
     }
     return Write::Ok;
+}
+
+// zstd, loaded privately (RTLD_LOCAL, like libunwind: its symbols must not interpose on an app's own
+// zstd), for a capture file the shim writes alone: ~8-20 bytes a call against ~100 bare.
+struct Zstd {
+    void* (*createCCtx)();
+    size_t (*setParameter)(void*, int, int);
+    size_t (*compress2)(void*, void*, size_t, const void*, size_t);
+    size_t (*compressBound)(size_t);
+    unsigned (*isError)(size_t);
+    void* cctx;
+    uint8_t* out;
+    size_t outCap;
+};
+Zstd g_zstd{};
+bool g_zstdTried = false;
+
+bool zstdReady()
+{
+    if (g_zstdTried) return g_zstd.cctx != nullptr;
+    g_zstdTried = true;
+    void* lib = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return false;
+    g_zstd.createCCtx = reinterpret_cast<void* (*)()>(dlsym(lib, "ZSTD_createCCtx"));
+    g_zstd.setParameter = reinterpret_cast<size_t (*)(void*, int, int)>(dlsym(lib, "ZSTD_CCtx_setParameter"));
+    g_zstd.compress2 = reinterpret_cast<size_t (*)(void*, void*, size_t, const void*, size_t)>(dlsym(lib, "ZSTD_compress2"));
+    g_zstd.compressBound = reinterpret_cast<size_t (*)(size_t)>(dlsym(lib, "ZSTD_compressBound"));
+    g_zstd.isError = reinterpret_cast<unsigned (*)(size_t)>(dlsym(lib, "ZSTD_isError"));
+    if (!g_zstd.createCCtx || !g_zstd.setParameter || !g_zstd.compress2 || !g_zstd.compressBound || !g_zstd.isError)
+        return false;
+    g_zstd.outCap = g_zstd.compressBound(kBufSize);
+    g_zstd.out = static_cast<uint8_t*>(malloc(g_zstd.outCap));
+    void* cctx = g_zstd.out ? g_zstd.createCCtx() : nullptr;
+    if (!cctx) return false;
+    constexpr int kLevel = 100, kChecksum = 201;  // ZSTD_c_compressionLevel, ZSTD_c_checksumFlag
+    g_zstd.setParameter(cctx, kLevel, 1);
+    g_zstd.setParameter(cctx, kChecksum, 1);
+    g_zstd.cctx = cctx;
+    return true;
+}
+
+// A capture file just created: in the collector's layout when zstd is at hand (its header first),
+// else the bare stream. False: the header could not be written.
+bool beginCaptureFile()
+{
+    g_out.chunked = false;
+    g_out.written = 0;
+    if (!zstdReady()) return true;
+    wire::CaptureFileHeader h{};
+    memcpy(h.magic, wire::kCaptureMagic, sizeof h.magic);
+    h.versionMajor = wire::kCaptureFileMajor;
+    h.versionMinor = wire::kCaptureFileMinor;
+    h.headerSize = sizeof h;
+    timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    h.createdRealtimeNs = uint64_t(rt.tv_sec) * 1000000000u + uint64_t(rt.tv_nsec);
+    if (writeRaw(reinterpret_cast<const uint8_t*>(&h), sizeof h) != Write::Ok) return false;
+    g_out.chunked = true;
+    return true;
+}
+
+Write writeChunk(uint16_t kind, const uint8_t* p, size_t n, bool compress)
+{
+    size_t stored = n;
+    const uint8_t* body = p;
+    if (compress) {
+        const size_t z = g_zstd.compress2(g_zstd.cctx, g_zstd.out, g_zstd.outCap, p, n);
+        if (g_zstd.isError(z)) return Write::Failed;
+        stored = z;
+        body = g_zstd.out;
+    }
+    wire::CaptureChunkHeader h{wire::kCaptureChunkMagic, kind, uint16_t(compress ? 1 : 0), 0, uint32_t(n), uint32_t(stored), 0};
+    const Write w = writeRaw(reinterpret_cast<const uint8_t*>(&h), sizeof h);
+    return w == Write::Ok ? writeRaw(body, stored) : w;
+}
+
+// The stream's next bytes: to the socket or a bare stream file as they are, into a capture file as
+// compressed chunks (each at most kBufSize, within the reader's kCaptureMaxChunkRaw).
+Write writeAll(const uint8_t* p, size_t n)
+{
+    if (!g_out.chunked) return writeRaw(p, n);
+    static_assert(kBufSize <= wire::kCaptureMaxChunkRaw);
+    while (n > 0) {
+        const size_t k = n < kBufSize ? n : kBufSize;
+        const Write w = writeChunk(wire::kChunkStream, p, k, true);
+        if (w != Write::Ok) return w;
+        p += k;
+        n -= k;
+    }
+    return Write::Ok;
+}
+
+// The capture file's last chunk: a reader knows it was finished.
+void endCaptureFile()
+{
+    if (!g_out.chunked || g_out.failed || !fdStillOurs(g_out.own)) return;
+    const wire::CaptureFileEnd end{0, 1, 0};
+    writeChunk(wire::kChunkEnd, reinterpret_cast<const uint8_t*>(&end), sizeof end, false);
 }
 
 size_t encodePreamble(uint8_t* out, size_t cap)
@@ -327,7 +429,7 @@ bool openOutput(uint8_t* scratch)
         g_out.warned = true;  // openCaptureFile said why
         return false;
     }
-    if (writeAll(scratch, encodePreamble(scratch, kBufSize)) != Write::Ok) {
+    if ((!g_out.socket && !beginCaptureFile()) || writeAll(scratch, encodePreamble(scratch, kBufSize)) != Write::Ok) {
         noteWriteFailure(errno);
         g_out.failed = true;
         return false;
@@ -389,7 +491,10 @@ bool recoverTakenOver(uint8_t* scratch)
         g_out.warned = true;  // openCaptureFile said why
         return false;
     }
-    g_out.written = 0;
+    if (!beginCaptureFile()) {
+        noteWriteFailure(errno);
+        return false;
+    }
     return startNewStream(scratch);
 }
 
@@ -405,6 +510,8 @@ bool onWriteFailure(uint8_t* scratch)
         g_out.own = fdOwn(openCaptureFile());
         if (g_out.own.fd < 0) {
             g_out.warned = true;  // openCaptureFile said why
+        } else if (!beginCaptureFile()) {
+            noteWriteFailure(errno);
         } else if (startNewStream(scratch)) {
             return true;
         }
@@ -590,6 +697,7 @@ void* drainMain(void*)
     out.n += wire::encode(out.buf + out.n, kBufSize - out.n, end);
     out.records += ns + 1;
     out.flush(true);
+    endCaptureFile();
     if (g_out.socket && fdStillOurs(g_out.own)) shutdown(g_out.own.fd, SHUT_WR);
     fdRelease(g_out.own);
     g_finished.store(true, std::memory_order_release);
