@@ -343,11 +343,11 @@ size_t encodePreamble(uint8_t* out, size_t cap)
 
     char cmd[4096];
     size_t cmdLen = 0;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t r = read(fd, cmd, sizeof cmd);
+    OwnedFd fd = fdOwn(open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC));
+    if (fd.fd >= 0) {
+        ssize_t r = read(fd.fd, cmd, sizeof cmd);
         if (r > 0) cmdLen = size_t(r);
-        close(fd);
+        fdRelease(fd);
     }
     wire::ProcessBody pb{};
     pb.pid = uint32_t(getpid());
@@ -405,6 +405,8 @@ bool startStream(uint8_t* scratch)
     }
 }
 
+bool recoverTakenOver(uint8_t* scratch, bool unstarted);
+
 // Opens the socket or the file and writes the stream's preamble. False: nothing can be written.
 bool openOutput(uint8_t* scratch)
 {
@@ -430,6 +432,12 @@ bool openOutput(uint8_t* scratch)
         return false;
     }
     if ((!g_out.socket && !beginCaptureFile()) || writeAll(scratch, encodePreamble(scratch, kBufSize)) != Write::Ok) {
+        // The app took the number between our open and this write: open again, elsewhere if need be.
+        if (!fdStillOurs(g_out.own)) {
+            if (recoverTakenOver(scratch, true)) return true;
+            g_out.failed = true;
+            return false;
+        }
         noteWriteFailure(errno);
         g_out.failed = true;
         return false;
@@ -453,8 +461,11 @@ bool startNewStream(uint8_t* scratch)
 // The app now owns our descriptor's number (it dup2'd onto it, or closed it and opened something
 // that got the number). Never written to nor closed: the same file is opened again and the stream
 // goes on where it was; a collector is connected to again as a new stream (the first one was cut
-// short by the app); a file that is gone is created anew. False: nothing can be written.
-bool recoverTakenOver(uint8_t* scratch)
+// short by the app); a file that is gone is created anew. `unstarted`: the stream's preamble was not
+// written yet (the number was taken before it). False: nothing can be written.
+// (Between the identity check and the write the app may still take the number: a window of one
+// system call, closed by the check before the next batch.)
+bool recoverTakenOver(uint8_t* scratch, bool unstarted)
 {
     const OwnedFd lost = g_out.own;
     g_out.own = OwnedFd{};
@@ -481,7 +492,7 @@ bool recoverTakenOver(uint8_t* scratch)
             OwnedFd again = fdOwn(fd);
             if (again.dev == lost.dev && again.ino == lost.ino) {
                 g_out.own = again;
-                return true;  // the same file: the stream goes on
+                return unstarted ? startNewStream(scratch) : true;  // the same file: the stream goes on
             }
             fdRelease(again);
         }
@@ -547,14 +558,20 @@ void flushBuffer(uint8_t* buf, size_t& n, uint64_t records, uint8_t* scratch, bo
 {
     if (n == 0) return;
     // Once per batch, not per call: is the number still ours? (The app may have taken it over.)
-    if (!g_out.failed && !fdStillOurs(g_out.own) && !recoverTakenOver(scratch)) g_out.failed = true;
+    if (!g_out.failed && !fdStillOurs(g_out.own) && !recoverTakenOver(scratch, false)) g_out.failed = true;
+    unwindPipeCheck();
     if (g_out.failed || overCap(n, last)) {
         countDrainDrop(records);
         n = 0;
         return;
     }
     Write w = writeAll(buf, n);
-    if (w == Write::Failed && onWriteFailure(scratch)) {
+    // Taken over during the write (a socket's send on the app's file fails): open again, write again.
+    if (w == Write::Failed && !fdStillOurs(g_out.own)) {
+        if (recoverTakenOver(scratch, false)) w = writeAll(buf, n);
+        else g_out.failed = true;  // recoverTakenOver said why
+    }
+    if (w == Write::Failed && !g_out.failed && onWriteFailure(scratch)) {
         w = writeAll(buf, n);
         if (w == Write::Failed) onWriteFailure(scratch);
     }

@@ -37,7 +37,10 @@ int fdMoveHigh(int fd)
     for (int floor = fdFloor(); floor > fd && floor >= 3; floor /= 2) {
         const int high = fcntl(fd, F_DUPFD_CLOEXEC, floor);
         if (high >= 0) {
-            close(fd);
+            // The low number is closed only while it is still what we duplicated: the app may
+            // have taken it in the meantime.
+            struct stat a{}, b{};
+            if (fstat(high, &a) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) close(fd);
             errno = savedErrno;
             return high;
         }
@@ -48,13 +51,15 @@ int fdMoveHigh(int fd)
 
 OwnedFd fdOwn(int fd)
 {
+    // The identity of what we opened, taken before the move: if the app takes the new number at once,
+    // the first check finds it changed (rather than taking the app's file for ours).
     OwnedFd o;
-    o.fd = fdMoveHigh(fd);
     struct stat st{};
-    if (o.fd >= 0 && fstat(o.fd, &st) == 0) {
+    if (fd >= 0 && fstat(fd, &st) == 0) {
         o.dev = uint64_t(st.st_dev);
         o.ino = uint64_t(st.st_ino);
     }
+    o.fd = fdMoveHigh(fd);
     return o;
 }
 
@@ -72,6 +77,52 @@ void fdRelease(OwnedFd& o)
 {
     if (fdStillOurs(o)) close(o.fd);
     o = OwnedFd{};
+}
+
+// libunwind's validation pipe: where libunwind keeps its two numbers (the array its pipe2 call
+// filled), and what they referred to. Written under OwnPipesScope (an app thread unwinding), read by
+// the drain thread.
+std::atomic<int*> g_unwindPipe{nullptr};
+OwnedFd g_unwindPipeIds[2];
+std::atomic<uint32_t> g_unwindPipeGen{0};  // odd while the identities are being written
+
+void noteUnwindPipe(int* fds)
+{
+    g_unwindPipeGen.fetch_add(1, std::memory_order_acq_rel);
+    for (int i = 0; i < 2; ++i) {
+        OwnedFd o;
+        struct stat st{};
+        o.fd = fds[i];
+        if (fstat(o.fd, &st) == 0) {
+            o.dev = uint64_t(st.st_dev);
+            o.ino = uint64_t(st.st_ino);
+        }
+        g_unwindPipeIds[i] = o;
+    }
+    g_unwindPipe.store(fds, std::memory_order_release);
+    g_unwindPipeGen.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void unwindPipeCheck()
+{
+    int* fds = g_unwindPipe.load(std::memory_order_acquire);
+    const uint32_t gen = g_unwindPipeGen.load(std::memory_order_acquire);
+    if (!fds || (gen & 1)) return;
+    const OwnedFd ids[2] = {g_unwindPipeIds[0], g_unwindPipeIds[1]};
+    if (g_unwindPipeGen.load(std::memory_order_acquire) != gen) return;
+    if (fdStillOurs(ids[0]) && fdStillOurs(ids[1])) return;
+    // The app took one of the numbers over: libunwind must neither read nor write it, nor close it
+    // when its read fails (which is what it does before making a new pipe). -1 makes it make a new
+    // one at its next validation (above the floor: that is under OwnPipesScope) without closing
+    // anything; each number is replaced only if libunwind still holds the one checked.
+    for (int i = 0; i < 2; ++i) {
+        int expected = ids[i].fd;
+        __atomic_compare_exchange_n(&fds[i], &expected, -1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    }
+    OwnedFd a = ids[0], b = ids[1];
+    fdRelease(a);  // our end, if the app took only the other
+    fdRelease(b);
+    g_unwindPipe.store(nullptr, std::memory_order_release);
 }
 
 OwnPipesScope::OwnPipesScope() { ++t_ownPipes; }

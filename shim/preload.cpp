@@ -221,6 +221,7 @@ int movePair(int* fds)
 {
     fds[0] = gpuspy::shim::fdMoveHigh(fds[0]);
     fds[1] = gpuspy::shim::fdMoveHigh(fds[1]);
+    gpuspy::shim::noteUnwindPipe(fds);
     return 0;
 }
 }  // namespace

@@ -134,6 +134,10 @@ struct OwnPipesScope {
     ~OwnPipesScope();
 };
 bool inOwnPipesScope();
+void noteUnwindPipe(int* fds);  // libunwind's pipe2 made its validation pipe into fds (its own array)
+// The drain thread, per write batch: when the app took over a number of libunwind's pipe, libunwind
+// is made to forget it (never to read, write or close it) and to make a new pipe when it next needs one.
+void unwindPipeCheck();
 
 // One lane element: a record body plus what the drain thread needs to finish it.
 struct Item {

@@ -330,12 +330,12 @@ uint32_t populate(T* base, uint32_t from, uint32_t to, uint32_t limit)
 // when not found. No allocation: the file is read in pieces of whole lines.
 size_t mappedPath(uintptr_t address, char* out, size_t cap)
 {
-    const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
+    OwnedFd fd = fdOwn(open("/proc/self/maps", O_RDONLY | O_CLOEXEC));  // out of the app's way (fds.cpp)
+    if (fd.fd < 0) return 0;
     char buf[2 * kMaxPath];
     size_t have = 0, found = 0;  // found: the path's length
     for (;;) {
-        const ssize_t r = read(fd, buf + have, sizeof buf - have);
+        const ssize_t r = read(fd.fd, buf + have, sizeof buf - have);
         if (r <= 0) break;
         have += size_t(r);
         size_t start = 0;
@@ -353,7 +353,7 @@ size_t mappedPath(uintptr_t address, char* out, size_t cap)
                 found = strnlen(path, cap);
                 if (found >= cap) found = 0;
                 else std::memcpy(out, path, found);
-                close(fd);
+                fdRelease(fd);
                 return found;
             }
             start = size_t(nl - buf) + 1;
@@ -362,7 +362,7 @@ size_t mappedPath(uintptr_t address, char* out, size_t cap)
         std::memmove(buf, buf + start, have - start);
         have -= start;
     }
-    close(fd);
+    fdRelease(fd);
     return 0;
 }
 

@@ -10,10 +10,12 @@
 #include "driver_setup.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { kLaunches = 500, kMaxFd = 1024 };
@@ -45,6 +47,46 @@ static int openDescriptors(int* out, int keep)
     return n;
 }
 
+/* With HZ_QUIET_FILE set (the capture's path), `all` waits (10 s at most) until gpuspy's output is open
+ * (a capture file or a socket above 63: moved out of the app's way), so that it takes that number over
+ * for sure (the drain thread opens it on its own schedule), then until the capture's size holds still
+ * (gpuspy wrote what the first launches made). gpuspy checks its descriptor before each write batch;
+ * a takeover in the one system call between that check and the write, or between its open and the
+ * move, is a window it cannot close, which this test does not aim at. */
+static void waitForQuietFile(const char* path)
+{
+    long last = -1;
+    for (int still = 0, tries = 0; still < 5 && tries < 1000; ++tries) {
+        struct stat st;
+        const long size = stat(path, &st) == 0 ? (long)st.st_size : -1;
+        still = size > 0 && size == last ? still + 1 : 0;
+        last = size;
+        usleep(20000);
+    }
+}
+
+static void waitForGpuspyOutput(void)
+{
+    const char* quiet = getenv("HZ_QUIET_FILE");  /* the capture, whose size stops changing when gpuspy idles */
+    if (!quiet) return;
+    for (int tries = 0; tries < 1000; ++tries) {
+        int fds[kMaxFd];
+        const int n = openDescriptors(fds, -1);
+        for (int i = 0; i < n; ++i) {
+            char link[64], target[512];
+            snprintf(link, sizeof link, "/proc/self/fd/%d", fds[i]);
+            const ssize_t len = readlink(link, target, sizeof target - 1);
+            if (len <= 0) continue;
+            target[len] = 0;
+            if (fds[i] >= 64 && (strncmp(target, "socket:", 7) == 0 || strstr(target, ".gspy"))) {
+                waitForQuietFile(quiet);
+                return;
+            }
+        }
+        usleep(10000);
+    }
+}
+
 int main(int argc, char** argv)
 {
     if (argc != 3) {
@@ -69,6 +111,7 @@ int main(int argc, char** argv)
             for (int fd = 3; fd < 64; ++fd)
                 if (fd != data) fds[k++] = fd;
         } else {
+            waitForGpuspyOutput();
             k = openDescriptors(fds, data);
         }
         for (int i = 0; i < k; ++i)
@@ -77,7 +120,10 @@ int main(int argc, char** argv)
     for (int i = 0; i < n; ++i) {
         char line[64];
         const int len = snprintf(line, sizeof line, "the app's line through a taken number\n");
-        if (write(taken[i], line, (size_t)len) != len) ++failed;
+        if (write(taken[i], line, (size_t)len) != len) {
+            fprintf(stderr, "writing through %d failed: %s\n", taken[i], strerror(errno));
+            ++failed;
+        }
     }
     failed += launch(kLaunches);
     printf("%s: %d launches, %ld failed\n", mode, 2 * kLaunches, failed);

@@ -7,6 +7,8 @@
 #   sig_guard: 10 SIGSEGVs handled by the app with a collector that does not read: no waiting
 #   sig_default: HUP PIPE USR1 USR2 ALRM QUIT TERM INT with the default action: same wait status, the
 #       capture complete (End included)
+#   fd_all_record: fd_all with the collector's socket (gpuspy record)
+#   spill_compact: the capture file the shim writes alone is compressed (<= 24 bytes a launch)
 #   spill_cap, spill_cap_socket: GPUSPY_MAX_BYTES bounds a capture file, drops counted, said once
 #   daemon, clearenv, chdir, gone: settings and the output path fixed when the library loaded
 # Usage: guest.sh MODE GPUSPY LIBGPUSPY WORKDIR PROGRAM
@@ -30,13 +32,34 @@ case $mode in
 fd_low | fd_all | fd_closefrom)
     how=${mode#fd_}
     hz_run . base "$prog" "$how" "$PWD/base.data"
-    hz_run . shim env LD_PRELOAD="$preload" GPUSPY_OUTPUT="$PWD/cap.gspy" "$prog" "$how" "$PWD/shim.data"
+    hz_run . shim env LD_PRELOAD="$preload" GPUSPY_OUTPUT="$PWD/cap.gspy" HZ_QUIET_FILE="$PWD/cap.gspy" "$prog" "$how" "$PWD/shim.data"
     hz_same . base shim
     took=$(sed -n 's/^took \([0-9]*\) numbers$/\1/p' shim.err)
     [[ $(wc -l <shim.data) -eq ${took:-x} ]] || hz_fail "the data file holds $(wc -l <shim.data) lines, the app wrote $took"
     grep -qvx "the app's line through a taken number" shim.data && hz_fail "gpuspy's bytes in the app's data file"
     [[ $(stat -c %s shim.data) -eq $((took * 38)) ]] || hz_fail "the data file has $(stat -c %s shim.data) bytes, the app wrote $((took * 38))"
     complete cap.gspy 1000
+    ;;
+fd_all_record)
+    # The same through the collector's socket (gpuspy record): the socket's number taken over, gpuspy
+    # connects again (a second stream of the same process) and nothing is lost or sent to the app's file.
+    hz_run . base "$prog" all "$PWD/base.data"
+    hz_run . shim env HZ_QUIET_FILE="$PWD/cap.gspy" "$gpuspy" record --sim -o cap.gspy -- "$prog" all "$PWD/shim.data"
+    [[ $(cat shim.rc) == $(cat base.rc) ]] || hz_fail "exit status $(cat shim.rc) under gpuspy record, $(cat base.rc) without"
+    grep -qxF "$(cat base.out)" shim.out || hz_fail "the app's stdout is not in record's: $(cat shim.out)"
+    took=$(sed -n 's/^took \([0-9]*\) numbers$/\1/p' shim.err)
+    [[ $(stat -c %s shim.data) -eq $((took * 38)) ]] || hz_fail "the data file has $(stat -c %s shim.data) bytes, the app wrote $((took * 38))"
+    complete cap.gspy 1000
+    ;;
+spill_compact)
+    # No collector: the capture file is compressed like the collector's, at most 24 bytes a call.
+    hz_run . base "$prog" 2 20000
+    hz_run . shim env LD_PRELOAD="$preload" GPUSPY_OUTPUT="$PWD/cap.gspy" "$prog" 2 20000
+    hz_same . base shim
+    complete cap.gspy 40000
+    size=$(stat -c %s cap.gspy)
+    hz_note "capture: $size bytes for 40000 launches"
+    [[ $size -le $((40000 * 24)) ]] || hz_fail "the capture takes $((size / 40000)) bytes a launch, more than 24"
     ;;
 unwind_pipe)
     hz_run . base "$prog"
