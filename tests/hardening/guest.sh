@@ -8,6 +8,7 @@
 #   sig_default: HUP PIPE USR1 USR2 ALRM QUIT TERM INT with the default action: same wait status, the
 #       capture complete (End included)
 #   fd_all_record: fd_all with the collector's socket (gpuspy record)
+#   disabled: GPUSPY_DISABLE=1 holds no descriptor (as many open as without gpuspy), writes nothing
 #   spill_compact: the capture file the shim writes alone is compressed (<= 24 bytes a launch)
 #   spill_cap, spill_cap_socket: GPUSPY_MAX_BYTES bounds a capture file, drops counted, said once
 #   daemon, clearenv, chdir, gone: settings and the output path fixed when the library loaded
@@ -39,6 +40,15 @@ fd_low | fd_all | fd_closefrom)
     grep -qvx "the app's line through a taken number" shim.data && hz_fail "gpuspy's bytes in the app's data file"
     [[ $(stat -c %s shim.data) -eq $((took * 38)) ]] || hz_fail "the data file has $(stat -c %s shim.data) bytes, the app wrote $((took * 38))"
     complete cap.gspy 1000
+    ;;
+disabled)
+    # GPUSPY_DISABLE=1: gpuspy holds no descriptor at all (fd_takeover's `all` counts the open ones).
+    hz_run . base "$prog" all "$PWD/base.data"
+    hz_run . shim env LD_PRELOAD="$preload" GPUSPY_DISABLE=1 "$prog" all "$PWD/shim.data"
+    hz_same . base shim
+    [[ $(grep '^took' shim.err) == $(grep '^took' base.err) ]] ||
+        hz_fail "descriptors open with gpuspy disabled: $(grep '^took' shim.err), without gpuspy: $(grep '^took' base.err)"
+    ls ./*.gspy 2>/dev/null && hz_fail "a capture was written with GPUSPY_DISABLE=1"
     ;;
 fd_all_record)
     # The same through the collector's socket (gpuspy record): the socket's number taken over, gpuspy
