@@ -43,7 +43,7 @@ __attribute__((constructor(101))) void loadSettings()
         if (!v || strlen(v) >= kMaxValue) continue;
         strcpy(g_values[i], v);
         g_present[i] = true;
-        if (i == 1 || i == 2) absolutize(g_values[i]);
+        if (strcmp(kNames[i], "GPUSPY_OUTPUT") == 0 || strcmp(kNames[i], "GPUSPY_SOCKET") == 0) absolutize(g_values[i]);
     }
     g_loaded = true;
 }
