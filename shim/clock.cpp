@@ -10,6 +10,8 @@
 // (unsynchronised CPUs, a migrated VM): stamps go back to clock_gettime for good, said once.
 #include "shim/clock.h"
 
+#include "shim/shim.h"
+
 #include <atomic>
 #include <cstring>
 
@@ -65,11 +67,11 @@ uint64_t monoNs()
 bool tscInvariant()
 {
 #if defined(__x86_64__)
-    const int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
+    OwnedFd fd = fdOwn(open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC));  // out of the app's way (fds.cpp)
+    if (fd.fd < 0) return false;
     char buf[8192];
-    const ssize_t n = read(fd, buf, sizeof buf - 1);  // the first CPU's flags are in its first 8 KiB
-    close(fd);
+    const ssize_t n = read(fd.fd, buf, sizeof buf - 1);  // the first CPU's flags are in its first 8 KiB
+    fdRelease(fd);
     if (n <= 0) return false;
     buf[n] = 0;
     const char* flags = strstr(buf, "\nflags");

@@ -1,11 +1,14 @@
 // shim/drain.cpp: the one drain thread that empties every thread's lane (lanes.cpp), turns the items
-// into wire records and writes them to the collector's socket or to a capture file.
+// into wire records and writes them to the collector's socket or, with no collector, to a capture file
+// (the collector's compressed layout, capped by GPUSPY_MAX_BYTES).
 #include "shim/shim.h"
 
+#include "wire/capture_format.h"
 #include "wire/codec.h"
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -14,6 +17,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <dlfcn.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -66,13 +70,25 @@ void waitForWork(uint32_t seen)
     g_drainWaiting.store(false, std::memory_order_relaxed);
 }
 
+// The stream's destination. Its descriptor is the shim's own (fds.cpp): above the floor, checked by
+// identity before every write batch; a number the app took over is never written to or closed.
 struct Output {
-    int fd = -1;
+    OwnedFd own;
     bool socket = false;
     bool failed = false;
     bool warned = false;
+    bool saidTakenOver = false;
+    bool saidCapped = false;
+    char path[4096] = {};   // the capture file (reopened when the app took its number)
+    uint64_t written = 0;   // bytes written into that file
+    bool chunked = false;   // a capture file in the collector's layout: every write is a zstd chunk
 };
 Output g_out;
+uint64_t g_maxBytes = 0;  // GPUSPY_MAX_BYTES: a capture file's size cap (0: none)
+constexpr uint64_t kDefaultMaxBytes = 1ull << 30;
+// Kept beyond the cap for the stream's last records (ThreadStats and End), so that a capped capture
+// still says how many records it made and dropped.
+constexpr uint64_t kEndReserve = 64 << 10;
 
 void note(const char* msg)
 {
@@ -96,15 +112,24 @@ size_t expandPath(char* out, size_t cap, const char* pattern, int pid)
     return n;
 }
 
-int openCaptureFile()
+// GPUSPY_MAX_BYTES: bytes, or with a K, M or G suffix; 0 for no cap.
+uint64_t parseBytes(const char* s)
 {
-    const int pid = int(getpid());
-    char path[4096];
-    const char* env = getenv("GPUSPY_OUTPUT");
-    if (env && *env)
-        expandPath(path, sizeof path - 32, env, pid);
-    else
-        snprintf(path, sizeof path, "./gpuspy-%d.gspy", pid);
+    if (!s || !*s) return kDefaultMaxBytes;
+    char* end = nullptr;
+    uint64_t v = strtoull(s, &end, 10);
+    if (end == s) return kDefaultMaxBytes;
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; break;
+    case 'm': case 'M': v <<= 20; break;
+    case 'g': case 'G': v <<= 30; break;
+    default: break;
+    }
+    return v;
+}
+
+int createAt(char* path, size_t cap, int pid)
+{
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST) {
         struct stat st{};
@@ -115,16 +140,53 @@ int openCaptureFile()
         } else {
             // A forked or exec'd child inheriting the same GPUSPY_OUTPUT: its own file, never the parent's.
             const size_t len = strlen(path);
-            snprintf(path + len, sizeof path - len, ".%d", pid);
+            snprintf(path + len, cap - len, ".%d", pid);
             fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         }
     }
-    if (fd < 0) {
-        char msg[4200];
-        snprintf(msg, sizeof msg, "gpuspy: cannot create %s (%s); recording is off\n", path, strerror(errno));
-        note(msg);
-    }
     return fd;
+}
+
+// Creates the capture file, its name in g_out.path. GPUSPY_OUTPUT (made absolute when the library
+// loaded) is where the user asked: if it cannot be created, recording is off. The default,
+// gpuspy-PID.gspy in the directory the process started in, falls back to $TMPDIR or /tmp (a daemon
+// that dropped privileges, a read-only working directory); either way stderr says so, once.
+int openCaptureFile()
+{
+    const int pid = int(getpid());
+    char* path = g_out.path;
+    const size_t cap = sizeof g_out.path;
+    const char* env = setting("GPUSPY_OUTPUT");
+    const bool named = env && *env;
+    if (named) {
+        expandPath(path, cap - 32, env, pid);
+    } else {
+        const char* dir = loadDirectory();
+        snprintf(path, cap - 32, "%s/gpuspy-%d.gspy", dir ? dir : ".", pid);
+    }
+    int fd = createAt(path, cap, pid);
+    if (fd >= 0) return fd;
+    const int err = errno;
+    char msg[9000];
+    if (!named) {
+        char first[4096];
+        memcpy(first, path, sizeof first);
+        const char* tmp = getenv("TMPDIR");
+        snprintf(path, cap - 32, "%s/gpuspy-%d.gspy", tmp && tmp[0] == '/' ? tmp : "/tmp", pid);
+        fd = createAt(path, cap, pid);
+        if (fd >= 0) {
+            snprintf(msg, sizeof msg, "gpuspy: cannot create %s (%s); writing %s instead\n", first, strerror(err), path);
+            note(msg);
+            return fd;
+        }
+        snprintf(msg, sizeof msg, "gpuspy: cannot create %s (%s) nor %s (%s); recording is off\n", first,
+                 strerror(err), path, strerror(errno));
+    } else {
+        snprintf(msg, sizeof msg, "gpuspy: cannot create %s (%s); recording is off\n", path, strerror(err));
+    }
+    note(msg);
+    path[0] = 0;
+    return -1;
 }
 
 int connectSocket(const char* path)
@@ -139,22 +201,134 @@ int connectSocket(const char* path)
     }
     strcpy(addr.sun_path, path);
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        const int err = errno;
         close(fd);
+        errno = err;
         return -1;
     }
     return fd;
 }
 
-bool writeAll(const uint8_t* p, size_t n)
+enum class Write { Ok, Failed, WouldBlock };
+
+// A socket is written without blocking: while a collector does not read, the drain thread waits in
+// poll, a short while at a time, and a stop that must be quick (a signal, _exit, exec) gives up there
+// instead of waiting on it (WouldBlock: the caller counts what was not sent).
+Write writeRaw(const uint8_t* p, size_t n)
 {
     while (n > 0) {
-        ssize_t w = g_out.socket ? send(g_out.fd, p, n, MSG_NOSIGNAL) : write(g_out.fd, p, n);
+        ssize_t w = g_out.socket ? send(g_out.own.fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) : write(g_out.own.fd, p, n);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
+        if (w < 0 && g_out.socket && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (g_fast.load(std::memory_order_acquire)) return Write::WouldBlock;
+            pollfd pfd{g_out.own.fd, POLLOUT, 0};
+            poll(&pfd, 1, 20);
+            continue;
+        }
+        if (w <= 0) return Write::Failed;
         p += w;
         n -= size_t(w);
+        if (!g_out.socket) g_out.written += uint64_t(w);
     }
+    return Write::Ok;
+}
+
+// zstd, loaded privately (RTLD_LOCAL, like libunwind: its symbols must not interpose on an app's own
+// zstd), for a capture file the shim writes alone: ~8-20 bytes a call against ~100 bare.
+struct Zstd {
+    void* (*createCCtx)();
+    size_t (*setParameter)(void*, int, int);
+    size_t (*compress2)(void*, void*, size_t, const void*, size_t);
+    size_t (*compressBound)(size_t);
+    unsigned (*isError)(size_t);
+    void* cctx;
+    uint8_t* out;
+    size_t outCap;
+};
+Zstd g_zstd{};
+bool g_zstdTried = false;
+
+bool zstdReady()
+{
+    if (g_zstdTried) return g_zstd.cctx != nullptr;
+    g_zstdTried = true;
+    void* lib = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return false;
+    g_zstd.createCCtx = reinterpret_cast<void* (*)()>(dlsym(lib, "ZSTD_createCCtx"));
+    g_zstd.setParameter = reinterpret_cast<size_t (*)(void*, int, int)>(dlsym(lib, "ZSTD_CCtx_setParameter"));
+    g_zstd.compress2 = reinterpret_cast<size_t (*)(void*, void*, size_t, const void*, size_t)>(dlsym(lib, "ZSTD_compress2"));
+    g_zstd.compressBound = reinterpret_cast<size_t (*)(size_t)>(dlsym(lib, "ZSTD_compressBound"));
+    g_zstd.isError = reinterpret_cast<unsigned (*)(size_t)>(dlsym(lib, "ZSTD_isError"));
+    if (!g_zstd.createCCtx || !g_zstd.setParameter || !g_zstd.compress2 || !g_zstd.compressBound || !g_zstd.isError)
+        return false;
+    g_zstd.outCap = g_zstd.compressBound(kBufSize);
+    g_zstd.out = static_cast<uint8_t*>(malloc(g_zstd.outCap));
+    void* cctx = g_zstd.out ? g_zstd.createCCtx() : nullptr;
+    if (!cctx) return false;
+    constexpr int kLevel = 100, kChecksum = 201;  // ZSTD_c_compressionLevel, ZSTD_c_checksumFlag
+    g_zstd.setParameter(cctx, kLevel, 1);
+    g_zstd.setParameter(cctx, kChecksum, 1);
+    g_zstd.cctx = cctx;
     return true;
+}
+
+// A capture file just created: in the collector's layout when zstd is at hand (its header first),
+// else the bare stream. False: the header could not be written.
+bool beginCaptureFile()
+{
+    g_out.chunked = false;
+    g_out.written = 0;
+    if (!zstdReady()) return true;
+    wire::CaptureFileHeader h{};
+    memcpy(h.magic, wire::kCaptureMagic, sizeof h.magic);
+    h.versionMajor = wire::kCaptureFileMajor;
+    h.versionMinor = wire::kCaptureFileMinor;
+    h.headerSize = sizeof h;
+    timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    h.createdRealtimeNs = uint64_t(rt.tv_sec) * 1000000000u + uint64_t(rt.tv_nsec);
+    if (writeRaw(reinterpret_cast<const uint8_t*>(&h), sizeof h) != Write::Ok) return false;
+    g_out.chunked = true;
+    return true;
+}
+
+Write writeChunk(uint16_t kind, const uint8_t* p, size_t n, bool compress)
+{
+    size_t stored = n;
+    const uint8_t* body = p;
+    if (compress) {
+        const size_t z = g_zstd.compress2(g_zstd.cctx, g_zstd.out, g_zstd.outCap, p, n);
+        if (g_zstd.isError(z)) return Write::Failed;
+        stored = z;
+        body = g_zstd.out;
+    }
+    wire::CaptureChunkHeader h{wire::kCaptureChunkMagic, kind, uint16_t(compress ? 1 : 0), 0, uint32_t(n), uint32_t(stored), 0};
+    const Write w = writeRaw(reinterpret_cast<const uint8_t*>(&h), sizeof h);
+    return w == Write::Ok ? writeRaw(body, stored) : w;
+}
+
+// The stream's next bytes: to the socket or a bare stream file as they are, into a capture file as
+// compressed chunks (each at most kBufSize, within the reader's kCaptureMaxChunkRaw).
+Write writeAll(const uint8_t* p, size_t n)
+{
+    if (!g_out.chunked) return writeRaw(p, n);
+    static_assert(kBufSize <= wire::kCaptureMaxChunkRaw);
+    while (n > 0) {
+        const size_t k = n < kBufSize ? n : kBufSize;
+        const Write w = writeChunk(wire::kChunkStream, p, k, true);
+        if (w != Write::Ok) return w;
+        p += k;
+        n -= k;
+    }
+    return Write::Ok;
+}
+
+// The capture file's last chunk: a reader knows it was finished.
+void endCaptureFile()
+{
+    if (!g_out.chunked || g_out.failed || !fdStillOurs(g_out.own)) return;
+    const wire::CaptureFileEnd end{0, 1, 0};
+    writeChunk(wire::kChunkEnd, reinterpret_cast<const uint8_t*>(&end), sizeof end, false);
 }
 
 size_t encodePreamble(uint8_t* out, size_t cap)
@@ -169,11 +343,11 @@ size_t encodePreamble(uint8_t* out, size_t cap)
 
     char cmd[4096];
     size_t cmdLen = 0;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t r = read(fd, cmd, sizeof cmd);
+    OwnedFd fd = fdOwn(open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC));
+    if (fd.fd >= 0) {
+        ssize_t r = read(fd.fd, cmd, sizeof cmd);
         if (r > 0) cmdLen = size_t(r);
-        close(fd);
+        fdRelease(fd);
     }
     wire::ProcessBody pb{};
     pb.pid = uint32_t(getpid());
@@ -223,23 +397,26 @@ void noteWriteFailure(int err)
 // again), so that records encoded for an earlier stream can follow. `scratch` is kBufSize bytes.
 bool startStream(uint8_t* scratch)
 {
-    if (!writeAll(scratch, encodePreamble(scratch, kBufSize))) return false;
+    if (writeAll(scratch, encodePreamble(scratch, kBufSize)) != Write::Ok) return false;
     for (;;) {
         const size_t n = drainDefs(scratch, kBufSize);
         if (n == 0) return true;
-        if (!writeAll(scratch, n)) return false;
+        if (writeAll(scratch, n) != Write::Ok) return false;
     }
 }
+
+bool recoverTakenOver(uint8_t* scratch, bool unstarted);
 
 // Opens the socket or the file and writes the stream's preamble. False: nothing can be written.
 bool openOutput(uint8_t* scratch)
 {
     g_out = Output{};
-    const char* sock = getenv("GPUSPY_SOCKET");
+    g_maxBytes = parseBytes(setting("GPUSPY_MAX_BYTES"));
+    const char* sock = setting("GPUSPY_SOCKET");
     if (sock && *sock) {
         int fd = connectSocket(sock);
         if (fd >= 0) {
-            g_out.fd = fd;
+            g_out.own = fdOwn(fd);
             g_out.socket = true;
         } else {
             char msg[600];
@@ -248,18 +425,88 @@ bool openOutput(uint8_t* scratch)
             note(msg);
         }
     }
-    if (g_out.fd < 0) g_out.fd = openCaptureFile();
-    if (g_out.fd < 0) {
+    if (g_out.own.fd < 0) g_out.own = fdOwn(openCaptureFile());
+    if (g_out.own.fd < 0) {
         g_out.failed = true;
         g_out.warned = true;  // openCaptureFile said why
         return false;
     }
-    if (!writeAll(scratch, encodePreamble(scratch, kBufSize))) {
+    if ((!g_out.socket && !beginCaptureFile()) || writeAll(scratch, encodePreamble(scratch, kBufSize)) != Write::Ok) {
+        // The app took the number between our open and this write: open again, elsewhere if need be.
+        if (!fdStillOurs(g_out.own)) {
+            if (recoverTakenOver(scratch, true)) return true;
+            g_out.failed = true;
+            return false;
+        }
         noteWriteFailure(errno);
         g_out.failed = true;
         return false;
     }
     return true;
+}
+
+// A new stream into a new destination (preamble and every definition again), so that records encoded
+// for the earlier stream can follow. False: nothing can be written (said once).
+bool startNewStream(uint8_t* scratch)
+{
+    internForgetSent();
+#ifdef GPUSPY_HAVE_STACK
+    stackAfterForkChild();
+#endif
+    if (startStream(scratch)) return true;
+    noteWriteFailure(errno);
+    return false;
+}
+
+// The app now owns our descriptor's number (it dup2'd onto it, or closed it and opened something
+// that got the number). Never written to nor closed: the same file is opened again and the stream
+// goes on where it was; a collector is connected to again as a new stream (the first one was cut
+// short by the app); a file that is gone is created anew. `unstarted`: the stream's preamble was not
+// written yet (the number was taken before it). False: nothing can be written.
+// (Between the identity check and the write the app may still take the number: a window of one
+// system call, closed by the check before the next batch.)
+bool recoverTakenOver(uint8_t* scratch, bool unstarted)
+{
+    const OwnedFd lost = g_out.own;
+    g_out.own = OwnedFd{};
+    if (!g_out.saidTakenOver) {
+        g_out.saidTakenOver = true;
+        char msg[200];
+        snprintf(msg, sizeof msg, "gpuspy: the app took over descriptor %d (gpuspy's output); opening it again\n",
+                 lost.fd);
+        note(msg);
+    }
+    if (g_out.socket) {
+        const char* sock = setting("GPUSPY_SOCKET");
+        const int fd = sock && *sock ? connectSocket(sock) : -1;
+        if (fd >= 0) {
+            g_out.own = fdOwn(fd);
+            return startNewStream(scratch);
+        }
+        note("gpuspy: lost the collector; writing the rest to a capture file\n");
+        g_out.socket = false;
+    } else if (g_out.path[0]) {
+        const int fd = open(g_out.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd >= 0) {
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+            OwnedFd again = fdOwn(fd);
+            if (again.dev == lost.dev && again.ino == lost.ino) {
+                g_out.own = again;
+                return unstarted ? startNewStream(scratch) : true;  // the same file: the stream goes on
+            }
+            fdRelease(again);
+        }
+    }
+    g_out.own = fdOwn(openCaptureFile());
+    if (g_out.own.fd < 0) {
+        g_out.warned = true;  // openCaptureFile said why
+        return false;
+    }
+    if (!beginCaptureFile()) {
+        noteWriteFailure(errno);
+        return false;
+    }
+    return startNewStream(scratch);
 }
 
 // A write failed. A socket falls back to a file, which starts a new stream (preamble and every
@@ -268,19 +515,16 @@ bool onWriteFailure(uint8_t* scratch)
 {
     const int err = errno;
     if (g_out.socket) {
-        close(g_out.fd);
+        fdRelease(g_out.own);
         note("gpuspy: lost the collector; writing the rest to a capture file\n");
         g_out.socket = false;
-        g_out.fd = openCaptureFile();
-        if (g_out.fd < 0) {
+        g_out.own = fdOwn(openCaptureFile());
+        if (g_out.own.fd < 0) {
             g_out.warned = true;  // openCaptureFile said why
-        } else {
-            internForgetSent();
-#ifdef GPUSPY_HAVE_STACK
-            stackAfterForkChild();
-#endif
-            if (startStream(scratch)) return true;
+        } else if (!beginCaptureFile()) {
             noteWriteFailure(errno);
+        } else if (startNewStream(scratch)) {
+            return true;
         }
     } else {
         noteWriteFailure(err);
@@ -289,16 +533,55 @@ bool onWriteFailure(uint8_t* scratch)
     return false;
 }
 
-// Writes buf[0..n) holding `records` queued records; counts them as dropped when they cannot be written.
-void flushBuffer(uint8_t* buf, size_t& n, uint64_t records, uint8_t* scratch)
+// A capture file at its cap (GPUSPY_MAX_BYTES): what would go beyond it is counted, not written; the
+// stream's last records may use kEndReserve beyond the cap.
+bool overCap(size_t n, bool last)
+{
+    if (g_out.socket || g_maxBytes == 0) return false;
+    const uint64_t limit = g_maxBytes + (last ? kEndReserve : 0);
+    if (g_out.written + n <= limit) return false;
+    if (!last && !g_out.saidCapped) {
+        g_out.saidCapped = true;
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "gpuspy: the capture reached GPUSPY_MAX_BYTES (%llu bytes); further records are counted as "
+                 "dropped, not written\n",
+                 (unsigned long long)g_maxBytes);
+        note(msg);
+    }
+    return true;
+}
+
+// Writes buf[0..n) holding `records` queued records; counts them as dropped when they cannot be
+// written. `last`: the stream's final records.
+void flushBuffer(uint8_t* buf, size_t& n, uint64_t records, uint8_t* scratch, bool last)
 {
     if (n == 0) return;
-    bool written = !g_out.failed && writeAll(buf, n);
-    if (!written && !g_out.failed && onWriteFailure(scratch)) {
-        written = writeAll(buf, n);
-        if (!written) onWriteFailure(scratch);
+    // Once per batch, not per call: is the number still ours? (The app may have taken it over.)
+    if (!g_out.failed && !fdStillOurs(g_out.own) && !recoverTakenOver(scratch, false)) g_out.failed = true;
+    unwindPipeCheck();
+    if (g_out.failed || overCap(n, last)) {
+        countDrainDrop(records);
+        n = 0;
+        return;
     }
-    if (!written) countDrainDrop(records);
+    Write w = writeAll(buf, n);
+    // Taken over during the write (a socket's send on the app's file fails): open again, write again.
+    if (w == Write::Failed && !fdStillOurs(g_out.own)) {
+        if (recoverTakenOver(scratch, false)) w = writeAll(buf, n);
+        else g_out.failed = true;  // recoverTakenOver said why
+    }
+    if (w == Write::Failed && !g_out.failed && onWriteFailure(scratch)) {
+        w = writeAll(buf, n);
+        if (w == Write::Failed) onWriteFailure(scratch);
+    }
+    if (w == Write::WouldBlock) {
+        // A quick stop and a collector that is not reading: what it did not take is counted, and
+        // nothing more is sent (the stream may end inside a record; the collector keeps what came before).
+        g_out.failed = true;
+        g_out.warned = true;
+    }
+    if (w != Write::Ok) countDrainDrop(records);
     n = 0;
 }
 
@@ -310,8 +593,7 @@ bool giveUpIfFailed()
     if (!g_out.failed) return false;
     int on = int(State::On);
     g_state.compare_exchange_strong(on, int(State::Dead));
-    if (g_out.fd >= 0) close(g_out.fd);
-    g_out.fd = -1;
+    fdRelease(g_out.own);
     g_finished.store(true, std::memory_order_release);
     return true;
 }
@@ -322,9 +604,9 @@ struct OutBuffer {
     uint8_t* scratch = nullptr;  // kBufSize bytes, for a new stream's preamble
     size_t n = 0;
     uint64_t records = 0;        // queued records in buf[0..n) (counted as dropped if it cannot be written)
-    void flush()
+    void flush(bool last = false)
     {
-        flushBuffer(buf, n, records, scratch);
+        flushBuffer(buf, n, records, scratch, last);
         records = 0;
     }
 };
@@ -416,6 +698,7 @@ void* drainMain(void*)
     // Final totals: per-thread figures for threads still alive, then End.
     out.n += drainDefs(out.buf + out.n, kBufSize - out.n);
     out.n += gpuDrain(out.buf + out.n, kBufSize - out.n, nullptr, 0, !g_fast.load(std::memory_order_acquire));
+    out.flush();  // before End is made: what this cannot write is in End's count
     wire::ThreadStatsBody stats[256];
     const size_t ns = snapshotThreadStats(stats, 256);
     for (size_t i = 0; i < ns && kBufSize - out.n > 64; ++i)
@@ -430,12 +713,10 @@ void* drainMain(void*)
     end.exitReason = g_exitReason.load(std::memory_order_acquire);
     out.n += wire::encode(out.buf + out.n, kBufSize - out.n, end);
     out.records += ns + 1;
-    out.flush();
-    if (g_out.fd >= 0) {
-        if (g_out.socket) shutdown(g_out.fd, SHUT_WR);
-        close(g_out.fd);
-        g_out.fd = -1;
-    }
+    out.flush(true);
+    endCaptureFile();
+    if (g_out.socket && fdStillOurs(g_out.own)) shutdown(g_out.own.fd, SHUT_WR);
+    fdRelease(g_out.own);
     g_finished.store(true, std::memory_order_release);
     return nullptr;  // buffers leaked on purpose: exit is near
 }
@@ -530,7 +811,7 @@ void drainAfterForkChild()
     g_stop.store(false);
     g_finished.store(false);
     g_drainWaiting.store(false);  // the parent's drain thread may have been waiting
-    if (g_out.fd >= 0) close(g_out.fd);  // our copy only; the parent's stream goes on
+    fdRelease(g_out.own);  // our copy only (when the child did not take its number); the parent's stream goes on
     g_out = Output{};
     internForgetSent();
 }

@@ -315,9 +315,9 @@ bool eventHostNs(const Anchor* a, Ev* ev, uint64_t& ns)
 
 void gpuConfigure()
 {
-    const char* on = getenv("GPUSPY_GPU_TIME");
+    const char* on = setting("GPUSPY_GPU_TIME");
     g_on = !(on && on[0] == '0');
-    if (const char* s = getenv("GPUSPY_GPU_BUDGET")) {
+    if (const char* s = setting("GPUSPY_GPU_BUDGET")) {
         const double pct = strtod(s, nullptr);
         if (pct > 0) g_budgetPpm = pct >= 100 ? 1000000 : uint64_t(pct * 10000);
     }

@@ -520,11 +520,11 @@ size_t drainThreadDefs(uint8_t* out, size_t cap)
         char path[64], name[64] = {0};
         snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
         size_t len = 0;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            ssize_t r = read(fd, name, sizeof name - 1);
+        OwnedFd fd = fdOwn(open(path, O_RDONLY | O_CLOEXEC));  // out of the app's way (fds.cpp)
+        if (fd.fd >= 0) {
+            ssize_t r = read(fd.fd, name, sizeof name - 1);
             if (r > 0) len = size_t(r);
-            close(fd);
+            fdRelease(fd);
         }
         while (len > 0 && (name[len - 1] == '\n' || name[len - 1] == 0)) --len;
         wire::ThreadDefBody b{};

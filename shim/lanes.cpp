@@ -184,7 +184,7 @@ void lanesConfigure()
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (__get_cpuid(0x80000001u, &a, &b, &c, &d)) g_prefetchw = (c >> 8) & 1;
 #endif
-    if (const char* e = getenv("GPUSPY_QUEUE_ITEMS")) {
+    if (const char* e = setting("GPUSPY_QUEUE_ITEMS")) {
         const unsigned long v = strtoul(e, nullptr, 10);
         if (v >= 1024 && v <= (1ul << 20)) g_laneItems = v;
     }

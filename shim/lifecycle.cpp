@@ -1,8 +1,9 @@
-// shim/lifecycle.cpp: the exit paths that atexit never sees: fatal signals (SIGTERM, SIGINT,
-// SIGSEGV, SIGBUS, SIGABRT) and quick_exit (_exit and exec are interposed in preload.cpp). Each
-// writes out what was recorded, with a short time limit, from an async-signal-safe path (atomics and
-// nanosleep: the drain thread does the writing), and then does exactly what would have happened
-// without gpuspy: the app's own handler runs, or the default action, with the same exit status.
+// shim/lifecycle.cpp: the exit paths that atexit never sees: signals whose default action ends the
+// process (SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT, SIGHUP, SIGPIPE, SIGQUIT, SIGUSR1, ...) and
+// quick_exit (_exit and exec are interposed in preload.cpp). Without an app handler, each writes out
+// what was recorded, with a short time limit, from an async-signal-safe path (atomics and nanosleep:
+// the drain thread does the writing, and gives up on a collector that does not read), then the
+// default action happens, with the same wait status. The app's own handler runs at once.
 // The app may change those handlers after ours went in (sigaction and signal are interposed in
 // preload.cpp): it sees its own handlers, and ours stays in front of them.
 #include "shim/shim.h"
@@ -22,7 +23,10 @@ constexpr uint64_t kSignalFlushNs = 500000000ull;  // a dying process is given h
 constexpr uint64_t kQuickExitFlushNs = 1000000000ull;
 constexpr int kExitSignal = 1;  // wire::EndBody::exitReason
 
-const int kSignals[] = {SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT};
+// Every signal whose default action ends the process (SIGKILL and SIGSTOP aside, which cannot be
+// caught; SIGTRAP is a debugger's).
+const int kSignals[] = {SIGTERM, SIGINT,  SIGSEGV, SIGBUS,  SIGABRT,   SIGFPE,  SIGILL, SIGHUP, SIGPIPE, SIGQUIT,
+                        SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGSYS};
 // What the app has installed (or would have, had we not been in front) for each signal we handle.
 struct sigaction g_previous[NSIG];
 // Our handler is installed for this signal. An app that ignores the signal gets SIG_IGN for real.
@@ -97,14 +101,16 @@ void onSignal(int sig, siginfo_t* info, void* context)
                                                          : prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN;
     if (isIgnore(prev)) return;  // ignored since our handler went in (a race with the app's sigaction)
     if (appHandler) {
-        // The app's handler decides whether the process lives on: write out what we have and keep
-        // recording. If it ends the process (_exit, abort, re-raising with the default action), that
-        // path ends the stream. SA_RESETHAND: the kernel would have reset the action before the handler.
+        // The app's handler decides whether the process lives on, and runs at once: a runtime that
+        // takes SIGSEGV in normal operation (guard pages) must not wait for gpuspy's writing. The drain
+        // thread is only woken to write what we have; if the handler ends the process (_exit, abort,
+        // re-raising with the default action), that path ends the stream, within its time limit.
+        // SA_RESETHAND: the kernel would have reset the action before the handler.
         if (prev.sa_flags & SA_RESETHAND) {
             g_previous[sig] = {};
             g_previous[sig].sa_handler = SIG_DFL;
         }
-        flushRecording(kSignalFlushNs);
+        drainWake();
         errno = savedErrno;
         if (prev.sa_flags & SA_SIGINFO) prev.sa_sigaction(sig, info, context);
         else prev.sa_handler(sig);

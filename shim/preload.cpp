@@ -1,8 +1,9 @@
 // shim/preload.cpp: the exported glue only the shared library has: our dlsym, which every
 // lookup goes through (static cudart calls the executable's dlsym import, which this interposes),
 // the exits atexit never sees: _exit/_Exit and exec (the capture so far is complete before the
-// process image goes; a failed exec goes on recording in a new stream), and sigaction/signal, so
-// that a handler the app installs late goes behind ours instead of replacing it (lifecycle.cpp).
+// process image goes; a failed exec goes on recording in a new stream), sigaction/signal, so
+// that a handler the app installs late goes behind ours instead of replacing it (lifecycle.cpp), and
+// pipe/pipe2, so that libunwind's pipe lands out of the app's way (fds.cpp).
 #include "shim/shim.h"
 
 #include <dlfcn.h>
@@ -205,6 +206,50 @@ extern "C" __attribute__((visibility("default"))) GS_UNINSTRUMENTED sighandler_t
     return old.sa_handler;  // shares its storage with sa_sigaction, as glibc's signal() returns it
 }
 
+// pipe2 and pipe: the app's calls pass through untouched; libunwind's, made while gpuspy unwinds on
+// this thread (OwnPipesScope: its memory-validation pipe, kept for the life of the process), get
+// numbers above the shim's floor, out of the app's way (fds.cpp).
+namespace {
+template <class F>
+F nextDefinition(const char* name)
+{
+    gpuspy::shim::DlsymFn dl = gpuspy::shim::realDlsym();
+    return dl ? reinterpret_cast<F>(dl(RTLD_NEXT, name)) : nullptr;
+}
+
+int movePair(int* fds)
+{
+    fds[0] = gpuspy::shim::fdMoveHigh(fds[0]);
+    fds[1] = gpuspy::shim::fdMoveHigh(fds[1]);
+    gpuspy::shim::noteUnwindPipe(fds);
+    return 0;
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int pipe2(int fds[2], int flags)
+{
+    static auto real = nextDefinition<int (*)(int*, int)>("pipe2");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    const int rc = real(fds, flags);
+    if (rc != 0 || !gpuspy::shim::inOwnPipesScope()) return rc;
+    return movePair(fds);  // F_DUPFD_CLOEXEC; O_NONBLOCK belongs to the pipe, shared by the copies
+}
+
+extern "C" __attribute__((visibility("default"))) int pipe(int fds[2])
+{
+    static auto real = nextDefinition<int (*)(int*)>("pipe");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    const int rc = real(fds);
+    if (rc != 0 || !gpuspy::shim::inOwnPipesScope()) return rc;
+    return movePair(fds);
+}
+
 // Our definitions by hidden aliases: their addresses taken by name would be resolved through the
 // GOT to the first definition in the process, which is a sanitizer runtime's interceptor.
 // (The aliases lack libc's nonnull/nothrow attributes, which only matter to callers we have none of.)
@@ -223,6 +268,8 @@ GS_OWN(execvpe)
 GS_OWN(execl)
 GS_OWN(execlp)
 GS_OWN(execle)
+GS_OWN(pipe)
+GS_OWN(pipe2)
 #undef GS_OWN
 #pragma GCC diagnostic pop
 
@@ -238,6 +285,7 @@ GS_UNINSTRUMENTED void* ownDefinition(const char* name)
 #define GS_OWN(name) {#name, reinterpret_cast<void*>(&gs_own_##name)}
         GS_OWN(dlsym), GS_OWN(sigaction), GS_OWN(signal), GS_OWN(_exit),  GS_OWN(_Exit),  GS_OWN(execve),
         GS_OWN(execv), GS_OWN(execvp),    GS_OWN(execvpe), GS_OWN(execl), GS_OWN(execlp), GS_OWN(execle),
+        GS_OWN(pipe),  GS_OWN(pipe2),
 #undef GS_OWN
     };
     for (const Own& o : kOwn) {

@@ -175,8 +175,10 @@ void postforkChild()
 
 void onceInit()
 {
-    const char* off = getenv("GPUSPY_DISABLE");
+    const char* off = setting("GPUSPY_DISABLE");
     g_disabled = off && off[0] == '1';
+    // Recording off: no handler, no thread, no descriptor (libunwind's pipe is made by stackConfigure).
+    if (g_disabled) return;
     pthread_key_create(&g_threadKey, threadExit);
     pthread_atfork(prefork, postforkParent, postforkChild);
     atexit(atExit);
@@ -185,7 +187,7 @@ void onceInit()
     gpuConfigure();
 #ifdef GPUSPY_HAVE_STACK
     unsigned depth = 24;
-    if (const char* d = getenv("GPUSPY_STACK_DEPTH")) depth = unsigned(strtoul(d, nullptr, 10));
+    if (const char* d = setting("GPUSPY_STACK_DEPTH")) depth = unsigned(strtoul(d, nullptr, 10));
     stackConfigure(depth);
 #endif
 }

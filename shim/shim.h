@@ -113,6 +113,32 @@ SigactionFn realSigaction();  // libc's, behind our interposer
 // The app's sigaction (preload.cpp): for a signal we handle, it reads and replaces the action behind ours.
 int appSigaction(int sig, const struct sigaction* act, struct sigaction* old);
 
+// ---- settings.cpp: GPUSPY_* as set when the library loaded (a daemon's chdir, clearenv come later);
+// one not set then is read from the environment now. GPUSPY_OUTPUT and GPUSPY_SOCKET are absolute.
+const char* setting(const char* name);
+const char* loadDirectory();  // the working directory when the library loaded; null when unknown
+
+// ---- fds.cpp: the shim's own descriptors, above a high floor and known by identity
+struct OwnedFd {
+    int fd = -1;
+    uint64_t dev = 0;
+    uint64_t ino = 0;
+};
+int fdMoveHigh(int fd);        // fd, or a close-on-exec copy above the floor (fd then closed)
+OwnedFd fdOwn(int fd);         // moved high, its identity taken
+bool fdStillOurs(const OwnedFd& o);  // the number still refers to what we opened (the app may own it now)
+void fdRelease(OwnedFd& o);    // closed only when still ours; forgotten either way
+// While one is alive on a thread, pipes made there (libunwind's validation pipe) go above the floor.
+struct OwnPipesScope {
+    OwnPipesScope();
+    ~OwnPipesScope();
+};
+bool inOwnPipesScope();
+void noteUnwindPipe(int* fds);  // libunwind's pipe2 made its validation pipe into fds (its own array)
+// The drain thread, per write batch: when the app took over a number of libunwind's pipe, libunwind
+// is made to forget it (never to read, write or close it) and to make a new pipe when it next needs one.
+void unwindPipeCheck();
+
 // One lane element: a record body plus what the drain thread needs to finish it.
 struct Item {
     enum Kind : uint8_t { Call = 1, Nvtx = 2, ThreadStats = 3 };

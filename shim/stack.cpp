@@ -60,6 +60,8 @@
 // ahead of their cursors by the drain thread (stackPrefault), never by a capturing app thread.
 #include "shim/stack.h"
 
+#include "shim/shim.h"
+
 #include "shim/stack_fp.h"
 #include "wire/codec.h"
 
@@ -328,12 +330,12 @@ uint32_t populate(T* base, uint32_t from, uint32_t to, uint32_t limit)
 // when not found. No allocation: the file is read in pieces of whole lines.
 size_t mappedPath(uintptr_t address, char* out, size_t cap)
 {
-    const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
+    OwnedFd fd = fdOwn(open("/proc/self/maps", O_RDONLY | O_CLOEXEC));  // out of the app's way (fds.cpp)
+    if (fd.fd < 0) return 0;
     char buf[2 * kMaxPath];
     size_t have = 0, found = 0;  // found: the path's length
     for (;;) {
-        const ssize_t r = read(fd, buf + have, sizeof buf - have);
+        const ssize_t r = read(fd.fd, buf + have, sizeof buf - have);
         if (r <= 0) break;
         have += size_t(r);
         size_t start = 0;
@@ -351,7 +353,7 @@ size_t mappedPath(uintptr_t address, char* out, size_t cap)
                 found = strnlen(path, cap);
                 if (found >= cap) found = 0;
                 else std::memcpy(out, path, found);
-                close(fd);
+                fdRelease(fd);
                 return found;
             }
             start = size_t(nl - buf) + 1;
@@ -360,7 +362,7 @@ size_t mappedPath(uintptr_t address, char* out, size_t cap)
         std::memmove(buf, buf + start, have - start);
         have -= start;
     }
-    close(fd);
+    fdRelease(fd);
     return 0;
 }
 
@@ -453,7 +455,7 @@ void stackConfigure(unsigned depth)
         stackPrefault();
     }
     if (!g_pid) {
-        const char* fp = getenv("GPUSPY_STACK_FP");
+        const char* fp = setting("GPUSPY_STACK_FP");
         stackUseFramePointers(!(fp && fp[0] == '0'));
     }
     g_pid = getpid();
@@ -461,6 +463,7 @@ void stackConfigure(unsigned depth)
     // libunwind's first call initialises its globals and this thread's trace cache (dozens of page
     // faults, milliseconds on a VM): here, once, rather than inside the app's first recorded call.
     void* warm[4];
+    OwnPipesScope ownPipes;  // its validation pipe, made now, goes out of the app's way (fds.cpp)
     g_backtrace(warm, 4);
     g_depth.store(depth, std::memory_order_release);
 }
@@ -510,7 +513,12 @@ uint32_t stackCapture(unsigned skipFrames)
     // buf[0] is the return address inside stackCapture itself (unw_backtrace's caller); buf[1] on
     // are the frames the walk read, from our caller outwards.
     void* buf[1 + kMaxFrames];
-    const int n = g_backtrace(buf, int(1 + wanted));
+    int n;
+    {
+        // libunwind remakes its validation pipe when the app closed it: above the floor again.
+        OwnPipesScope ownPipes;
+        n = g_backtrace(buf, int(1 + wanted));
+    }
     if (n <= 1) return 0;
     const auto* pcs = reinterpret_cast<const uint64_t*>(buf + 1);
     const uint32_t id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth);

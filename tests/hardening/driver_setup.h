@@ -17,7 +17,7 @@ struct HzDriver {
 
 /* The simulated driver loads no code: any image names a module, any name a kernel in it. Returns 0,
  * or 1 after saying on stderr that `who` could not set up the driver. */
-static int hzDriverSetUp(struct HzDriver* d, const char* who, const char* kernel)
+static inline int hzDriverSetUp(struct HzDriver* d, const char* who, const char* kernel)
 {
     static const char image[] = "hardening module";
     if (cuInit(0) || cuDeviceGet(&d->dev, 0) || cuDevicePrimaryCtxRetain(&d->ctx, d->dev) ||
@@ -29,7 +29,7 @@ static int hzDriverSetUp(struct HzDriver* d, const char* who, const char* kernel
     return 0;
 }
 
-static void hzDriverTearDown(struct HzDriver* d)
+static inline void hzDriverTearDown(struct HzDriver* d)
 {
     cuMemFree(d->buf);
     cuModuleUnload(d->mod);
@@ -38,7 +38,7 @@ static void hzDriverTearDown(struct HzDriver* d)
 
 /* Prints "paused" and waits for a line on stdin (the test stalls, kills or restarts the collector
  * meanwhile). Returns 0, or 1 when stdin ended first. */
-static int hzPause(void)
+static inline int hzPause(void)
 {
     printf("paused\n");
     fflush(stdout);

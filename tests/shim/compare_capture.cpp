@@ -6,6 +6,7 @@
 //                   [--min-kernel-timings N] CAPTURE TRACE.jsonl|-
 //   --min-kernel-timings N: every kernel has GPU timing on at least N of its launches (all, if fewer)
 // Exit 0: match; 1: mismatch (first problems printed); 2: a file could not be read.
+#include "tests/shim/shim_capture_file.h"
 #include "wire/codec.h"
 
 #include <nlohmann/json.hpp>
@@ -76,6 +77,7 @@ bool readCapture(const char* path, Capture& cap)
         return false;
     }
     std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    test::unwrapShimCapture(data);
     wire::StreamDecoder dec;
     bool ok = dec.feed(data.data(), data.size(), [&](const wire::RecordView& r) {
         switch (r.type) {

@@ -1,0 +1,67 @@
+// shim/settings.cpp: the GPUSPY_* settings and the capture's default directory, fixed when the library
+// loads: a daemon chdirs to / and a sanitised server calls clearenv() before its first CUDA call, and
+// its capture must still go where, and be made how, the user asked when the process started.
+#include "shim/shim.h"
+
+#include <unistd.h>
+#include <cstdlib>
+#include <cstring>
+
+namespace gpuspy::shim {
+namespace {
+
+// The names read at load; the values are copied (the environment may be cleared or rewritten).
+const char* const kNames[] = {"GPUSPY_DISABLE",    "GPUSPY_OUTPUT",     "GPUSPY_SOCKET",   "GPUSPY_GPU_TIME",
+                              "GPUSPY_GPU_BUDGET", "GPUSPY_QUEUE_ITEMS", "GPUSPY_STACK_DEPTH", "GPUSPY_STACK_FP",
+                              "GPUSPY_MAX_BYTES"};
+constexpr size_t kCount = sizeof kNames / sizeof kNames[0];
+constexpr size_t kMaxValue = 4096;
+char g_values[kCount][kMaxValue];
+bool g_present[kCount];
+bool g_loaded = false;
+char g_cwd[kMaxValue];  // the working directory at load ("" when unknown or too long)
+
+// A relative path made absolute against the directory at load (GPUSPY_OUTPUT, GPUSPY_SOCKET).
+void absolutize(char* value)
+{
+    if (value[0] == '/' || !g_cwd[0]) return;
+    char tmp[kMaxValue];
+    const size_t c = strlen(g_cwd), v = strlen(value);
+    if (c + 1 + v + 1 > sizeof tmp) return;
+    memcpy(tmp, g_cwd, c);
+    tmp[c] = '/';
+    memcpy(tmp + c + 1, value, v + 1);
+    memcpy(value, tmp, c + 1 + v + 1);
+}
+
+// Before the app's own constructors (which may chdir or clear the environment).
+__attribute__((constructor(101))) void loadSettings()
+{
+    if (!getcwd(g_cwd, sizeof g_cwd)) g_cwd[0] = 0;
+    for (size_t i = 0; i < kCount; ++i) {
+        const char* v = getenv(kNames[i]);
+        if (!v || strlen(v) >= kMaxValue) continue;
+        strcpy(g_values[i], v);
+        g_present[i] = true;
+        if (strcmp(kNames[i], "GPUSPY_OUTPUT") == 0 || strcmp(kNames[i], "GPUSPY_SOCKET") == 0) absolutize(g_values[i]);
+    }
+    g_loaded = true;
+}
+
+}  // namespace
+
+const char* setting(const char* name)
+{
+    for (size_t i = 0; i < kCount; ++i) {
+        if (strcmp(kNames[i], name) != 0) continue;
+        if (g_present[i]) return g_values[i];
+        break;
+    }
+    // Not set at load (or not a name read then): whatever the environment says now (a unit test that
+    // sets one before the first call, a library not loaded by the dynamic loader).
+    return getenv(name);
+}
+
+const char* loadDirectory() { return g_loaded && g_cwd[0] ? g_cwd : nullptr; }
+
+}  // namespace gpuspy::shim
