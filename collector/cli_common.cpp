@@ -11,13 +11,16 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <set>
 
 namespace gpuspy::collect::cli {
 
@@ -107,6 +110,43 @@ bool stdoutIsTerminal()
     return isatty(STDOUT_FILENO) && !(noColor && *noColor);
 }
 
+#if GPUSPY_HAVE_SYMBOLIZE
+namespace {
+
+// Symbolizes a process whose capture has no symbols, from the binaries on disk today, and says in
+// `notes` that it did, and which of its binaries are gone or changed since the process started.
+void symbolizeLate(SymbolCache& cache, Process& p, std::vector<std::string>& notes)
+{
+    try {
+        cache.symbolizeProcess(p);
+    } catch (const std::exception& e) {
+        notes.push_back(fmt::format("pid {}: the capture has no symbols and symbolizing it failed: {}", p.pid, e.what()));
+        return;
+    }
+    std::set<std::string> used;
+    for (const auto& [id, pcs] : p.stacks)
+        for (uint64_t pc : pcs)
+            for (const ModuleInfo& m : p.modules)
+                if (pc >= m.start && pc < m.end && !m.path.empty() && m.path[0] == '/') used.insert(m.path);
+    std::string gone, changed;
+    for (const std::string& file : used) {
+        struct stat st{};
+        if (stat(file.c_str(), &st) != 0)
+            gone += (gone.empty() ? "" : ", ") + file;
+        else if (p.startRealtimeNs && uint64_t(st.st_mtim.tv_sec) * 1000000000ull + uint64_t(st.st_mtim.tv_nsec) >
+                                          p.startRealtimeNs)
+            changed += (changed.empty() ? "" : ", ") + file;
+    }
+    std::string note = fmt::format("pid {}: the capture holds no symbols (written by the shim alone, or its collector "
+                                   "stopped first); its stacks were symbolized now, from the binaries on disk", p.pid);
+    if (!gone.empty()) note += "; gone since (frames shown as module+offset): " + gone;
+    if (!changed.empty()) note += "; changed since the process started (its frames may name the wrong code): " + changed;
+    notes.push_back(note);
+}
+
+}  // namespace
+#endif
+
 std::string reportOfCapture(const std::string& path, const ReportRequest& request, ReportSource& source)
 {
     ReadOptions read;
@@ -116,10 +156,23 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
     options.top = request.top;
     options.pid = request.pid;
     StreamAnalyzer analyzer(options);
+    std::vector<std::string> symbolNotes;
+#if GPUSPY_HAVE_SYMBOLIZE
+    SymbolCache lateSymbols;
+#endif
     read.onRecord = [&](const Process& p, const wire::RecordView& v) { analyzer.onRecord(p, v); };
+#if GPUSPY_HAVE_SYMBOLIZE
+    // A stream the shim wrote alone (a daemon's only capture), or a capture whose collector died
+    // before its symbols: symbolized now, from the binaries still on disk.
+    read.completeProcess = [&](Process& p) {
+        if (p.symbols.empty() && !p.stacks.empty() && (request.pid < 0 || p.pid == uint32_t(request.pid)))
+            symbolizeLate(lateSymbols, p, symbolNotes);
+    };
+#endif
     read.onProcess = [&](const Process& p) { analyzer.onProcess(p); };
     source.capture = readCapture(path, read, &source.info);
-    const Report report = analyzer.finish(source.capture.badStreams);
+    Report report = analyzer.finish(source.capture.badStreams);
+    report.notes.insert(report.notes.end(), symbolNotes.begin(), symbolNotes.end());
     std::string out;
     if (request.format == "json")
         out = renderJson(report);
@@ -140,11 +193,14 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
 
 void finishCapture(Capture& capture, CaptureWriter& writer)
 {
+#if GPUSPY_HAVE_SYMBOLIZE
+    SymbolCache symbols;  // one read of each binary for all the processes
+#endif
     for (size_t i = 0; i < capture.processes.size(); ++i) {
         Process& p = capture.processes[i];
 #if GPUSPY_HAVE_SYMBOLIZE
         try {
-            symbolizeProcess(p);
+            symbols.symbolizeProcess(p);
         } catch (const std::exception& e) {
             fmt::print(stderr, "gpuspy: cannot symbolize process {}: {}\n", p.pid, e.what());
         }
@@ -154,11 +210,24 @@ void finishCapture(Capture& capture, CaptureWriter& writer)
     writer.finish(capture.badStreams);
 }
 
-std::string captureSummary(const std::string& path, size_t processes, uint64_t calls, uint64_t badStreams,
-                           uint64_t bytes)
+std::string captureSummary(const CaptureWriter& writer, size_t processes, uint64_t calls, uint64_t badStreams)
 {
-    return fmt::format("gpuspy: wrote {}: {} process(es), {} calls{}, {} bytes", path, processes, calls,
-                       badStreams ? fmt::format(", {} bad stream(s)", badStreams) : "", bytes);
+    const std::string bad = badStreams ? fmt::format(", {} bad stream(s)", badStreams) : "";
+    if (writer.failed())
+        return fmt::format("gpuspy: {} is incomplete: writing it failed ({}); {} process(es), {} calls received{}; "
+                           "{} bytes written, {} bytes of records received after the failure not written",
+                           writer.path(), writer.error(), processes, calls, bad, writer.bytesWritten(),
+                           writer.unwrittenBytes());
+    return fmt::format("gpuspy: wrote {}: {} process(es), {} calls{}, {} bytes", writer.path(), processes, calls, bad,
+                       writer.bytesWritten());
+}
+
+void noteWriteFailure(const CaptureWriter& writer, bool& said)
+{
+    if (said || !writer.failed()) return;
+    said = true;
+    fmt::print(stderr, "gpuspy: cannot write {} ({}): the capture ends there; still collecting, and counting what "
+                       "is not written\n", writer.path(), writer.error());
 }
 
 std::string defaultCaptureName()
@@ -183,7 +252,29 @@ namespace {
 volatile sig_atomic_t g_child = 0;
 volatile sig_atomic_t g_wakeFd = -1;
 volatile sig_atomic_t g_signals = 0;
+volatile sig_atomic_t g_hangups = 0;
 volatile sig_atomic_t g_lastSignal = 0;
+
+// The signals whose disposition gpuspy changes, and whether each was ignored when gpuspy started: an
+// ignored one (nohup, a shell's background job) is ignored again in the command, as if gpuspy were
+// not there. gpuspy itself still stops on SIGINT and SIGTERM: they are how `collect` is finished,
+// also when it was started in the background of a script (where SIGINT comes ignored).
+constexpr int kHandled[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ, SIGCHLD};
+bool g_inheritedIgnore[NSIG] = {};
+// Standard output and error were terminals at start: after a hang-up they are dead ends (EIO), so
+// they become /dev/null and the capture is still finished (writes there would fail or throw).
+bool g_wasTerminal[3] = {};
+unsigned g_hangupsSeen = 0;
+bool g_sessionLeader = false;
+sigset_t g_inheritedMask;
+
+void wakePoll()
+{
+    if (g_wakeFd >= 0) {
+        const char b = 1;
+        [[maybe_unused]] ssize_t r = write(g_wakeFd, &b, 1);
+    }
+}
 
 void onStopSignal(int sig, siginfo_t* info, void*)
 {
@@ -192,21 +283,39 @@ void onStopSignal(int sig, siginfo_t* info, void*)
     g_lastSignal = sig;
     const pid_t child = g_child;
     if (child > 0 && info->si_code != SI_KERNEL) kill(child, sig);
-    if (g_wakeFd >= 0) {
-        const char b = 1;
-        [[maybe_unused]] ssize_t r = write(g_wakeFd, &b, 1);
-    }
+    wakePoll();
+    errno = savedErrno;
+}
+
+// SIGHUP (an ssh session or terminal that went away) does not stop gpuspy: `record` goes on until its
+// command ends, `collect` goes on collecting. The command gets the hang-up it would get without gpuspy:
+// one sent with kill is passed on; of the kernel's, the terminal's hang-up goes to the session leader
+// alone (passed on when that is gpuspy, as `ssh host gpuspy record ...` makes it), and the one that
+// follows the leader's exit goes to the foreground group, the command's included.
+void onHangup(int sig, siginfo_t* info, void*)
+{
+    const int savedErrno = errno;
+    g_hangups = g_hangups + 1;
+    const pid_t child = g_child;
+    if (child > 0 && (info->si_code != SI_KERNEL || g_sessionLeader)) kill(child, sig);
+    wakePoll();
     errno = savedErrno;
 }
 
 void onChild(int)
 {
     const int savedErrno = errno;
-    if (g_wakeFd >= 0) {
-        const char b = 1;
-        [[maybe_unused]] ssize_t r = write(g_wakeFd, &b, 1);
-    }
+    wakePoll();
     errno = savedErrno;
+}
+
+void install(int sig, void (*action)(int, siginfo_t*, void*))
+{
+    struct sigaction sa{};
+    sa.sa_sigaction = action;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, nullptr);
 }
 
 }  // namespace
@@ -214,17 +323,32 @@ void onChild(int)
 void installSignalHandlers(int wakeFd)
 {
     g_wakeFd = wakeFd;
-    struct sigaction sa{};
-    sa.sa_sigaction = onStopSignal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
+    sigprocmask(SIG_SETMASK, nullptr, &g_inheritedMask);
+    for (int sig : kHandled) {
+        struct sigaction old{};
+        g_inheritedIgnore[sig] = sigaction(sig, nullptr, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+                                 old.sa_handler == SIG_IGN;
+    }
+    for (int fd = 1; fd <= 2; ++fd) g_wasTerminal[fd] = isatty(fd);
+    g_sessionLeader = getsid(0) == getpid();
+    install(SIGINT, onStopSignal);
+    install(SIGTERM, onStopSignal);
+    install(SIGHUP, onHangup);
+    // A reader of the report that went away, or a file size limit (RLIMIT_FSIZE): a failed write
+    // (EPIPE, EFBIG) that gpuspy handles, not a signal that kills it before the capture is finished.
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);
     struct sigaction sc{};
     sc.sa_handler = onChild;
     sc.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigemptyset(&sc.sa_mask);
     sigaction(SIGCHLD, &sc, nullptr);
+}
+
+void childSignalDispositions()
+{
+    for (int sig : kHandled) signal(sig, g_inheritedIgnore[sig] ? SIG_IGN : SIG_DFL);
+    sigprocmask(SIG_SETMASK, &g_inheritedMask, nullptr);
 }
 
 void forwardSignalsTo(pid_t pid)
@@ -242,12 +366,33 @@ int lastSignal()
     return g_lastSignal;
 }
 
+bool hungUp()
+{
+    const unsigned n = unsigned(g_hangups);
+    if (n == g_hangupsSeen) return n > 0;
+    g_hangupsSeen = n;
+    // The terminal is gone: what gpuspy would print there goes nowhere instead of failing.
+    const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+        std::fflush(stdout);
+        std::fflush(stderr);
+        for (int fd = 1; fd <= 2; ++fd)
+            if (g_wasTerminal[fd]) dup2(null, fd);
+        close(null);
+    }
+    return true;
+}
+
 void restoreSignalHandlers()
 {
     g_child = 0;
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGCHLD, SIG_DFL);
+    // A hang-up after this point must not kill gpuspy before it has finished the capture.
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);
     g_wakeFd = -1;
 }
 

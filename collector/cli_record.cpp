@@ -4,8 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,7 +19,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <sstream>
+#include <unordered_map>
 #include <vector>
 
 extern char** environ;
@@ -31,7 +37,9 @@ constexpr const char* kUsage =
     "Runs CMD with gpuspy's shim preloaded, collects every process of its tree (forked and exec'd\n"
     "children included) on a private socket, writes the capture as the records arrive, then prints\n"
     "its report (what `gpuspy report FILE` prints). The exit status is CMD's (128+N if a signal N\n"
-    "killed it). SIGINT and SIGTERM sent to gpuspy go to CMD.\n"
+    "killed it). SIGINT, SIGTERM and SIGHUP sent to gpuspy go to CMD; a hang-up does not stop gpuspy,\n"
+    "and signals gpuspy's parent ignored stay ignored in CMD. When CMD exits, gpuspy waits for its\n"
+    "descendants that still have the shim loaded (a daemon, a late worker: Ctrl-C stops waiting).\n"
     "\n"
     "options:\n"
     "  -o, --output FILE   the capture (default gpuspy-YYYYmmdd-HHMMSS.gspy); created 0600\n"
@@ -46,6 +54,7 @@ constexpr const char* kUsage =
 
 constexpr uint64_t kQuietNs = 200'000'000;        // after the last process left: none still starting?
 constexpr uint64_t kStragglerNoteNs = 2'000'000'000;
+constexpr uint64_t kScanIntervalNs = 250'000'000;  // how often /proc is read for descendants
 
 std::string exeDir()
 {
@@ -186,10 +195,9 @@ pid_t spawn(const std::vector<std::string>& command, const std::vector<std::stri
         throw std::runtime_error(std::string("fork: ") + std::strerror(e));
     }
     if (pid == 0) {
-        // The child: our handlers are replaced by the defaults at exec; the mask is inherited, so clear it.
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, nullptr);
+        // The child: the dispositions and mask gpuspy inherited (a signal its parent ignored stays
+        // ignored), not the ones gpuspy set for itself.
+        childSignalDispositions();
         close(report[0]);
         execvpe(argv[0], argv.data(), envp.data());
         const int e = errno;
@@ -215,6 +223,112 @@ int exitStatusOf(int status)
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return 1;
+}
+
+// A process of ours, left to us as a child subreaper, that has the shim mapped: it may still make its
+// first CUDA call (a daemon that double-forked, a worker started late).
+struct Descendant {
+    pid_t pid;
+    std::string comm;
+};
+
+bool hasShimMapped(pid_t pid, const std::string& shim)
+{
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    std::string line;
+    while (std::getline(maps, line))
+        if (line.size() >= shim.size() && line.compare(line.size() - shim.size(), shim.size(), shim) == 0) return true;
+    return false;
+}
+
+// Our live descendants (orphaned ones are handed to us by the kernel, as to a subreaper: they stay
+// ours) that carry the shim. A zombie has no mappings and is not one.
+std::vector<Descendant> descendantsCarryingShim(const std::string& shim)
+{
+    struct Entry {
+        pid_t ppid;
+        char state;
+        std::string comm;
+    };
+    std::unordered_map<pid_t, Entry> all;
+    DIR* d = opendir("/proc");
+    if (!d) return {};
+    while (dirent* e = readdir(d)) {
+        char* end = nullptr;
+        const long pid = std::strtol(e->d_name, &end, 10);
+        if (pid <= 0 || *end) continue;
+        std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+        std::string text;
+        std::getline(stat, text);
+        const size_t open = text.find('('), close = text.rfind(')');
+        if (open == std::string::npos || close == std::string::npos || close < open) continue;
+        std::istringstream rest(text.substr(close + 1));
+        Entry en{0, 0, text.substr(open + 1, close - open - 1)};
+        long ppid = 0;
+        if (rest >> en.state >> ppid) {
+            en.ppid = pid_t(ppid);
+            all.emplace(pid_t(pid), std::move(en));
+        }
+    }
+    closedir(d);
+    const pid_t self = getpid();
+    std::vector<Descendant> out;
+    for (const auto& [pid, en] : all) {
+        if (en.state == 'Z' || pid == self) continue;
+        pid_t up = en.ppid;
+        for (int depth = 0; up > 1 && up != self && depth < 4096; ++depth) {
+            auto it = all.find(up);
+            up = it == all.end() ? 0 : it->second.ppid;
+        }
+        if (up == self && hasShimMapped(pid, shim)) out.push_back({pid, en.comm});
+    }
+    std::sort(out.begin(), out.end(), [](const Descendant& a, const Descendant& b) { return a.pid < b.pid; });
+    return out;
+}
+
+std::string describe(const std::vector<Descendant>& ds)
+{
+    std::string s;
+    for (size_t i = 0; i < ds.size() && i < 8; ++i) s += fmt::format("{}pid {} ({})", i ? ", " : "", ds[i].pid, ds[i].comm);
+    if (ds.size() > 8) s += fmt::format(" and {} more", ds.size() - 8);
+    return s;
+}
+
+// The file `command` runs, found the way execvp finds it; empty if not found.
+std::string commandPath(const std::string& command)
+{
+    if (command.find('/') != std::string::npos) return command;
+    const char* path = std::getenv("PATH");
+    std::istringstream dirs(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+    std::string dir;
+    while (std::getline(dirs, dir, ':')) {
+        const std::string candidate = (dir.empty() ? "." : dir) + "/" + command;
+        if (access(candidate.c_str(), X_OK) == 0 && isFile(candidate)) return candidate;
+    }
+    return {};
+}
+
+// Why no process connected, where the command's file tells: the loader preloads nothing into a
+// static program, nor, for a user other than root, into a setuid or setgid one. Empty otherwise.
+std::string unpreloadable(const std::string& command)
+{
+    const std::string path = commandPath(command);
+    struct stat st{};
+    if (path.empty() || stat(path.c_str(), &st) != 0) return {};
+    if ((st.st_mode & (S_ISUID | S_ISGID)) && getuid() != 0)
+        return fmt::format("{} is setuid or setgid, and the loader preloads nothing into such programs", command);
+    std::ifstream f(path, std::ios::binary);
+    Elf64_Ehdr eh{};
+    if (!f.read(reinterpret_cast<char*>(&eh), sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
+        return {};
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+        Elf64_Phdr ph{};
+        f.seekg(std::streamoff(eh.e_phoff + uint64_t(i) * sizeof ph));
+        if (!f.read(reinterpret_cast<char*>(&ph), sizeof ph)) return {};
+        if (ph.p_type == PT_INTERP) return {};
+    }
+    return fmt::format("{} is statically linked, and the loader preloads nothing into a static program", command);
 }
 
 }  // namespace
@@ -258,6 +372,9 @@ int runRecord(int argc, char** argv)
     }
 
     installSignalHandlers(server->wakeFd());
+    // Descendants whose parent exits are handed to us, not to init: a daemon's double fork, a worker
+    // that outlives the command. We wait for those that carry the shim, as for the command.
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     pid_t child;
     try {
         child = spawn(o.command, childEnvironment(o, shim, simDir, server->socketPath()));
@@ -272,30 +389,56 @@ int runRecord(int argc, char** argv)
 
     int status = 0;
     bool childDone = false;
-    uint64_t doneAt = 0;
+    uint64_t doneAt = 0, scannedAt = 0;
     unsigned signalsAtExit = 0;
-    bool noted = false;
+    bool noted = false, saidWriteFailure = false, shimSeen = false;
+    std::vector<Descendant> carrying;
     try {
         while (true) {
             server->poll(childDone ? 50 : 250);
-            if (!childDone) {
-                const pid_t r = waitpid(child, &status, WNOHANG);
-                if (r == child) {
+            hungUp();  // a hang-up stops nothing: the command decides whether it ends
+            noteWriteFailure(*writer, saidWriteFailure);
+            // Reap the command and every orphan handed to us.
+            for (int st = 0;;) {
+                const pid_t r = waitpid(-1, &st, WNOHANG);
+                if (r <= 0) break;
+                if (r == child && !childDone) {
+                    status = st;
                     childDone = true;
                     doneAt = monotonicNs();
                     signalsAtExit = signalsReceived();
                     forwardSignalsTo(0);
                 }
+            }
+            const uint64_t now = monotonicNs();
+            if (!childDone) {
+                if (!shimSeen && now - scannedAt >= kScanIntervalNs) {
+                    scannedAt = now;
+                    shimSeen = hasShimMapped(child, shim);
+                }
                 continue;
             }
-            // The command has exited; its descendants may still be sending, or just connecting.
-            const uint64_t now = monotonicNs();
-            if (server->openConnections() == 0 && now - std::max(doneAt, server->lastChangeNs()) >= kQuietNs) break;
+            // The command has exited; its descendants may still be sending, or just connecting, or
+            // not yet have made their first CUDA call.
             if (signalsReceived() != signalsAtExit) break;
-            if (!noted && server->openConnections() > 0 && now - doneAt >= kStragglerNoteNs) {
+            const uint64_t quietFrom = std::max(doneAt, server->lastChangeNs()) + kQuietNs;
+            const bool quiet = server->openConnections() == 0 && now >= quietFrom;
+            // Before finishing, always a fresh look: a descendant may be about to connect.
+            if (now - scannedAt >= kScanIntervalNs || (quiet && scannedAt < quietFrom)) {
+                scannedAt = now;
+                carrying = descendantsCarryingShim(shim);
+                shimSeen = shimSeen || !carrying.empty();
+            }
+            if (quiet && carrying.empty()) break;
+            if (!noted && (server->openConnections() > 0 || !carrying.empty()) && now - doneAt >= kStragglerNoteNs) {
                 noted = true;
-                fmt::print(stderr, "gpuspy: {} has exited; waiting for {} traced process(es) still connected "
-                                   "(Ctrl-C to stop waiting)\n", o.command[0], server->openConnections());
+                if (carrying.empty())
+                    fmt::print(stderr, "gpuspy: {} has exited; waiting for {} traced process(es) still connected "
+                                       "(Ctrl-C to stop waiting)\n", o.command[0], server->openConnections());
+                else
+                    fmt::print(stderr, "gpuspy: {} has exited; waiting for {} traced process(es) still connected and "
+                                       "{} still running with gpuspy loaded: {} (Ctrl-C to stop waiting)\n",
+                               o.command[0], server->openConnections(), carrying.size(), describe(carrying));
             }
         }
     } catch (const std::exception& e) {
@@ -305,6 +448,12 @@ int runRecord(int argc, char** argv)
         }
     }
     restoreSignalHandlers();
+    if (childDone && !carrying.empty()) {
+        carrying = descendantsCarryingShim(shim);
+        if (!carrying.empty())
+            fmt::print(stderr, "gpuspy: stopped waiting; still running with gpuspy loaded, not in this capture from now "
+                               "on: {}\n", describe(carrying));
+    }
 
     const int exitStatus = exitStatusOf(status);
     size_t processes = 0;
@@ -315,14 +464,22 @@ int runRecord(int argc, char** argv)
         server.reset();
         finishCapture(capture, *writer);
         processes = capture.processes.size();
-        fmt::print(stderr, "{}\n", captureSummary(output, processes, calls, capture.badStreams, writer->bytesWritten()));
+        fmt::print(stderr, "{}\n", captureSummary(*writer, processes, calls, capture.badStreams));
     } catch (const std::exception& e) {
         fmt::print(stderr, "gpuspy record: {}\n", e.what());
         return exitStatus;
     }
     if (processes == 0) {
-        fmt::print(stderr, "gpuspy: no process connected to the collector: {} made no CUDA call gpuspy saw, or does "
-                           "not load preloaded libraries (static or setuid programs)\n", o.command[0]);
+        // Name the cause where it is known; never blame static or setuid programs when it was not one.
+        std::string why = shimSeen ? std::string() : unpreloadable(o.command[0]);
+        if (why.empty() && shimSeen)
+            why = fmt::format("gpuspy was loaded into {}, but no process made a CUDA call it saw, or those that did "
+                              "had cleared their environment (GPUSPY_SOCKET) or changed user before their first CUDA "
+                              "call", o.command[0]);
+        if (why.empty())
+            why = fmt::format("{} made no CUDA call gpuspy saw, or its processes did not keep gpuspy's environment "
+                              "(LD_PRELOAD, GPUSPY_SOCKET) or changed user before their first CUDA call", o.command[0]);
+        fmt::print(stderr, "gpuspy: no process connected to the collector: {}\n", why);
         return exitStatus;
     }
     // The report is that of the capture just written, read back as `gpuspy report` reads it: the
