@@ -1,5 +1,6 @@
 // collector/cli_collect.cpp: `gpuspy collect`, a long-running collector for programs started elsewhere.
 #include "collector/cli.h"
+#include "collector/say.h"
 #include "collector/server.h"
 
 #include <fmt/format.h>
@@ -60,12 +61,12 @@ int runCollect(int argc, char** argv)
         server = std::make_unique<Server>(so);
     } catch (const std::exception& e) {
         if (writer) unlink(output.c_str());
-        fmt::print(stderr, "gpuspy collect: {}\n", e.what());
+        say("gpuspy collect: {}\n", e.what());
         return kExitFailure;
     }
 
     installSignalHandlers(server->wakeFd());
-    fmt::print(stderr, "gpuspy: collecting on {} into {} (Ctrl-C or SIGTERM to finish)\n", server->socketPath(), output);
+    say("gpuspy: collecting on {} into {} (Ctrl-C or SIGTERM to finish)\n", server->socketPath(), output);
     if (socket.empty()) fmt::print("GPUSPY_SOCKET={}\n", server->socketPath());
     std::fflush(stdout);
     int rc = 0;
@@ -78,7 +79,7 @@ int runCollect(int argc, char** argv)
             noteWriteFailure(*writer, saidWriteFailure);
         }
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy collect: {}\n", e.what());
+        say("gpuspy collect: {}\n", e.what());
         rc = kExitFailure;
     }
     restoreSignalHandlers();
@@ -89,10 +90,10 @@ int runCollect(int argc, char** argv)
         Capture capture = server->takeCapture();
         server.reset();
         finishCapture(capture, *writer);
-        fmt::print(stderr, "{}\n", captureSummary(*writer, capture.processes.size(), calls, capture.badStreams));
+        say("{}\n", captureSummary(*writer, capture.processes.size(), calls, capture.badStreams));
         if (writer->failed()) rc = kExitFailure;
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy collect: {}\n", e.what());
+        say("gpuspy collect: {}\n", e.what());
         rc = kExitFailure;
     }
     return rc;

@@ -1,5 +1,6 @@
 // collector/cli_common.cpp: what the gpuspy subcommands share.
 #include "collector/cli.h"
+#include "collector/say.h"
 
 #if GPUSPY_HAVE_SYMBOLIZE
 #include "collector/symbolize.h"
@@ -202,7 +203,7 @@ void finishCapture(Capture& capture, CaptureWriter& writer)
         try {
             symbols.symbolizeProcess(p);
         } catch (const std::exception& e) {
-            fmt::print(stderr, "gpuspy: cannot symbolize process {}: {}\n", p.pid, e.what());
+            say("gpuspy: cannot symbolize process {}: {}\n", p.pid, e.what());
         }
 #endif
         if (!p.symbols.empty()) writer.writeSymbols(uint32_t(i), p);
@@ -226,7 +227,7 @@ void noteWriteFailure(const CaptureWriter& writer, bool& said)
 {
     if (said || !writer.failed()) return;
     said = true;
-    fmt::print(stderr, "gpuspy: cannot write {} ({}): the capture ends there; still collecting, and counting what "
+    say("gpuspy: cannot write {} ({}): the capture ends there; still collecting, and counting what "
                        "is not written\n", writer.path(), writer.error());
 }
 

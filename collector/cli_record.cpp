@@ -1,5 +1,6 @@
 // collector/cli_record.cpp: `gpuspy record -- CMD`, run a program tree under the shim and collect it.
 #include "collector/cli.h"
+#include "collector/say.h"
 #include "collector/server.h"
 
 #include <fmt/format.h>
@@ -353,7 +354,7 @@ int runRecord(int argc, char** argv)
             simDir = locate("GPUSPY_SIMCUDA_DIR", {dir + "/../lib/simcuda", dir + "/../lib/gpuspy/simcuda"}, "libcuda.so.1",
                             "the simulated driver (libcuda.so.1)");
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        say("gpuspy record: {}\n", e.what());
         return kExitFailure;
     }
 
@@ -367,7 +368,7 @@ int runRecord(int argc, char** argv)
         server = std::make_unique<Server>(so);
     } catch (const std::exception& e) {
         if (writer) unlink(output.c_str());
-        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        say("gpuspy record: {}\n", e.what());
         return kExitFailure;
     }
 
@@ -382,7 +383,7 @@ int runRecord(int argc, char** argv)
         restoreSignalHandlers();
         writer.reset();
         unlink(output.c_str());
-        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        say("gpuspy record: {}\n", e.what());
         return 127;
     }
     forwardSignalsTo(child);
@@ -433,16 +434,16 @@ int runRecord(int argc, char** argv)
             if (!noted && (server->openConnections() > 0 || !carrying.empty()) && now - doneAt >= kStragglerNoteNs) {
                 noted = true;
                 if (carrying.empty())
-                    fmt::print(stderr, "gpuspy: {} has exited; waiting for {} traced process(es) still connected "
+                    say("gpuspy: {} has exited; waiting for {} traced process(es) still connected "
                                        "(Ctrl-C to stop waiting)\n", o.command[0], server->openConnections());
                 else
-                    fmt::print(stderr, "gpuspy: {} has exited; waiting for {} traced process(es) still connected and "
+                    say("gpuspy: {} has exited; waiting for {} traced process(es) still connected and "
                                        "{} still running with gpuspy loaded: {} (Ctrl-C to stop waiting)\n",
                                o.command[0], server->openConnections(), carrying.size(), describe(carrying));
             }
         }
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        say("gpuspy record: {}\n", e.what());
         if (!childDone) {
             waitpid(child, &status, 0);
         }
@@ -451,7 +452,7 @@ int runRecord(int argc, char** argv)
     if (childDone && !carrying.empty()) {
         carrying = descendantsCarryingShim(shim);
         if (!carrying.empty())
-            fmt::print(stderr, "gpuspy: stopped waiting; still running with gpuspy loaded, not in this capture from now "
+            say("gpuspy: stopped waiting; still running with gpuspy loaded, not in this capture from now "
                                "on: {}\n", describe(carrying));
     }
 
@@ -464,9 +465,9 @@ int runRecord(int argc, char** argv)
         server.reset();
         finishCapture(capture, *writer);
         processes = capture.processes.size();
-        fmt::print(stderr, "{}\n", captureSummary(*writer, processes, calls, capture.badStreams));
+        say("{}\n", captureSummary(*writer, processes, calls, capture.badStreams));
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        say("gpuspy record: {}\n", e.what());
         return exitStatus;
     }
     if (processes == 0) {
@@ -479,7 +480,7 @@ int runRecord(int argc, char** argv)
         if (why.empty())
             why = fmt::format("{} made no CUDA call gpuspy saw, or its processes did not keep gpuspy's environment "
                               "(LD_PRELOAD, GPUSPY_SOCKET) or changed user before their first CUDA call", o.command[0]);
-        fmt::print(stderr, "gpuspy: no process connected to the collector: {}\n", why);
+        say("gpuspy: no process connected to the collector: {}\n", why);
         return exitStatus;
     }
     // The report is that of the capture just written, read back as `gpuspy report` reads it: the
@@ -493,7 +494,7 @@ int runRecord(int argc, char** argv)
         std::fwrite(report.data(), 1, report.size(), stdout);
         std::fflush(stdout);
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        say("gpuspy record: {}\n", e.what());
     }
     return exitStatus;
 }
