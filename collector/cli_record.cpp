@@ -376,10 +376,17 @@ int runRecord(int argc, char** argv)
     // Descendants whose parent exits are handed to us, not to init: a daemon's double fork, a worker
     // that outlives the command. We wait for those that carry the shim, as for the command.
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    // Held back until the child's pid is known: a hang-up that comes as soon as the command has
+    // started (it printed its prompt) must still be passed on to it.
+    sigset_t held, before;
+    sigemptyset(&held);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, sig);
+    sigprocmask(SIG_BLOCK, &held, &before);
     pid_t child;
     try {
         child = spawn(o.command, childEnvironment(o, shim, simDir, server->socketPath()));
     } catch (const std::exception& e) {
+        sigprocmask(SIG_SETMASK, &before, nullptr);
         restoreSignalHandlers();
         writer.reset();
         unlink(output.c_str());
@@ -387,6 +394,7 @@ int runRecord(int argc, char** argv)
         return 127;
     }
     forwardSignalsTo(child);
+    sigprocmask(SIG_SETMASK, &before, nullptr);
 
     int status = 0;
     bool childDone = false;

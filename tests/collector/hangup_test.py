@@ -3,7 +3,8 @@
 up (an ssh session that went away: the kernel sends SIGHUP to the session and its foreground group).
 Each case runs the command without gpuspy first, the same way: the exit status must be the same, and
 gpuspy must have finished its capture (End chunk: `gpuspy report` reads it with status 0) holding every
-process. Also: signals ignored by record's parent (nohup, a background job) stay ignored in the command.
+process. Also: signals ignored by record's parent (nohup, a background job) stay ignored in the command, and
+record's output going to a pipe nobody reads any more does not kill it.
 usage: hangup_test.py GPUSPY FAKE_SHIM"""
 import os
 import pty
@@ -128,6 +129,17 @@ for ignore in ([], [signal.SIGINT, signal.SIGTERM], [signal.SIGHUP], [signal.SIG
     rec = sigign([cli, "record", "-f", "-o", work + "/d.gspy", "--"] + probe, ignore)
     if base != rec or not base:
         fail("parent ignoring %s: the command sees %s without gpuspy, %s under record" % (ignore, base, rec))
+
+# 5. The reader of record's output is gone (ssh without a terminal: its pipes closed): record must not
+# die of SIGPIPE or of a failed write; the status is the command's and the capture is finished.
+r, w = os.pipe()
+os.close(r)
+p = subprocess.Popen([cli, "record", "-f", "-o", work + "/p.gspy", "--", "/bin/sh", "-c", "sleep 0.3; exit 3"],
+                     env=env, stdout=w, stderr=w, preexec_fn=lambda: signal.signal(signal.SIGPIPE, signal.SIG_DFL))
+os.close(w)
+if p.wait() != 3:
+    fail("record writing to a pipe nobody reads: status %d, the command's was 3" % p.returncode)
+finished(work + "/p.gspy", [2])
 
 print("FAILED" if failed else "ok")
 sys.exit(1 if failed else 0)
