@@ -331,13 +331,13 @@ int runRecord(int argc, char** argv)
             if (quiet && carrying.empty()) break;
             if (!noted && (server->openConnections() > 0 || !carrying.empty()) && now - doneAt >= kStragglerNoteNs) {
                 noted = true;
-                if (carrying.empty())
-                    say("gpuspy: {} has exited; waiting for {} traced process(es) still connected "
-                                       "(Ctrl-C to stop waiting)\n", o.command[0], server->openConnections());
-                else
-                    say("gpuspy: {} has exited; waiting for {} traced process(es) still connected and "
-                                       "{} still running with gpuspy loaded: {} (Ctrl-C to stop waiting)\n",
-                               o.command[0], server->openConnections(), carrying.size(), describe(carrying));
+                std::string what;
+                if (server->openConnections() > 0)
+                    what = fmt::format("{} traced process(es) still connected", server->openConnections());
+                if (!carrying.empty())
+                    what += fmt::format("{}{} process(es) still running with gpuspy loaded: {}", what.empty() ? "" : " and ",
+                                        carrying.size(), describe(carrying));
+                say("gpuspy: {} has exited; waiting for {} (Ctrl-C to stop waiting)\n", o.command[0], what);
             }
         }
     } catch (const std::exception& e) {
