@@ -114,36 +114,64 @@ bool stdoutIsTerminal()
 #if GPUSPY_HAVE_SYMBOLIZE
 namespace {
 
-// Symbolizes a process whose capture has no symbols, from the binaries on disk today, and says in
-// `notes` that it did, and which of its binaries are gone or changed since the process started.
-void symbolizeLate(SymbolCache& cache, Process& p, std::vector<std::string>& notes)
-{
-    try {
-        cache.symbolizeProcess(p);
-    } catch (const std::exception& e) {
-        notes.push_back(fmt::format("pid {}: the capture has no symbols and symbolizing it failed: {}", p.pid, e.what()));
-        return;
+// Symbolizes the processes whose capture holds no symbols, from the binaries on disk today, and says
+// so in one note naming them and the binaries gone or changed (modified after the process started).
+class LateSymbols {
+public:
+    void symbolize(Process& p)
+    {
+        try {
+            m_cache.symbolizeProcess(p);
+        } catch (const std::exception& e) {
+            m_failed += fmt::format("{}pid {}: {}", m_failed.empty() ? "" : "; ", p.pid, e.what());
+            return;
+        }
+        m_pids.push_back(p.pid);
+        std::set<std::string> used;
+        for (const auto& [id, pcs] : p.stacks)
+            for (uint64_t pc : pcs)
+                for (const ModuleInfo& m : p.modules)
+                    if (pc >= m.start && pc < m.end && !m.path.empty() && m.path[0] == '/') used.insert(m.path);
+        for (const std::string& file : used) {
+            struct stat st{};
+            if (stat(file.c_str(), &st) != 0)
+                m_gone.insert(file);
+            else if (p.startRealtimeNs && uint64_t(st.st_mtim.tv_sec) * 1000000000ull + uint64_t(st.st_mtim.tv_nsec) >
+                                              p.startRealtimeNs)
+                m_changed.insert(file);
+        }
     }
-    std::set<std::string> used;
-    for (const auto& [id, pcs] : p.stacks)
-        for (uint64_t pc : pcs)
-            for (const ModuleInfo& m : p.modules)
-                if (pc >= m.start && pc < m.end && !m.path.empty() && m.path[0] == '/') used.insert(m.path);
-    std::string gone, changed;
-    for (const std::string& file : used) {
-        struct stat st{};
-        if (stat(file.c_str(), &st) != 0)
-            gone += (gone.empty() ? "" : ", ") + file;
-        else if (p.startRealtimeNs && uint64_t(st.st_mtim.tv_sec) * 1000000000ull + uint64_t(st.st_mtim.tv_nsec) >
-                                          p.startRealtimeNs)
-            changed += (changed.empty() ? "" : ", ") + file;
+
+    void addNotes(std::vector<std::string>& notes) const
+    {
+        if (!m_pids.empty()) {
+            std::string pids;
+            for (size_t i = 0; i < m_pids.size() && i < 8; ++i) pids += fmt::format("{}{}", i ? ", " : "", m_pids[i]);
+            if (m_pids.size() > 8) pids += fmt::format(" and {} more", m_pids.size() - 8);
+            std::string note = fmt::format("{} {}: the capture holds no symbols (written by the shim alone, or its "
+                                           "collector stopped first); stacks were symbolized now, from the binaries on disk",
+                                           m_pids.size() == 1 ? "pid" : "pids", pids);
+            if (!m_gone.empty()) note += "; gone since (frames shown as module+offset): " + join(m_gone);
+            if (!m_changed.empty())
+                note += "; changed since the process started (its frames may name the wrong code): " + join(m_changed);
+            notes.push_back(note);
+        }
+        if (!m_failed.empty()) notes.push_back("the capture holds no symbols and symbolizing failed: " + m_failed);
     }
-    std::string note = fmt::format("pid {}: the capture holds no symbols (written by the shim alone, or its collector "
-                                   "stopped first); its stacks were symbolized now, from the binaries on disk", p.pid);
-    if (!gone.empty()) note += "; gone since (frames shown as module+offset): " + gone;
-    if (!changed.empty()) note += "; changed since the process started (its frames may name the wrong code): " + changed;
-    notes.push_back(note);
-}
+
+private:
+    static std::string join(const std::set<std::string>& files)
+    {
+        std::string s;
+        for (const std::string& f : files) s += (s.empty() ? "" : ", ") + f;
+        return s;
+    }
+
+    SymbolCache m_cache;
+    std::vector<uint32_t> m_pids;
+    std::set<std::string> m_gone, m_changed;
+    std::string m_failed;
+};
 
 }  // namespace
 #endif
@@ -157,9 +185,8 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
     options.top = request.top;
     options.pid = request.pid;
     StreamAnalyzer analyzer(options);
-    std::vector<std::string> symbolNotes;
 #if GPUSPY_HAVE_SYMBOLIZE
-    SymbolCache lateSymbols;
+    LateSymbols lateSymbols;
 #endif
     read.onRecord = [&](const Process& p, const wire::RecordView& v) { analyzer.onRecord(p, v); };
 #if GPUSPY_HAVE_SYMBOLIZE
@@ -167,13 +194,15 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
     // before its symbols: symbolized now, from the binaries still on disk.
     read.completeProcess = [&](Process& p) {
         if (p.symbols.empty() && !p.stacks.empty() && (request.pid < 0 || p.pid == uint32_t(request.pid)))
-            symbolizeLate(lateSymbols, p, symbolNotes);
+            lateSymbols.symbolize(p);
     };
 #endif
     read.onProcess = [&](const Process& p) { analyzer.onProcess(p); };
     source.capture = readCapture(path, read, &source.info);
     Report report = analyzer.finish(source.capture.badStreams);
-    report.notes.insert(report.notes.end(), symbolNotes.begin(), symbolNotes.end());
+#if GPUSPY_HAVE_SYMBOLIZE
+    lateSymbols.addNotes(report.notes);
+#endif
     std::string out;
     if (request.format == "json")
         out = renderJson(report);

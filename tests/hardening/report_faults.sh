@@ -53,7 +53,7 @@ bare_symbols)
     "$gpuspy" report bare.gspy >on_disk.txt 2>&1 || hz_fail "report failed: $(tail -3 on_disk.txt)"
     grep -q "storm\.c:[0-9]" on_disk.txt || hz_fail "no call site names storm.c: $(grep -A3 'call sites\|Call sites' on_disk.txt | head)"
     grep -q "storm_copy+0x" on_disk.txt && hz_fail "frames still show as module+offset"
-    tr -s '\n ' ' ' <on_disk.txt | grep -q "note: pid [0-9]*: the capture holds no symbols.*symbolized now, from the binaries on disk" ||
+    tr -s '\n ' ' ' <on_disk.txt | grep -q "note: pid [0-9]*: the capture holds no symbols.*stacks were symbolized now, from the binaries on disk" ||
         hz_fail "no note that the stacks were symbolized from disk"
     grep -q "changed since\|gone since" on_disk.txt && hz_fail "a binary is said to have changed or gone: $(grep 'since' on_disk.txt)"
     sleep 0.01
