@@ -590,7 +590,8 @@ void droppedRecords(Builder& b, const Report& r)
               "report is a lower bound. Record with a smaller --stack-depth, or --no-gpu-time, to lighten the load.";
     if (cut || r.badStreams)
         msg += std::string(msg.empty() ? "" : " ") + std::to_string(cut + r.badStreams) +
-               " stream(s) were cut short; their records up to the cut are included." + cutText;
+               (cut + r.badStreams == 1 ? " stream was" : " streams were") +
+               " cut short; their records up to the cut are included." + cutText;
     Finding& f = b.add("dropped-records", m, 0, msg);
     f.severity = made && double(dropped) > 0.01 * double(made) ? "high" : "medium";
     f.evidence = {{"dropped", double(dropped)}, {"records", double(made)}, {"cut_streams", double(cut + r.badStreams)}};

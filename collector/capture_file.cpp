@@ -110,12 +110,10 @@ CaptureWriter::CaptureWriter(const std::string& path, bool force) : m_path(path)
     h.versionMinor = kCaptureVersionMinor;
     h.headerSize = sizeof h;
     h.createdRealtimeNs = realtimeNs();
-    try {
-        writeAll(&h, sizeof h);
-    } catch (...) {
+    if (!writeAll(&h, sizeof h)) {
         ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(m_cctx));
         ::close(m_fd);
-        throw;
+        fail(path, "cannot write the capture: " + m_error);
     }
 }
 
@@ -131,7 +129,7 @@ uint32_t CaptureWriter::addStream()
     return m_streams++;
 }
 
-void CaptureWriter::writeAll(const void* data, size_t n)
+bool CaptureWriter::writeAll(const void* data, size_t n)
 {
     if (m_fd < 0) fail(m_path, "capture already closed");
     auto p = static_cast<const char*>(data);
@@ -139,22 +137,33 @@ void CaptureWriter::writeAll(const void* data, size_t n)
         ssize_t w = ::write(m_fd, p, n);
         if (w < 0) {
             if (errno == EINTR) continue;
-            fail(m_path, "write error: " + errnoText(errno) + " at offset " + std::to_string(m_written));
+            m_errno = errno;
+            m_error = errnoText(errno) + " at offset " + std::to_string(m_written);
+            return false;
         }
         p += w;
         n -= size_t(w);
         m_written += uint64_t(w);
     }
+    return true;
 }
 
 void CaptureWriter::writeChunk(ChunkKind kind, uint32_t stream, const void* data, size_t n)
 {
+    if (failed()) {
+        m_unwritten += n;
+        return;
+    }
     m_buf.resize(ZSTD_compressBound(n));
     const size_t z = ZSTD_compress2(static_cast<ZSTD_CCtx*>(m_cctx), m_buf.data(), m_buf.size(), data, n);
     if (ZSTD_isError(z)) fail(m_path, std::string("compression failed: ") + ZSTD_getErrorName(z));
     ChunkHeader h{kChunkMagic, uint16_t(kind), 1, stream, uint32_t(n), uint32_t(z), 0};
-    writeAll(&h, sizeof h);
-    writeAll(m_buf.data(), z);
+    const uint64_t at = m_written;
+    if (writeAll(&h, sizeof h) && writeAll(m_buf.data(), z)) return;
+    // Full disk, quota, file size limit, I/O error: the capture ends with the last whole chunk (a
+    // reader sees an unfinished capture, not a damaged one) and nothing more is written to it.
+    m_unwritten += n;
+    if (::ftruncate(m_fd, off_t(at)) == 0) m_written = at;
 }
 
 void CaptureWriter::writeStream(uint32_t stream, const void* data, size_t n)
@@ -264,11 +273,17 @@ void CaptureWriter::finish(uint64_t badStreams)
 {
     CaptureEndBody end{badStreams, m_streams, 0};
     writeChunk(ChunkKind::End, 0, &end, sizeof end);
-    if (::fsync(m_fd) != 0 && errno != EINVAL && errno != EROFS)
-        fail(m_path, "cannot flush the capture: " + errnoText(errno));
+    // A file system that allocates late (or NFS) reports a full disk here rather than at write().
+    if (!failed() && ::fsync(m_fd) != 0 && errno != EINVAL && errno != EROFS) {
+        m_errno = errno;
+        m_error = errnoText(errno) + " when flushing the capture";
+    }
     const int fd = m_fd;
     m_fd = -1;
-    if (::close(fd) != 0) fail(m_path, "cannot close the capture: " + errnoText(errno));
+    if (::close(fd) != 0 && !failed()) {
+        m_errno = errno;
+        m_error = errnoText(errno) + " when closing the capture";
+    }
 }
 
 void writeCapture(const std::string& path, const Capture& capture, const std::vector<std::vector<uint8_t>>& streams,
@@ -285,6 +300,7 @@ void writeCapture(const std::string& path, const Capture& capture, const std::ve
         if (!p.symbols.empty()) w.writeSymbols(s, p);
     }
     w.finish(capture.badStreams);
+    if (w.failed()) fail(path, "write error: " + w.error());
 }
 
 // ---- reading
@@ -312,6 +328,7 @@ void readBareStream(const std::string& path, Input& in, const uint8_t* first, si
         info.damage = ingest.error();
         capture.badStreams = 1;
     }
+    if (options.completeProcess) options.completeProcess(ingest.process());
     if (options.onProcess) options.onProcess(ingest.process());
     capture.processes.push_back(std::move(ingest.process()));
 }
@@ -438,7 +455,8 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
         }
         if (ingest.failed()) ++bad;
         if (!ingest.hasHeader()) continue;  // chunks carried only symbols or an error: nothing to show
-        if (options.onProcess) options.onProcess(ingest.process());
+        if (options.completeProcess) options.completeProcess(ingest.process());
+    if (options.onProcess) options.onProcess(ingest.process());
         capture.processes.push_back(std::move(ingest.process()));
     }
     capture.badStreams = ended ? std::max(endBad, bad) : bad;

@@ -62,7 +62,10 @@ static_assert(sizeof(CaptureEndBody) == 16);
 
 // Writes a capture incrementally. The file is created with mode 0600, never through a symlink, and
 // never over an existing file unless `force` (then an existing regular file is replaced). Throws
-// std::runtime_error naming the file on any failure.
+// std::runtime_error naming the file when it cannot be created. A write that fails later (a full
+// disk, a quota, a file size limit) does not throw: the capture is cut back to its last whole chunk,
+// nothing more is written, and failed() says so; the collector goes on reading its clients, whose
+// records are then counted but not kept, rather than leave them to spill files of their own.
 class CaptureWriter {
 public:
     CaptureWriter(const std::string& path, bool force);
@@ -81,15 +84,24 @@ public:
     // The End chunk; flushes and closes. Without it the capture reads as unfinished.
     void finish(uint64_t badStreams);
     uint64_t bytesWritten() const { return m_written; }
+    // Whether a write failed: error() says why and where ("No space left on device at offset N"),
+    // unwrittenBytes() how many bytes (before compression) were not written since.
+    bool failed() const { return m_errno != 0; }
+    int failedErrno() const { return m_errno; }
+    const std::string& error() const { return m_error; }
+    uint64_t unwrittenBytes() const { return m_unwritten; }
 
 private:
     void writeChunk(ChunkKind kind, uint32_t stream, const void* data, size_t n);
-    void writeAll(const void* data, size_t n);
+    bool writeAll(const void* data, size_t n);  // false: failed, m_error set
 
     std::string m_path;
     int m_fd = -1;
     uint32_t m_streams = 0;
     uint64_t m_written = 0;
+    int m_errno = 0;
+    std::string m_error;
+    uint64_t m_unwritten = 0;
     void* m_cctx = nullptr;  // ZSTD_CCtx
     std::vector<uint8_t> m_buf;
 };
@@ -109,6 +121,9 @@ struct ReadOptions {
     // Called once per process of the result, in the result's order, when its stream has been read to
     // the end (symbols and stream errors applied), just before it is moved into the Capture.
     std::function<void(const Process&)> onProcess;
+    // Called just before onProcess, with the process to complete: `report` symbolizes here a process
+    // whose capture holds no symbols (a stream the shim wrote alone).
+    std::function<void(Process&)> completeProcess;
     // false: the processes keep definitions and totals only, not their Call, GpuSpan and Nvtx records,
     // so memory does not grow with the capture (see StreamIngest::setKeepEvents).
     bool keepEvents = true;

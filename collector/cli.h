@@ -91,9 +91,11 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
 // Symbolizes every process (when the symbolizer is built), writes their symbols and the End chunk.
 void finishCapture(Capture& capture, CaptureWriter& writer);
 
-// "gpuspy: wrote FILE: N process(es), M calls, B bytes" (and the bad streams if any).
-std::string captureSummary(const std::string& path, size_t processes, uint64_t calls, uint64_t badStreams,
-                           uint64_t bytes);
+// "gpuspy: wrote FILE: N process(es), M calls, B bytes" (and the bad streams if any), or, when a
+// write failed, that FILE is incomplete, why, and how much was not written.
+std::string captureSummary(const CaptureWriter& writer, size_t processes, uint64_t calls, uint64_t badStreams);
+// The first time the writer has failed: one line on stderr saying so (`said` remembers it).
+void noteWriteFailure(const CaptureWriter& writer, bool& said);
 
 // "gpuspy-YYYYmmdd-HHMMSS.gspy" in the current directory, with a suffix if that exists already.
 std::string defaultCaptureName();
@@ -104,11 +106,22 @@ namespace gpuspy::collect::cli {
 
 // SIGINT and SIGTERM: counted, wake poll() through `wakeFd`, and are forwarded to the pid given to
 // forwardSignalsTo() unless the kernel sent them to the whole foreground group (the terminal's
-// Ctrl-C reaches the child by itself). SIGCHLD only wakes poll().
+// Ctrl-C reaches the child by itself). SIGHUP is forwarded the same way but stops nothing (see
+// hungUp()). SIGCHLD only wakes poll(). SIGPIPE and SIGXFSZ are ignored: their writes fail instead.
+// A signal that was ignored when gpuspy started is ignored again in the command (see
+// childSignalDispositions), not in gpuspy.
 void installSignalHandlers(int wakeFd);
+// In a forked child before exec: the dispositions and signal mask gpuspy itself inherited.
+// Async-signal-safe.
+void childSignalDispositions();
 void forwardSignalsTo(pid_t pid);
 unsigned signalsReceived();
 int lastSignal();
+// Whether a SIGHUP arrived; on the first call after one, standard output and error that were
+// terminals are pointed at /dev/null (a hung-up terminal fails every write).
+bool hungUp();
+// SIGINT, SIGTERM and SIGCHLD back to their defaults; SIGHUP, SIGPIPE and SIGXFSZ ignored: gpuspy is
+// finishing its capture.
 void restoreSignalHandlers();
 
 }  // namespace gpuspy::collect::cli

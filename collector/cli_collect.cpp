@@ -1,5 +1,6 @@
 // collector/cli_collect.cpp: `gpuspy collect`, a long-running collector for programs started elsewhere.
 #include "collector/cli.h"
+#include "collector/say.h"
 #include "collector/server.h"
 
 #include <fmt/format.h>
@@ -19,7 +20,9 @@ constexpr const char* kUsage =
     "Collects from programs started separately with the shim preloaded:\n"
     "    GPUSPY_SOCKET=PATH LD_PRELOAD=/path/to/libgpuspy.so ./server\n"
     "until SIGINT (Ctrl-C) or SIGTERM, then symbolizes and writes the capture. Only processes of your\n"
-    "own user may connect.\n"
+    "own user may connect. A hang-up (SIGHUP) does not stop it. When the capture cannot be written\n"
+    "(a full disk), it says so once and goes on reading its clients, counting what it cannot keep;\n"
+    "the exit status is then 1.\n"
     "\n"
     "options:\n"
     "  --socket PATH       where to listen (default: a fresh private directory, printed at start)\n"
@@ -58,19 +61,25 @@ int runCollect(int argc, char** argv)
         server = std::make_unique<Server>(so);
     } catch (const std::exception& e) {
         if (writer) unlink(output.c_str());
-        fmt::print(stderr, "gpuspy collect: {}\n", e.what());
+        say("gpuspy collect: {}\n", e.what());
         return kExitFailure;
     }
 
     installSignalHandlers(server->wakeFd());
-    fmt::print(stderr, "gpuspy: collecting on {} into {} (Ctrl-C or SIGTERM to finish)\n", server->socketPath(), output);
+    say("gpuspy: collecting on {} into {} (Ctrl-C or SIGTERM to finish)\n", server->socketPath(), output);
     if (socket.empty()) fmt::print("GPUSPY_SOCKET={}\n", server->socketPath());
     std::fflush(stdout);
     int rc = 0;
+    bool saidWriteFailure = false;
     try {
-        while (signalsReceived() == 0) server->poll(1000);
+        // A hang-up (the ssh session that started it went away) does not stop a collector.
+        while (signalsReceived() == 0) {
+            server->poll(1000);
+            hungUp();
+            noteWriteFailure(*writer, saidWriteFailure);
+        }
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy collect: {}\n", e.what());
+        say("gpuspy collect: {}\n", e.what());
         rc = kExitFailure;
     }
     restoreSignalHandlers();
@@ -81,10 +90,10 @@ int runCollect(int argc, char** argv)
         Capture capture = server->takeCapture();
         server.reset();
         finishCapture(capture, *writer);
-        fmt::print(stderr, "{}\n",
-                   captureSummary(output, capture.processes.size(), calls, capture.badStreams, writer->bytesWritten()));
+        say("{}\n", captureSummary(*writer, capture.processes.size(), calls, capture.badStreams));
+        if (writer->failed()) rc = kExitFailure;
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy collect: {}\n", e.what());
+        say("gpuspy collect: {}\n", e.what());
         rc = kExitFailure;
     }
     return rc;

@@ -1,5 +1,6 @@
 // collector/cli_common.cpp: what the gpuspy subcommands share.
 #include "collector/cli.h"
+#include "collector/say.h"
 
 #if GPUSPY_HAVE_SYMBOLIZE
 #include "collector/symbolize.h"
@@ -11,13 +12,14 @@
 
 #include <fmt/format.h>
 
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <set>
 
 namespace gpuspy::collect::cli {
 
@@ -107,6 +109,71 @@ bool stdoutIsTerminal()
     return isatty(STDOUT_FILENO) && !(noColor && *noColor);
 }
 
+#if GPUSPY_HAVE_SYMBOLIZE
+namespace {
+
+// Symbolizes the processes whose capture holds no symbols, from the binaries on disk today, and says
+// so in one note naming them and the binaries gone or changed (modified after the process started).
+class LateSymbols {
+public:
+    void symbolize(Process& p)
+    {
+        try {
+            m_cache.symbolizeProcess(p);
+        } catch (const std::exception& e) {
+            m_failed += fmt::format("{}pid {}: {}", m_failed.empty() ? "" : "; ", p.pid, e.what());
+            return;
+        }
+        m_pids.push_back(p.pid);
+        std::set<std::string> used;
+        for (const auto& [id, pcs] : p.stacks)
+            for (uint64_t pc : pcs)
+                for (const ModuleInfo& m : p.modules)
+                    if (pc >= m.start && pc < m.end && !m.path.empty() && m.path[0] == '/') used.insert(m.path);
+        for (const std::string& file : used) {
+            struct stat st{};
+            if (stat(file.c_str(), &st) != 0)
+                m_gone.insert(file);
+            else if (p.startRealtimeNs && uint64_t(st.st_mtim.tv_sec) * 1000000000ull + uint64_t(st.st_mtim.tv_nsec) >
+                                              p.startRealtimeNs)
+                m_changed.insert(file);
+        }
+    }
+
+    void addNotes(std::vector<std::string>& notes) const
+    {
+        if (!m_pids.empty()) {
+            std::string pids;
+            for (size_t i = 0; i < m_pids.size() && i < 8; ++i) pids += fmt::format("{}{}", i ? ", " : "", m_pids[i]);
+            if (m_pids.size() > 8) pids += fmt::format(" and {} more", m_pids.size() - 8);
+            std::string note = fmt::format("{} {}: the capture holds no symbols (written by the shim alone, or its "
+                                           "collector stopped first); stacks were symbolized now, from the binaries on disk",
+                                           m_pids.size() == 1 ? "pid" : "pids", pids);
+            if (!m_gone.empty()) note += "; gone since (frames shown as module+offset): " + join(m_gone);
+            if (!m_changed.empty())
+                note += "; changed since the process started (its frames may name the wrong code): " + join(m_changed);
+            notes.push_back(note);
+        }
+        if (!m_failed.empty()) notes.push_back("the capture holds no symbols and symbolizing failed: " + m_failed);
+    }
+
+private:
+    static std::string join(const std::set<std::string>& files)
+    {
+        std::string s;
+        for (const std::string& f : files) s += (s.empty() ? "" : ", ") + f;
+        return s;
+    }
+
+    SymbolCache m_cache;
+    std::vector<uint32_t> m_pids;
+    std::set<std::string> m_gone, m_changed;
+    std::string m_failed;
+};
+
+}  // namespace
+#endif
+
 std::string reportOfCapture(const std::string& path, const ReportRequest& request, ReportSource& source)
 {
     ReadOptions read;
@@ -116,10 +183,24 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
     options.top = request.top;
     options.pid = request.pid;
     StreamAnalyzer analyzer(options);
+#if GPUSPY_HAVE_SYMBOLIZE
+    LateSymbols lateSymbols;
+#endif
     read.onRecord = [&](const Process& p, const wire::RecordView& v) { analyzer.onRecord(p, v); };
+#if GPUSPY_HAVE_SYMBOLIZE
+    // A stream the shim wrote alone (a daemon's only capture), or a capture whose collector died
+    // before its symbols: symbolized now, from the binaries still on disk.
+    read.completeProcess = [&](Process& p) {
+        if (p.symbols.empty() && !p.stacks.empty() && (request.pid < 0 || p.pid == uint32_t(request.pid)))
+            lateSymbols.symbolize(p);
+    };
+#endif
     read.onProcess = [&](const Process& p) { analyzer.onProcess(p); };
     source.capture = readCapture(path, read, &source.info);
-    const Report report = analyzer.finish(source.capture.badStreams);
+    Report report = analyzer.finish(source.capture.badStreams);
+#if GPUSPY_HAVE_SYMBOLIZE
+    lateSymbols.addNotes(report.notes);
+#endif
     std::string out;
     if (request.format == "json")
         out = renderJson(report);
@@ -140,13 +221,16 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
 
 void finishCapture(Capture& capture, CaptureWriter& writer)
 {
+#if GPUSPY_HAVE_SYMBOLIZE
+    SymbolCache symbols;  // one read of each binary for all the processes
+#endif
     for (size_t i = 0; i < capture.processes.size(); ++i) {
         Process& p = capture.processes[i];
 #if GPUSPY_HAVE_SYMBOLIZE
         try {
-            symbolizeProcess(p);
+            symbols.symbolizeProcess(p);
         } catch (const std::exception& e) {
-            fmt::print(stderr, "gpuspy: cannot symbolize process {}: {}\n", p.pid, e.what());
+            say("gpuspy: cannot symbolize process {}: {}\n", p.pid, e.what());
         }
 #endif
         if (!p.symbols.empty()) writer.writeSymbols(uint32_t(i), p);
@@ -154,11 +238,24 @@ void finishCapture(Capture& capture, CaptureWriter& writer)
     writer.finish(capture.badStreams);
 }
 
-std::string captureSummary(const std::string& path, size_t processes, uint64_t calls, uint64_t badStreams,
-                           uint64_t bytes)
+std::string captureSummary(const CaptureWriter& writer, size_t processes, uint64_t calls, uint64_t badStreams)
 {
-    return fmt::format("gpuspy: wrote {}: {} process(es), {} calls{}, {} bytes", path, processes, calls,
-                       badStreams ? fmt::format(", {} bad stream(s)", badStreams) : "", bytes);
+    const std::string bad = badStreams ? fmt::format(", {} bad stream(s)", badStreams) : "";
+    if (writer.failed())
+        return fmt::format("gpuspy: {} is incomplete: writing it failed ({}); {} process(es), {} calls received{}; "
+                           "{} bytes written, {} bytes of records received after the failure not written",
+                           writer.path(), writer.error(), processes, calls, bad, writer.bytesWritten(),
+                           writer.unwrittenBytes());
+    return fmt::format("gpuspy: wrote {}: {} process(es), {} calls{}, {} bytes", writer.path(), processes, calls, bad,
+                       writer.bytesWritten());
+}
+
+void noteWriteFailure(const CaptureWriter& writer, bool& said)
+{
+    if (said || !writer.failed()) return;
+    said = true;
+    say("gpuspy: cannot write {} ({}): the capture ends there; still collecting, and counting what "
+                       "is not written\n", writer.path(), writer.error());
 }
 
 std::string defaultCaptureName()
@@ -172,83 +269,6 @@ std::string defaultCaptureName()
     struct stat st{};
     for (int i = 2; lstat(name.c_str(), &st) == 0 && i < 1000; ++i) name = fmt::format("gpuspy-{}-{}.gspy", stamp, i);
     return name;
-}
-
-}  // namespace gpuspy::collect::cli
-
-namespace gpuspy::collect::cli {
-
-namespace {
-
-volatile sig_atomic_t g_child = 0;
-volatile sig_atomic_t g_wakeFd = -1;
-volatile sig_atomic_t g_signals = 0;
-volatile sig_atomic_t g_lastSignal = 0;
-
-void onStopSignal(int sig, siginfo_t* info, void*)
-{
-    const int savedErrno = errno;
-    g_signals = g_signals + 1;
-    g_lastSignal = sig;
-    const pid_t child = g_child;
-    if (child > 0 && info->si_code != SI_KERNEL) kill(child, sig);
-    if (g_wakeFd >= 0) {
-        const char b = 1;
-        [[maybe_unused]] ssize_t r = write(g_wakeFd, &b, 1);
-    }
-    errno = savedErrno;
-}
-
-void onChild(int)
-{
-    const int savedErrno = errno;
-    if (g_wakeFd >= 0) {
-        const char b = 1;
-        [[maybe_unused]] ssize_t r = write(g_wakeFd, &b, 1);
-    }
-    errno = savedErrno;
-}
-
-}  // namespace
-
-void installSignalHandlers(int wakeFd)
-{
-    g_wakeFd = wakeFd;
-    struct sigaction sa{};
-    sa.sa_sigaction = onStopSignal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-    struct sigaction sc{};
-    sc.sa_handler = onChild;
-    sc.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-    sigemptyset(&sc.sa_mask);
-    sigaction(SIGCHLD, &sc, nullptr);
-}
-
-void forwardSignalsTo(pid_t pid)
-{
-    g_child = pid;
-}
-
-unsigned signalsReceived()
-{
-    return unsigned(g_signals);
-}
-
-int lastSignal()
-{
-    return g_lastSignal;
-}
-
-void restoreSignalHandlers()
-{
-    g_child = 0;
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGCHLD, SIG_DFL);
-    g_wakeFd = -1;
 }
 
 }  // namespace gpuspy::collect::cli

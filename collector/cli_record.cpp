@@ -1,11 +1,14 @@
 // collector/cli_record.cpp: `gpuspy record -- CMD`, run a program tree under the shim and collect it.
 #include "collector/cli.h"
+#include "collector/cli_process_tree.h"
+#include "collector/say.h"
 #include "collector/server.h"
 
 #include <fmt/format.h>
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,7 +34,9 @@ constexpr const char* kUsage =
     "Runs CMD with gpuspy's shim preloaded, collects every process of its tree (forked and exec'd\n"
     "children included) on a private socket, writes the capture as the records arrive, then prints\n"
     "its report (what `gpuspy report FILE` prints). The exit status is CMD's (128+N if a signal N\n"
-    "killed it). SIGINT and SIGTERM sent to gpuspy go to CMD.\n"
+    "killed it). SIGINT, SIGTERM and SIGHUP sent to gpuspy go to CMD; a hang-up does not stop gpuspy,\n"
+    "and signals gpuspy's parent ignored stay ignored in CMD. When CMD exits, gpuspy waits for its\n"
+    "descendants that still have the shim loaded (a daemon, a late worker: Ctrl-C stops waiting).\n"
     "\n"
     "options:\n"
     "  -o, --output FILE   the capture (default gpuspy-YYYYmmdd-HHMMSS.gspy); created 0600\n"
@@ -46,6 +51,7 @@ constexpr const char* kUsage =
 
 constexpr uint64_t kQuietNs = 200'000'000;        // after the last process left: none still starting?
 constexpr uint64_t kStragglerNoteNs = 2'000'000'000;
+constexpr uint64_t kScanIntervalNs = 250'000'000;  // how often /proc is read for descendants
 
 std::string exeDir()
 {
@@ -186,10 +192,9 @@ pid_t spawn(const std::vector<std::string>& command, const std::vector<std::stri
         throw std::runtime_error(std::string("fork: ") + std::strerror(e));
     }
     if (pid == 0) {
-        // The child: our handlers are replaced by the defaults at exec; the mask is inherited, so clear it.
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, nullptr);
+        // The child: the dispositions and mask gpuspy inherited (a signal its parent ignored stays
+        // ignored), not the ones gpuspy set for itself.
+        childSignalDispositions();
         close(report[0]);
         execvpe(argv[0], argv.data(), envp.data());
         const int e = errno;
@@ -239,7 +244,7 @@ int runRecord(int argc, char** argv)
             simDir = locate("GPUSPY_SIMCUDA_DIR", {dir + "/../lib/simcuda", dir + "/../lib/gpuspy/simcuda"}, "libcuda.so.1",
                             "the simulated driver (libcuda.so.1)");
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        say("gpuspy record: {}\n", e.what());
         return kExitFailure;
     }
 
@@ -253,58 +258,101 @@ int runRecord(int argc, char** argv)
         server = std::make_unique<Server>(so);
     } catch (const std::exception& e) {
         if (writer) unlink(output.c_str());
-        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        say("gpuspy record: {}\n", e.what());
         return kExitFailure;
     }
 
     installSignalHandlers(server->wakeFd());
+    // Descendants whose parent exits are handed to us, not to init: a daemon's double fork, a worker
+    // that outlives the command. We wait for those that carry the shim, as for the command.
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    // Held back until the child's pid is known: a hang-up that comes as soon as the command has
+    // started (it printed its prompt) must still be passed on to it.
+    sigset_t held, before;
+    sigemptyset(&held);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, sig);
+    sigprocmask(SIG_BLOCK, &held, &before);
     pid_t child;
     try {
         child = spawn(o.command, childEnvironment(o, shim, simDir, server->socketPath()));
     } catch (const std::exception& e) {
+        sigprocmask(SIG_SETMASK, &before, nullptr);
         restoreSignalHandlers();
         writer.reset();
         unlink(output.c_str());
-        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        say("gpuspy record: {}\n", e.what());
         return 127;
     }
     forwardSignalsTo(child);
+    sigprocmask(SIG_SETMASK, &before, nullptr);
 
     int status = 0;
     bool childDone = false;
-    uint64_t doneAt = 0;
+    uint64_t doneAt = 0, scannedAt = 0;
     unsigned signalsAtExit = 0;
-    bool noted = false;
+    bool noted = false, saidWriteFailure = false, shimSeen = false;
+    std::vector<Descendant> carrying;
     try {
         while (true) {
             server->poll(childDone ? 50 : 250);
-            if (!childDone) {
-                const pid_t r = waitpid(child, &status, WNOHANG);
-                if (r == child) {
+            hungUp();  // a hang-up stops nothing: the command decides whether it ends
+            noteWriteFailure(*writer, saidWriteFailure);
+            // Reap the command and every orphan handed to us.
+            for (int st = 0;;) {
+                const pid_t r = waitpid(-1, &st, WNOHANG);
+                if (r <= 0) break;
+                if (r == child && !childDone) {
+                    status = st;
                     childDone = true;
                     doneAt = monotonicNs();
                     signalsAtExit = signalsReceived();
                     forwardSignalsTo(0);
                 }
+            }
+            const uint64_t now = monotonicNs();
+            if (!childDone) {
+                if (!shimSeen && now - scannedAt >= kScanIntervalNs) {
+                    scannedAt = now;
+                    shimSeen = hasShimMapped(child, shim);
+                }
                 continue;
             }
-            // The command has exited; its descendants may still be sending, or just connecting.
-            const uint64_t now = monotonicNs();
-            if (server->openConnections() == 0 && now - std::max(doneAt, server->lastChangeNs()) >= kQuietNs) break;
+            // The command has exited; its descendants may still be sending, or just connecting, or
+            // not yet have made their first CUDA call.
             if (signalsReceived() != signalsAtExit) break;
-            if (!noted && server->openConnections() > 0 && now - doneAt >= kStragglerNoteNs) {
+            const uint64_t quietFrom = std::max(doneAt, server->lastChangeNs()) + kQuietNs;
+            const bool quiet = server->openConnections() == 0 && now >= quietFrom;
+            // Before finishing, always a fresh look: a descendant may be about to connect.
+            if (now - scannedAt >= kScanIntervalNs || (quiet && scannedAt < quietFrom)) {
+                scannedAt = now;
+                carrying = descendantsCarryingShim(shim);
+                shimSeen = shimSeen || !carrying.empty();
+            }
+            if (quiet && carrying.empty()) break;
+            if (!noted && (server->openConnections() > 0 || !carrying.empty()) && now - doneAt >= kStragglerNoteNs) {
                 noted = true;
-                fmt::print(stderr, "gpuspy: {} has exited; waiting for {} traced process(es) still connected "
-                                   "(Ctrl-C to stop waiting)\n", o.command[0], server->openConnections());
+                std::string what;
+                if (server->openConnections() > 0)
+                    what = fmt::format("{} traced process(es) still connected", server->openConnections());
+                if (!carrying.empty())
+                    what += fmt::format("{}{} process(es) still running with gpuspy loaded: {}", what.empty() ? "" : " and ",
+                                        carrying.size(), describe(carrying));
+                say("gpuspy: {} has exited; waiting for {} (Ctrl-C to stop waiting)\n", o.command[0], what);
             }
         }
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        say("gpuspy record: {}\n", e.what());
         if (!childDone) {
             waitpid(child, &status, 0);
         }
     }
     restoreSignalHandlers();
+    if (childDone && !carrying.empty()) {
+        carrying = descendantsCarryingShim(shim);
+        if (!carrying.empty())
+            say("gpuspy: stopped waiting; still running with gpuspy loaded, not in this capture from now "
+                               "on: {}\n", describe(carrying));
+    }
 
     const int exitStatus = exitStatusOf(status);
     size_t processes = 0;
@@ -315,14 +363,22 @@ int runRecord(int argc, char** argv)
         server.reset();
         finishCapture(capture, *writer);
         processes = capture.processes.size();
-        fmt::print(stderr, "{}\n", captureSummary(output, processes, calls, capture.badStreams, writer->bytesWritten()));
+        say("{}\n", captureSummary(*writer, processes, calls, capture.badStreams));
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        say("gpuspy record: {}\n", e.what());
         return exitStatus;
     }
     if (processes == 0) {
-        fmt::print(stderr, "gpuspy: no process connected to the collector: {} made no CUDA call gpuspy saw, or does "
-                           "not load preloaded libraries (static or setuid programs)\n", o.command[0]);
+        // Name the cause where it is known; never blame static or setuid programs when it was not one.
+        std::string why = shimSeen ? std::string() : unpreloadable(o.command[0]);
+        if (why.empty() && shimSeen)
+            why = fmt::format("gpuspy was loaded into {}, but no process made a CUDA call it saw, or those that did "
+                              "had cleared their environment (GPUSPY_SOCKET) or changed user before their first CUDA "
+                              "call", o.command[0]);
+        if (why.empty())
+            why = fmt::format("{} made no CUDA call gpuspy saw, or its processes did not keep gpuspy's environment "
+                              "(LD_PRELOAD, GPUSPY_SOCKET) or changed user before their first CUDA call", o.command[0]);
+        say("gpuspy: no process connected to the collector: {}\n", why);
         return exitStatus;
     }
     // The report is that of the capture just written, read back as `gpuspy report` reads it: the
@@ -336,7 +392,7 @@ int runRecord(int argc, char** argv)
         std::fwrite(report.data(), 1, report.size(), stdout);
         std::fflush(stdout);
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy record: {}\n", e.what());
+        say("gpuspy record: {}\n", e.what());
     }
     return exitStatus;
 }

@@ -1,5 +1,6 @@
 // collector/main.cpp: the gpuspy command: dispatches to the subcommands in cli_*.cpp.
 #include "collector/cli.h"
+#include "collector/say.h"
 
 #include <fmt/format.h>
 
@@ -57,10 +58,10 @@ int main(int argc, char** argv)
     try {
         return run(argc - 2, argv + 2);
     } catch (const UsageError& e) {
-        fmt::print(stderr, "{} (see gpuspy {} --help)\n", e.what(), command);
+        gpuspy::collect::say("{} (see gpuspy {} --help)\n", e.what(), command);
         return kExitUsage;
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy {}: {}\n", command, e.what());
+        gpuspy::collect::say("gpuspy {}: {}\n", command, e.what());
         return kExitFailure;
     }
 }

@@ -264,14 +264,39 @@ void findings(std::string& out, const Report& r, const Style& st)
     }
 }
 
+// Processes whose stream has no End record: killed (SIGKILL, a fatal signal gpuspy could not see
+// coming), its connection or descriptor lost, or still running when the capture ended. The End record
+// holds the process's drop count and its last calls, so what the report shows of it is a lower bound.
+void cutShort(std::string& out, const Report& r, const Style& st)
+{
+    std::string list;
+    size_t n = 0;
+    for (const ProcessSummary& p : r.processes) {
+        if (p.ended) continue;
+        list += std::string(n++ ? "; " : " ") + "pid " + std::to_string(p.pid) +
+                (p.streamError.empty() ? "" : " (" + p.streamError + ")");
+    }
+    if (!n) return;
+    out += st.yellow() +
+           wrap(std::string(n == 1 ? "1 process's stream was" : std::to_string(n) + " processes' streams were") +
+                    " cut short (no End record: the process was killed or its stream was lost, or it was still running "
+                    "when the capture ended):" + list + ". Their figures stop at the last record that arrived: calls, "
+                    "GPU work and drops after it are missing, so their counts and times are lower bounds, and their "
+                    "Dropped count (marked ?) is only what was reported before the cut.",
+                " ") +
+           st.reset();
+}
+
 void overview(std::string& out, const Report& r, const Style& st)
 {
     out += heading(st, "Processes");
     TextTable t({"PID", "Wall", "CUDA API", "% wall", "gpuspy", "Calls", "Dropped", "Command"}, 7);
     for (const ProcessSummary& p : r.processes)
         t.row({std::to_string(p.pid), formatNs(p.wallNs), formatNs(p.cudaApiNs), pct(p.cudaApiPct),
-               formatNs(p.gpuspyOverheadNs), num(p.calls), num(p.droppedRecords), p.command});
+               formatNs(p.gpuspyOverheadNs), num(p.calls), p.ended ? num(p.droppedRecords) : num(p.droppedRecords) + "?",
+               p.command});
     out += t.render(st);
+    cutShort(out, r, st);
     if (r.devices.empty()) return;
     out += heading(st, "Devices (busy % over each process's first to last CUDA call)");
     TextTable d({"PID", "Dev", "Busy %", "Range %", "Busy", "Active", "Idle gaps", "Largest", "Starved", "Ops", "Timed", "Name"}, 11);

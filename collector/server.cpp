@@ -1,5 +1,6 @@
 // collector/server.cpp: a private Unix socket, peer checks, and one ingest per connection.
 #include "collector/server.h"
+#include "collector/say.h"
 
 #include <fmt/format.h>
 
@@ -182,7 +183,7 @@ void Server::acceptAll()
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK && !m_opt.quiet)
-                fmt::print(stderr, "gpuspy: accept on {}: {}\n", m_socketPath, errnoText());
+                say("gpuspy: accept on {}: {}\n", m_socketPath, errnoText());
             return;
         }
         ucred cred{};
@@ -190,7 +191,7 @@ void Server::acceptAll()
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != geteuid()) {
             ++m_refused;
             if (!m_opt.quiet)
-                fmt::print(stderr, "gpuspy: refused a connection from pid {} (uid {}): only uid {} may connect to {}\n",
+                say("gpuspy: refused a connection from pid {} (uid {}): only uid {} may connect to {}\n",
                            cred.pid, cred.uid, geteuid(), m_socketPath);
             close(fd);
             continue;
@@ -198,7 +199,7 @@ void Server::acceptAll()
         if (m_conns.size() >= m_opt.maxConnections) {
             ++m_refused;
             if (!m_opt.quiet)
-                fmt::print(stderr, "gpuspy: refused a connection from pid {}: {} connections already open\n", cred.pid,
+                say("gpuspy: refused a connection from pid {}: {} connections already open\n", cred.pid,
                            m_conns.size());
             close(fd);
             continue;
@@ -266,7 +267,7 @@ void Server::finishConn(Conn& c, bool eof)
     if (c.ingest.failed()) {
         ++m_bad;
         if (!m_opt.quiet)
-            fmt::print(stderr, "gpuspy: closed the connection from pid {}: {} ({} records kept)\n", c.peerPid,
+            say("gpuspy: closed the connection from pid {}: {} ({} records kept)\n", c.peerPid,
                        c.ingest.error(), c.ingest.records());
     }
     flush(c, true);

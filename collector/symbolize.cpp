@@ -199,15 +199,48 @@ std::vector<Frame> Symbolizer::lookup(uint64_t address)
     return frames;
 }
 
-void symbolizeProcess(Process& proc)
+SymbolCache::SymbolCache() = default;
+SymbolCache::~SymbolCache() = default;
+
+void SymbolCache::symbolizeProcess(Process& proc)
 {
-    Symbolizer symbolizer(proc.modules);
     for (const auto& [id, pcs] : proc.stacks) {
         for (uint64_t pc : pcs) {
             if (proc.symbols.count(pc)) continue;
-            proc.symbols.emplace(pc, symbolizer.symbolize(pc));
+            // The latest module first, as Symbolizer::moduleOf.
+            const ModuleInfo* m = nullptr;
+            for (auto it = proc.modules.rbegin(); it != proc.modules.rend(); ++it)
+                if (pc >= it->start && pc < it->end) {
+                    m = &*it;
+                    break;
+                }
+            if (!m) {
+                Frame f;
+                f.address = pc;
+                f.offset = pc;
+                proc.symbols.emplace(pc, std::vector<Frame>{f});
+                continue;
+            }
+            // One session per file, the file at bias 0: its frames depend on the offset alone.
+            std::unique_ptr<Symbolizer>& file = m_files[m->path];
+            if (!file) {
+                ModuleInfo whole;
+                whole.start = 0;
+                whole.end = UINT64_MAX;
+                whole.path = m->path;
+                file = std::make_unique<Symbolizer>(std::vector<ModuleInfo>{whole});
+            }
+            std::vector<Frame> frames = file->symbolize(pc - m->bias);
+            for (Frame& f : frames) f.address = pc;
+            proc.symbols.emplace(pc, std::move(frames));
         }
     }
+}
+
+void symbolizeProcess(Process& proc)
+{
+    SymbolCache cache;
+    cache.symbolizeProcess(proc);
 }
 
 }  // namespace gpuspy::collect

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -36,7 +37,25 @@ private:
     std::unordered_map<uint64_t, std::vector<Frame>> m_cache;
 };
 
-// Fills proc.symbols for every address in proc.stacks.
+// Symbolizes many processes with one session per binary, kept for the cache's life: the hundreds of
+// short-lived workers of one program (each mapping the same files at other addresses) are read once,
+// not once each (collect took 12.8 s to finish after 300 of them). A frame depends only on the file and
+// the offset in it; a file that changes on disk while the cache lives is not read again.
+class SymbolCache {
+public:
+    SymbolCache();
+    ~SymbolCache();
+    SymbolCache(const SymbolCache&) = delete;
+    SymbolCache& operator=(const SymbolCache&) = delete;
+
+    // Fills proc.symbols for every address in proc.stacks.
+    void symbolizeProcess(Process& proc);
+
+private:
+    std::unordered_map<std::string, std::unique_ptr<Symbolizer>> m_files;
+};
+
+// Fills proc.symbols for every address in proc.stacks (a cache of its own).
 void symbolizeProcess(Process& proc);
 
 }  // namespace gpuspy::collect

@@ -449,9 +449,11 @@ int main(int argc, char** argv)
         if (cap.hasEnd && cap.end.recordsDropped == 0 && t.calls != recorded && t.calls + 1 != recorded)
             problem("thread " + std::to_string(tid) + ": ThreadStats says " + std::to_string(t.calls) + " calls, " +
                     std::to_string(recorded) + " Call records");
-        // At least a ns a call; at most 100 us a call on average beside a thread's one-off costs (its
-        // lane, its event pool: milliseconds on a loaded machine).
-        if (t.calls > 0 && (t.overheadNs < t.calls || t.overheadNs > t.calls * 100000 + 50000000))
+        // Measured and in nanoseconds: at least a ns a call. The upper bound is only against garbage (a
+        // second a call): own time is wall time on the app's thread, which a busy machine stretches
+        // without limit (858 ms for 475 calls under TSan beside CPU hogs); how small it is belongs to
+        // the benchmarks (bench/), not to a test that must pass under load.
+        if (t.calls > 0 && (t.overheadNs < t.calls || t.overheadNs / t.calls > 1000000000ull))
             problem("thread " + std::to_string(tid) + ": gpuspy's own time " + std::to_string(t.overheadNs) + " ns for " +
                     std::to_string(t.calls) + " calls");
     }

@@ -203,3 +203,46 @@ TEST(Symbolize, ProcessGetsEveryStackAddress)
         }
     EXPECT_EQ(proc.symbols[0x10000040][0].offset, 0x40u);
 }
+
+// Two processes of one program, its files mapped elsewhere (ASLR), symbolized through one cache (one
+// session per file): the same frames, each with its own process's address.
+TEST(Symbolize, CacheSharesFilesAcrossProcessesAtOtherAddresses)
+{
+    constexpr uint64_t kShift = 0x100000000000ull;
+    const uint64_t target = symtest::symbolTarget(), inlined = symtest::inlineCaller();
+    Process a, b;
+    a.modules = currentModules();
+    for (ModuleInfo m : a.modules) {
+        m.start += kShift;
+        m.end += kShift;
+        m.bias += kShift;
+        b.modules.push_back(m);
+    }
+    a.stacks[1] = {target, inlined};
+    b.stacks[1] = {target + kShift, inlined + kShift};
+    SymbolCache cache;
+    cache.symbolizeProcess(a);
+    cache.symbolizeProcess(b);
+    Process alone = a;
+    alone.symbols.clear();
+    symbolizeProcess(alone);
+    for (uint64_t pc : {target, inlined}) {
+        const std::vector<Frame>& fa = a.symbols.at(pc);
+        const std::vector<Frame>& fb = b.symbols.at(pc + kShift);
+        const std::vector<Frame>& f1 = alone.symbols.at(pc);
+        ASSERT_EQ(fa.size(), fb.size());
+        ASSERT_EQ(fa.size(), f1.size());
+        for (size_t i = 0; i < fa.size(); ++i) {
+            EXPECT_EQ(fa[i].function, fb[i].function);
+            EXPECT_EQ(fa[i].function, f1[i].function);
+            EXPECT_EQ(fa[i].line, fb[i].line);
+            EXPECT_EQ(fa[i].file, fb[i].file);
+            EXPECT_EQ(fa[i].offset, fb[i].offset);
+            EXPECT_EQ(fa[i].inlined, fb[i].inlined);
+            EXPECT_EQ(fa[i].address, pc);
+            EXPECT_EQ(fb[i].address, pc + kShift);
+        }
+    }
+    EXPECT_NE(a.symbols.at(target).back().function.find("symbolTarget"), std::string::npos);
+    EXPECT_EQ(a.symbols.at(target).back().line, symtest::kTargetLine);
+}
