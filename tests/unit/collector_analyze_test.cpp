@@ -828,6 +828,25 @@ TEST(Findings, GpuStarvedReadsGapsOffTheTimelineWithUntimedWorkPlaced)
     EXPECT_FALSE(r.notes.empty());
 }
 
+TEST(Analyze, TimingsLostToLateEndEventsAreCountedAndPlaced)
+{
+    // The shim flagged the middle launch timed, but its span never came (its end event was recorded too
+    // late to trust): it is placed like a sampled-out one, and counted.
+    ProcBuilder b;
+    b.launch(0, 0, 10, 10, 110);
+    b.launch(0, 200, 210, 0, 0, 0, wire::kCallGpuTimed);
+    b.launch(0, 400, 410, 410, 510);
+    b.call("cuCtxSynchronize", Category::Sync, 510, 520);
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.devices.size(), 1u);
+    EXPECT_EQ(r.devices[0].lostOps, 1u);
+    EXPECT_EQ(r.devices[0].estimatedOps, 1u);
+    EXPECT_EQ(r.devices[0].busyNs, 300u);  // the lost one placed at its return for its siblings' 100 ns
+    bool noted = false;
+    for (const std::string& n : r.notes) noted |= n.find("1 whose end event was recorded too late") != std::string::npos;
+    EXPECT_TRUE(noted);
+}
+
 TEST(Findings, GpuIdleCountsUntimedKernelsAtTheirOwnLength)
 {
     // A 20 us copy (always timed), then 20 launches of a 100 ns kernel of which one was timed, over a
