@@ -145,7 +145,7 @@ void setUp()
     check(deviceGet(&dev, 0), "cuDeviceGet");
     check(retain(&g_ctx, dev), "cuDevicePrimaryCtxRetain");
     check(g_hooked.setCurrent(g_ctx), "cuCtxSetCurrent");
-    static const unsigned char kImage[64] = {0x7f, 'E', 'L', 'F'};  // the simulated driver does not parse it
+    static const char kImage[] = "bench module";  // opaque to the simulated driver: loaded as if built for the device
     CUmodule mod = nullptr;
     check(load(&mod, kImage), "cuModuleLoadData");
     check(getFunction(&g_fn, mod, "_Z12bench_kernelPf"), "cuModuleGetFunction");

@@ -71,7 +71,7 @@ int main(int argc, char** argv)
     check(cuDeviceGet(&dev, 0), "cuDeviceGet");
     check(cuDevicePrimaryCtxRetain(&g_ctx, dev), "cuDevicePrimaryCtxRetain");
     check(cuCtxSetCurrent(g_ctx), "cuCtxSetCurrent");
-    static const unsigned char kImage[64] = {0x7f, 'E', 'L', 'F'};
+    static const char kImage[] = "bench module";  // opaque to the simulated driver: loaded as if built for the device
     check(cuModuleLoadData(&mod, kImage), "cuModuleLoadData");
     check(cuModuleGetFunction(&g_fn, mod, "_Z10mem_kernelPf"), "cuModuleGetFunction");
     // The main thread's calls first: gpuspy's per-process start-up (queue, tables, drain thread) is
