@@ -2,19 +2,7 @@
 // a message naming the call and status 1, so a test never passes on a half-run program. Kernels do not run on
 // the simulated driver: the programs print what they did, never numeric results.
 #pragma once
-#include <cstdio>
-#include <cstdlib>
-#include <cuda_runtime.h>
-
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        const cudaError_t ck_err_ = (call);                                                        \
-        if (ck_err_ != cudaSuccess) {                                                              \
-            std::fprintf(stderr, "%s:%d: %s failed: %s (%s, %d)\n", __FILE__, __LINE__, #call,     \
-                         cudaGetErrorString(ck_err_), cudaGetErrorName(ck_err_), (int)ck_err_);    \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
+#include "../apps/app_common.h"  // CK: a CUDA runtime call that fails ends the program
 
 // Library calls returning a status enum whose success value is 0.
 #define CK_STATUS(call)                                                                            \
