@@ -419,9 +419,20 @@ bool openOutput(uint8_t* scratch)
             g_out.own = fdOwn(fd);
             g_out.socket = true;
         } else {
-            char msg[600];
-            snprintf(msg, sizeof msg, "gpuspy: no collector at %s (%s); writing a capture file instead\n", sock,
-                     strerror(errno));
+            const int err = errno;
+            char msg[800];
+            unsigned before = 0;
+            if ((err == EACCES || err == EPERM) && userChangedSinceLoad(&before))
+                // The collector's socket lives in a directory only its user may enter: a server that
+                // dropped privileges before its first CUDA call is refused, whatever the collector does.
+                snprintf(msg, sizeof msg,
+                         "gpuspy: this process changed its user (uid %u when gpuspy loaded, %u now) before its "
+                         "first CUDA call, and the collector at %s refuses it (%s): run gpuspy as uid %u, or let "
+                         "the process write its own capture (unset GPUSPY_SOCKET); writing a capture file instead\n",
+                         before, unsigned(geteuid()), sock, strerror(err), unsigned(geteuid()));
+            else
+                snprintf(msg, sizeof msg, "gpuspy: no collector at %s (%s); writing a capture file instead\n", sock,
+                         strerror(err));
             note(msg);
         }
     }

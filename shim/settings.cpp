@@ -20,6 +20,7 @@ char g_values[kCount][kMaxValue];
 bool g_present[kCount];
 bool g_loaded = false;
 char g_cwd[kMaxValue];  // the working directory at load ("" when unknown or too long)
+uid_t g_euid = 0;       // the effective user at load: a server that drops privileges changes it
 
 // A relative path made absolute against the directory at load (GPUSPY_OUTPUT, GPUSPY_SOCKET).
 void absolutize(char* value)
@@ -38,6 +39,7 @@ void absolutize(char* value)
 __attribute__((constructor(101))) void loadSettings()
 {
     if (!getcwd(g_cwd, sizeof g_cwd)) g_cwd[0] = 0;
+    g_euid = geteuid();
     for (size_t i = 0; i < kCount; ++i) {
         const char* v = getenv(kNames[i]);
         if (!v || strlen(v) >= kMaxValue) continue;
@@ -63,5 +65,11 @@ const char* setting(const char* name)
 }
 
 const char* loadDirectory() { return g_loaded && g_cwd[0] ? g_cwd : nullptr; }
+
+bool userChangedSinceLoad(unsigned* atLoad)
+{
+    *atLoad = unsigned(g_euid);
+    return g_loaded && geteuid() != g_euid;
+}
 
 }  // namespace gpuspy::shim

@@ -117,6 +117,7 @@ int appSigaction(int sig, const struct sigaction* act, struct sigaction* old);
 // one not set then is read from the environment now. GPUSPY_OUTPUT and GPUSPY_SOCKET are absolute.
 const char* setting(const char* name);
 const char* loadDirectory();  // the working directory when the library loaded; null when unknown
+bool userChangedSinceLoad(unsigned* euidAtLoad);  // the process switched its effective user since then
 
 // ---- fds.cpp: the shim's own descriptors, above a high floor and known by identity
 struct OwnedFd {

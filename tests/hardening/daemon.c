@@ -4,7 +4,8 @@
  *   daemon MODE DONEFILE [DIR]
  *
  * daemon:   daemon(0, 0) (forks, new session, chdir to /, stdio to /dev/null), then the CUDA calls;
- * clearenv: clearenv() first;  chdir: chdir(DIR) first;  gone: removes DIR, its working directory.
+ * clearenv: clearenv() first;  chdir: chdir(DIR) first;  gone: removes DIR, its working directory;
+ * setuid: setgid/setuid(DIR, a numeric uid) first, as a server that drops its privileges.
  * Then kLaunches launches; writes "done" into DONEFILE (an absolute path) from an exit handler
  * registered before the first CUDA call, so after gpuspy's own (which finishes the capture). */
 #include "driver_setup.h"
@@ -31,7 +32,7 @@ static void writeDone(void)
 int main(int argc, char** argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: daemon daemon|clearenv|chdir|gone DONEFILE [DIR]\n");
+        fprintf(stderr, "usage: daemon daemon|clearenv|chdir|gone|setuid DONEFILE [DIR|UID]\n");
         return 2;
     }
     const char* mode = argv[1];
@@ -45,6 +46,9 @@ int main(int argc, char** argv)
         if (chdir(argv[3]) != 0) return 3;
     } else if (strcmp(mode, "gone") == 0 && argc > 3) {
         if (rmdir(argv[3]) != 0) return 3;
+    } else if (strcmp(mode, "setuid") == 0 && argc > 3) {
+        const unsigned id = (unsigned)strtoul(argv[3], NULL, 10);
+        if (setgid(id) != 0 || setuid(id) != 0) return 3;
     }
     g_done = argv[2];
     g_failed = 1;

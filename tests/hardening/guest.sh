@@ -12,6 +12,8 @@
 #   spill_compact: the capture file the shim writes alone is compressed (<= 24 bytes a launch)
 #   spill_cap, spill_cap_socket: GPUSPY_MAX_BYTES bounds a capture file, drops counted, said once
 #   daemon, clearenv, chdir, gone: settings and the output path fixed when the library loaded
+#   setuid: a server that drops privileges before its first CUDA call, refused by the collector's
+#       private socket: stderr names that cause (not a bare "no collector") (root only: else 77)
 # Usage: guest.sh MODE GPUSPY LIBGPUSPY WORKDIR PROGRAM
 mode=$1 gpuspy=$2 lib=$3 work=$4 prog=$5
 source "$(dirname "$0")/common.sh"
@@ -153,6 +155,22 @@ chdir)
     hz_same . base shim
     [[ -e sub/rel.gspy ]] && hz_fail "the relative GPUSPY_OUTPUT was taken from the directory at the first call"
     complete rel.gspy 300
+    ;;
+setuid)
+    [[ $(id -u) -eq 0 ]] || { echo "skipped: dropping privileges needs root"; exit 77; }
+    # The collector's socket in a directory only root may enter, as `gpuspy record` makes it; the
+    # app (started as root) becomes nobody before its first CUDA call. Its files go where nobody writes.
+    mkdir -m 0700 private && mkdir -m 1777 pub
+    "$gpuspy" collect --socket "$PWD/private/sock" -o "$PWD/collected.gspy" >collect.out 2>&1 &
+    collector=$!
+    hz_wait_for 30 test -S private/sock || hz_fail "the collector did not start"
+    (cd pub && hz_run .. base "$prog" setuid "$work/pub/base.done" 65534)
+    (cd pub && hz_run .. shim env LD_PRELOAD="$preload" GPUSPY_SOCKET="$work/private/sock" TMPDIR="$work/pub" \
+        "$prog" setuid "$work/pub/shim.done" 65534)
+    kill -INT $collector; wait $collector
+    hz_same . base shim
+    grep -q "changed its user (uid 0 when gpuspy loaded, 65534 now)" shim.err ||
+        hz_fail "stderr does not name the cause: $(head -c 400 shim.err)"
     ;;
 gone)
     # The directory the process started in is removed before its first CUDA call: the capture goes to
