@@ -3,7 +3,9 @@
 // its capture must still go where, and be made how, the user asked when the process started.
 #include "shim/shim.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 
@@ -35,6 +37,20 @@ void absolutize(char* value)
     memcpy(value, tmp, c + 1 + v + 1);
 }
 
+// An app's NVTX looks for its tool in NVTX_INJECTION64_PATH when it makes its first NVTX call
+// (nvtx3/nvtxDetail/nvtxInit.h; a preloaded library is deliberately not searched): point it at this
+// library, by an absolute path (the app may chdir first), so that NVTX ranges reach gpuspy with nothing
+// to set. Never over an injection the user chose for another tool; not when gpuspy is disabled.
+void pointNvtxHere()
+{
+    const char* off = getenv("GPUSPY_DISABLE");
+    if ((off && off[0] == '1') || getenv("NVTX_INJECTION64_PATH")) return;
+    Dl_info info{};
+    char path[PATH_MAX];
+    if (!dladdr(reinterpret_cast<void*>(&pointNvtxHere), &info) || !info.dli_fname || !realpath(info.dli_fname, path)) return;
+    setenv("NVTX_INJECTION64_PATH", path, 0);
+}
+
 // Before the app's own constructors (which may chdir or clear the environment).
 __attribute__((constructor(101))) void loadSettings()
 {
@@ -48,6 +64,7 @@ __attribute__((constructor(101))) void loadSettings()
         if (strcmp(kNames[i], "GPUSPY_OUTPUT") == 0 || strcmp(kNames[i], "GPUSPY_SOCKET") == 0) absolutize(g_values[i]);
     }
     g_loaded = true;
+    pointNvtxHere();
 }
 
 }  // namespace
