@@ -259,6 +259,16 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
             const bool match = role == TimelineRole::CtxSync ? (c.device < 0 || s.id.device == c.device) : sameStream(s.id, id);
             if (match && !s.pending.empty()) waited.push_back(&s);
         }
+        // The shim marked when the stream drained (an event recorded before the wait, gpuMarkDrain): its
+        // work ended then exactly, if the stream was still busy when it was recorded.
+        if (role == TimelineRole::StreamSync && spans && !spans->empty()) {
+            uint64_t drained = 0;
+            for (const wire::GpuSpanBody& g : *spans) drained = std::max(drained, g.endNs);
+            drained = std::min(drained, t);
+            for (Stream* s : waited)
+                anchor(*s, s->pending.size(), drained, drained > c.beginNs + kHeldBackNs ? Until::Hard : Until::None, true);
+            break;
+        }
         Stream* lastToEnd = nullptr;
         for (Stream* s : waited)
             if (!lastToEnd || s->pending.back().end[kEst] > lastToEnd->pending.back().end[kEst]) lastToEnd = s;

@@ -372,10 +372,35 @@ void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
     scope.item().evEnd = reinterpret_cast<CUevent>(end);
 }
 
+void gpuMarkDrain(CallScope& scope, CUstream stream)
+{
+    if (!g_on || !scope.active() || g_capturing.load(std::memory_order_acquire) > 0) return;
+    CUcontext ctx = nullptr;
+    const int dev = deviceOfCurrentContext(&ctx);
+    if (!ctx) return;
+    const bool pt = scope.perThread();
+    // A stream whose last operation was timed has its end already; one never seen has nothing queued.
+    StreamSlot* slot = slotFor(streamKey(stream, pt, ctx), false);
+    if (!slot || slot->lastEnd.load(std::memory_order_relaxed)) return;
+    if (!t_budget.allows(scope.entryNs(), true, g_budgetPpm)) return;
+    Pool* pool = poolFor(ctx, dev);
+    Ev* ev = pool ? acquire(pool) : nullptr;
+    if (!ev) return;
+    const uint64_t t0 = nowNs();
+    if (recordOn(ev, stream, pt) != CUDA_SUCCESS) {
+        release(ev);
+        return;
+    }
+    t_budget.spend(nowNs() - t0);
+    ev->refs.fetch_add(1, std::memory_order_relaxed);  // the span's begin and end
+    scope.body().device = int16_t(dev);
+    scope.item().evBegin = scope.item().evEnd = reinterpret_cast<CUevent>(ev);
+}
+
 void gpuRecordEnd(CallScope& scope, CUresult rc, uint64_t returnedNs)
 {
     Item& it = scope.item();
-    if (!it.evBegin) return;
+    if (!it.evBegin || it.evBegin == it.evEnd) return;  // none, or a drain mark: recorded already
     Ev* begin = reinterpret_cast<Ev*>(it.evBegin);
     Ev* end = reinterpret_cast<Ev*>(it.evEnd);
     if (rc == CUDA_SUCCESS &&
@@ -400,6 +425,7 @@ void gpuAfter(CallScope& scope, CUresult)
     Ev* end = reinterpret_cast<Ev*>(it.evEnd);
     it.call.flags |= wire::kCallGpuTimed;
     g_inFlight.fetch_add(1, std::memory_order_acq_rel);
+    if (it.evBegin == it.evEnd) return;  // a drain mark: no work of its own to share the end of
     // Share the end as the next operation's start on this stream.
     StreamSlot* slot = slotFor(streamKey(reinterpret_cast<CUstream>(uintptr_t(it.call.stream)), scope.perThread(),
                                          end->pool->ctx.load(std::memory_order_relaxed)),
@@ -501,9 +527,11 @@ size_t gpuDrain(uint8_t* out, size_t cap, const Item* calls, size_t count, bool 
             g_inFlight.fetch_sub(1, std::memory_order_acq_rel);
             continue;
         }
+        // A drain mark (one event, recorded before its call waited) is placed as it completed, as work
+        // the host waited for is: not after the call's return.
         g_pending[g_pendingCount++] =
             Pending{it.call.seq, it.call.beginNs, it.call.endNs, b, e, it.call.device,
-                    (it.call.flags & wire::kCallImplicitSync) != 0, it.call.endNs + it.endRecordDelayNs};
+                    (it.call.flags & wire::kCallImplicitSync) != 0 || b == e, it.call.endNs + it.endRecordDelayNs};
     }
     static uint32_t seenEpoch = 0;
     if (seenEpoch != g_epoch.load(std::memory_order_acquire)) {

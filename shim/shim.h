@@ -283,6 +283,9 @@ void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how);
 void gpuRecordEnd(CallScope& scope, CUresult rc, uint64_t returnedNs);
 // Later in the same call: the bookkeeping (flags, the end shared as the stream's next start).
 void gpuAfter(CallScope& scope, CUresult rc);
+// Before a stream synchronize: when untimed work may be queued on `stream` (its last operation was not
+// timed), records one event there, within the budget; its span (begin = end) is when the stream drained.
+void gpuMarkDrain(CallScope& scope, CUstream stream);
 void gpuDropped(const Item& item);  // a timed record its lane could not take: events back to the pool
 void gpuStreamTouched(CUstream stream, bool perThread);  // untimed work joined the stream
 void gpuCaptureBegin(CUstream stream, bool perThread);

@@ -44,6 +44,17 @@ CUresult onStreamCall(CUstream stream)
     return forwardCall<A, Fn>([&](CallScope& s) { onStream(s, stream); }, stream);
 }
 
+// Stream synchronize: where untimed work may still be queued, an event marks when the stream drained
+// (the end of its last operation: the device timeline's firmest anchor, collector/device_timeline.h).
+template <Api A, class Fn>
+CUresult streamSynchronize(CUstream stream)
+{
+    return forwardCall<A, Fn>([&](CallScope& s) {
+        onStream(s, stream);
+        gpuMarkDrain(s, stream);
+    }, stream);
+}
+
 // Event synchronize and query.
 template <Api A, class Fn>
 CUresult onEventCall(CUevent e)
@@ -88,8 +99,8 @@ using namespace gpuspy::shim;
 
 GS_WRAP(ctxSynchronize, cuCtxSynchronize, (void), ())
 GS_WRAP(ctxSynchronizeV2, cuCtxSynchronize_v2, (CUcontext c), (c))
-GS_WRAP_TYPED(onStreamCall, cuStreamSynchronize, cuStreamSynchronize, (CUstream s), (s))
-GS_WRAP_TYPED(onStreamCall, cuStreamSynchronize, cuStreamSynchronize_ptsz, (CUstream s), (s))
+GS_WRAP_TYPED(streamSynchronize, cuStreamSynchronize, cuStreamSynchronize, (CUstream s), (s))
+GS_WRAP_TYPED(streamSynchronize, cuStreamSynchronize, cuStreamSynchronize_ptsz, (CUstream s), (s))
 GS_WRAP_TYPED(onEventCall, cuEventSynchronize, cuEventSynchronize, (CUevent e), (e))
 GS_WRAP(streamWaitEvent, cuStreamWaitEvent, (CUstream s, CUevent e, unsigned int f), (s, e, f))
 GS_WRAP(streamWaitEvent, cuStreamWaitEvent_ptsz, (CUstream s, CUevent e, unsigned int f), (s, e, f))

@@ -164,6 +164,24 @@ TEST(DeviceTimeline, TheShortAndLongPassesBracketTheEstimate)
     EXPECT_LT(p.end[kLo] - p.begin[kLo], p.end[kHi] - p.begin[kHi]);
 }
 
+TEST(DeviceTimeline, AStreamSyncsDrainMarkEndsTheWorkExactly)
+{
+    // The shim recorded an event before the wait (gpuMarkDrain): it completed at 37 us, when the
+    // stream drained, although the wait returned at 60 us (a late wake-up) and the estimates said 41.5.
+    Harness h;
+    h.launch(12, 0, 1000, 1500, 11500);
+    h.launch(12, 2000, 3000, 11500, 21500);
+    h.launch(12, 4000, 5000);  // estimated [21500, 31500)
+    h.launch(12, 6000, 7000);  // estimated [31500, 41500)
+    wire::CallBody c = h.call(Category::Sync, 8000, 60000);
+    std::vector<wire::GpuSpanBody> mark{{c.seq, 37000, 37000, 0, 0}};
+    h.tl.add(c, TimelineRole::StreamSync, false, false, &mark, false);
+    EXPECT_EQ(h.at(4).end[kEst], 37000u);
+    EXPECT_EQ(h.at(4).end[kLo], 37000u);
+    EXPECT_EQ(h.at(4).end[kHi], 37000u);
+    EXPECT_LT(h.at(3).begin[kEst], h.at(4).begin[kEst]);
+}
+
 TEST(DeviceTimeline, NothingAlikeTimedIsCountedAndBoundedByTheWait)
 {
     Harness h;
