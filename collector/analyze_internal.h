@@ -225,6 +225,14 @@ std::map<int, uint64_t> namedSites(const Context& cx, const SiteTally& raw);
 
 ApiClass classifyApi(const std::string& abiName);
 
+// Feeds one call, in host time order, to its process's device timeline by the one rule the analysis
+// and the exports share: the role from its entry point (a call that synchronised implicitly without
+// device work of its own, a free or a host unregister, waited for the device as a context synchronize
+// does), whether it is device work (isDeviceOp), whether it blocked (the shim's implicit-sync flag),
+// and whether its spans are only upper bounds (gpuSpanIsUpperBound, worked out by the caller).
+DeviceTimeline::Result placeOnTimeline(DeviceTimeline& timeline, const ApiClass& api, const wire::CallBody& c,
+                                       const std::vector<wire::GpuSpanBody>* spans, bool upperBound);
+
 // The window (analyze_window.cpp): records in, CallInfos out in time order.
 ProcState& procState(Context& cx, const Process& p);
 void addEvent(Context& cx, ProcState& ps, const wire::RecordView& v);

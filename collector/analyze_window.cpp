@@ -107,6 +107,15 @@ ProcState& procState(Context& cx, const Process& p)
     return *cx.lastState;
 }
 
+DeviceTimeline::Result placeOnTimeline(DeviceTimeline& timeline, const ApiClass& api, const wire::CallBody& c,
+                                       const std::vector<wire::GpuSpanBody>* spans, bool upperBound)
+{
+    const bool deviceOp = isDeviceOp(c);
+    const bool implicitWait = !deviceOp && succeeded(c) && c.device >= 0 && isImplicitSync(api, c);
+    const TimelineRole role = implicitWait && api.role == TimelineRole::None ? TimelineRole::CtxSync : api.role;
+    return timeline.add(c, role, deviceOp, hasFlag(c, wire::kCallImplicitSync), spans, upperBound);
+}
+
 namespace {
 
 uint64_t busyDuring(const ProcState& ps, const wire::CallBody& c)
@@ -209,12 +218,7 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
         }
     }
     const bool deviceOp = isDeviceOp(c);
-    // A call that synchronised implicitly without device work of its own (a free, a host unregister)
-    // waited for the device as a context synchronize does.
-    const bool implicitWait = !deviceOp && succeeded(c) && c.device >= 0 && isImplicitSync(*ci.api, c);
-    const TimelineRole role = implicitWait && ci.api->role == TimelineRole::None ? TimelineRole::CtxSync : ci.api->role;
-    const DeviceTimeline::Result placed =
-        ps.timeline.add(c, role, deviceOp, hasFlag(c, wire::kCallImplicitSync), ci.spans, ci.upperBound);
+    const DeviceTimeline::Result placed = placeOnTimeline(ps.timeline, *ci.api, c, ci.spans, ci.upperBound);
     ci.foundEmpty = placed.foundEmpty;
     ci.busyNs = busyDuring(ps, c);
     ci.rawSite = rawSiteOf(cx, ps.siteIndex, ps.rawSites, c);

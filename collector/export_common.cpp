@@ -4,6 +4,7 @@
 
 #include "collector/analyze_internal.h"
 #include "collector/api_names.h"
+#include "collector/device_timeline.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -77,6 +78,33 @@ std::string processLabel(const Process& p)
     if (space != std::string::npos) cmd.resize(space);
     cmd = baseName(cmd);
     return (cmd.empty() ? std::string("process") : cmd) + " (pid " + std::to_string(p.pid) + ")";
+}
+
+// Runs the device timeline over a process's calls (in host time order) as the analysis does
+// (detail::placeOnTimeline) and hands each untimed operation's placement, with its stream, to `out`.
+template <typename Out>
+void placeUntimed(const Process& p, const std::vector<const wire::CallBody*>& calls, Out out)
+{
+    std::unordered_map<uint64_t, std::vector<wire::GpuSpanBody>> spansOfCall;
+    for (const wire::GpuSpanBody& s : p.spans) spansOfCall[s.seq].push_back(s);
+    // The sink may not call back into the timeline: keep the placements, read their streams after.
+    std::vector<Placement> placed;
+    DeviceTimeline timeline([&](const Placement& pl) {
+        if (pl.estimated) placed.push_back(pl);
+    });
+    std::unordered_map<uint16_t, detail::ApiClass> apis;
+    for (const wire::CallBody* c : calls) {
+        auto api = apis.find(c->apiId);
+        if (api == apis.end()) api = apis.emplace(c->apiId, detail::classifyApi(apiAbiName(p, *c))).first;
+        auto sp = spansOfCall.find(c->seq);
+        const std::vector<wire::GpuSpanBody>* spans = sp != spansOfCall.end() ? &sp->second : nullptr;
+        bool upperBound = false;
+        if (spans)
+            for (const wire::GpuSpanBody& s : *spans) upperBound = upperBound || detail::gpuSpanIsUpperBound(*c, s);
+        detail::placeOnTimeline(timeline, api->second, *c, spans, upperBound);
+    }
+    timeline.finish();
+    for (const Placement& pl : placed) out(pl, timeline.streamOf(pl.stream));
 }
 
 }  // namespace
@@ -214,21 +242,28 @@ Index buildIndex(const Capture& capture)
             ix.tracks.push_back(std::move(t));
         }
 
-        // Streams: from the calls that have GPU work, keyed by device, handle and (per-thread) tid.
+        // Streams: from the GPU work of the calls, measured and estimated, keyed by device, handle and
+        // (per-thread) tid as the device timeline names them (streamIdOf: CU_STREAM_LEGACY is the
+        // default stream, CU_STREAM_PER_THREAD the thread's own).
         std::unordered_map<uint64_t, const wire::CallBody*> bySeq;
         for (const wire::CallBody* c : px.calls) bySeq.emplace(c->seq, c);
         using StreamKey = std::tuple<int, uint64_t, bool, uint32_t>;
-        std::map<StreamKey, std::vector<const wire::GpuSpanBody*>> streams;
+        auto keyOf = [](const StreamId& id) { return StreamKey{id.device, id.handle, id.perThread, id.tid}; };
+        std::map<StreamKey, std::vector<std::pair<const wire::GpuSpanBody*, bool>>> streams;  // (body, estimated)
         for (const wire::GpuSpanBody& s : p.spans) {
             auto it = bySeq.find(s.seq);
             StreamKey key{s.device, 0, false, 0};
             if (it != bySeq.end()) {
-                const wire::CallBody& c = *it->second;
-                const bool ptds = c.stream == 0 && (c.flags & wire::kCallPerThreadStream);
-                key = StreamKey{s.device, c.stream, ptds, ptds ? c.tid : 0};
+                StreamId id = streamIdOf(*it->second);
+                id.device = s.device;
+                key = keyOf(id);
             }
-            streams[key].push_back(&s);
+            streams[key].emplace_back(&s, false);
         }
+        placeUntimed(p, px.calls, [&](const Placement& pl, const StreamId& id) {
+            ix.estimatedBodies.push_back(wire::GpuSpanBody{pl.seq, pl.begin[kEst], std::max(pl.begin[kEst], pl.end[kEst]), pl.device, 0});
+            streams[keyOf(id)].emplace_back(&ix.estimatedBodies.back(), true);
+        });
         std::unordered_map<uint64_t, size_t> callIndexOfSeq;
         for (size_t i = 0; i < px.calls.size(); ++i) callIndexOfSeq.emplace(px.calls[i]->seq, i);
         for (const auto& [key, spans] : streams) {
@@ -242,10 +277,11 @@ Index buildIndex(const Capture& capture)
             else t.name = gpu + " \u00b7 stream " + hex(t.stream);
             const size_t track = ix.tracks.size();
             ix.tracks.push_back(std::move(t));
-            for (const wire::GpuSpanBody* s : spans) {
+            for (const auto& [s, estimated] : spans) {
                 Span sp;
                 sp.body = s;
                 sp.track = track;
+                sp.estimated = estimated;
                 if (auto c = bySeq.find(s->seq); c != bySeq.end()) {
                     sp.call = c->second;
                     sp.callIndex = callIndexOfSeq[s->seq];
@@ -260,10 +296,11 @@ Index buildIndex(const Capture& capture)
             seen(c->beginNs);
             seen(c->endNs);
         }
-        for (const wire::GpuSpanBody& s : p.spans) {
-            seen(s.beginNs);
-            seen(s.endNs);
-        }
+        for (const auto& [key, spans] : streams)
+            for (const auto& [s, estimated] : spans) {
+                seen(s->beginNs);
+                seen(s->endNs);
+            }
 
         // NVTX: push/pop pairs per (domain, thread); start/end pairs by range id; marks alone.
         std::vector<const wire::NvtxBody*> events;

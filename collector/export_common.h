@@ -6,6 +6,7 @@
 #include "collector/model.h"
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,12 +38,16 @@ struct Track {
 enum class WorkKind : uint8_t { Kernel, Copy, Memset, Graph, Other };
 const char* workKindName(WorkKind k);
 
+// A piece of GPU work on its stream: measured (the shim timed it), or, for an operation the timing
+// budget left untimed, where the device timeline placed it (collector/device_timeline.h, the `est`
+// pass): `estimated`, its body then owned by the Index.
 struct Span {
     const wire::GpuSpanBody* body = nullptr;
     const wire::CallBody* call = nullptr;  // null when the span's call was not recorded
     size_t callIndex = SIZE_MAX;           // index in ProcIndex::calls
     size_t track = 0;                      // index in Index::tracks
     WorkKind kind = WorkKind::Other;
+    bool estimated = false;                // placed by inference, not measured
 };
 
 // An NVTX range (push/pop on its thread, or start/end), or a mark (begin == end).
@@ -67,7 +72,8 @@ struct ProcIndex {
 struct Index {
     std::vector<ProcIndex> procs;  // one per process, in capture order
     std::vector<Track> tracks;     // per process: its threads (by tid), then its streams (by device, handle)
-    std::vector<Span> spans;       // by begin time
+    std::vector<Span> spans;       // by begin time, measured and estimated
+    std::deque<wire::GpuSpanBody> estimatedBodies;  // the bodies of the estimated spans (a deque: they stay put)
     std::vector<NvtxRange> nvtx;   // by begin time
     uint64_t firstNs = 0, lastNs = 0;  // over calls, spans and NVTX events (host clock)
 };

@@ -252,14 +252,17 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
                            formatBytes(s.call->args.transfer.bytes);
                 else if (s.call && s.kind == WorkKind::Memset) name = "memset " + formatBytes(s.call->args.transfer.bytes);
                 w.str("name", name);
-                w.str("cat", std::string("gpu,") + workKindName(s.kind));
+                // An untimed operation where the device timeline placed it: its own category, so that
+                // a trace viewer can tell (and filter) it from measured work.
+                w.str("cat", std::string(s.estimated ? "gpu,estimated," : "gpu,") + workKindName(s.kind));
                 o += ",\"args\":{\"device\":" + std::to_string(s.body->device);
                 if (s.call) {
                     o += ",\"seq\":" + std::to_string(s.call->seq) + ",\"api\":";
                     appendJsonString(o, names[pi]->label(*s.call));
                     // A blocking copy's span on an idle stream covers the driver's host time too.
-                    if (detail::gpuSpanIsUpperBound(*s.call, *s.body)) o += ",\"gpu_time\":\"upper_bound\"";
+                    if (!s.estimated && detail::gpuSpanIsUpperBound(*s.call, *s.body)) o += ",\"gpu_time\":\"upper_bound\"";
                 }
+                if (s.estimated) o += ",\"estimated\":true,\"gpu_time\":\"estimated\"";
                 o += "}";
             }
             w.end();

@@ -215,8 +215,9 @@ std::string exportTimelineJson(const Capture& capture)
     }
     std::vector<Column> calls{std::move(callCols[0]), std::move(callBegin), std::move(callCols[1]), std::move(callSeq), std::move(callCols[2])};
 
-    // GPU spans: track, kind, name and whether the span is only an upper bound (a blocking copy or
-    // memset on an idle stream, collector/README.md) in a "gpu_shapes" row.
+    // GPU spans: track, kind, name and how the span is known (bound: 0 measured, 1 only an upper bound,
+    // a blocking copy or memset on an idle stream, collector/README.md; 2 estimated, an untimed
+    // operation where the device timeline placed it) in a "gpu_shapes" row.
     ShapeTable<4> gpuShapes({"track", "kind", "name", "bound"});
     std::vector<Column> gpuCols{{"shape"}, {"dur"}, {"call"}};
     DeltaColumn gpuBegin{{"begin"}};
@@ -225,8 +226,8 @@ std::string exportTimelineJson(const Capture& capture)
         std::string name = workKindName(s.kind);
         if (s.call && s.kind == WorkKind::Kernel) name = procNames[pi]->kernel(*s.call);
         else if (s.call && s.kind == WorkKind::Copy) name = std::string("memcpy ") + wire::directionName(s.call->args.transfer.direction);
-        const bool bound = s.call && detail::gpuSpanIsUpperBound(*s.call, *s.body);
-        gpuCols[0].push(gpuShapes.id({int64_t(s.track), int64_t(s.kind), strings.id(name), bound ? 1 : 0}));
+        const int64_t bound = s.estimated ? 2 : s.call && detail::gpuSpanIsUpperBound(*s.call, *s.body) ? 1 : 0;
+        gpuCols[0].push(gpuShapes.id({int64_t(s.track), int64_t(s.kind), strings.id(name), bound}));
         gpuBegin.pushDelta(rel(s.body->beginNs));
         gpuCols[1].push(int64_t(s.body->endNs > s.body->beginNs ? s.body->endNs - s.body->beginNs : 0));
         gpuCols[2].push(s.call ? callRow[pi][s.callIndex] : -1);

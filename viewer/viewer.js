@@ -126,7 +126,9 @@
     calls.seq = running(t.calls.seq);
     calls.bytes = new Float64Array(calls.begin.length);
     for (let i = 0, x = 0; i < calls.bytes.length; i++) if (calls.category[i] === 1) calls.bytes[i] = t.calls.bytes[x++];
-    const gpu = fromShapes(t.gpu, t.gpu_shapes, ['track', 'kind', 'name'], ['bound']);
+    // bound: 0 measured, 1 only an upper bound, 2 estimated (placed by inference); absent in older files.
+    if (!t.gpu_shapes.bound) t.gpu_shapes.bound = t.gpu_shapes.track.map(() => 0);
+    const gpu = fromShapes(t.gpu, t.gpu_shapes, ['track', 'kind', 'name', 'bound'], []);
     gpu.call = new Int32Array(t.gpu.call);
     const nvtx = Object.assign({}, t.nvtx, { begin: running(t.nvtx.begin) });
     return Object.assign({}, t, { calls: calls, gpu: gpu, nvtx: nvtx });
@@ -151,6 +153,29 @@
   function wallNs() { return (report.processes || []).reduce((a, p) => Math.max(a, p.wall_ns), 0); }
   function sum(list, key) { return (list || []).reduce((a, x) => a + (Number(x[key]) || 0), 0); }
 
+  // A device's busy % as the page shows it: text "~62.0% (55.0–70.0%)", the same without the mark
+  // (bare, for a sentence), the basis and the sub-line that says why.
+  function busyOf(d) {
+    const basis = (d && d.busy_basis) || 'measured';
+    const pct = d ? d.busy_pct : 0;
+    const lo = d && d.busy_pct_min !== undefined ? d.busy_pct_min : pct, hi = d && d.busy_pct_max !== undefined ? d.busy_pct_max : pct;
+    const out = { basis: basis, min: lo, max: hi, estimated: (d && d.estimated_ops) || 0, ops: (d && d.ops) || 0,
+      bare: fmtPct(pct), text: fmtPct(pct), why: '' };
+    const bounded = (d && d.upper_bound_ops) || 0;
+    const boundText = fmtCount(bounded) + ' GPU times of blocking copies or memsets are upper bounds';
+    if (basis === 'estimated') {
+      // The interval is worth reading only where it is at least a point wide.
+      if (hi - lo >= 1) out.bare += ' (' + fmtPct(lo).replace('%', '') + '–' + fmtPct(hi) + ')';
+      out.text = '~' + out.bare;
+      out.why = fmtCount(out.estimated) + ' of ' + fmtCount(out.ops) + ' GPU operations were not timed and are placed by inference' +
+        (hi - lo >= 1 ? ' (the range: short and long guesses of their durations)' : '') + (bounded ? '; ' + boundText : '');
+    } else if (basis === 'upper_bound') {
+      out.text = AT_MOST + out.bare;
+      out.why = 'at most: ' + boundText;
+    }
+    return out;
+  }
+
   function buildHeadline() {
     const box = $('headline');
     const procs = report.processes || [];
@@ -161,7 +186,8 @@
     const copies = sum(report.transfers, 'count');
     const launches = report.launches || {};
     const devs = report.devices || [];
-    const busy = devs.length ? Math.max.apply(null, devs.map((d) => d.busy_pct)) : 0;
+    const busiest = devs.reduce((a, d) => (!a || d.busy_pct > a.busy_pct ? d : a), null);
+    const busy = busiest ? busiest.busy_pct : 0;
     const saving = sum(report.findings, 'estimated_savings_ns');
     function card(key, value, raw, label, sub, bad) {
       const c = add(box, el('div', 'card' + (bad ? ' bad' : '')));
@@ -170,20 +196,22 @@
       add(c, el('div', 'value', value));
       add(c, el('div', 'label', label));
       if (sub) add(c, el('div', 'sub', sub));
+      return c;
     }
     card('wall_ns', fmtNs(wall), wall, 'wall time', procs.length > 1 ? 'longest of ' + procs.length + ' processes' : 'the program\'s run, start to exit');
     card('cuda_api_ns', fmtNs(api), api, 'in CUDA calls', wall ? fmtPct(100 * api / wall) + ' of wall time' : '');
     card('blocked_ns', fmtNs(blocked), blocked, 'host blocked waiting for the GPU', 'in syncs, synchronous copies, frees', wall && blocked > 0.2 * wall);
-    // With sampled-out operations the measured busy time is a lower bound: say so rather than alarm.
-    // Spans that are upper bounds (blocking copies) make it an upper bound; with both it is neither.
-    const untimed = sum(devs, 'sampled_out_ops'), ops = sum(devs, 'ops'), bounded = sum(devs, 'upper_bound_ops');
-    const busyMark = untimed && bounded ? '~ ' : untimed ? AT_LEAST : bounded ? AT_MOST : '';
-    const boundText = fmtCount(bounded) + ' GPU times of blocking copies or memsets are upper bounds';
-    card('busy_pct', busyMark + fmtPct(busy), busy, 'GPU busy (share of the run the GPU was working)',
-      untimed && bounded ? 'neither bound: ' + fmtCount(untimed) + ' of ' + fmtCount(ops) + ' GPU operations were not timed, and ' + boundText
-        : untimed ? 'at least: ' + fmtCount(untimed) + ' of ' + fmtCount(ops) + ' GPU operations were not timed'
-          : bounded ? 'at most: ' + boundText
-            : devs.length > 1 ? 'busiest of ' + devs.length + ' devices' : 'from the first to the last CUDA call', busy < 30 && !untimed);
+    // The busy % says what it rests on (the report's busy_basis): measured; an upper bound where blocking
+    // copies' spans are; or an estimate, where operations the GPU-timing budget left untimed were placed
+    // on their streams by inference, "~62% (55–70%)" with the interval of short and long durations.
+    const b = busyOf(busiest);
+    const busyCard = card('busy_pct', b.text, busy, 'GPU busy (share of the run the GPU was working)',
+      [b.why, devs.length > 1 ? 'busiest of ' + devs.length + ' devices' : b.basis === 'measured' ? 'from the first to the last CUDA call' : '']
+        .filter((x) => x).join('; '), (b.basis === 'estimated' ? b.max : busy) < 30);
+    busyCard.dataset.basis = b.basis;
+    busyCard.dataset.min = String(b.min);
+    busyCard.dataset.max = String(b.max);
+    busyCard.dataset.estimatedOps = String(b.estimated);
     card('launches', fmtCount(launches.count || 0), launches.count || 0, 'kernel launches', 'each took the host ' + fmtNs(launches.median_host_ns || 0) + ' (median)');
     card('bytes', fmtBytes(moved), moved, 'copied or set', 'by ' + fmtCount(copies) + ' copies and memsets');
     const fixes = (report.findings || []).filter((f) => f.estimated_savings_ns > 0).length;
@@ -193,8 +221,9 @@
     const who = procs.length === 1 ? basename(String(procs[0].command).split(' ')[0]) || 'The program' : 'The longest of ' + procs.length + ' processes';
     let verdict = who + ' ran for ' + fmtNs(wall) + ' and spent ' + fmtNs(api) + ' (' + fmtPct(wall ? 100 * api / wall : 0) +
       ') inside CUDA calls, ' + fmtNs(blocked) + ' of it waiting for the GPU to finish. ';
-    verdict += 'The GPU was busy ' + (untimed && bounded ? 'about ' : untimed ? 'at least ' : bounded ? 'at most ' : '') + fmtPct(busy) +
-      ' of that time. ';
+    verdict += 'The GPU was busy ' + (b.basis === 'estimated' ? 'about ' : b.basis === 'upper_bound' ? 'at most ' : '') + b.bare +
+      ' of that time' + (b.basis === 'estimated' ? ' (' + fmtCount(b.estimated) + ' of its ' + fmtCount(b.ops) +
+        ' operations were not timed and are placed by inference)' : '') + '. ';
     verdict += saving ? 'The findings below would save about ' + fmtNs(saving) + ' (' + fmtPct(wall ? 100 * saving / wall : 0) + ' of the run)' +
       boundsOfTotal(report.findings || []) + '.' : 'No finding estimates a saving.';
     $('verdict').textContent = verdict;
@@ -353,6 +382,14 @@
         ['Top call site', (r) => siteLabel(r.callsites)],
       ], 'Implicit: the call waits as a side effect (a synchronous copy, a free). A wait while the GPU was idle is pure overhead.' +
         ((report.syncs || []).some((r) => r.upper_bound_count > 0) ? BOUND_NOTE : '')],
+      ['GPU streams', 'streams', report.streams || [], [
+        ['Stream', (r) => r.name], ['PID', (r) => r.pid, String, true], ['Device', (r) => r.device, String, true],
+        ['Operations', (r) => r.ops, fmtCount, true], ['Placed by inference', (r) => r.estimated_ops, fmtCount, true],
+        ['Busy', (r) => r.busy_ns, (v, r) => (r.estimated_ops ? '~' : '') + fmtNs(v) +
+          (r.estimated_ops && r.busy_ns_max - r.busy_ns_min >= 1000 ? ' (' + fmtNs(r.busy_ns_min) + '–' + fmtNs(r.busy_ns_max) + ')' : ''), true],
+        ['Busy %', (r) => r.busy_pct, (v, r) => (r.estimated_ops ? '~' : '') + fmtPct(v), true],
+      ], 'Each stream\'s work on the device timeline: measured where timed; operations the GPU-timing budget left untimed are ' +
+        'placed by inference (~, with the range of short and long guesses of their durations). Busy %: of the process\'s active span.'],
       ['CUDA API', 'apis', report.apis || [], [
         ['API', (r) => r.display], ['Category', (r) => r.category], ['Calls', (r) => r.count, fmtCount, true],
         ['Total', (r) => r.total_ns, fmtNs, true], ['Median', (r) => r.median_ns, fmtNs, true],
@@ -465,6 +502,25 @@
   // launch; a sync that did not wait, or a module load, like any other call. Red is kept for waiting.
   const CAT_COLORS = ['#9e9e9e', '#4f7cff', '#1aa39a', '#e6a23c', '#9e9e9e', '#9e9e9e', '#1aa39a'];
   const GPU_COLORS = ['#2fb344', '#4f7cff', '#7fb2ff', '#167a3a', '#9e9e9e'];
+  // GPU work that was not timed, drawn where the device timeline placed it: the colour of its kind,
+  // hatched over a pale ground, so that it never passes for measured work.
+  const GPU_ESTIMATED = 2;  // gpu_shapes.bound of such work
+  const paleOf = (c) => '#' + [1, 3, 5].map((i) => Math.round(255 - (255 - parseInt(c.substr(i, 2), 16)) * 0.35)
+    .toString(16).padStart(2, '0')).join('');
+  const hatchCss = (c) => 'repeating-linear-gradient(135deg, ' + c + ' 0 2px, ' + paleOf(c) + ' 2px 5px)';
+  function hatchPattern(ctx, c) {
+    const tile = document.createElement('canvas');
+    tile.width = tile.height = 6;
+    const t = tile.getContext('2d');
+    t.fillStyle = paleOf(c);
+    t.fillRect(0, 0, 6, 6);
+    t.strokeStyle = c;
+    t.lineWidth = 2;
+    t.beginPath();
+    for (const o of [-6, 0, 6]) { t.moveTo(o, 6); t.lineTo(o + 6, 0); }
+    t.stroke();
+    return ctx.createPattern(tile, 'repeat');
+  }
   const BLOCKED_COLOR = '#e0464e';
   const NVTX_COLOR = '#c9b8f0';
   const CALL_PALETTE = CAT_COLORS.concat([BLOCKED_COLOR]);  // by category; the last: the thread waited for the GPU
@@ -493,7 +549,11 @@
     const callColors = new Uint8Array(nCalls);
     for (let k = 0; k < nCalls; k++)
       callColors[k] = calls.blocked[k] ? CALL_PALETTE.length - 1 : calls.category[k] < CAT_COLORS.length ? calls.category[k] : 0;
-    const gpuColors = Uint8Array.from(gpu.kind, (kind) => (kind < GPU_COLORS.length ? kind : 4));
+    // Palette: the kinds measured, then the same kinds estimated (hatched).
+    const gpuColors = Uint8Array.from(gpu.kind, (kind, k) => (kind < GPU_COLORS.length ? kind : 4) +
+      (gpu.bound[k] === GPU_ESTIMATED ? GPU_COLORS.length : 0));
+    let estimatedSpans = 0;
+    for (let k = 0; k < gpu.bound.length; k++) if (gpu.bound[k] === GPU_ESTIMATED) estimatedSpans++;
     const nvtxColors = new Uint8Array(nvtx.begin.length);
     const callRows = rowsOf(calls.track), gpuRows = rowsOf(gpu.track);
     const nvtxRows = [];  // per NVTX lane: per track its rows
@@ -509,6 +569,8 @@
         tr.lane = Lanes.build(gpuRows[tr.id], gpu.begin, gpu.dur, gpuColors);
       }
       tr.count = tr.lane.items.length;
+      tr.estimated = 0;
+      if (tr.t.kind === 'stream') for (const k of tr.lane.items) if (gpu.bound[k] === GPU_ESTIMATED) tr.estimated++;
     }
     // GPU work of each call, as linked lists in two arrays (a Map of arrays costs seconds for a million).
     const firstWork = new Int32Array(nCalls).fill(-1), nextWork = new Int32Array(gpu.begin.length).fill(-1);
@@ -544,6 +606,7 @@
     let selected = -1;  // a call row
     let width = 800, dpr = 1;
     const ctx = canvas.getContext('2d');
+    const GPU_PALETTE = GPU_COLORS.concat(GPU_COLORS.map((c) => hatchPattern(ctx, c)));
 
     function resize() {
       dpr = window.devicePixelRatio || 1;
@@ -638,7 +701,7 @@
           tr.nvtxLanes.forEach((l, lane) => Lanes.draw(ctx, l, at(lane), NVTX_PALETTE, (k) => S[nvtx.name[k]]));
           Lanes.draw(ctx, tr.lane, at(tr.callLane), CALL_PALETTE, callLabel);
         } else {
-          Lanes.draw(ctx, tr.lane, at(0), GPU_COLORS, gpuLabel);
+          Lanes.draw(ctx, tr.lane, at(0), GPU_PALETTE, gpuLabel);
         }
         ctx.restore();
         // Label column.
@@ -789,9 +852,12 @@
         return lines.join('\n');
       }
       if (hit.kind === 'gpu') {
+        const est = gpu.bound[k] === GPU_ESTIMATED;
         const lines = [gpuLabel(k), tl.gpu_kinds[gpu.kind[k]] + ' on ' + hit.track.t.name,
-          atMost(fmtNs(gpu.dur[k]), gpu.bound[k]) + ' at ' + fmtNs(gpu.begin[k])];
-        if (gpu.bound[k]) lines.push('an upper bound: the call blocked on an idle stream, and CUDA events cannot see when the work began');
+          (est ? '~' : '') + atMost(fmtNs(gpu.dur[k]), gpu.bound[k] === 1) + ' at ' + (est ? '~' : '') + fmtNs(gpu.begin[k])];
+        if (est) lines.push('estimated (placed by inference): not timed under the GPU-timing budget; placed on its stream after the work ' +
+          'before it, its duration from timed operations like it');
+        if (gpu.bound[k] === 1) lines.push('an upper bound: the call blocked on an idle stream, and CUDA events cannot see when the work began');
         const c = gpu.call[k];
         if (c >= 0) lines.push('submitted by ' + S[calls.name[c]] + ' ' + fmtNs(gpu.begin[k] - calls.begin[c]) + ' earlier');
         return lines.join('\n');
@@ -845,10 +911,13 @@
       for (const g of work) {
         const row = add(right, el('div', 'work'));
         row.dataset.gpu = String(g);
+        const bound = gpu.bound[g] === 1, est = gpu.bound[g] === GPU_ESTIMATED;
+        if (est) row.dataset.estimated = '1';
         add(row, el('strong', null, S[gpu.name[g]]));
-        add(row, document.createTextNode(' on ' + tracks[gpu.track[g]].t.name + ': ran ' + (gpu.bound[g] ? 'at most ' : '') +
-          fmtNs(gpu.dur[g]) + ', started ' + (gpu.bound[g] ? 'at the earliest ' : '') + fmtNs(gpu.begin[g] - calls.begin[k]) +
-          ' after the call began' + (gpu.bound[g] ? ' (an upper bound: the call blocked on an idle stream)' : '')));
+        add(row, document.createTextNode(' on ' + tracks[gpu.track[g]].t.name + ': ran ' + (bound ? 'at most ' : est ? 'about ' : '') +
+          fmtNs(gpu.dur[g]) + ', started ' + (bound ? 'at the earliest ' : est ? 'about ' : '') + fmtNs(gpu.begin[g] - calls.begin[k]) +
+          ' after the call began' + (bound ? ' (an upper bound: the call blocked on an idle stream)'
+            : est ? ' (estimated, placed by inference: the operation was not timed)' : '')));
         const b = add(row, el('button', null, 'show'));
         b.addEventListener('click', () => {
           const lo = Math.min(calls.begin[k], gpu.begin[g]), hi = Math.max(calls.begin[k] + calls.dur[k], gpu.begin[g] + gpu.dur[g]);
@@ -869,7 +938,8 @@
       ready: false,
       draws: 0,
       tracks: Object.freeze(tracks.map((tr) => Object.freeze({ name: tr.t.name, kind: tr.t.kind, pid: tr.t.pid, tid: tr.t.tid,
-        device: tr.t.device, top: tr.y, height: tr.h, items: tr.count }))),
+        device: tr.t.device, top: tr.y, height: tr.h, items: tr.count, estimated: tr.estimated || 0 }))),
+      estimatedSpans: estimatedSpans,
       visible: null,
       selectedCall: -1,
       calls: nCalls,
@@ -881,6 +951,15 @@
         const tr = tracks[calls.track[k]];
         const rect = canvas.getBoundingClientRect();
         return { x: rect.left + (xOf(b) + xOf(b + d)) / 2, y: rect.top + tr.y + tr.callLane * LANE_H + LANE_H / 2 };
+      },
+      // Where GPU span g is drawn, likewise.
+      pointOfGpu: function (g) {
+        const b = gpu.begin[g], d = Math.max(gpu.dur[g], 1);
+        view.begin = b - d * 2; view.end = b + d * 3;
+        draw();
+        const tr = tracks[gpu.track[g]];
+        const rect = canvas.getBoundingClientRect();
+        return { x: rect.left + (xOf(b) + xOf(b + d)) / 2, y: rect.top + tr.y + LANE_H / 2 };
       },
       zoomBy: zoomBy, panBy: panBy, reset: reset,
     };
@@ -909,7 +988,8 @@
     line('CPU thread rows: the CUDA calls each thread made', [['kernel launch', CAT_COLORS[2]], ['copy or memset', CAT_COLORS[1]],
       ['allocation or free', CAT_COLORS[3]], ['the thread waited for the GPU', BLOCKED_COLOR], ['other call', CAT_COLORS[0]],
       ['NVTX range (your annotations)', NVTX_COLOR]]);
-    line('GPU rows: what ran on each stream, on the same clock', [['kernel', GPU_COLORS[0]], ['copy', GPU_COLORS[1]], ['memset', GPU_COLORS[2]]]);
+    line('GPU rows: what ran on each stream, on the same clock', [['kernel', GPU_COLORS[0]], ['copy', GPU_COLORS[1]], ['memset', GPU_COLORS[2]],
+      ['estimated (placed by inference: not timed)', hatchCss(GPU_COLORS[0])]]);
     add(box, el('div', 'muted', 'Faint colour: many operations too short to draw one by one; zoom in to separate them. ' +
       'Click a call to draw arrows to the GPU work it caused.'));
   }

@@ -389,6 +389,90 @@ TEST(TimelineExport, GpuSpansThatAreUpperBoundsAreFlagged)
     EXPECT_EQ(bounds, 1u);
 }
 
+// Sampling: one launch of kernel 1 timed on stream 0x10 (500 ns on the GPU), then two the budget left
+// untimed: one queued behind it on 0x10, one alone on stream 0x30 (no timed work there at all), which a
+// stream synchronize bounds; a context synchronize ends the stretch.
+Builder sampled()
+{
+    Builder b;
+    b.launch(0, 100, 1, 0x10, 150, 650);
+    for (auto [begin, stream] : {std::pair<uint64_t, uint64_t>{200, 0x10}, {300, 0x30}}) {
+        wire::CallBody& c = b.call("cuLaunchKernel", Category::Launch, begin, begin + 50, 1,
+                                   wire::kCallAsync | wire::kCallDeviceWork | wire::kCallGpuSampledOut, stream);
+        c.args.launch.kernelId = 1;
+    }
+    b.call("cuStreamSynchronize", Category::Sync, 400, 2000, 1, 0, 0x30);
+    b.call("cuCtxSynchronize_v2", Category::Sync, 2000, 2100, 1, 0, 0);
+    return b;
+}
+
+// The untimed launches are drawn where the device timeline places them, each on its own stream's track
+// (0x30 gets one though nothing on it was timed), flagged estimated, with their calls; the timed one is not.
+TEST(ExportCommon, UntimedOperationsArePlacedOnTheirStreamsAsEstimated)
+{
+    const Capture cap = sampled().capture();
+    const exporting::Index ix = exporting::buildIndex(cap);
+    ASSERT_EQ(ix.spans.size(), 3u);
+    std::map<uint64_t, const exporting::Span*> bySeq;
+    for (const exporting::Span& s : ix.spans) {
+        ASSERT_NE(s.call, nullptr);
+        bySeq[s.call->seq] = &s;
+        const exporting::Track& t = ix.tracks[s.track];
+        EXPECT_EQ(t.kind, exporting::TrackKind::Stream);
+        EXPECT_EQ(t.stream, s.call->stream) << "span of call " << s.call->seq << " on " << t.name;
+        EXPECT_EQ(s.kind, exporting::WorkKind::Kernel);
+        EXPECT_EQ(s.estimated, s.call->seq != 1) << "only the untimed launches are estimated";
+        EXPECT_GE(s.body->beginNs, s.call->beginNs) << "no work before its launch";
+    }
+    ASSERT_EQ(bySeq.size(), 3u);
+    EXPECT_EQ(ix.estimatedBodies.size(), 2u);
+    // In order on 0x10: after the timed kernel; its duration from that timed sibling.
+    EXPECT_GE(bySeq[2]->body->beginNs, kT0 + 650);
+    EXPECT_EQ(bySeq[2]->body->endNs - bySeq[2]->body->beginNs, 500u);
+    // Alone on 0x30: done by the return of the synchronize of that stream.
+    EXPECT_LE(bySeq[3]->body->endNs, kT0 + 2000);
+    EXPECT_EQ(bySeq[3]->body->endNs - bySeq[3]->body->beginNs, 500u);
+    size_t streamTracks = 0;
+    for (const exporting::Track& t : ix.tracks) streamTracks += t.kind == exporting::TrackKind::Stream;
+    EXPECT_EQ(streamTracks, 2u) << "0x10 and 0x30";
+    EXPECT_EQ(ix.procs[0].spansOfSeq.at(3).size(), 1u) << "an estimated span is its call's GPU work";
+}
+
+TEST(PerfettoExport, EstimatedSpansSayEstimatedInCategoryAndArgs)
+{
+    const Json trace = Json::parse(exportPerfetto(sampled().capture()));
+    std::map<int64_t, Json> gpu;  // seq -> slice
+    std::map<int64_t, std::string> trackNames;
+    for (const Json& e : trace["traceEvents"])
+        if (e["ph"] == "M" && e["name"] == "thread_name") trackNames[e["tid"].get<int64_t>()] = e["args"]["name"];
+    for (const Json& e : trace["traceEvents"])
+        if (e["ph"] == "X" && e["cat"].get<std::string>().rfind("gpu,", 0) == 0) gpu[e["args"]["seq"].get<int64_t>()] = e;
+    ASSERT_EQ(gpu.size(), 3u);
+    EXPECT_EQ(gpu[1]["cat"], "gpu,kernel");
+    EXPECT_FALSE(gpu[1]["args"].contains("estimated"));
+    for (int64_t seq : {2, 3}) {
+        EXPECT_EQ(gpu[seq]["cat"], "gpu,estimated,kernel") << gpu[seq].dump();
+        EXPECT_EQ(gpu[seq]["args"]["estimated"], true);
+        EXPECT_EQ(gpu[seq]["args"]["gpu_time"], "estimated");
+        EXPECT_EQ(gpu[seq]["name"], gpu[1]["name"]) << "the name is the work's, estimated or not";
+    }
+    EXPECT_EQ(trackNames[gpu[3]["tid"].get<int64_t>()], "GPU 0 \u00b7 stream 0x30");
+    size_t flows = 0;
+    for (const Json& e : trace["traceEvents"]) flows += e["ph"] == "s";
+    EXPECT_EQ(flows, 3u) << "each call's arrow to its work, estimated or not";
+}
+
+TEST(TimelineExport, EstimatedSpansHaveBoundTwo)
+{
+    const Json t = Json::parse(exportTimelineJson(sampled().capture()));
+    const DecodedTimeline d = decode(t);
+    ASSERT_EQ(d.spanCall.size(), 3u);
+    std::map<int64_t, int64_t> boundOfSeq;
+    for (size_t i = 0; i < d.spanCall.size(); ++i)
+        boundOfSeq[d.callSeq[size_t(d.spanCall[i])]] = t["gpu_shapes"]["bound"][t["gpu"]["shape"][i].get<size_t>()];
+    EXPECT_EQ(boundOfSeq, (std::map<int64_t, int64_t>{{1, 0}, {2, 2}, {3, 2}}));
+}
+
 TEST(TimelineExport, RepeatedCallsShareOneShape)
 {
     Builder b;

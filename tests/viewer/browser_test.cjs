@@ -2,7 +2,8 @@
 // Debian's /usr/bin/chromium) and checks what a user sees against `gpuspy report --format json` of the same
 // capture: no console errors and no network; headline numbers, findings and tables; a timeline track per
 // thread and stream, drawn; zoom (keys, wheel) and pan change the visible range; clicking a call shows its
-// stack and GPU work; capture strings stay text (no <img>, no dialog). Saves a full-page screenshot.
+// stack and GPU work; capture strings stay text (no <img>, no dialog); the GPU busy % as its basis says
+// (an estimate with its range), untimed GPU work drawn as estimated with its hover. Saves a full-page screenshot.
 // Usage: PLAYWRIGHT_CORE=DIR node browser_test.cjs PAGE.html REPORT.json SHOT.png [PAGE REPORT SHOT]...
 'use strict';
 const fs = require('fs');
@@ -57,6 +58,33 @@ async function checkPage(browser, htmlPath, reportPath, shotPath) {
   const verdict = await page.$eval('#verdict', (p) => p.textContent);
   check(verdict.includes(cards.wall_ns.text) && verdict.includes(cards.blocked_ns.text) && !/NaN|undefined/.test(verdict),
         'the summary sentence states the wall and blocked times', verdict);
+
+  // GPU busy: the busiest device's busy % as its busy_basis says it rests on. An estimate (untimed
+  // operations placed on the device timeline) reads "~62.0% (55.0-70.0%)" with a line on how many were
+  // placed by inference, in the card and the summary sentence; never the old "at least ... not timed".
+  const busyCard = await page.$eval('#headline .card[data-key="busy_pct"]', (c) => ({ value: c.querySelector('.value').textContent,
+    sub: (c.querySelector('.sub') || {}).textContent || '', basis: c.dataset.basis, min: Number(c.dataset.min), max: Number(c.dataset.max),
+    estimatedOps: Number(c.dataset.estimatedOps) }));
+  const busiest = (report.devices || []).reduce((a, d) => (!a || d.busy_pct > a.busy_pct ? d : a), null);
+  if (busiest) {
+    check(busyCard.basis === busiest.busy_basis && busyCard.min === busiest.busy_pct_min && busyCard.max === busiest.busy_pct_max,
+          'the busy card reads the busiest device\'s busy_basis and interval', [busyCard, busiest]);
+    const p1 = (v) => v.toFixed(1);
+    if (busiest.busy_basis === 'estimated') {
+      const wide = busiest.busy_pct_max - busiest.busy_pct_min >= 1;
+      const want = '~' + p1(busiest.busy_pct) + '%' + (wide ? ' (' + p1(busiest.busy_pct_min) + '\u2013' + p1(busiest.busy_pct_max) + '%)' : '');
+      check(busyCard.value === want, 'an estimated busy % reads ' + want, busyCard.value);
+      check(busyCard.estimatedOps === busiest.estimated_ops && /placed by inference/.test(busyCard.sub),
+            'its sub-line says how many operations were placed by inference', busyCard);
+      check(verdict.includes('busy about ' + want.slice(1)) && /placed by inference/.test(verdict),
+            'the summary sentence gives the estimate with its range', verdict);
+    } else {
+      check(busyCard.value === (busiest.busy_basis === 'upper_bound' ? '\u2264 ' : '') + p1(busiest.busy_pct) + '%',
+            'a ' + busiest.busy_basis + ' busy % reads as such', busyCard.value);
+    }
+    check(!/not timed/.test(busyCard.sub) || /placed by inference/.test(busyCard.sub), 'no "at least: ... not timed" wording', busyCard.sub);
+    check(!busyCard.value.startsWith('\u2265'), 'the busy % is never called a lower bound', busyCard.value);
+  }
 
   // Findings, in the report's order, each opening its call sites and evidence.
   const findings = await page.$$eval('#findings details.finding', (ds) => ds.map((d) => ({ rule: d.dataset.rule, savings: Number(d.dataset.savings),
@@ -124,6 +152,44 @@ async function checkPage(browser, htmlPath, reportPath, shotPath) {
     });
   });
   check(drawn.every((n) => n > 0), 'every track has something drawn in its row', drawn);
+
+  // GPU work the budget left untimed is drawn where the device timeline placed it, as estimated
+  // (gpu_shapes.bound 2): on its stream's track, counted there, hatched, and named so on hover.
+  const estimatedRows = tl.gpu.bound.map((b, i) => (b === 2 ? i : -1)).filter((i) => i >= 0);
+  const est = await page.evaluate(() => ({ total: window.gpuspyViewer.estimatedSpans, perTrack: window.gpuspyViewer.tracks.map((t) => t.estimated) }));
+  check(est.total === estimatedRows.length, 'the page draws every estimated GPU span as estimated (' + estimatedRows.length + ')', est.total);
+  check(JSON.stringify(est.perTrack) === JSON.stringify(tl.tracks.map((t, ti) => estimatedRows.filter((g) => tl.gpu.track[g] === ti).length)),
+        'each stream track draws its own estimated spans', est.perTrack);
+  const estimatedOps = (report.devices || []).reduce((a, d) => a + (d.estimated_ops || 0), 0);
+  check((estimatedOps > 0) === (estimatedRows.length > 0), 'estimated spans exactly when the report estimates (' + estimatedOps + ' operations)',
+        estimatedRows.length);
+  if (estimatedRows.length) {
+    // The longest estimated span, hovered: the tooltip says it was placed by inference.
+    const g = estimatedRows.reduce((a, i) => (tl.gpu.dur[i] > tl.gpu.dur[a] ? i : a), estimatedRows[0]);
+    const p = await page.evaluate((k) => window.gpuspyViewer.pointOfGpu(k), g);
+    await page.mouse.move(p.x, p.y);
+    await page.waitForTimeout(50);
+    const tip = await page.$eval('#tooltip', (t) => ({ hidden: t.hidden, text: t.textContent }));
+    check(!tip.hidden && tip.text.includes('estimated (placed by inference)') && tip.text.includes(tl.strings[tl.gpu.name[g]]),
+          'hovering an estimated GPU span says it is estimated (placed by inference)', tip);
+    await page.evaluate(() => window.gpuspyViewer.reset());
+  }
+  // Measured spans never say so.
+  const measured = tl.gpu.bound.findIndex((b) => b !== 2);
+  if (measured >= 0 && tl.gpu.dur[measured] > 0) {
+    const p = await page.evaluate((k) => window.gpuspyViewer.pointOfGpu(k), measured);
+    await page.mouse.move(p.x, p.y);
+    await page.waitForTimeout(50);
+    const tip = await page.$eval('#tooltip', (t) => ({ hidden: t.hidden, text: t.textContent }));
+    check(!tip.hidden && !tip.text.includes('estimated'), 'hovering a measured GPU span does not say estimated', tip);
+    await page.evaluate(() => window.gpuspyViewer.reset());
+  }
+
+  // The report's per-stream rows, in their own table.
+  const streamRows = await table('streams');
+  check(streamRows.length === (report.streams || []).length &&
+        (report.streams || []).every((x) => streamRows.some((r) => r[0] === x.name && Number(r[3]) === x.ops && Number(r[4]) === x.estimated_ops)),
+        'GPU streams table = report streams (name, ops, estimated ops)', streamRows);
 
   // Zoom and pan.
   const span = (v) => v.end_ns - v.begin_ns;

@@ -3,7 +3,8 @@
 // call on a thread track to the GPU work of that same call (same seq) on a stream track; times are
 // microseconds on the host clock (the first call begins at the report's active_begin_ns, to the ns);
 // every process and track is named, with a track per host thread and per GPU stream; the counters of GPU
-// operations running (back to 0 at the end) and bytes moved (adding up to the report's transfers).
+// operations running (back to 0 at the end) and bytes moved (adding up to the report's transfers); untimed
+// operations drawn where the device timeline placed them, flagged estimated.
 // Usage: node check_perfetto.cjs TRACE.json REPORT.json
 'use strict';
 const fs = require('fs');
@@ -153,7 +154,24 @@ check(boundSlices.length === boundOps, 'a GPU slice marked upper_bound per bound
       boundSlices.length + ' slices, ' + boundOps + ' operations)');
 check(boundSlices.every((s) => /^gpu,(copy|memset)$/.test(s.ev.cat)), 'only copies and memsets are marked upper_bound');
 
+// Operations the GPU-timing budget left untimed, drawn where the device timeline placed them: flagged
+// estimated in their args and category (the name stays the work's), one per operation the report's
+// devices count as estimated, and never also called an upper bound.
+const gpuAll = streamTracks.flatMap((k) => slices.get(k));
+const estimatedSlices = gpuAll.filter((s) => (s.ev.args || {}).estimated === true);
+const estimatedOps = (report.devices || []).reduce((a, d) => a + (d.estimated_ops || 0), 0);
+check(estimatedSlices.length === estimatedOps, 'a GPU slice marked estimated per estimated operation of the report (' +
+      estimatedSlices.length + ' slices, ' + estimatedOps + ' operations)');
+check(estimatedSlices.every((s) => /^gpu,estimated,(kernel|copy|memset|graph|other)$/.test(s.ev.cat) && s.ev.args.gpu_time === 'estimated'),
+      'estimated slices have the category gpu,estimated,KIND and gpu_time "estimated"');
+check(gpuAll.every((s) => ((s.ev.args || {}).estimated === true) === /(^|,)estimated(,|$)/.test(s.ev.cat)),
+      'a GPU slice is in the estimated category exactly when its args say estimated');
+const measuredNames = new Set(gpuAll.filter((s) => !(s.ev.args || {}).estimated).map((s) => s.ev.name));
+if (measuredNames.size && estimatedSlices.length)
+  check(estimatedSlices.some((s) => measuredNames.has(s.ev.name)), 'estimated slices keep the names of their work (a kernel named as when timed)');
+
 console.log((failures ? 'FAILED ' : 'ok ') + tracePath + ': ' + events.length + ' events, ' + threadTracks.length +
-            ' thread tracks, ' + streamTracks.length + ' stream tracks, ' + starts.size + ' flows, counters: ' +
+            ' thread tracks, ' + streamTracks.length + ' stream tracks, ' + starts.size + ' flows, ' + estimatedSlices.length +
+            ' estimated GPU slices, counters: ' +
             [...counters].join(', '));
 process.exit(failures ? 1 : 0);

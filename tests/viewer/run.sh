@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # tests/viewer/run.sh: the steps of the viewer tests (see CMakeLists.txt).
-#   run.sh capture APP   record APP on the simulated GPU into $VIEWER_WORK/hostile.gspy (and the demo, if built)
+#   run.sh capture APP   record APP on the simulated GPU into $VIEWER_WORK/hostile.gspy (and, if built, the demo
+#                        and timeline_loops gpu_bound: launch-heavy, most of its kernels untimed and placed
+#                        on the device timeline by inference)
 #   run.sh perfetto      export each capture with --format perfetto and check its structure (node)
 #   run.sh lanes         the timeline's levels of detail (viewer/lanes.js) on made-up lanes (node)
 #   run.sh browser       gpuspy view + report of the capture, then browser_test.cjs in headless chromium
@@ -34,11 +36,19 @@ capture)
     else
         rm -f "$work/demo.gspy"
     fi
+    loops=$GPUSPY_APPS_DIR/timeline_loops.static
+    if [[ -x $loops ]]; then
+        # The simulated kernel times of tests/apps/sim_env.txt, the one list of them.
+        read -r -a loops_env < <(awk '$1 == "timeline_loops" { $1 = ""; print }' "$VIEWER_TESTS/../apps/sim_env.txt")
+        env "${loops_env[@]}" "$GPUSPY" record --sim -o "$work/loops.gspy" -f -- "$loops" gpu_bound >"$work/loops.record.txt"
+    else
+        rm -f "$work/loops.gspy"
+    fi
     echo "viewer test: recorded $(ls "$work"/*.gspy | tr '\n' ' ')"
     ;;
 perfetto)
     command -v node >/dev/null || need_root_install nodejs
-    for cap in "$work"/hostile.gspy "$work"/demo.gspy; do
+    for cap in "$work"/hostile.gspy "$work"/demo.gspy "$work"/loops.gspy; do
         [[ -f $cap ]] || continue
         base=${cap%.gspy}
         "$GPUSPY" export "$cap" --format perfetto -o "$base.trace.json" -f
@@ -69,6 +79,11 @@ browser)
         "$GPUSPY" view "$work/demo.gspy" -o "$work/demo.html" -f
         "$GPUSPY" report "$work/demo.gspy" --format json >"$work/demo.report.json"
         args+=("$work/demo.html" "$work/demo.report.json" "$work/demo.png")
+    fi
+    if [[ -f $work/loops.gspy ]]; then
+        "$GPUSPY" view "$work/loops.gspy" -o "$work/loops.html" -f
+        "$GPUSPY" report "$work/loops.gspy" --format json >"$work/loops.report.json"
+        args+=("$work/loops.html" "$work/loops.report.json" "$work/loops.png")
     fi
     PLAYWRIGHT_CORE=$modules/node_modules/playwright-core node "$VIEWER_TESTS/browser_test.cjs" "${args[@]}"
     ;;
