@@ -153,22 +153,26 @@
   function wallNs() { return (report.processes || []).reduce((a, p) => Math.max(a, p.wall_ns), 0); }
   function sum(list, key) { return (list || []).reduce((a, x) => a + (Number(x[key]) || 0), 0); }
 
-  // A device's busy % as the page shows it: text "~62.0% (55.0–70.0%)", the same without the mark
+  // A device's busy % as the page shows it: text "~62.0% (55.0\u201370.0%)", the same without the mark
   // (bare, for a sentence), the basis and the sub-line that says why.
   function busyOf(d) {
     const basis = (d && d.busy_basis) || 'measured';
     const pct = d ? d.busy_pct : 0;
     const lo = d && d.busy_pct_min !== undefined ? d.busy_pct_min : pct, hi = d && d.busy_pct_max !== undefined ? d.busy_pct_max : pct;
     const out = { basis: basis, min: lo, max: hi, estimated: (d && d.estimated_ops) || 0, ops: (d && d.ops) || 0,
-      bare: fmtPct(pct), text: fmtPct(pct), why: '' };
+      bare: fmtPct(pct), text: fmtPct(pct), why: '', range: '', title: '' };
     const bounded = (d && d.upper_bound_ops) || 0;
     const boundText = fmtCount(bounded) + ' GPU times of blocking copies or memsets are upper bounds';
     if (basis === 'estimated') {
       // The interval is worth reading only where it is at least a point wide.
-      if (hi - lo >= 1) out.bare += ' (' + fmtPct(lo).replace('%', '') + '–' + fmtPct(hi) + ')';
+      out.range = hi - lo >= 1 ? ' (' + fmtPct(lo).replace('%', '') + '\u2013' + fmtPct(hi) + ')' : '';
+      out.bare += out.range;
       out.text = '~' + out.bare;
-      out.why = fmtCount(out.estimated) + ' of ' + fmtCount(out.ops) + ' GPU operations were not timed and are placed by inference' +
-        (hi - lo >= 1 ? ' (the range: short and long guesses of their durations)' : '') + (bounded ? '; ' + boundText : '');
+      out.why = fmtCount(out.estimated) + ' of ' + fmtCount(out.ops) + ' GPU operations not timed: placed by inference' +
+        (bounded ? '; ' + fmtCount(bounded) + ' blocking copy or memset times are upper bounds' : '');
+      out.title = 'Estimated: operations the GPU-timing budget left untimed are placed on their streams by what CUDA guarantees ' +
+        '(in-order streams, submission times, syncs), their durations from timed operations like them' +
+        (out.range ? '; the range takes short and long guesses of those durations' : '') + (bounded ? '. ' + boundText : '') + '.';
     } else if (basis === 'upper_bound') {
       out.text = AT_MOST + out.bare;
       out.why = 'at most: ' + boundText;
@@ -203,11 +207,17 @@
     card('blocked_ns', fmtNs(blocked), blocked, 'host blocked waiting for the GPU', 'in syncs, synchronous copies, frees', wall && blocked > 0.2 * wall);
     // The busy % says what it rests on (the report's busy_basis): measured; an upper bound where blocking
     // copies' spans are; or an estimate, where operations the GPU-timing budget left untimed were placed
-    // on their streams by inference, "~62% (55–70%)" with the interval of short and long durations.
+    // on their streams by inference, "~62% (55\u201370%)" with the interval of short and long durations.
     const b = busyOf(busiest);
     const busyCard = card('busy_pct', b.text, busy, 'GPU busy (share of the run the GPU was working)',
       [b.why, devs.length > 1 ? 'busiest of ' + devs.length + ' devices' : b.basis === 'measured' ? 'from the first to the last CUDA call' : '']
         .filter((x) => x).join('; '), (b.basis === 'estimated' ? b.max : busy) < 30);
+    if (b.range) {  // the interval in a smaller type after the estimate: "~92.0% (92.0\u201399.6%)"
+      const v = busyCard.querySelector('.value');
+      v.textContent = b.text.slice(0, b.text.length - b.range.length);
+      add(v, el('span', 'range', b.range));
+    }
+    if (b.title) busyCard.title = b.title;
     busyCard.dataset.basis = b.basis;
     busyCard.dataset.min = String(b.min);
     busyCard.dataset.max = String(b.max);
@@ -386,7 +396,7 @@
         ['Stream', (r) => r.name], ['PID', (r) => r.pid, String, true], ['Device', (r) => r.device, String, true],
         ['Operations', (r) => r.ops, fmtCount, true], ['Placed by inference', (r) => r.estimated_ops, fmtCount, true],
         ['Busy', (r) => r.busy_ns, (v, r) => (r.estimated_ops ? '~' : '') + fmtNs(v) +
-          (r.estimated_ops && r.busy_ns_max - r.busy_ns_min >= 1000 ? ' (' + fmtNs(r.busy_ns_min) + '–' + fmtNs(r.busy_ns_max) + ')' : ''), true],
+          (r.estimated_ops && r.busy_ns_max - r.busy_ns_min >= 1000 ? ' (' + fmtNs(r.busy_ns_min) + '\u2013' + fmtNs(r.busy_ns_max) + ')' : ''), true],
         ['Busy %', (r) => r.busy_pct, (v, r) => (r.estimated_ops ? '~' : '') + fmtPct(v), true],
       ], 'Each stream\'s work on the device timeline: measured where timed; operations the GPU-timing budget left untimed are ' +
         'placed by inference (~, with the range of short and long guesses of their durations). Busy %: of the process\'s active span.'],
