@@ -85,26 +85,29 @@ std::string processLabel(const Process& p)
 template <typename Out>
 void placeUntimed(const Process& p, const std::vector<const wire::CallBody*>& calls, Out out)
 {
-    std::unordered_map<uint64_t, std::vector<wire::GpuSpanBody>> spansOfCall;
-    for (const wire::GpuSpanBody& s : p.spans) spansOfCall[s.seq].push_back(s);
-    // The sink may not call back into the timeline: keep the placements, read their streams after.
-    std::vector<Placement> placed;
+    // The spans by call number, each call's handed over in one scratch vector: no allocation per call
+    // for captures of millions.
+    std::vector<wire::GpuSpanBody> bySeq(p.spans);
+    std::stable_sort(bySeq.begin(), bySeq.end(), [](const wire::GpuSpanBody& a, const wire::GpuSpanBody& b) { return a.seq < b.seq; });
+    std::vector<wire::GpuSpanBody> scratch;
+    // The sink only reads the stream table, which add() has completed before it places anything.
+    const DeviceTimeline* self = nullptr;
     DeviceTimeline timeline([&](const Placement& pl) {
-        if (pl.estimated) placed.push_back(pl);
+        if (pl.estimated) out(pl, self->streamOf(pl.stream));
     });
+    self = &timeline;
     std::unordered_map<uint16_t, detail::ApiClass> apis;
     for (const wire::CallBody* c : calls) {
         auto api = apis.find(c->apiId);
         if (api == apis.end()) api = apis.emplace(c->apiId, detail::classifyApi(apiAbiName(p, *c))).first;
-        auto sp = spansOfCall.find(c->seq);
-        const std::vector<wire::GpuSpanBody>* spans = sp != spansOfCall.end() ? &sp->second : nullptr;
+        const auto [lo, hi] = std::equal_range(bySeq.begin(), bySeq.end(), wire::GpuSpanBody{c->seq, 0, 0, 0, 0},
+                                               [](const wire::GpuSpanBody& a, const wire::GpuSpanBody& b) { return a.seq < b.seq; });
+        scratch.assign(lo, hi);
         bool upperBound = false;
-        if (spans)
-            for (const wire::GpuSpanBody& s : *spans) upperBound = upperBound || detail::gpuSpanIsUpperBound(*c, s);
-        detail::placeOnTimeline(timeline, api->second, *c, spans, upperBound);
+        for (const wire::GpuSpanBody& s : scratch) upperBound = upperBound || detail::gpuSpanIsUpperBound(*c, s);
+        detail::placeOnTimeline(timeline, api->second, *c, scratch.empty() ? nullptr : &scratch, upperBound);
     }
     timeline.finish();
-    for (const Placement& pl : placed) out(pl, timeline.streamOf(pl.stream));
 }
 
 }  // namespace
