@@ -255,6 +255,9 @@ Index buildIndex(const Capture& capture)
         std::map<StreamKey, std::vector<std::pair<const wire::GpuSpanBody*, bool>>> streams;  // (body, estimated)
         for (const wire::GpuSpanBody& s : p.spans) {
             auto it = bySeq.find(s.seq);
+            // A span of a call without device work is a drain mark (shim/gpu_time.cpp gpuMarkDrain: when
+            // a stream synchronize's stream drained): the timeline reads it, the GPU rows do not show it.
+            if (it != bySeq.end() && !(it->second->flags & wire::kCallDeviceWork)) continue;
             StreamKey key{s.device, 0, false, 0};
             if (it != bySeq.end()) {
                 StreamId id = streamIdOf(*it->second);

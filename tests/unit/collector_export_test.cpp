@@ -391,7 +391,7 @@ TEST(TimelineExport, GpuSpansThatAreUpperBoundsAreFlagged)
 
 // Sampling: one launch of kernel 1 timed on stream 0x10 (500 ns on the GPU), then two the budget left
 // untimed: one queued behind it on 0x10, one alone on stream 0x30 (no timed work there at all), which a
-// stream synchronize bounds; a context synchronize ends the stretch.
+// stream synchronize bounds (with the shim's mark of when 0x30 drained); a context synchronize ends it.
 Builder sampled()
 {
     Builder b;
@@ -401,13 +401,15 @@ Builder sampled()
                                    wire::kCallAsync | wire::kCallDeviceWork | wire::kCallGpuSampledOut, stream);
         c.args.launch.kernelId = 1;
     }
-    b.call("cuStreamSynchronize", Category::Sync, 400, 2000, 1, 0, 0x30);
+    const uint64_t wait = b.call("cuStreamSynchronize", Category::Sync, 400, 2000, 1, 0, 0x30).seq;
+    b.span(wait, 1000, 1000);  // the shim's drain mark: 0x30 drained at 1000, during the wait
     b.call("cuCtxSynchronize_v2", Category::Sync, 2000, 2100, 1, 0, 0);
     return b;
 }
 
 // The untimed launches are drawn where the device timeline places them, each on its own stream's track
-// (0x30 gets one though nothing on it was timed), flagged estimated, with their calls; the timed one is not.
+// (0x30 gets one though nothing on it was timed), flagged estimated, with their calls; the timed one is
+// not; the drain mark bounds the placement and is no GPU work of its own.
 TEST(ExportCommon, UntimedOperationsArePlacedOnTheirStreamsAsEstimated)
 {
     const Capture cap = sampled().capture();
@@ -429,8 +431,8 @@ TEST(ExportCommon, UntimedOperationsArePlacedOnTheirStreamsAsEstimated)
     // In order on 0x10: after the timed kernel; its duration from that timed sibling.
     EXPECT_GE(bySeq[2]->body->beginNs, kT0 + 650);
     EXPECT_EQ(bySeq[2]->body->endNs - bySeq[2]->body->beginNs, 500u);
-    // Alone on 0x30: done by the return of the synchronize of that stream.
-    EXPECT_LE(bySeq[3]->body->endNs, kT0 + 2000);
+    // Alone on 0x30: done when the shim saw that stream drain, during its synchronize.
+    EXPECT_LE(bySeq[3]->body->endNs, kT0 + 1000);
     EXPECT_EQ(bySeq[3]->body->endNs - bySeq[3]->body->beginNs, 500u);
     size_t streamTracks = 0;
     for (const exporting::Track& t : ix.tracks) streamTracks += t.kind == exporting::TrackKind::Stream;
