@@ -38,6 +38,43 @@ void pairBy(const std::vector<T>& a, const std::vector<T>& b, Key key, Visit vis
         if (!taken[i]) visit(static_cast<const T*>(nullptr), &b[i]);
 }
 
+// The program a command runs: its first word without the directory.
+std::string programOf(const std::string& command)
+{
+    const std::string first = command.substr(0, command.find(' '));
+    const size_t slash = first.rfind('/');
+    return slash == std::string::npos ? first : first.substr(slash + 1);
+}
+
+// Processes paired by command: the same command line first, then the same program (the same binary
+// run with other arguments, as a changed experiment often is), then, when one process is left on each
+// side, those two. visit() is called for the pairs in A's order, then for B's unmatched.
+template <class Visit>
+void pairProcesses(const std::vector<ProcessSummary>& a, const std::vector<ProcessSummary>& b, Visit visit)
+{
+    std::vector<int> match(a.size(), -1);
+    std::vector<bool> taken(b.size(), false);
+    auto pass = [&](const std::function<std::string(const ProcessSummary&)>& key) {
+        for (size_t i = 0; i < a.size(); ++i) {
+            if (match[i] >= 0) continue;
+            for (size_t j = 0; j < b.size(); ++j)
+                if (!taken[j] && key(a[i]) == key(b[j])) {
+                    match[i] = int(j);
+                    taken[j] = true;
+                    break;
+                }
+        }
+    };
+    pass([](const ProcessSummary& p) { return p.command; });
+    pass([](const ProcessSummary& p) { return programOf(p.command); });
+    const auto leftA = std::count(match.begin(), match.end(), -1);
+    const auto leftB = std::count(taken.begin(), taken.end(), false);
+    if (leftA == 1 && leftB == 1) pass([](const ProcessSummary&) { return std::string(); });
+    for (size_t i = 0; i < a.size(); ++i) visit(&a[i], match[i] >= 0 ? &b[size_t(match[i])] : nullptr);
+    for (size_t j = 0; j < b.size(); ++j)
+        if (!taken[j]) visit(static_cast<const ProcessSummary*>(nullptr), &b[j]);
+}
+
 template <class T>
 DiffPair pairOf(const T* a, const T* b, uint64_t T::*field)
 {
@@ -170,10 +207,10 @@ ReportDiff diffReports(const Report& a, const Report& b)
     ReportDiff d;
     d.headline = headlineOf(a, b);
 
-    pairBy(a.processes, b.processes, [](const ProcessSummary& p) { return p.command; },
-           [&](const ProcessSummary* x, const ProcessSummary* y) {
+    pairProcesses(a.processes, b.processes, [&](const ProcessSummary* x, const ProcessSummary* y) {
                ProcessDiff p;
                p.command = (x ? x : y)->command;
+               p.commandB = x && y && y->command != x->command ? y->command : "";
                p.inA = x != nullptr;
                p.inB = y != nullptr;
                p.pidA = x ? x->pid : 0;
@@ -184,7 +221,7 @@ ReportDiff diffReports(const Report& a, const Report& b)
                if (x) p.busyA = busyOf(a, [&](const DeviceSummary& dev) { return dev.pid == x->pid; });
                if (y) p.busyB = busyOf(b, [&](const DeviceSummary& dev) { return dev.pid == y->pid; });
                d.processes.push_back(std::move(p));
-           });
+    });
 
     pairBy(a.transfers, b.transfers,
            [](const TransferRow& t) { return t.direction + '|' + t.hostMemory + '|' + t.mode; },

@@ -39,9 +39,11 @@ struct HeadlineDiff {
     BusyFigure busyA, busyB;  // over every device of every process
 };
 
-// Processes are paired by command: the n-th process running a command in A with the n-th in B.
+// Processes are paired by command: the same command line, else the same program (other arguments),
+// else the one process left on each side.
 struct ProcessDiff {
-    std::string command;
+    std::string command;   // A's (B's when only in B)
+    std::string commandB;  // B's when it differs from A's
     bool inA = false, inB = false;
     uint32_t pidA = 0, pidB = 0;
     DiffPair wallNs, cudaApiNs, calls;

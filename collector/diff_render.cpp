@@ -17,6 +17,20 @@ using Json = nlohmann::ordered_json;
 using detail::formatBytes;
 using detail::formatNs;
 
+// The end of a long command (its arguments tell runs apart, its directory seldom).
+std::string clipLeft(const std::string& s, size_t n)
+{
+    return s.size() <= n ? s : "..." + s.substr(s.size() - (n - 3));
+}
+
+// A call-site label keeps its function and its file:line, and loses the middle.
+std::string clipMiddle(const std::string& s, size_t n)
+{
+    if (s.size() <= n) return s;
+    const size_t tail = (n - 3) / 2 + (n - 3) % 2, head = n - 3 - tail;
+    return s.substr(0, head) + "..." + s.substr(s.size() - tail);
+}
+
 std::string clip(const std::string& s, size_t n)
 {
     return s.size() <= n ? s : s.substr(0, n - 3) + "...";
@@ -133,14 +147,15 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
 
     const bool severalProcesses =
         d.processes.size() > 1 || std::any_of(d.processes.begin(), d.processes.end(), [](const ProcessDiff& p) {
-            return !p.inA || !p.inB;
+            return !p.inA || !p.inB || !p.commandB.empty();
         });
     if (severalProcesses) {
         out += "\nprocesses (paired by command)        wall A         wall B          delta   API time delta\n";
         for (const ProcessDiff& p : d.processes)
-            out += fmt::format("  {:<30} {:>14} {:>14} {:>14} {:>16}\n", clip(p.command, 30),
+            out += fmt::format("  {:<30} {:>14} {:>14} {:>14} {:>16}\n", clipLeft(p.command, 30),
                                side(p.inA, p.wallNs.a, formatNs), side(p.inB, p.wallNs.b, formatNs),
-                               signedWith(p.wallNs.delta(), formatNs), signedWith(p.cudaApiNs.delta(), formatNs));
+                               signedWith(p.wallNs.delta(), formatNs), signedWith(p.cudaApiNs.delta(), formatNs))
+                   + (p.commandB.empty() ? "" : fmt::format("    B ran {}\n", clipLeft(p.commandB, 90)));
     }
 
     if (!d.transfers.empty()) {
@@ -178,11 +193,11 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
     }
 
     if (!d.callsites.empty()) {
-        out += "\ncall sites                                    calls A -> B       host time A -> B\n";
+        out += "\ncall sites                                            calls A -> B    host time A -> B\n";
         size_t n = 0;
         for (const CallSiteDiff& c : d.callsites) {
             if (n++ == top) break;
-            out += fmt::format("  {:<8} {:<32} {:>8} -> {:<8} {:>11} -> {:<11} {}\n", c.category, clip(c.label, 32),
+            out += fmt::format("  {:<8} {:<40} {:>6} -> {:<6} {:>9} -> {:<9} {}\n", c.category, clipMiddle(c.label, 40),
                                side(c.inA, c.count.a, plain), side(c.inB, c.count.b, plain),
                                side(c.inA, c.ns.a, formatNs), side(c.inB, c.ns.b, formatNs), change(c.ns));
         }
@@ -214,7 +229,7 @@ Json diffJson(const ReportDiff& d, const std::string& nameA, const std::string& 
 
     Json procs = Json::array();
     for (const ProcessDiff& p : d.processes) {
-        Json x{{"command", p.command}, {"in_a", p.inA}, {"in_b", p.inB}, {"pid_a", p.pidA}, {"pid_b", p.pidB}};
+        Json x{{"command", p.command}, {"command_b", p.commandB}, {"in_a", p.inA}, {"in_b", p.inB}, {"pid_a", p.pidA}, {"pid_b", p.pidB}};
         pairJson(p.wallNs, x, "wall_ns");
         pairJson(p.cudaApiNs, x, "cuda_api_ns");
         pairJson(p.calls, x, "calls");

@@ -312,6 +312,36 @@ TEST(Diff, ProcessesPairedByCommand)
     EXPECT_FALSE(d.notes.empty());
 }
 
+TEST(Diff, ProcessesOfOneProgramWithOtherArgumentsArePaired)
+{
+    Report a = before(), b = before();
+    a.processes[0].command = "/a/build/tiny_kernels 200";
+    b.processes[0].command = "/b/build/tiny_kernels 20000";
+    ProcessSummary other;
+    other.command = "/usr/bin/python3 helper.py";
+    a.processes.push_back(other);
+    other.command = "/usr/bin/perl helper.pl";
+    b.processes.push_back(other);
+    other.command = "/usr/bin/ruby helper.rb";
+    b.processes.push_back(other);
+    const ReportDiff d = diffReports(a, b);
+    // tiny_kernels paired; python is not perl or ruby, and is not the only one left on B's side
+    ASSERT_EQ(d.processes.size(), 4u);
+    EXPECT_TRUE(d.processes[0].inA && d.processes[0].inB);
+    EXPECT_EQ(d.processes[0].commandB, "/b/build/tiny_kernels 20000");
+    EXPECT_FALSE(d.processes[1].inB);
+    EXPECT_FALSE(d.processes[2].inA);
+    EXPECT_FALSE(d.processes[3].inA);
+    b.processes.resize(1);
+    b.processes[0].wallNs += 1000;
+    a.processes[0].command = "./one";
+    a.processes.pop_back();
+    const ReportDiff single = diffReports(a, b);  // one process each side: paired whatever they ran
+    ASSERT_EQ(single.processes.size(), 1u);
+    EXPECT_TRUE(single.processes[0].inA && single.processes[0].inB);
+    EXPECT_NE(renderDiffText(single, "a", "b", 10).find("B ran /b/build/tiny_kernels 20000"), std::string::npos);
+}
+
 TEST(Diff, SlowdownFromZeroWall)
 {
     Report a = before(), b = before();
