@@ -161,8 +161,12 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
     if (!d.transfers.empty()) {
         out += "\ntransfers by kind         count A count B    bytes A    bytes B  host time A -> B\n";
         size_t n = 0;
+        const size_t total = d.transfers.size();
         for (const TransferDiff& t : d.transfers) {
-            if (n++ == top) break;
+            if (n++ == top) {
+                out += fmt::format("  ... {} more (--top)\n", total - top);
+                break;
+            }
             out += fmt::format("  {:<22} {:>7} {:>7} {:>10} {:>10} {:>9} -> {:<9} {}\n",
                                clip(t.direction + " " + t.hostMemory + " " + t.mode, 22), side(t.inA, t.count.a, plain),
                                side(t.inB, t.count.b, plain), side(t.inA, t.bytes.a, formatBytes),
@@ -182,8 +186,12 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
     if (!d.kernels.empty()) {
         out += "\nkernels                            launches A -> B          GPU time A -> B\n";
         size_t n = 0;
+        const size_t total = d.kernels.size();
         for (const KernelDiff& k : d.kernels) {
-            if (n++ == top) break;
+            if (n++ == top) {
+                out += fmt::format("  ... {} more (--top)\n", total - top);
+                break;
+            }
             const std::string ga = (k.estimatedA ? "~" : "") + side(k.inA, k.gpuNs.a, formatNs);
             const std::string gb = (k.estimatedB ? "~" : "") + side(k.inB, k.gpuNs.b, formatNs);
             out += fmt::format("  {:<30} {:>9} -> {:<9} {:>11} -> {:<11} {}\n", clip(k.name, 30),
@@ -195,8 +203,12 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
     if (!d.callsites.empty()) {
         out += "\ncall sites                                            calls A -> B    host time A -> B\n";
         size_t n = 0;
+        const size_t total = d.callsites.size();
         for (const CallSiteDiff& c : d.callsites) {
-            if (n++ == top) break;
+            if (n++ == top) {
+                out += fmt::format("  ... {} more (--top)\n", total - top);
+                break;
+            }
             out += fmt::format("  {:<8} {:<40} {:>6} -> {:<6} {:>9} -> {:<9} {}\n", c.category, clipMiddle(c.label, 40),
                                side(c.inA, c.count.a, plain), side(c.inB, c.count.b, plain),
                                side(c.inA, c.ns.a, formatNs), side(c.inB, c.ns.b, formatNs), change(c.ns));

@@ -342,6 +342,12 @@ TEST(Diff, ProcessesOfOneProgramWithOtherArgumentsArePaired)
     EXPECT_NE(renderDiffText(single, "a", "b", 10).find("B ran /b/build/tiny_kernels 20000"), std::string::npos);
 }
 
+TEST(Diff, TextSaysHowManyRowsTopLeftOut)
+{
+    const std::string text = renderDiffText(diffReports(before(), after()), "a", "b", 1);
+    EXPECT_NE(text.find("  ... 1 more (--top)"), std::string::npos) << text;  // two transfer kinds, two sites
+}
+
 TEST(Diff, SlowdownFromZeroWall)
 {
     Report a = before(), b = before();
