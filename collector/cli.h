@@ -12,6 +12,10 @@
 #include <string>
 #include <string_view>
 
+namespace gpuspy::collect {
+struct Report;
+}
+
 namespace gpuspy::collect::cli {
 
 // Each takes the arguments after the command name and returns the process exit status.
@@ -21,6 +25,7 @@ int runReport(int argc, char** argv);
 int runDump(int argc, char** argv);
 int runExport(int argc, char** argv);
 int runView(int argc, char** argv);
+int runDiff(int argc, char** argv);
 
 // A command line the command cannot accept: printed as one line with a hint, exit status 2.
 struct UsageError : std::runtime_error {
@@ -87,6 +92,10 @@ struct ReportSource {
 // has just written: one code path, the same bytes. Throws std::runtime_error as readCapture does.
 // Without the report code in the build: a summary of the processes.
 std::string reportOfCapture(const std::string& path, const ReportRequest& request, ReportSource& source);
+
+// The Report behind reportOfCapture, for commands that work on it (diff). Only with the report code
+// in the build (GPUSPY_HAVE_REPORT).
+Report analyzeCapture(const std::string& path, const ReportRequest& request, ReportSource& source);
 
 // Symbolizes every process (when the symbolizer is built), writes their symbols and the End chunk.
 void finishCapture(Capture& capture, CaptureWriter& writer);

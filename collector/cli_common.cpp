@@ -174,11 +174,11 @@ private:
 }  // namespace
 #endif
 
-std::string reportOfCapture(const std::string& path, const ReportRequest& request, ReportSource& source)
+#if GPUSPY_HAVE_REPORT
+Report analyzeCapture(const std::string& path, const ReportRequest& request, ReportSource& source)
 {
     ReadOptions read;
     read.keepEvents = false;
-#if GPUSPY_HAVE_REPORT
     ReportOptions options;
     options.top = request.top;
     options.pid = request.pid;
@@ -201,6 +201,14 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
 #if GPUSPY_HAVE_SYMBOLIZE
     lateSymbols.addNotes(report.notes);
 #endif
+    return report;
+}
+#endif
+
+std::string reportOfCapture(const std::string& path, const ReportRequest& request, ReportSource& source)
+{
+#if GPUSPY_HAVE_REPORT
+    const Report report = analyzeCapture(path, request, source);
     std::string out;
     if (request.format == "json")
         out = renderJson(report);
@@ -209,6 +217,8 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
     else
         out = renderText(report, request.color);
 #else
+    ReadOptions read;
+    read.keepEvents = false;
     source.capture = readCapture(path, read, &source.info);
     std::string out = "gpuspy: the report is not built (collector/analyze and collector/report are missing); a summary:\n";
     for (const Process& p : source.capture.processes)

@@ -22,6 +22,7 @@ constexpr const char* kUsage =
     "  dump FILE                                    every record of a capture, one per line\n"
     "  export FILE --format perfetto|folded|csv|json  the capture for Perfetto, flame graphs, spreadsheets\n"
     "  view FILE [-o report.html]                   one self-contained HTML page: findings, timeline, tables\n"
+    "  diff A B [--fail-if-slower PCT]              two captures side by side: what changed, what it saved\n"
     "\n"
     "  gpuspy COMMAND --help    that command's options\n"
     "  gpuspy --version         the version\n";
@@ -51,6 +52,7 @@ int main(int argc, char** argv)
     else if (command == "dump") run = runDump;
     else if (command == "export") run = runExport;
     else if (command == "view") run = runView;
+    else if (command == "diff") run = runDiff;
     if (!run) {
         fmt::print(stderr, "gpuspy: unknown command '{}' (see gpuspy --help)\n", command);
         return kExitUsage;
