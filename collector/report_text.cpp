@@ -367,7 +367,8 @@ void transfers(std::string& out, const Report& r, const Style& st)
         const bool bound = x.upperBoundCount > 0;
         boundOps += x.upperBoundCount;
         t.row({x.direction, x.hostMemory, x.mode, num(x.count), formatBytes(x.bytes),
-               x.gpuNs ? markBound(formatNs(x.gpuNs), bound) : "-", formatNs(x.hostNs),
+               x.gpuNs ? markBound(formatNs(x.gpuNs), bound) : x.graphGpuNs ? "~" + formatNs(x.graphGpuNs) : "-",
+               formatNs(x.hostNs),
                markBound(gbps(x.gbps), bound && x.gbpsBasis == "gpu", kAtLeast) + (x.gbpsBasis == "host" ? "*" : ""),
                num(x.buckets.size() > 0 ? x.buckets[0].count : 0), num(x.buckets.size() > 1 ? x.buckets[1].count : 0),
                num(x.buckets.size() > 2 ? x.buckets[2].count : 0)});
@@ -399,7 +400,8 @@ void kernels(std::string& out, const Report& r, const Style& st)
     for (size_t i = 0; i < r.kernels.size() && i < r.options.top; ++i) {
         const KernelRow& k = r.kernels[i];
         const bool timed = k.timedCount > 0;
-        t.row({pct(total ? 100.0 * double(k.estimatedGpuNs) / double(total) : 0), timed ? formatNs(k.estimatedGpuNs) : "-",
+        const std::string totalText = timed ? formatNs(k.estimatedGpuNs) : k.graphGpuNs ? "~" + formatNs(k.estimatedGpuNs) : "-";
+        t.row({pct(total ? 100.0 * double(k.estimatedGpuNs) / double(total) : 0), totalText,
                num(k.count), timed ? formatNs(uint64_t(k.gpu.avg + 0.5)) : "-", timed ? formatNs(k.gpu.median) : "-",
                timed ? formatNs(k.gpu.min) : "-", timed ? formatNs(k.gpu.max) : "-", formatNs(k.medianLaunchHostNs),
                (k.launchBound ? "! " : "") + k.name});
@@ -414,7 +416,10 @@ void kernels(std::string& out, const Report& r, const Style& st)
                     ". GPU idle gaps between operations: " + formatNs(L.idleGapNs) + " in all, largest " +
                     formatNs(L.largestGapNs) + ".";
     if (L.graphLaunches)
-        s += " Graph launches: " + num(L.graphLaunches) + ", host " + formatNs(L.graphHostNs) + ", GPU " + formatNs(L.graphGpuNs) + ".";
+        s += " Graph launches: " + num(L.graphLaunches) + ", host " + formatNs(L.graphHostNs) + ", GPU " + formatNs(L.graphGpuNs) +
+             "; their " + num(L.graphNodes) + " kernel, copy and memset nodes are counted in the tables (transfers of mode "
+             "graph), each graph's GPU time split over its nodes by their standalone timings, else evenly (~ estimated)" +
+             (L.graphsUnknown ? "; " + num(L.graphsUnknown) + " launches ran graphs built node by node, whose nodes are not known" : std::string()) + ".";
     if (L.captured) s += " " + num(L.captured) + " launches were captured into graphs (not counted above).";
     if (!L.samplingNote.empty()) s += " " + L.samplingNote + ".";
     out += wrap(s, " ");

@@ -82,6 +82,8 @@ struct Driver {
     decltype(&::cuStreamCreate) streamCreate;
     decltype(&::cuStreamIsCapturing) streamIsCapturing;
     decltype(&::cuStreamIsCapturing_ptsz) streamIsCapturingPtsz;
+    decltype(&::cuStreamGetCaptureInfo_v2) streamGetCaptureInfo;  // which graph a capturing call joins
+    decltype(&::cuStreamGetCaptureInfo_v2_ptsz) streamGetCaptureInfoPtsz;
     decltype(&::cuDeviceGetName) deviceGetName;
 };
 const Driver& driver();  // members may be null before libcuda is found
