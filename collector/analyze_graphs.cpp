@@ -85,8 +85,9 @@ void addGraphLaunch(Context& cx, const ProcView& pv, const CallInfo& ci)
         return;
     }
     const GraphBook::Nodes& nodes = *it->second;
-    // The launch's measured time over its nodes: each node with standalone timings gets them, the
-    // others an even share of what is left; scaled down when the estimates exceed the measurement.
+    // The launch's measured time over its nodes, all of it: each node with standalone timings gets
+    // them, the others an even share of what is left; the estimates scaled to the measurement when
+    // they exceed it, or when every node has one (a graph launch does the same work faster or slower).
     std::vector<uint64_t> est(nodes.size());
     uint64_t known = 0, unknown = 0;
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -95,7 +96,7 @@ void addGraphLaunch(Context& cx, const ProcView& pv, const CallInfo& ci)
         unknown += est[i] == 0;
     }
     const uint64_t total = ci.timed ? ci.gpuNs : 0;
-    const double scale = known > total && known ? double(total) / double(known) : 1.0;
+    const double scale = known && (known > total || !unknown) ? double(total) / double(known) : 1.0;
     const uint64_t rest = known < total && unknown ? (total - known) / unknown : 0;
     for (size_t i = 0; i < nodes.size(); ++i) {
         const wire::CallBody& n = nodes[i];
