@@ -34,6 +34,20 @@ CUresult beginCapture(CUstream stream, CUstreamCaptureMode mode)
     return s.finish(rc);
 }
 
+// The 10.0 ABI: no mode (global capture).
+template <Api A>
+CUresult beginCaptureV1(CUstream stream)
+{
+    CallScope s(A);
+    auto real = realAs<CUresult (*)(CUstream)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    s.setStream(stream);
+    s.beforeReal();
+    const CUresult rc = real(stream);
+    if (rc == CUDA_SUCCESS) gpuCaptureBegin(stream, kApis[size_t(A)].perThread);
+    return s.finish(rc);
+}
+
 template <Api A>
 CUresult beginCaptureToGraph(CUstream stream, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* data,
                              size_t n, CUstreamCaptureMode mode)
@@ -128,3 +142,5 @@ GS_WRAP(instantiateWithParams, cuGraphInstantiateWithParams, (CUgraphExec* e, CU
 GS_WRAP(instantiateWithParams, cuGraphInstantiateWithParams_ptsz,
         (CUgraphExec* e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS* p), (e, g, p))
 GS_WRAP(execUpdate, cuGraphExecUpdate_v2, (CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo* i), (e, g, i))
+GS_WRAP(beginCaptureV1, cuStreamBeginCapture, (CUstream s), (s))
+GS_WRAP(beginCaptureV1, cuStreamBeginCapture_ptsz, (CUstream s), (s))
