@@ -176,7 +176,14 @@ Api selectAbi(const char* symbol, int version, cuuint64_t flags, void* resolved)
         void* exported = realPtr(Api(i));
         if (exported == resolved) return Api(i);
     }
-    if (!known) return Api::None;
+    if (!known) {
+        // A name that is itself one of our ABIs under another base name (cuGraphInstantiateWithFlags is
+        // both its own 11.4 name and cuGraphInstantiate's 12.0 ABI): ours when the driver handed out
+        // exactly that export.
+        for (size_t i = 1; i < kApiCount; ++i)
+            if (std::strcmp(kApis[i].abi, symbol) == 0 && realPtr(Api(i)) == resolved) return Api(i);
+        return Api::None;
+    }
     return selectAbiByVersion(symbol, version, flags);
 }
 

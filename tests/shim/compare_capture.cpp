@@ -5,7 +5,7 @@
 //   compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N]
 //                   [--min-kernel-timings N] CAPTURE TRACE.jsonl|-
 //   --min-kernel-timings N: every kernel has GPU timing on at least N of its launches (all, if fewer)
-//   --require-api ABI (repeatable): at least one call of this hooked entry point is in the capture
+//   --require-api ABI[=N] (repeatable): at least one call (exactly N calls) of this hooked entry point is in the capture
 // Exit 0: match; 1: mismatch (first problems printed); 2: a file could not be read.
 #include "tests/shim/shim_capture_file.h"
 #include "wire/codec.h"
@@ -421,13 +421,17 @@ int main(int argc, char** argv)
     if (!cap.hasProcess) problem("no Process record");
     else if (cap.firstTimeNs != UINT64_MAX && cap.startNs > cap.firstTimeNs)
         problem("the Process record's start is " + std::to_string(cap.startNs - cap.firstTimeNs) + " ns after the first record's time");
-    for (const std::string& want : requiredApis) {
-        bool seen = false;
+    for (const std::string& arg : requiredApis) {
+        const size_t eq = arg.find('=');
+        const std::string want = arg.substr(0, eq);
+        uint64_t seen = 0;
         for (const Call& c : cap.calls) {
             auto it = cap.apis.find(c.body.apiId);
-            seen |= it != cap.apis.end() && it->second == want;
+            seen += it != cap.apis.end() && it->second == want;
         }
-        if (!seen) problem("no call of " + want + " in the capture");
+        if (eq == std::string::npos && !seen) problem("no call of " + want + " in the capture");
+        if (eq != std::string::npos && seen != std::strtoull(arg.c_str() + eq + 1, nullptr, 10))
+            problem(std::to_string(seen) + " calls of " + want + " in the capture, expected " + arg.substr(eq + 1));
     }
     if (cap.nvtx < minNvtx) problem(std::to_string(cap.nvtx) + " NVTX records, expected at least " + std::to_string(minNvtx));
     if (!cap.hasEnd) problem("no End record (the stream was not closed cleanly)");

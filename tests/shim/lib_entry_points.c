@@ -60,6 +60,13 @@ int main(void)
     SHOW("cuMemsetD32Async", cuMemsetD32Async(buf, 7, 1 << 14, stream));
     SHOW("cuStreamEndCapture", cuStreamEndCapture(stream, &graph));
     SHOW("cuGraphInstantiate", instantiate(&exec, graph, 0));
+    /* The same ABI asked for by its own 11.4 name (cudaGraphInstantiateWithFlags). */
+    CUresult (*instantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long) =
+        resolve("cuGraphInstantiateWithFlags", 11040);
+    CUgraphExec exec2 = NULL;
+    if (!instantiateWithFlags) return 1;
+    SHOW("cuGraphInstantiateWithFlags", instantiateWithFlags(&exec2, graph, 0));
+    SHOW("cuGraphExecDestroy", cuGraphExecDestroy(exec2));
     SHOW("cuGraphUpload", upload(exec, stream));
     for (int i = 0; i < 3; ++i) SHOW("cuGraphLaunch", cuGraphLaunch(exec, stream));
     SHOW("cuStreamSynchronize", cuStreamSynchronize(stream));
