@@ -132,8 +132,8 @@ struct TransferRow {
     // their part of gpuNs. With any, gpuNs is an upper bound and gbps a lower bound.
     uint64_t upperBoundCount = 0, upperBoundGpuNs = 0;
     const char* gpuTime() const { return !timedCount ? "none" : upperBoundCount ? "upper_bound" : "measured"; }
-    double gbps = 0;         // timedBytes / gpuNs when timed, else bytes / hostNs
-    std::string gbpsBasis;   // "gpu" or "host"
+    double gbps = 0;         // timedBytes / gpuNs when timed, else bytes / hostNs (graph rows: bytes / graphGpuNs)
+    std::string gbpsBasis;   // "gpu", "host" or "graph_estimate"
     DurationStats host;
     std::vector<SizeBucket> buckets;
     std::vector<std::string> apis;

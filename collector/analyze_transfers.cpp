@@ -121,6 +121,9 @@ void finishTransfers(Context& cx, Report& r)
         } else if (row.hostNs) {
             row.gbps = double(row.bytes) / double(row.hostNs);
             row.gbpsBasis = "host";
+        } else if (row.graphGpuNs) {
+            row.gbps = double(row.bytes) / double(row.graphGpuNs);  // graph nodes: their estimated share
+            row.gbpsBasis = "graph_estimate";
         }
         row.host = a.host.stats();
         row.callsites = topSites(namedSites(cx, a.sites), cx.options->top);

@@ -20,7 +20,8 @@
 //   apis       api runtime display category errors count total_ns avg_ns median_ns min_ns max_ns p99_ns
 //   transfers  direction (HtoD DtoH DtoD PtoP Memset; HtoH Prefetch Unknown if seen) host_memory
 //              (pageable pinned managed device unknown) mode (sync async) count bytes gpu_ns host_ns
-//              gbps | gbps_basis (gpu: timed bytes / gpu_ns; host: bytes / host_ns) timed_count
+//              gbps | gbps_basis (gpu: timed bytes / gpu_ns; host: bytes / host_ns; graph_estimate: graph
+//              nodes' bytes / graph_gpu_ns) timed_count
 //              timed_bytes gpu_time (how gpu_ns was obtained: "measured" from CUDA events; "upper_bound"
 //              when upper_bound_count of the timed ops blocked their call on an idle stream, where the
 //              events cannot see when the device work began: their spans include the driver's host

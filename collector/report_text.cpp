@@ -369,13 +369,17 @@ void transfers(std::string& out, const Report& r, const Style& st)
         t.row({x.direction, x.hostMemory, x.mode, num(x.count), formatBytes(x.bytes),
                x.gpuNs ? markBound(formatNs(x.gpuNs), bound) : x.graphGpuNs ? "~" + formatNs(x.graphGpuNs) : "-",
                formatNs(x.hostNs),
-               markBound(gbps(x.gbps), bound && x.gbpsBasis == "gpu", kAtLeast) + (x.gbpsBasis == "host" ? "*" : ""),
+               (x.gbpsBasis == "graph_estimate" ? "~" : "") + markBound(gbps(x.gbps), bound && x.gbpsBasis == "gpu", kAtLeast) +
+                   (x.gbpsBasis == "host" ? "*" : ""),
                num(x.buckets.size() > 0 ? x.buckets[0].count : 0), num(x.buckets.size() > 1 ? x.buckets[1].count : 0),
                num(x.buckets.size() > 2 ? x.buckets[2].count : 0)});
     }
     out += t.render(st);
     out += " GB/s: bytes of the timed transfers / their GPU time";
     out += hostBasis ? "; * no GPU time recorded: bytes / host time\n" : "\n";
+    if (std::any_of(r.transfers.begin(), r.transfers.end(), [](const TransferRow& x) { return x.graphCount > 0; }))
+        out += wrap("Mode graph: copies and memsets run as graph nodes, at their graph launch's call site; ~ their "
+                    "share of the launches' measured GPU time (an estimate).", " ");
     if (boundOps)
         out += wrap("<= upper bound (so GB/s >= a lower bound): " + num(boundOps) +
                         " of these copies and memsets blocked the call on an idle stream. CUDA events cannot see "
@@ -403,7 +407,8 @@ void kernels(std::string& out, const Report& r, const Style& st)
         const std::string totalText = timed ? formatNs(k.estimatedGpuNs) : k.graphGpuNs ? "~" + formatNs(k.estimatedGpuNs) : "-";
         t.row({pct(total ? 100.0 * double(k.estimatedGpuNs) / double(total) : 0), totalText,
                num(k.count), timed ? formatNs(uint64_t(k.gpu.avg + 0.5)) : "-", timed ? formatNs(k.gpu.median) : "-",
-               timed ? formatNs(k.gpu.min) : "-", timed ? formatNs(k.gpu.max) : "-", formatNs(k.medianLaunchHostNs),
+               timed ? formatNs(k.gpu.min) : "-", timed ? formatNs(k.gpu.max) : "-",
+               k.count > k.graphCount ? formatNs(k.medianLaunchHostNs) : "graph",
                (k.launchBound ? "! " : "") + k.name});
     }
     out += t.render(st);

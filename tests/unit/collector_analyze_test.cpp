@@ -415,6 +415,8 @@ TEST(Analyze, GraphLaunchesCountTheirNodes)
     EXPECT_EQ(g->graphCount, 2u);
     EXPECT_EQ(g->graphGpuNs, 60u);
     EXPECT_EQ(g->gpuNs, 0u);
+    EXPECT_EQ(g->gbpsBasis, "graph_estimate");
+    EXPECT_DOUBLE_EQ(g->gbps, 8.0 * KiB / 60.0);
     EXPECT_EQ(g->apis, std::vector<std::string>{"cuMemcpyHtoDAsync_v2"});
     EXPECT_EQ(transferOf(r, "HtoD", "pinned", "async"), nullptr);  // the captured copy itself ran nothing
 }
