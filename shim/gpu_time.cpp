@@ -341,8 +341,10 @@ void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
         CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
         CUgraph graph = nullptr;
         CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
+        auto info3 = pt && d.streamGetCaptureInfo3Ptsz ? d.streamGetCaptureInfo3Ptsz : d.streamGetCaptureInfo3;
         auto info = pt && d.streamGetCaptureInfoPtsz ? d.streamGetCaptureInfoPtsz : d.streamGetCaptureInfo;
-        if (info) rc = info(stream, &st, nullptr, &graph, nullptr, nullptr);
+        if (info3) rc = info3(stream, &st, nullptr, &graph, nullptr, nullptr, nullptr);
+        else if (info) rc = info(stream, &st, nullptr, &graph, nullptr, nullptr);
         if (rc != CUDA_SUCCESS) {
             auto isCap = pt && d.streamIsCapturingPtsz ? d.streamIsCapturingPtsz : d.streamIsCapturing;
             rc = isCap ? isCap(stream, &st) : CUDA_ERROR_NOT_SUPPORTED;

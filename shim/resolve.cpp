@@ -105,6 +105,8 @@ void loadDriver()
         loadDriverFn(g_driver.streamCreate, "cuStreamCreate");
         loadDriverFn(g_driver.streamIsCapturing, "cuStreamIsCapturing");
         loadDriverFn(g_driver.streamIsCapturingPtsz, "cuStreamIsCapturing_ptsz");
+        loadDriverFn(g_driver.streamGetCaptureInfo3, "cuStreamGetCaptureInfo_v3");
+        loadDriverFn(g_driver.streamGetCaptureInfo3Ptsz, "cuStreamGetCaptureInfo_v3_ptsz");
         loadDriverFn(g_driver.streamGetCaptureInfo, "cuStreamGetCaptureInfo_v2");
         loadDriverFn(g_driver.streamGetCaptureInfoPtsz, "cuStreamGetCaptureInfo_v2_ptsz");
         loadDriverFn(g_driver.deviceGetName, "cuDeviceGetName");
