@@ -132,12 +132,16 @@ struct TransferRow {
     // their part of gpuNs. With any, gpuNs is an upper bound and gbps a lower bound.
     uint64_t upperBoundCount = 0, upperBoundGpuNs = 0;
     const char* gpuTime() const { return !timedCount ? "none" : upperBoundCount ? "upper_bound" : "measured"; }
-    double gbps = 0;         // timedBytes / gpuNs when timed, else bytes / hostNs
-    std::string gbpsBasis;   // "gpu" or "host"
+    double gbps = 0;         // timedBytes / gpuNs when timed, else bytes / hostNs (graph rows: bytes / graphGpuNs)
+    std::string gbpsBasis;   // "gpu", "host" or "graph_estimate"
     DurationStats host;
     std::vector<SizeBucket> buckets;
     std::vector<std::string> apis;
     std::vector<uint32_t> callsites;  // top sites by host time
+    // Graph work (mode "graph"): copies and memsets run as nodes of graph launches, counted in count and
+    // bytes at the graph launch's call site; their GPU time is the launches' measured time split over
+    // the nodes (graphGpuNs, an estimate, not in gpuNs).
+    uint64_t graphCount = 0, graphGpuNs = 0;
 };
 
 struct KernelRow {
@@ -150,6 +154,10 @@ struct KernelRow {
     bool launchBound = false;   // median GPU time below the median host cost of launching it
     uint64_t emptyStreamLaunches = 0;  // launches that found their stream empty: the GPU waited for them
     std::vector<uint32_t> callsites;
+    // Of count, the runs as a node of a graph launch (at the launch's call site), and their GPU time:
+    // the launches' measured time split over their nodes, by this kernel's standalone timings where it
+    // has any, else an even share of the rest (an estimate; in estimatedGpuNs, not in gpuNs or gpu).
+    uint64_t graphCount = 0, graphGpuNs = 0;
 };
 
 struct LaunchSummary {
@@ -161,6 +169,8 @@ struct LaunchSummary {
     uint64_t captured = 0;      // launches recorded into a stream capture (no device work then)
     uint64_t failed = 0;
     uint64_t graphLaunches = 0, graphHostNs = 0, graphGpuNs = 0;
+    uint64_t graphNodes = 0;        // kernels, copies and memsets the graph launches ran (counted in their rows)
+    uint64_t graphsUnknown = 0;     // graph launches whose graph's nodes were not seen (built without capture)
     uint64_t launchBoundKernels = 0;
     std::vector<std::string> launchBoundNames;
     uint64_t idleGapNs = 0, largestGapNs = 0;  // over all devices

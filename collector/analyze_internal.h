@@ -29,11 +29,21 @@ struct ApiAcc;
 struct SyncAcc;
 struct TransferAcc;
 
+// A process's graphs as its calls rebuild them (analyze_graphs.cpp): the launches, copies and memsets
+// captured into each CUgraph, and the graph each CUgraphExec runs.
+struct GraphBook {
+    using Nodes = std::vector<wire::CallBody>;
+    std::unordered_map<uint64_t, std::shared_ptr<Nodes>> capturing;    // CUgraph -> nodes, until its capture ends
+    std::unordered_map<uint64_t, std::shared_ptr<const Nodes>> graphs; // CUgraph -> nodes, once it ended
+    std::unordered_map<uint64_t, std::shared_ptr<const Nodes>> execs;  // CUgraphExec -> nodes
+};
+
 // A process's definitions, and the questions the sections ask of them (also used by the exports).
 struct ProcView {
     const Process* proc = nullptr;
     std::unordered_set<std::string> kernelFunctions;  // demangled kernel names, without parameters (filled on demand)
     mutable std::unordered_map<uint64_t, KernelAcc*> kernelAccs;  // kernel id (| 1 << 32: host function) -> row
+    mutable GraphBook graphs;
 
     std::string apiName(const wire::CallBody& c) const;
     std::string kernelName(uint32_t kernelId, std::string* mangled = nullptr) const;
@@ -254,6 +264,15 @@ void addTransfer(Context&, const ProcView&, const CallInfo&);
 void addLaunch(Context&, const ProcView&, const CallInfo&);
 void addSync(Context&, const ProcView&, const CallInfo&);
 void addFindingCall(Context&, const ProcView&, const CallInfo&);
+// Graphs (analyze_graphs.cpp): every call goes by (captures, instantiations); a graph launch counts its
+// nodes in the kernel and transfer rows (addLaunch calls addGraphLaunch).
+void addGraphCall(Context&, const ProcView&, const CallInfo&);
+void addGraphLaunch(Context&, const ProcView&, const CallInfo&);
+// The transfer row of a direction x host memory x mode ("sync", "async", "graph"), made on first use.
+TransferAcc& transferAccOf(Context&, const wire::TransferArgs& t, const char* mode);
+void addToBucket(TransferRow& row, uint64_t bytes);
+// The kernel row of a launch call of this process (a host function's when it launched one).
+KernelAcc& kernelAccOf(Context&, const ProcView&, const wire::CallBody& c, bool hostFunction);
 
 // The sections' rows, at the end.
 void finishApis(Context&, Report&);

@@ -26,6 +26,7 @@ void addLaunch(Context& cx, const ProcView& pv, const CallInfo& ci)
         ++L.graphLaunches;
         L.graphHostNs += hostNs(c);
         L.graphGpuNs += ci.gpuNs;
+        addGraphLaunch(cx, pv, ci);
         return;
     }
     if (c.category != wire::Category::Launch) return;
@@ -38,19 +39,21 @@ void addLaunch(Context& cx, const ProcView& pv, const CallInfo& ci)
         return;
     }
     cx.launchHost.add(hostNs(c));
-    const bool hostFunction = c.args.launch.kernelId == 0 && ci.api->hostFunc;
+    addLaunchTo(cx, kernelAccOf(cx, pv, c, c.args.launch.kernelId == 0 && ci.api->hostFunc), ci);
+}
+
+KernelAcc& kernelAccOf(Context& cx, const ProcView& pv, const wire::CallBody& c, bool hostFunction)
+{
     KernelAcc*& slot = pv.kernelAccs[uint64_t(c.args.launch.kernelId) | (hostFunction ? 1ull << 32 : 0)];
-    if (!slot) {
-        std::string mangled;
-        std::string name = hostFunction ? "[host function]" : pv.kernelName(c.args.launch.kernelId, &mangled);
-        KernelAcc& k = cx.kernels[name];
-        if (k.row.name.empty()) k.row.name = name;
-        if (k.row.mangled.empty()) k.row.mangled = mangled;
-        // A kernel defined later than its first launch is named again then.
-        if (hostFunction || pv.proc->kernels.count(c.args.launch.kernelId)) slot = &k;
-        else return addLaunchTo(cx, k, ci);
-    }
-    addLaunchTo(cx, *slot, ci);
+    if (slot) return *slot;
+    std::string mangled;
+    std::string name = hostFunction ? "[host function]" : pv.kernelName(c.args.launch.kernelId, &mangled);
+    KernelAcc& k = cx.kernels[name];
+    if (k.row.name.empty()) k.row.name = name;
+    if (k.row.mangled.empty()) k.row.mangled = mangled;
+    // A kernel defined later than its first launch is named again then.
+    if (hostFunction || pv.proc->kernels.count(c.args.launch.kernelId)) slot = &k;
+    return k;
 }
 
 namespace {
@@ -97,8 +100,11 @@ void finishLaunches(Context& cx, Report& r)
         KernelRow& k = a.row;
         k.gpu = a.gpu.stats();
         k.medianLaunchHostNs = a.host.stats().median;
-        // Untimed launches (sampled out) are assumed to take the timed ones' mean.
-        k.estimatedGpuNs = k.timedCount ? uint64_t(double(k.gpuNs) * double(k.count) / double(k.timedCount) + 0.5) : 0;
+        // Untimed launches (sampled out) are assumed to take the timed ones' mean; graph nodes have
+        // their share of their launches' time.
+        const uint64_t own = k.count - k.graphCount;
+        k.estimatedGpuNs = (k.timedCount ? uint64_t(double(k.gpuNs) * double(own) / double(k.timedCount) + 0.5) : 0) +
+                           k.graphGpuNs;
         k.launchBound = k.timedCount > 0 && k.gpu.median < k.medianLaunchHostNs;
         if (k.launchBound) {
             ++L.launchBoundKernels;

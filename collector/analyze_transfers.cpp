@@ -59,6 +59,27 @@ bool gpuSpanIsUpperBound(const wire::CallBody& c, const wire::GpuSpanBody& s)
     return blocked && s.beginNs <= c.beginNs + kIdleStreamSlackNs;
 }
 
+TransferAcc& transferAccOf(Context& cx, const wire::TransferArgs& t, const char* mode)
+{
+    std::string memory = transferHostMemory(t);
+    TransferAcc& a = cx.transfers[{int(t.direction), memory, mode}];
+    TransferRow& row = a.row;
+    if (row.buckets.empty()) {
+        row.direction = wire::directionName(t.direction);
+        row.hostMemory = std::move(memory);
+        row.mode = mode;
+        row.buckets = {{"<=64KiB", 64u << 10, 0, 0}, {"<=1MiB", 1u << 20, 0, 0}, {">1MiB", 0, 0, 0}};
+    }
+    return a;
+}
+
+void addToBucket(TransferRow& row, uint64_t bytes)
+{
+    SizeBucket& b = bytes <= row.buckets[0].maxBytes ? row.buckets[0] : bytes <= row.buckets[1].maxBytes ? row.buckets[1] : row.buckets[2];
+    ++b.count;
+    b.bytes += bytes;
+}
+
 void addTransfer(Context& cx, const ProcView&, const CallInfo& ci)
 {
     const wire::CallBody& c = *ci.call;
@@ -67,20 +88,9 @@ void addTransfer(Context& cx, const ProcView&, const CallInfo& ci)
     const bool async = hasFlag(c, wire::kCallAsync);
     const uint32_t code = uint32_t(t.direction) | uint32_t(t.srcMem) << 8 | uint32_t(t.dstMem) << 16 | uint32_t(async) << 24;
     TransferAcc*& slot = cx.transferOf[code];
-    const char* mode = async ? "async" : "sync";
-    std::string memory;
-    if (!slot) {
-        memory = transferHostMemory(t);
-        slot = &cx.transfers[{int(t.direction), memory, mode}];
-    }
+    if (!slot) slot = &transferAccOf(cx, t, async ? "async" : "sync");
     TransferAcc& a = *slot;
     TransferRow& row = a.row;
-    if (row.buckets.empty()) {
-        row.direction = wire::directionName(t.direction);
-        row.hostMemory = std::move(memory);
-        row.mode = mode;
-        row.buckets = {{"<=64KiB", 64u << 10, 0, 0}, {"<=1MiB", 1u << 20, 0, 0}, {">1MiB", 0, 0, 0}};
-    }
     ++row.count;
     row.bytes += t.bytes;
     row.hostNs += hostNs(c);
@@ -94,10 +104,7 @@ void addTransfer(Context& cx, const ProcView&, const CallInfo& ci)
             row.upperBoundGpuNs += ci.boundGpuNs;
         }
     }
-    SizeBucket& b = t.bytes <= row.buckets[0].maxBytes ? row.buckets[0]
-                    : t.bytes <= row.buckets[1].maxBytes ? row.buckets[1] : row.buckets[2];
-    ++b.count;
-    b.bytes += t.bytes;
+    addToBucket(row, t.bytes);
     if (std::find(row.apis.begin(), row.apis.end(), ci.api->name) == row.apis.end()) row.apis.push_back(ci.api->name);
     a.sites[ci.rawSite] += hostNs(c);
 }
@@ -114,6 +121,9 @@ void finishTransfers(Context& cx, Report& r)
         } else if (row.hostNs) {
             row.gbps = double(row.bytes) / double(row.hostNs);
             row.gbpsBasis = "host";
+        } else if (row.graphGpuNs) {
+            row.gbps = double(row.bytes) / double(row.graphGpuNs);  // graph nodes: their estimated share
+            row.gbpsBasis = "graph_estimate";
         }
         row.host = a.host.stats();
         row.callsites = topSites(namedSites(cx, a.sites), cx.options->top);

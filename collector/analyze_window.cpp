@@ -258,6 +258,7 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
 
     addApi(cx, ci);
     addTransfer(cx, ps.view, ci);
+    addGraphCall(cx, ps.view, ci);
     addLaunch(cx, ps.view, ci);
     addSync(cx, ps.view, ci);
     addFindingCall(cx, ps.view, ci);

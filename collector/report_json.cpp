@@ -20,18 +20,24 @@
 //   apis       api runtime display category errors count total_ns avg_ns median_ns min_ns max_ns p99_ns
 //   transfers  direction (HtoD DtoH DtoD PtoP Memset; HtoH Prefetch Unknown if seen) host_memory
 //              (pageable pinned managed device unknown) mode (sync async) count bytes gpu_ns host_ns
-//              gbps | gbps_basis (gpu: timed bytes / gpu_ns; host: bytes / host_ns) timed_count
+//              gbps | gbps_basis (gpu: timed bytes / gpu_ns; host: bytes / host_ns; graph_estimate: graph
+//              nodes' bytes / graph_gpu_ns) timed_count
 //              timed_bytes gpu_time (how gpu_ns was obtained: "measured" from CUDA events; "upper_bound"
 //              when upper_bound_count of the timed ops blocked their call on an idle stream, where the
 //              events cannot see when the device work began: their spans include the driver's host
 //              time, so gpu_ns is an upper bound and a gpu-based gbps a lower bound; "none" when no op
 //              was timed) upper_bound_count upper_bound_gpu_ns (their part of gpu_ns) host{stats}
-//              size_buckets[{label max_bytes count bytes}] apis callsites[id]
+//              size_buckets[{label max_bytes count bytes}] apis callsites[id] graph_count graph_gpu_ns
+//              (mode "graph": copies and memsets run as graph nodes, counted at their graph launch's
+//              call site; graph_gpu_ns is their launches' measured time split over the nodes, an estimate)
 //   kernels    name count gpu_ns median_gpu_ns launch_host_ns | mangled timed_count estimated_gpu_ns
-//              gpu{stats} median_launch_host_ns launch_bound callsites[id]
+//              gpu{stats} median_launch_host_ns launch_bound callsites[id] graph_count (of count, runs as
+//              a graph node) graph_gpu_ns (their estimated share of their graph launches' time; in
+//              estimated_gpu_ns, not in gpu_ns)
 //   launches   {count host_ns median_host_ns launch_bound_kernels(number) | launch_bound_kernel_names
 //              p99_host_ns per_second host{stats} timed sampled_out captured failed graph_launches
-//              graph_host_ns graph_gpu_ns idle_gap_ns largest_idle_gap_ns sampling_note}
+//              graph_host_ns graph_gpu_ns graph_nodes graphs_unknown (launches of graphs whose nodes were
+//              not seen: built node by node) idle_gap_ns largest_idle_gap_ns sampling_note}
 //   syncs      api implicit count blocked_ns gpu_busy_ns | display kind not_ready host{stats} callsites
 //              upper_bound_count (calls whose own span, an upper bound, is in gpu_busy_ns: with any,
 //              gpu_busy_ns is an upper bound; busy intervals include every upper-bound span)
@@ -134,6 +140,7 @@ nlohmann::ordered_json reportJson(const Report& r)
                                  {"gbps", t.gbps}, {"gbps_basis", t.gbpsBasis}, {"timed_count", t.timedCount},
                                  {"timed_bytes", t.timedBytes}, {"gpu_time", t.gpuTime()},
                                  {"upper_bound_count", t.upperBoundCount}, {"upper_bound_gpu_ns", t.upperBoundGpuNs},
+                                 {"graph_count", t.graphCount}, {"graph_gpu_ns", t.graphGpuNs},
                                  {"host", stats(t.host)}, {"size_buckets", buckets},
                                  {"apis", strings(t.apis)}, {"callsites", ids(t.callsites)}});
     }
@@ -145,6 +152,7 @@ nlohmann::ordered_json reportJson(const Report& r)
                                {"estimated_gpu_ns", k.estimatedGpuNs}, {"gpu", stats(k.gpu)},
                                {"median_launch_host_ns", k.medianLaunchHostNs}, {"launch_bound", k.launchBound},
                                {"empty_stream_launches", k.emptyStreamLaunches},
+                               {"graph_count", k.graphCount}, {"graph_gpu_ns", k.graphGpuNs},
                                {"callsites", ids(k.callsites)}});
 
     const LaunchSummary& L = r.launches;
@@ -154,7 +162,8 @@ nlohmann::ordered_json reportJson(const Report& r)
                          {"per_second", L.perSecond}, {"host", stats(L.host)}, {"timed", L.timed},
                          {"sampled_out", L.sampledOut}, {"captured", L.captured}, {"failed", L.failed},
                          {"graph_launches", L.graphLaunches}, {"graph_host_ns", L.graphHostNs},
-                         {"graph_gpu_ns", L.graphGpuNs}, {"idle_gap_ns", L.idleGapNs},
+                         {"graph_gpu_ns", L.graphGpuNs}, {"graph_nodes", L.graphNodes},
+                         {"graphs_unknown", L.graphsUnknown}, {"idle_gap_ns", L.idleGapNs},
                          {"largest_idle_gap_ns", L.largestGapNs}, {"sampling_note", L.samplingNote}};
 
     Json& syncs = j["syncs"] = Json::array();

@@ -367,14 +367,19 @@ void transfers(std::string& out, const Report& r, const Style& st)
         const bool bound = x.upperBoundCount > 0;
         boundOps += x.upperBoundCount;
         t.row({x.direction, x.hostMemory, x.mode, num(x.count), formatBytes(x.bytes),
-               x.gpuNs ? markBound(formatNs(x.gpuNs), bound) : "-", formatNs(x.hostNs),
-               markBound(gbps(x.gbps), bound && x.gbpsBasis == "gpu", kAtLeast) + (x.gbpsBasis == "host" ? "*" : ""),
+               x.gpuNs ? markBound(formatNs(x.gpuNs), bound) : x.graphGpuNs ? "~" + formatNs(x.graphGpuNs) : "-",
+               formatNs(x.hostNs),
+               (x.gbpsBasis == "graph_estimate" ? "~" : "") + markBound(gbps(x.gbps), bound && x.gbpsBasis == "gpu", kAtLeast) +
+                   (x.gbpsBasis == "host" ? "*" : ""),
                num(x.buckets.size() > 0 ? x.buckets[0].count : 0), num(x.buckets.size() > 1 ? x.buckets[1].count : 0),
                num(x.buckets.size() > 2 ? x.buckets[2].count : 0)});
     }
     out += t.render(st);
     out += " GB/s: bytes of the timed transfers / their GPU time";
     out += hostBasis ? "; * no GPU time recorded: bytes / host time\n" : "\n";
+    if (std::any_of(r.transfers.begin(), r.transfers.end(), [](const TransferRow& x) { return x.graphCount > 0; }))
+        out += wrap("Mode graph: copies and memsets run as graph nodes, at their graph launch's call site; ~ their "
+                    "share of the launches' measured GPU time (an estimate).", " ");
     if (boundOps)
         out += wrap("<= upper bound (so GB/s >= a lower bound): " + num(boundOps) +
                         " of these copies and memsets blocked the call on an idle stream. CUDA events cannot see "
@@ -399,9 +404,11 @@ void kernels(std::string& out, const Report& r, const Style& st)
     for (size_t i = 0; i < r.kernels.size() && i < r.options.top; ++i) {
         const KernelRow& k = r.kernels[i];
         const bool timed = k.timedCount > 0;
-        t.row({pct(total ? 100.0 * double(k.estimatedGpuNs) / double(total) : 0), timed ? formatNs(k.estimatedGpuNs) : "-",
+        const std::string totalText = timed ? formatNs(k.estimatedGpuNs) : k.graphGpuNs ? "~" + formatNs(k.estimatedGpuNs) : "-";
+        t.row({pct(total ? 100.0 * double(k.estimatedGpuNs) / double(total) : 0), totalText,
                num(k.count), timed ? formatNs(uint64_t(k.gpu.avg + 0.5)) : "-", timed ? formatNs(k.gpu.median) : "-",
-               timed ? formatNs(k.gpu.min) : "-", timed ? formatNs(k.gpu.max) : "-", formatNs(k.medianLaunchHostNs),
+               timed ? formatNs(k.gpu.min) : "-", timed ? formatNs(k.gpu.max) : "-",
+               k.count > k.graphCount ? formatNs(k.medianLaunchHostNs) : "graph",
                (k.launchBound ? "! " : "") + k.name});
     }
     out += t.render(st);
@@ -414,7 +421,10 @@ void kernels(std::string& out, const Report& r, const Style& st)
                     ". GPU idle gaps between operations: " + formatNs(L.idleGapNs) + " in all, largest " +
                     formatNs(L.largestGapNs) + ".";
     if (L.graphLaunches)
-        s += " Graph launches: " + num(L.graphLaunches) + ", host " + formatNs(L.graphHostNs) + ", GPU " + formatNs(L.graphGpuNs) + ".";
+        s += " Graph launches: " + num(L.graphLaunches) + ", host " + formatNs(L.graphHostNs) + ", GPU " + formatNs(L.graphGpuNs) +
+             "; their " + num(L.graphNodes) + " kernel, copy and memset nodes are counted in the tables (transfers of mode "
+             "graph), each graph's GPU time split over its nodes by their standalone timings, else evenly (~ estimated)" +
+             (L.graphsUnknown ? "; " + num(L.graphsUnknown) + " launches ran graphs built node by node, whose nodes are not known" : std::string()) + ".";
     if (L.captured) s += " " + num(L.captured) + " launches were captured into graphs (not counted above).";
     if (!L.samplingNote.empty()) s += " " + L.samplingNote + ".";
     out += wrap(s, " ");

@@ -335,11 +335,25 @@ void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
     if (g_capturing.load(std::memory_order_acquire) > 0) {
         // Something is capturing: ask the driver whether this stream is (it may have joined a capture
         // through an event wait); events recorded into a capture would become graph nodes.
+        // The graph it joins goes in the call (kCaptureGraphSlot): the collector rebuilds each
+        // graph's nodes from the calls captured into it.
         const Driver& d = driver();
-        auto isCap = pt && d.streamIsCapturingPtsz ? d.streamIsCapturingPtsz : d.streamIsCapturing;
         CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-        if (!isCap || isCap(stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE) {
+        CUgraph graph = nullptr;
+        CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
+        auto info3 = pt && d.streamGetCaptureInfo3Ptsz ? d.streamGetCaptureInfo3Ptsz : d.streamGetCaptureInfo3;
+        auto info = pt && d.streamGetCaptureInfoPtsz ? d.streamGetCaptureInfoPtsz : d.streamGetCaptureInfo;
+        if (info3) rc = info3(stream, &st, nullptr, &graph, nullptr, nullptr, nullptr);
+        else if (info) rc = info(stream, &st, nullptr, &graph, nullptr, nullptr);
+        if (rc != CUDA_SUCCESS) {
+            auto isCap = pt && d.streamIsCapturingPtsz ? d.streamIsCapturingPtsz : d.streamIsCapturing;
+            rc = isCap ? isCap(stream, &st) : CUDA_ERROR_NOT_SUPPORTED;
+            graph = nullptr;
+        }
+        if (rc != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE) {
             scope.setFlags(wire::kCallCapturing);
+            if (st == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+                scope.body().args.raw[wire::kCaptureGraphSlot] = uint64_t(uintptr_t(graph));
             return;
         }
     }

@@ -105,6 +105,10 @@ void loadDriver()
         loadDriverFn(g_driver.streamCreate, "cuStreamCreate");
         loadDriverFn(g_driver.streamIsCapturing, "cuStreamIsCapturing");
         loadDriverFn(g_driver.streamIsCapturingPtsz, "cuStreamIsCapturing_ptsz");
+        loadDriverFn(g_driver.streamGetCaptureInfo3, "cuStreamGetCaptureInfo_v3");
+        loadDriverFn(g_driver.streamGetCaptureInfo3Ptsz, "cuStreamGetCaptureInfo_v3_ptsz");
+        loadDriverFn(g_driver.streamGetCaptureInfo, "cuStreamGetCaptureInfo_v2");
+        loadDriverFn(g_driver.streamGetCaptureInfoPtsz, "cuStreamGetCaptureInfo_v2_ptsz");
         loadDriverFn(g_driver.deviceGetName, "cuDeviceGetName");
         g_driverReady.store(true, std::memory_order_release);
     }
@@ -174,7 +178,14 @@ Api selectAbi(const char* symbol, int version, cuuint64_t flags, void* resolved)
         void* exported = realPtr(Api(i));
         if (exported == resolved) return Api(i);
     }
-    if (!known) return Api::None;
+    if (!known) {
+        // A name that is itself one of our ABIs under another base name (cuGraphInstantiateWithFlags is
+        // both its own 11.4 name and cuGraphInstantiate's 12.0 ABI): ours when the driver handed out
+        // exactly that export.
+        for (size_t i = 1; i < kApiCount; ++i)
+            if (std::strcmp(kApis[i].abi, symbol) == 0 && realPtr(Api(i)) == resolved) return Api(i);
+        return Api::None;
+    }
     return selectAbiByVersion(symbol, version, flags);
 }
 

@@ -82,6 +82,11 @@ struct Driver {
     decltype(&::cuStreamCreate) streamCreate;
     decltype(&::cuStreamIsCapturing) streamIsCapturing;
     decltype(&::cuStreamIsCapturing_ptsz) streamIsCapturingPtsz;
+    // Which graph a capturing call joins: the 12.3 ABI, else the 11.3 one (a driver may drop either).
+    decltype(&::cuStreamGetCaptureInfo_v3) streamGetCaptureInfo3;
+    decltype(&::cuStreamGetCaptureInfo_v3_ptsz) streamGetCaptureInfo3Ptsz;
+    decltype(&::cuStreamGetCaptureInfo_v2) streamGetCaptureInfo;
+    decltype(&::cuStreamGetCaptureInfo_v2_ptsz) streamGetCaptureInfoPtsz;
     decltype(&::cuDeviceGetName) deviceGetName;
 };
 const Driver& driver();  // members may be null before libcuda is found

@@ -93,6 +93,13 @@ union CallArgs {
     uint64_t raw[5];
 };
 static_assert(sizeof(CallArgs) == 40);
+// Graph work. A call flagged kCallCapturing (a launch, copy or memset) holds in raw[kCaptureGraphSlot]
+// the CUgraph it was captured into (0: unknown); transfer and launch args end before it.
+// A Graph-category call's args.raw: cuStreamEndCapture: [0] the CUgraph made; cuGraphInstantiate*:
+// [0] the CUgraphExec made, [1] its CUgraph; cuGraphExecUpdate: [0] the exec, [1] its new CUgraph;
+// cuGraphLaunch: [0] the exec (args.sync.object).
+inline constexpr size_t kCaptureGraphSlot = 4;
+static_assert(sizeof(TransferArgs) <= kCaptureGraphSlot * 8 && sizeof(LaunchArgs) <= kCaptureGraphSlot * 8);
 
 struct CallBody {
     uint64_t seq;       // per-process call number, from 1: GpuSpan refers to it

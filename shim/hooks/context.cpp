@@ -145,3 +145,6 @@ GS_WRAP(primaryRetain, cuDevicePrimaryCtxRetain, (CUcontext* c, CUdevice d), (c,
 GS_WRAP(ctxDestroy, cuCtxDestroy_v2, (CUcontext c), (c))
 GS_WRAP(primaryRelease, cuDevicePrimaryCtxRelease_v2, (CUdevice d), (d))
 GS_WRAP(primaryReset, cuDevicePrimaryCtxReset_v2, (CUdevice d), (d))
+// The 7.0 ABIs cudart 13 still asks for (cudaDeviceReset): same shape as the _v2 ones.
+GS_WRAP(primaryRelease, cuDevicePrimaryCtxRelease, (CUdevice d), (d))
+GS_WRAP(primaryReset, cuDevicePrimaryCtxReset, (CUdevice d), (d))

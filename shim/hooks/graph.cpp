@@ -34,6 +34,20 @@ CUresult beginCapture(CUstream stream, CUstreamCaptureMode mode)
     return s.finish(rc);
 }
 
+// The 10.0 ABI: no mode (global capture).
+template <Api A>
+CUresult beginCaptureV1(CUstream stream)
+{
+    CallScope s(A);
+    auto real = realAs<CUresult (*)(CUstream)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    s.setStream(stream);
+    s.beforeReal();
+    const CUresult rc = real(stream);
+    if (rc == CUDA_SUCCESS) gpuCaptureBegin(stream, kApis[size_t(A)].perThread);
+    return s.finish(rc);
+}
+
 template <Api A>
 CUresult beginCaptureToGraph(CUstream stream, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* data,
                              size_t n, CUstreamCaptureMode mode)
@@ -58,6 +72,52 @@ CUresult endCapture(CUstream stream, CUgraph* graph)
     s.beforeReal();
     const CUresult rc = real(stream, graph);
     gpuCaptureEnd(stream, kApis[size_t(A)].perThread);
+    if (s.active() && rc == CUDA_SUCCESS && graph) s.body().args.raw[0] = uint64_t(uintptr_t(*graph));
+    return s.finish(rc);
+}
+
+// Instantiation and update: one-off calls that tie an executable graph to the graph it runs; the
+// collector gives each launch of the exec the nodes captured into that graph.
+void graphExecMade(CallScope& s, CUresult rc, const CUgraphExec* exec, CUgraph graph)
+{
+    if (!s.active() || rc != CUDA_SUCCESS || !exec) return;
+    s.body().args.raw[0] = uint64_t(uintptr_t(*exec));
+    s.body().args.raw[1] = uint64_t(uintptr_t(graph));
+}
+
+template <Api A>
+CUresult instantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuGraphInstantiateWithFlags)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    s.beforeReal();
+    const CUresult rc = real(exec, graph, flags);
+    graphExecMade(s, rc, exec, graph);
+    return s.finish(rc);
+}
+
+template <Api A>
+CUresult instantiateWithParams(CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuGraphInstantiateWithParams)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    s.beforeReal();
+    const CUresult rc = real(exec, graph, params);
+    graphExecMade(s, rc, exec, graph);
+    return s.finish(rc);
+}
+
+template <Api A>
+CUresult execUpdate(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuGraphExecUpdate_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    s.beforeReal();
+    const CUresult rc = real(exec, graph, info);
+    graphExecMade(s, rc, &exec, graph);
     return s.finish(rc);
 }
 
@@ -76,3 +136,11 @@ GS_WRAP(beginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz,
         (CUstream s, CUgraph g, const CUgraphNode* d, const CUgraphEdgeData* e, size_t n, CUstreamCaptureMode m), (s, g, d, e, n, m))
 GS_WRAP(endCapture, cuStreamEndCapture, (CUstream s, CUgraph* g), (s, g))
 GS_WRAP(endCapture, cuStreamEndCapture_ptsz, (CUstream s, CUgraph* g), (s, g))
+GS_WRAP(instantiateWithFlags, cuGraphInstantiateWithFlags, (CUgraphExec* e, CUgraph g, unsigned long long f), (e, g, f))
+GS_WRAP(instantiateWithParams, cuGraphInstantiateWithParams, (CUgraphExec* e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS* p),
+        (e, g, p))
+GS_WRAP(instantiateWithParams, cuGraphInstantiateWithParams_ptsz,
+        (CUgraphExec* e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS* p), (e, g, p))
+GS_WRAP(execUpdate, cuGraphExecUpdate_v2, (CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo* i), (e, g, i))
+GS_WRAP(beginCaptureV1, cuStreamBeginCapture, (CUstream s), (s))
+GS_WRAP(beginCaptureV1, cuStreamBeginCapture_ptsz, (CUstream s), (s))

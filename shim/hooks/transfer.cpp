@@ -278,10 +278,98 @@ CUresult prefetchAsync(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int 
         p, n, loc, flags, stream);
 }
 
+// The 8.0 ABI cudart still resolves beside the 12.2 one: a destination device instead of a location.
+template <Api A>
+CUresult prefetchAsyncV1(CUdeviceptr p, size_t n, CUdevice dst, CUstream stream)
+{
+    return forwardCall<A, CUresult (*)(CUdeviceptr, size_t, CUdevice, CUstream)>(
+        [&](CallScope& s) {
+            wire::TransferArgs& t = s.body().args.transfer;
+            t.bytes = n;
+            t.src = p;
+            t.direction = Direction::Prefetch;
+            t.srcMem = t.dstMem = MemKind::Managed;
+            t.peerDevice = uint32_t(dst);
+            s.setStream(stream);
+            s.setFlags(wire::kCallAsync);
+        },
+        p, n, dst, stream);
+}
+
+// The 12.8 ABI: the same batch with a failure index the 13.0 one dropped.
+template <Api A>
+CUresult memcpyBatchAsyncV1(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
+                            size_t* attrIdxs, size_t numAttrs, size_t* failIdx, CUstream stream)
+{
+    using Fn = CUresult (*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*, size_t*, size_t, size_t*, CUstream);
+    return forwardCall<A, Fn>(
+        [&](CallScope& s) {
+            if (!dsts || !srcs || !sizes || count == 0) return;
+            size_t total = 0;
+            for (size_t i = 0; i < count; ++i) total += sizes[i];
+            describeUnified(s, ptr(dsts[0]), ptr(srcs[0]), total);
+            submitCopy(s, stream, true);
+        },
+        dsts, srcs, sizes, count, attrs, attrIdxs, numAttrs, failIdx, stream);
+}
+
+// 3D batches and prefetch batches: one record for the call, the bytes summed where the call states them.
+template <Api A>
+CUresult memcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream stream)
+{
+    return forwardCall<A, CUresult (*)(size_t, CUDA_MEMCPY3D_BATCH_OP*, unsigned long long, CUstream)>(
+        [&](CallScope& s) {
+            s.setStream(stream);
+            s.setFlags(wire::kCallAsync);
+            if (!ops || numOps == 0) return;
+            uint64_t total = 0;
+            for (size_t i = 0; i < numOps; ++i)
+                total += uint64_t(ops[i].extent.width) * ops[i].extent.height * (ops[i].extent.depth ? ops[i].extent.depth : 1);
+            s.body().args.transfer.bytes = total;
+        },
+        numOps, ops, flags, stream);
+}
+
+template <Api A>
+CUresult prefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* locs, size_t* locIdxs,
+                            size_t numLocs, unsigned long long flags, CUstream stream)
+{
+    using Fn = CUresult (*)(CUdeviceptr*, size_t*, size_t, CUmemLocation*, size_t*, size_t, unsigned long long, CUstream);
+    return forwardCall<A, Fn>(
+        [&](CallScope& s) {
+            wire::TransferArgs& t = s.body().args.transfer;
+            t.direction = Direction::Prefetch;
+            t.srcMem = t.dstMem = MemKind::Managed;
+            if (dptrs && sizes && count) {
+                t.src = dptrs[0];
+                for (size_t i = 0; i < count; ++i) t.bytes += sizes[i];
+            }
+            s.setStream(stream);
+            s.setFlags(wire::kCallAsync);
+        },
+        dptrs, sizes, count, locs, locIdxs, numLocs, flags, stream);
+}
+
 }  // namespace
 }  // namespace gpuspy::shim
 
 using namespace gpuspy::shim;
+
+GS_WRAP(prefetchAsyncV1, cuMemPrefetchAsync, (CUdeviceptr p, size_t n, CUdevice d, CUstream s), (p, n, d, s))
+GS_WRAP(prefetchAsyncV1, cuMemPrefetchAsync_ptsz, (CUdeviceptr p, size_t n, CUdevice d, CUstream s), (p, n, d, s))
+GS_WRAP(memcpyBatchAsyncV1, cuMemcpyBatchAsync,
+        (CUdeviceptr* d, CUdeviceptr* s, size_t* sz, size_t n, CUmemcpyAttributes* a, size_t* ai, size_t na, size_t* f,
+         CUstream st),
+        (d, s, sz, n, a, ai, na, f, st))
+GS_WRAP(memcpyBatchAsyncV1, cuMemcpyBatchAsync_ptsz,
+        (CUdeviceptr* d, CUdeviceptr* s, size_t* sz, size_t n, CUmemcpyAttributes* a, size_t* ai, size_t na, size_t* f,
+         CUstream st),
+        (d, s, sz, n, a, ai, na, f, st))
+GS_WRAP(memcpy3DBatchAsync, cuMemcpy3DBatchAsync_v2, (size_t n, CUDA_MEMCPY3D_BATCH_OP* o, unsigned long long f, CUstream s),
+        (n, o, f, s))
+GS_WRAP(prefetchBatchAsync, cuMemPrefetchBatchAsync,
+        (CUdeviceptr* d, size_t* sz, size_t n, CUmemLocation* l, size_t* li, size_t nl, unsigned long long f, CUstream s),
+        (d, sz, n, l, li, nl, f, s))
 
 GS_WRAP(memcpyUnified, cuMemcpy, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))
 GS_WRAP(memcpyUnified, cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))

@@ -20,11 +20,14 @@
 //    memset's destination is). mode is the API form the report uses: "async" when the driver entry point
 //    is an Async one, else "sync" -- not the trace's "sync" field, which says whether the call blocked
 //    (a pageable cudaMemcpyAsync blocks but is still the async form). count and bytes must be equal.
-//  * graph-replayed ops (trace "graph":true) are not API calls of the app: the report counts a
-//    cuGraphLaunch as a graph launch (launches.graph_launches), not as the copies and kernels its nodes
-//    run, and the copies/kernels recorded into the capture are flagged as captured, not run. So they
-//    are excluded from transfers and kernels; each replay (one cuGraphLaunch call: same pid, tid and
-//    submit time) must be one graph launch, and its nodes count in busy time.
+//  * graph-replayed ops (trace "graph":true): the report counts each cuGraphLaunch as a graph launch
+//    (launches.graph_launches) and the copies, memsets and kernels its nodes run in their rows (the
+//    copies/kernels recorded into the capture are flagged as captured, not run). Graph copies and
+//    memsets are the report's mode "graph" (count and bytes exact, as above); graph kernels count in
+//    their kernel's row (count exact by name, graph_count exact). Their GPU time is an estimate (the
+//    launch's measured time split over its nodes), so the GPU-time checks cover the ops run by API
+//    calls only. Each replay (one cuGraphLaunch call: same pid, tid and submit time) must be one graph
+//    launch, and its nodes count in busy time.
 //  * kernels: count by name exactly; the trace's mangled names are demangled (__cxa_demangle) and
 //    compared with the report's demangled name (and its "mangled" field with the trace name).
 //  * syncs: trace "wait" records by api. cuCtxSynchronize/cuStreamSynchronize/cuEventSynchronize are
@@ -582,12 +585,13 @@ int main(int argc, char** argv)
     std::map<GroupKey, std::vector<size_t>> opsOfGroup;
     for (size_t i = 0; i < t.ops.size(); ++i) {
         const Op& o = t.ops[i];
-        if (o.graph || (o.op != "memcpy" && o.op != "memset")) continue;
-        const auto key = o.op == "memset" ? std::make_tuple(std::string("Memset"), std::string("*"), modeOf(o.api))
-                                          : std::make_tuple(o.dir, o.hostMem, modeOf(o.api));
+        if (o.op != "memcpy" && o.op != "memset") continue;
+        const std::string mode = o.graph ? "graph" : modeOf(o.api);
+        const auto key = o.op == "memset" ? std::make_tuple(std::string("Memset"), std::string("*"), mode)
+                                          : std::make_tuple(o.dir, o.hostMem, mode);
         want[key].first += 1;
         want[key].second += o.bytes;
-        opsOfGroup[key].push_back(i);
+        if (!o.graph) opsOfGroup[key].push_back(i);
     }
     std::map<std::tuple<std::string, std::string, std::string>, std::pair<double, uint64_t>> gpuOfGroup;
     for (const Json& r : report["transfers"]) {
@@ -620,31 +624,40 @@ int main(int argc, char** argv)
     checkGpuTimeSources(report, t, bounds, opsOfGroup);
 
     // ---- kernels
-    std::map<std::string, std::vector<size_t>> kernelOps;
+    std::map<std::string, std::vector<size_t>> kernelOps;  // run by launch calls: their GPU times are measured
+    std::map<std::string, long long> kernelCount, graphKernelCount;
     std::map<std::string, std::set<std::string>> mangledOf;
     for (size_t i = 0; i < t.ops.size(); ++i) {
         const Op& o = t.ops[i];
-        if (o.graph || o.op != "kernel") continue;
-        kernelOps[demangle(o.name)].push_back(i);
-        mangledOf[demangle(o.name)].insert(o.name);
+        if (o.op != "kernel") continue;
+        const std::string name = demangle(o.name);
+        ++kernelCount[name];
+        if (o.graph) ++graphKernelCount[name];
+        else kernelOps[name].push_back(i);
+        mangledOf[name].insert(o.name);
     }
     std::set<std::string> reportKernels;
     for (const Json& k : report["kernels"]) {
         const std::string name = k.value("name", "");
         reportKernels.insert(name);
-        const auto it = kernelOps.find(name);
-        const long long want = it == kernelOps.end() ? 0 : (long long)it->second.size();
+        const long long want = kernelCount.count(name) ? kernelCount[name] : 0;
+        const long long wantGraph = graphKernelCount.count(name) ? graphKernelCount[name] : 0;
         check(k.value("count", 0ULL) == uint64_t(want), "kernel " + name + ": report count " + std::to_string(k.value("count", 0LL)) +
                                                  ", trace " + std::to_string(want));
-        if (it == kernelOps.end()) continue;
+        check(k.value("graph_count", 0ULL) == uint64_t(wantGraph), "kernel " + name + ": report graph_count " +
+                                                                   std::to_string(k.value("graph_count", 0LL)) + ", trace " +
+                                                                   std::to_string(wantGraph) + " run as graph nodes");
+        if (!want) continue;
         if (!k.value("mangled", "").empty())
             check(mangledOf[name].count(k.value("mangled", "")) != 0, "kernel " + name + ": mangled name " +
                                                                          k.value("mangled", "") + " is the trace's");
-        checkGpuTime("kernel " + name, k.value("gpu_ns", 0.0), k.value("timed_count", 0ULL), it->second, t, bounds, relTol);
+        const auto it = kernelOps.find(name);
+        if (it != kernelOps.end())
+            checkGpuTime("kernel " + name, k.value("gpu_ns", 0.0), k.value("timed_count", 0ULL), it->second, t, bounds, relTol);
     }
-    for (const auto& [name, idx] : kernelOps)
+    for (const auto& [name, n] : kernelCount)
         if (!reportKernels.count(name))
-            fail("kernel " + name + ": " + std::to_string(idx.size()) + " launches in the trace, none in the report");
+            fail("kernel " + name + ": " + std::to_string(n) + " launches in the trace, none in the report");
 
     // ---- graph launches: one per cuGraphLaunch call that replayed nodes.
     std::set<std::tuple<long long, long long, long long>> replays;
@@ -653,6 +666,20 @@ int main(int argc, char** argv)
     check(report["launches"].value("graph_launches", 0ULL) == replays.size(),
           "graph launches: report " + std::to_string(report["launches"].value("graph_launches", 0ULL)) + ", trace " +
               std::to_string(replays.size()) + " replays");
+
+    // The graph launches' measured GPU time is split over their nodes, all of it (rounding aside: under
+    // 1 ns a node), and no more.
+    {
+        uint64_t split = 0;
+        for (const Json& k : report["kernels"]) split += k.value("graph_gpu_ns", 0ULL);
+        for (const Json& r : report["transfers"]) split += r.value("graph_gpu_ns", 0ULL);
+        const Json& L = report["launches"];
+        const uint64_t whole = L.value("graph_gpu_ns", 0ULL), nodes = L.value("graph_nodes", 0ULL);
+        const bool allKnown = L.value("graphs_unknown", 0ULL) == 0;
+        check(split <= whole + nodes && (!allKnown || split + nodes >= whole),
+              "graph nodes' GPU time " + std::to_string(split) + " ns is the graph launches' " + std::to_string(whole) +
+                  " ns split over their " + std::to_string(nodes) + " nodes");
+    }
 
     // ---- syncs
     std::map<std::string, std::map<std::string, long long>> waitsByApi;  // api -> reason -> count

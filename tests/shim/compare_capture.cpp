@@ -5,6 +5,7 @@
 //   compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N]
 //                   [--min-kernel-timings N] CAPTURE TRACE.jsonl|-
 //   --min-kernel-timings N: every kernel has GPU timing on at least N of its launches (all, if fewer)
+//   --require-api ABI[=N] (repeatable): at least one call (exactly N calls) of this hooked entry point is in the capture
 // Exit 0: match; 1: mismatch (first problems printed); 2: a file could not be read.
 #include "tests/shim/shim_capture_file.h"
 #include "wire/codec.h"
@@ -191,6 +192,7 @@ int main(int argc, char** argv)
     int64_t tol = 20000, grossTol = 1000000000;
     bool requireGpu = false, allowDrops = false;
     uint64_t minNvtx = 0, minKernelTimings = 0;
+    std::vector<std::string> requiredApis;
     std::vector<const char*> files;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -200,10 +202,11 @@ int main(int argc, char** argv)
         else if (a == "--allow-drops") allowDrops = true;
         else if (a == "--min-nvtx" && i + 1 < argc) minNvtx = std::strtoull(argv[++i], nullptr, 10);
         else if (a == "--min-kernel-timings" && i + 1 < argc) minKernelTimings = std::strtoull(argv[++i], nullptr, 10);
+        else if (a == "--require-api" && i + 1 < argc) requiredApis.push_back(argv[++i]);
         else files.push_back(argv[i]);
     }
     if (files.size() != 2) {
-        std::fprintf(stderr, "usage: compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N] [--min-kernel-timings N] CAPTURE TRACE|-\n");
+        std::fprintf(stderr, "usage: compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N] [--min-kernel-timings N] [--require-api ABI]... CAPTURE TRACE|-\n");
         return 2;
     }
     Capture cap;
@@ -418,6 +421,18 @@ int main(int argc, char** argv)
     if (!cap.hasProcess) problem("no Process record");
     else if (cap.firstTimeNs != UINT64_MAX && cap.startNs > cap.firstTimeNs)
         problem("the Process record's start is " + std::to_string(cap.startNs - cap.firstTimeNs) + " ns after the first record's time");
+    for (const std::string& arg : requiredApis) {
+        const size_t eq = arg.find('=');
+        const std::string want = arg.substr(0, eq);
+        uint64_t seen = 0;
+        for (const Call& c : cap.calls) {
+            auto it = cap.apis.find(c.body.apiId);
+            seen += it != cap.apis.end() && it->second == want;
+        }
+        if (eq == std::string::npos && !seen) problem("no call of " + want + " in the capture");
+        if (eq != std::string::npos && seen != std::strtoull(arg.c_str() + eq + 1, nullptr, 10))
+            problem(std::to_string(seen) + " calls of " + want + " in the capture, expected " + arg.substr(eq + 1));
+    }
     if (cap.nvtx < minNvtx) problem(std::to_string(cap.nvtx) + " NVTX records, expected at least " + std::to_string(minNvtx));
     if (!cap.hasEnd) problem("no End record (the stream was not closed cleanly)");
     else if (!allowDrops && cap.end.recordsDropped != 0)

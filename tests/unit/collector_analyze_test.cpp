@@ -327,6 +327,100 @@ TEST(Analyze, LaunchesKernelsAndLaunchBound)
     EXPECT_TRUE(tiny.launchBound);
 }
 
+// Graph work: the nodes captured into a graph count in the kernel and transfer tables at every launch
+// of an exec instantiated from it (at the launch's call site), its measured time split over them.
+TEST(Analyze, GraphLaunchesCountTheirNodes)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    b.p.kernels[2] = "_Z4normPf";
+    const uint64_t graph = 0x6000, graph2 = 0x6100, exec = 0xe000;
+    b.launch(1, 0, 10, 20, 60);  // standalone: step takes 40
+    auto captured = [&](uint64_t g) -> wire::CallBody& {
+        b.p.calls.back().args.raw[wire::kCaptureGraphSlot] = g;
+        return b.p.calls.back();
+    };
+    auto graphCall = [&](const std::string& name, uint64_t t, uint64_t a0, uint64_t a1) {
+        wire::CallBody& c = b.call(name, Category::Graph, t, t + 5);
+        c.args.raw[0] = a0;
+        c.args.raw[1] = a1;
+    };
+    graphCall("cuStreamBeginCapture_v2", 100, 0, 0);
+    b.launch(1, 110, 115, 0, 0, 0, wire::kCallCapturing);
+    captured(graph);
+    b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 4 * KiB, 120, 125, true, 0, 0, 0,
+           wire::kCallCapturing);
+    captured(graph);
+    b.launch(2, 130, 135, 0, 0, 0, wire::kCallCapturing);
+    captured(graph);
+    graphCall("cuStreamEndCapture", 140, graph, 0);
+    graphCall("cuGraphInstantiateWithFlags", 150, exec, graph);
+    const uint32_t site = b.site("decode_loop", 42);
+    auto graphLaunch = [&](uint64_t t, uint64_t e, bool timed) {
+        wire::CallBody& c = b.call("cuGraphLaunch", Category::Graph, t, t + 10,
+                                   uint16_t(wire::kCallDeviceWork | wire::kCallAsync | (timed ? wire::kCallGpuTimed : 0)), site);
+        c.args.sync.object = e;
+        if (timed) b.span(c.seq, t + 20, t + 120);  // 100 for the whole graph
+    };
+    graphLaunch(200, exec, true);
+    graphLaunch(400, exec, true);
+    graphLaunch(600, 0xf000, true);  // an exec whose graph was built node by node
+    // The exec updated to a graph of one norm node: later launches run that.
+    graphCall("cuStreamBeginCapture_v2", 700, 0, 0);
+    b.launch(2, 710, 715, 0, 0, 0, wire::kCallCapturing);
+    captured(graph2);
+    graphCall("cuStreamEndCapture", 720, graph2, 0);
+    graphCall("cuGraphExecUpdate_v2", 730, exec, graph2);
+    graphLaunch(800, exec, false);
+
+    const Report r = analyze(b.capture(), {});
+    const LaunchSummary& L = r.launches;
+    EXPECT_EQ(L.count, 1u);  // API launches only
+    EXPECT_EQ(L.captured, 3u);
+    EXPECT_EQ(L.graphLaunches, 4u);
+    EXPECT_EQ(L.graphNodes, 7u);
+    EXPECT_EQ(L.graphsUnknown, 1u);
+    auto kernel = [&](const std::string& name) -> const KernelRow* {
+        for (const KernelRow& k : r.kernels)
+            if (k.name == name) return &k;
+        return nullptr;
+    };
+    const KernelRow* step = kernel("step(float*)");
+    const KernelRow* norm = kernel("norm(float*)");
+    ASSERT_TRUE(step && norm);
+    EXPECT_EQ(step->count, 3u);
+    EXPECT_EQ(step->graphCount, 2u);
+    EXPECT_EQ(step->timedCount, 1u);
+    EXPECT_EQ(step->gpuNs, 40u);           // measured: the standalone launch only
+    EXPECT_EQ(step->graphGpuNs, 80u);      // its standalone time in each of the two graph launches
+    EXPECT_EQ(step->estimatedGpuNs, 120u);
+    EXPECT_EQ(norm->count, 3u);
+    EXPECT_EQ(norm->graphCount, 3u);
+    EXPECT_EQ(norm->timedCount, 0u);
+    EXPECT_EQ(norm->graphGpuNs, 60u);      // an even share of the rest (100 - 40) with the copy, twice
+    EXPECT_EQ(norm->estimatedGpuNs, 60u);
+    // The graph launch's call site is among the nodes' sites (norm's only one).
+    auto hasSite = [&](const std::vector<uint32_t>& ids) {
+        for (uint32_t id : ids)
+            if (r.callsites[id].label.find("decode_loop") != std::string::npos) return true;
+        return false;
+    };
+    EXPECT_TRUE(hasSite(step->callsites));
+    ASSERT_EQ(norm->callsites.size(), 1u);
+    EXPECT_TRUE(hasSite(norm->callsites));
+    const TransferRow* g = transferOf(r, "HtoD", "pinned", "graph");
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ(g->count, 2u);
+    EXPECT_EQ(g->bytes, 8 * KiB);
+    EXPECT_EQ(g->graphCount, 2u);
+    EXPECT_EQ(g->graphGpuNs, 60u);
+    EXPECT_EQ(g->gpuNs, 0u);
+    EXPECT_EQ(g->gbpsBasis, "graph_estimate");
+    EXPECT_DOUBLE_EQ(g->gbps, 8.0 * KiB / 60.0);
+    EXPECT_EQ(g->apis, std::vector<std::string>{"cuMemcpyHtoDAsync_v2"});
+    EXPECT_EQ(transferOf(r, "HtoD", "pinned", "async"), nullptr);  // the captured copy itself ran nothing
+}
+
 TEST(Analyze, SyncsExplicitImplicitAndPolling)
 {
     ProcBuilder b;

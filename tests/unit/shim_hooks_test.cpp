@@ -77,12 +77,24 @@ TEST(ShimResolve, VersionAndFlagsSelectTheAbi)
     EXPECT_EQ(select("cuLaunchKernel", 12000, pt), "cuLaunchKernel_ptsz");
     EXPECT_EQ(select("cuLaunchKernel", 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM), "cuLaunchKernel");
     EXPECT_EQ(select("cuMemAlloc", 3020, pt), "cuMemAlloc_v2");  // no stream: no per-thread variant
-    EXPECT_EQ(select("cuMemPrefetchAsync", 8000, 0), "");         // the CUdevice ABI: not ours
+    // The older ABIs cudart resolves beside the hooked ones are hooked too (issue 16).
+    EXPECT_EQ(select("cuMemPrefetchAsync", 8000, 0), "cuMemPrefetchAsync");  // the CUdevice ABI
+    EXPECT_EQ(select("cuMemPrefetchAsync", 8000, pt), "cuMemPrefetchAsync_ptsz");
     EXPECT_EQ(select("cuMemPrefetchAsync", 12020, pt), "cuMemPrefetchAsync_v2_ptsz");
-    EXPECT_EQ(select("cuStreamBeginCapture", 10000, 0), "");
+    EXPECT_EQ(select("cuStreamBeginCapture", 10000, 0), "cuStreamBeginCapture");
     EXPECT_EQ(select("cuStreamBeginCapture", 10010, pt), "cuStreamBeginCapture_v2_ptsz");
-    EXPECT_EQ(select("cuMemcpyBatchAsync", 12080, 0), "");
+    EXPECT_EQ(select("cuMemcpyBatchAsync", 12080, 0), "cuMemcpyBatchAsync");
     EXPECT_EQ(select("cuMemcpyBatchAsync", 13000, 0), "cuMemcpyBatchAsync_v2");
+    EXPECT_EQ(select("cuDevicePrimaryCtxReset", 7000, 0), "cuDevicePrimaryCtxReset");
+    EXPECT_EQ(select("cuDevicePrimaryCtxReset", 11000, 0), "cuDevicePrimaryCtxReset_v2");
+    EXPECT_EQ(select("cuDevicePrimaryCtxRelease", 7000, 0), "cuDevicePrimaryCtxRelease");
+    EXPECT_EQ(select("cuGraphInstantiate", 12000, 0), "cuGraphInstantiateWithFlags");
+    EXPECT_EQ(select("cuGraphInstantiate", 11000, 0), "");  // the 5-argument _v2: not ours
+    EXPECT_EQ(select("cuGraphInstantiateWithParams", 12000, pt), "cuGraphInstantiateWithParams_ptsz");
+    EXPECT_EQ(select("cuStreamWaitValue32", 12000, pt), "cuStreamWaitValue32_v2_ptsz");
+    EXPECT_EQ(select("cuStreamWaitValue32", 8000, 0), "");  // the pre-11.7 ABI: not ours
+    EXPECT_EQ(select("cuStreamBatchMemOp", 11070, 0), "cuStreamBatchMemOp_v2");
+    EXPECT_EQ(select("cuMemcpy3DBatchAsync", 13000, 0), "cuMemcpy3DBatchAsync_v2");
     EXPECT_EQ(select("cuDeviceGet", 2000, 0), "");
     EXPECT_EQ(select("cuGetProcAddress", 12000, 0), "");
 }

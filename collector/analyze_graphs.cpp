@@ -1,0 +1,127 @@
+// collector/analyze_graphs.cpp: graph work. The shim marks each launch, copy and memset issued into a
+// stream capture with the CUgraph it joins, cuStreamEndCapture with the graph it made, and each
+// instantiation (and cuGraphExecUpdate) with the exec and its graph; from these the nodes of every
+// executable graph are rebuilt here, and each graph launch counts its nodes in the kernel and transfer
+// rows (at the launch's call site), its measured GPU time split over them as an estimate.
+#include "collector/analyze_internal.h"
+
+#include <algorithm>
+
+namespace gpuspy::collect::detail {
+
+namespace {
+
+bool isGraphNode(const wire::CallBody& c)
+{
+    return hasFlag(c, wire::kCallCapturing) && succeeded(c) &&
+           (c.category == wire::Category::Launch || c.category == wire::Category::Transfer);
+}
+
+bool startsWith(const std::string& s, const char* prefix)
+{
+    return s.compare(0, std::char_traits<char>::length(prefix), prefix) == 0;
+}
+
+bool isHostFunction(const ProcView& pv, const wire::CallBody& c)
+{
+    return c.args.launch.kernelId == 0 && startsWith(pv.apiName(c), "cuLaunchHostFunc");
+}
+
+// What a node would take on its own, from the same kernel's standalone timings or the bandwidth of
+// standalone copies alike; 0 when there are none.
+uint64_t standaloneNs(Context& cx, const ProcView& pv, const wire::CallBody& n)
+{
+    if (n.category == wire::Category::Launch) {
+        const KernelRow& k = kernelAccOf(cx, pv, n, isHostFunction(pv, n)).row;
+        return k.timedCount ? k.gpuNs / k.timedCount : 0;
+    }
+    const wire::TransferArgs& t = n.args.transfer;
+    const bool async = hasFlag(n, wire::kCallAsync);
+    const uint32_t code = uint32_t(t.direction) | uint32_t(t.srcMem) << 8 | uint32_t(t.dstMem) << 16 | uint32_t(async) << 24;
+    auto it = cx.transferOf.find(code);
+    if (it == cx.transferOf.end() || !it->second->row.timedBytes || !it->second->row.gpuNs) return 0;
+    const TransferRow& row = it->second->row;
+    return uint64_t(double(t.bytes) * double(row.gpuNs) / double(row.timedBytes) + 0.5);
+}
+
+}  // namespace
+
+void addGraphCall(Context&, const ProcView& pv, const CallInfo& ci)
+{
+    const wire::CallBody& c = *ci.call;
+    GraphBook& book = pv.graphs;
+    if (isGraphNode(c)) {
+        const uint64_t graph = c.args.raw[wire::kCaptureGraphSlot];
+        if (!graph) return;
+        auto& nodes = book.capturing[graph];
+        if (!nodes) nodes = std::make_shared<GraphBook::Nodes>();
+        nodes->push_back(c);
+        return;
+    }
+    if (c.category != wire::Category::Graph || !succeeded(c) || hasFlag(c, wire::kCallDeviceWork)) return;
+    const std::string& api = ci.api->name;
+    if (startsWith(api, "cuStreamEndCapture")) {
+        const uint64_t graph = c.args.raw[0];
+        if (!graph) return;
+        auto it = book.capturing.find(graph);
+        // A capture that recorded no node still makes a graph: an empty one.
+        book.graphs[graph] = it == book.capturing.end() ? std::make_shared<GraphBook::Nodes>() : std::move(it->second);
+        if (it != book.capturing.end()) book.capturing.erase(it);
+    } else if (startsWith(api, "cuGraphInstantiate") || startsWith(api, "cuGraphExecUpdate")) {
+        const uint64_t exec = c.args.raw[0], graph = c.args.raw[1];
+        if (!exec) return;
+        auto it = book.graphs.find(graph);
+        if (it != book.graphs.end()) book.execs[exec] = it->second;
+        else book.execs.erase(exec);  // a graph built node by node: its nodes are unknown
+    }
+}
+
+void addGraphLaunch(Context& cx, const ProcView& pv, const CallInfo& ci)
+{
+    const wire::CallBody& c = *ci.call;
+    auto it = pv.graphs.execs.find(c.args.sync.object);
+    if (it == pv.graphs.execs.end()) {
+        ++cx.launches.graphsUnknown;
+        return;
+    }
+    const GraphBook::Nodes& nodes = *it->second;
+    // The launch's measured time over its nodes, all of it: each node with standalone timings gets
+    // them, the others an even share of what is left; the estimates scaled to the measurement when
+    // they exceed it, or when every node has one (a graph launch does the same work faster or slower).
+    std::vector<uint64_t> est(nodes.size());
+    uint64_t known = 0, unknown = 0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        est[i] = ci.timed ? standaloneNs(cx, pv, nodes[i]) : 0;
+        known += est[i];
+        unknown += est[i] == 0;
+    }
+    const uint64_t total = ci.timed ? ci.gpuNs : 0;
+    const double scale = known && (known > total || !unknown) ? double(total) / double(known) : 1.0;
+    const uint64_t rest = known < total && unknown ? (total - known) / unknown : 0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        const wire::CallBody& n = nodes[i];
+        const uint64_t share = est[i] ? uint64_t(double(est[i]) * scale + 0.5) : rest;
+        ++cx.launches.graphNodes;
+        if (n.category == wire::Category::Launch) {
+            KernelAcc& k = kernelAccOf(cx, pv, n, isHostFunction(pv, n));
+            ++k.row.count;
+            ++k.row.graphCount;
+            k.row.graphGpuNs += share;
+            k.sites[ci.rawSite] += 0;  // the graph launch's site, which holds its host time
+            continue;
+        }
+        const wire::TransferArgs& t = n.args.transfer;
+        TransferAcc& a = transferAccOf(cx, t, "graph");
+        TransferRow& row = a.row;
+        ++row.count;
+        row.bytes += t.bytes;
+        ++row.graphCount;
+        row.graphGpuNs += share;
+        addToBucket(row, t.bytes);
+        const std::string api = pv.apiName(n);
+        if (std::find(row.apis.begin(), row.apis.end(), api) == row.apis.end()) row.apis.push_back(api);
+        a.sites[ci.rawSite] += 0;
+    }
+}
+
+}  // namespace gpuspy::collect::detail

@@ -1,0 +1,132 @@
+// shim/hooks/stream_ops.cpp: stream-ordered entry points NVIDIA's libraries use beside launches and
+// copies (stream memory operations, callbacks, external semaphores, context-wide events, graph
+// uploads) and the virtual-address calls NCCL maps its buffers with: each recorded with its stream and
+// the object it acts on, so that the API summary has a row for it.
+#include "shim/hooks/hook_util.h"
+
+namespace gpuspy::shim {
+namespace {
+
+// A call on a stream acting on `object` (an address, an event, a semaphore array, an exec).
+template <Api A, class Fn, class... Args>
+CUresult onStream(CUstream stream, const void* object, Args... args)
+{
+    return forwardCall<A, Fn>(
+        [&](CallScope& s) {
+            s.setStream(stream);
+            s.setFlags(wire::kCallAsync);
+            s.body().args.sync.object = uint64_t(uintptr_t(object));
+        },
+        args...);
+}
+
+template <Api A, class V>
+CUresult streamValue(CUstream stream, CUdeviceptr addr, V value, unsigned int flags)
+{
+    return onStream<A, CUresult (*)(CUstream, CUdeviceptr, V, unsigned int)>(stream, reinterpret_cast<const void*>(addr),
+                                                                            stream, addr, value, flags);
+}
+
+template <Api A>
+CUresult batchMemOp(CUstream stream, unsigned int count, CUstreamBatchMemOpParams* ops, unsigned int flags)
+{
+    return onStream<A, decltype(&::cuStreamBatchMemOp_v2)>(stream, ops, stream, count, ops, flags);
+}
+
+template <Api A>
+CUresult addCallback(CUstream stream, CUstreamCallback fn, void* user, unsigned int flags)
+{
+    return onStream<A, decltype(&::cuStreamAddCallback)>(stream, reinterpret_cast<const void*>(fn), stream, fn, user, flags);
+}
+
+template <Api A>
+CUresult graphUpload(CUgraphExec exec, CUstream stream)
+{
+    return onStream<A, decltype(&::cuGraphUpload)>(stream, exec, exec, stream);
+}
+
+template <Api A>
+CUresult signalSemaphores(const CUexternalSemaphore* sems, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* params,
+                          unsigned int n, CUstream stream)
+{
+    return onStream<A, decltype(&::cuSignalExternalSemaphoresAsync)>(stream, sems, sems, params, n, stream);
+}
+
+template <Api A>
+CUresult waitSemaphores(const CUexternalSemaphore* sems, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* params, unsigned int n,
+                        CUstream stream)
+{
+    return onStream<A, decltype(&::cuWaitExternalSemaphoresAsync)>(stream, sems, sems, params, n, stream);
+}
+
+template <Api A>
+CUresult ctxEvent(CUcontext ctx, CUevent event)
+{
+    return forwardCall<A, decltype(&::cuCtxRecordEvent)>(
+        [&](CallScope& s) { s.body().args.sync.object = uint64_t(uintptr_t(event)); }, ctx, event);
+}
+
+template <Api A>
+CUresult addressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuMemAddressReserve)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    s.beforeReal();
+    const CUresult rc = real(ptr, size, alignment, addr, flags);
+    if (s.active() && rc == CUDA_SUCCESS && ptr) {
+        s.body().args.alloc.ptr = *ptr;
+        s.body().args.alloc.bytes = size;
+        s.body().args.alloc.mem = wire::MemKind::Device;
+    }
+    return s.finish(rc);
+}
+
+template <Api A>
+CUresult setAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count)
+{
+    return forwardCall<A, decltype(&::cuMemSetAccess)>(
+        [&](CallScope& s) {
+            s.body().args.alloc.ptr = ptr;
+            s.body().args.alloc.bytes = size;
+            s.body().args.alloc.mem = wire::MemKind::Device;
+        },
+        ptr, size, desc, count);
+}
+
+}  // namespace
+}  // namespace gpuspy::shim
+
+using namespace gpuspy::shim;
+
+#define GS_STREAM_VALUE(abi, V)                                                                        \
+    GS_EXPORT CUresult abi(CUstream s, CUdeviceptr a, V v, unsigned int f) { return streamValue<Api::abi, V>(s, a, v, f); }
+GS_STREAM_VALUE(cuStreamWaitValue32_v2, cuuint32_t)
+GS_STREAM_VALUE(cuStreamWaitValue32_v2_ptsz, cuuint32_t)
+GS_STREAM_VALUE(cuStreamWaitValue64_v2, cuuint64_t)
+GS_STREAM_VALUE(cuStreamWaitValue64_v2_ptsz, cuuint64_t)
+GS_STREAM_VALUE(cuStreamWriteValue32_v2, cuuint32_t)
+GS_STREAM_VALUE(cuStreamWriteValue32_v2_ptsz, cuuint32_t)
+GS_STREAM_VALUE(cuStreamWriteValue64_v2, cuuint64_t)
+GS_STREAM_VALUE(cuStreamWriteValue64_v2_ptsz, cuuint64_t)
+#undef GS_STREAM_VALUE
+GS_WRAP(batchMemOp, cuStreamBatchMemOp_v2, (CUstream s, unsigned int n, CUstreamBatchMemOpParams* p, unsigned int f), (s, n, p, f))
+GS_WRAP(batchMemOp, cuStreamBatchMemOp_v2_ptsz, (CUstream s, unsigned int n, CUstreamBatchMemOpParams* p, unsigned int f),
+        (s, n, p, f))
+GS_WRAP(addCallback, cuStreamAddCallback, (CUstream s, CUstreamCallback c, void* u, unsigned int f), (s, c, u, f))
+GS_WRAP(addCallback, cuStreamAddCallback_ptsz, (CUstream s, CUstreamCallback c, void* u, unsigned int f), (s, c, u, f))
+GS_WRAP(graphUpload, cuGraphUpload, (CUgraphExec e, CUstream s), (e, s))
+GS_WRAP(graphUpload, cuGraphUpload_ptsz, (CUgraphExec e, CUstream s), (e, s))
+GS_WRAP(signalSemaphores, cuSignalExternalSemaphoresAsync,
+        (const CUexternalSemaphore* e, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* p, unsigned int n, CUstream s), (e, p, n, s))
+GS_WRAP(signalSemaphores, cuSignalExternalSemaphoresAsync_ptsz,
+        (const CUexternalSemaphore* e, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* p, unsigned int n, CUstream s), (e, p, n, s))
+GS_WRAP(waitSemaphores, cuWaitExternalSemaphoresAsync,
+        (const CUexternalSemaphore* e, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* p, unsigned int n, CUstream s), (e, p, n, s))
+GS_WRAP(waitSemaphores, cuWaitExternalSemaphoresAsync_ptsz,
+        (const CUexternalSemaphore* e, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* p, unsigned int n, CUstream s), (e, p, n, s))
+GS_WRAP(ctxEvent, cuCtxRecordEvent, (CUcontext c, CUevent e), (c, e))
+GS_WRAP(ctxEvent, cuCtxWaitEvent, (CUcontext c, CUevent e), (c, e))
+GS_WRAP(addressReserve, cuMemAddressReserve, (CUdeviceptr* p, size_t n, size_t a, CUdeviceptr at, unsigned long long f),
+        (p, n, a, at, f))
+GS_WRAP(setAccess, cuMemSetAccess, (CUdeviceptr p, size_t n, const CUmemAccessDesc* d, size_t c), (p, n, d, c))
