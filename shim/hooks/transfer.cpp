@@ -261,21 +261,24 @@ CUresult memsetD2DAsync(CUdeviceptr dst, size_t pitch, T value, size_t w, size_t
         [&](CallScope& s) { describeMemset(s, dst, w * h * sizeof(T), stream, true); }, dst, pitch, value, w, h, stream);
 }
 
+// A prefetch of managed memory to a device (or location) on a stream.
+void describePrefetch(CallScope& s, CUdeviceptr p, size_t n, int to, CUstream stream)
+{
+    wire::TransferArgs& t = s.body().args.transfer;
+    t.bytes = n;
+    t.src = p;
+    t.direction = Direction::Prefetch;
+    t.srcMem = t.dstMem = MemKind::Managed;
+    t.peerDevice = uint32_t(to);
+    s.setStream(stream);
+    s.setFlags(wire::kCallAsync);
+}
+
 template <Api A>
 CUresult prefetchAsync(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream stream)
 {
     return forwardCall<A, decltype(&::cuMemPrefetchAsync_v2)>(
-        [&](CallScope& s) {
-            wire::TransferArgs& t = s.body().args.transfer;
-            t.bytes = n;
-            t.src = p;
-            t.direction = Direction::Prefetch;
-            t.srcMem = t.dstMem = MemKind::Managed;
-            t.peerDevice = uint32_t(loc.id);
-            s.setStream(stream);
-            s.setFlags(wire::kCallAsync);
-        },
-        p, n, loc, flags, stream);
+        [&](CallScope& s) { describePrefetch(s, p, n, loc.id, stream); }, p, n, loc, flags, stream);
 }
 
 // The 8.0 ABI cudart still resolves beside the 12.2 one: a destination device instead of a location.
@@ -283,17 +286,7 @@ template <Api A>
 CUresult prefetchAsyncV1(CUdeviceptr p, size_t n, CUdevice dst, CUstream stream)
 {
     return forwardCall<A, CUresult (*)(CUdeviceptr, size_t, CUdevice, CUstream)>(
-        [&](CallScope& s) {
-            wire::TransferArgs& t = s.body().args.transfer;
-            t.bytes = n;
-            t.src = p;
-            t.direction = Direction::Prefetch;
-            t.srcMem = t.dstMem = MemKind::Managed;
-            t.peerDevice = uint32_t(dst);
-            s.setStream(stream);
-            s.setFlags(wire::kCallAsync);
-        },
-        p, n, dst, stream);
+        [&](CallScope& s) { describePrefetch(s, p, n, dst, stream); }, p, n, dst, stream);
 }
 
 // The 12.8 ABI: the same batch with a failure index the 13.0 one dropped.
