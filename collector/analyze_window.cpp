@@ -118,13 +118,17 @@ DeviceTimeline::Result placeOnTimeline(DeviceTimeline& timeline, const ApiClass&
 
 namespace {
 
-uint64_t busyDuring(const ProcState& ps, const wire::CallBody& c)
+// How long the call's device was busy while the call ran. For a wait, other streams' work still pending
+// on the timeline (placed provisionally, not yet settled by an anchor of its own) counts too: another
+// thread's stream runs while this one waits.
+uint64_t busyDuring(const ProcState& ps, const wire::CallBody& c, bool wait)
 {
-    if (c.device >= 0) {
-        auto it = ps.busy.find(c.device);
-        return it == ps.busy.end() ? 0 : it->second[kEst].overlap(c.beginNs, c.endNs);
-    }
-    return ps.busyAll.overlap(c.beginNs, c.endNs);
+    if (c.device < 0) return ps.busyAll.overlap(c.beginNs, c.endNs);
+    std::vector<Interval> pending;
+    if (wait) ps.timeline.pendingWithin(c.device, c.beginNs, c.endNs, pending);
+    auto it = ps.busy.find(c.device);
+    if (it == ps.busy.end()) return IntervalMap().overlap(c.beginNs, c.endNs, std::move(pending));
+    return it->second[kEst].overlap(c.beginNs, c.endNs, std::move(pending));
 }
 
 void applyNvtx(Context& cx, ProcState& ps, const wire::NvtxBody& n)
@@ -220,7 +224,7 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
     const bool deviceOp = isDeviceOp(c);
     const DeviceTimeline::Result placed = placeOnTimeline(ps.timeline, *ci.api, c, ci.spans, ci.upperBound);
     ci.foundEmpty = placed.foundEmpty;
-    ci.busyNs = busyDuring(ps, c);
+    ci.busyNs = busyDuring(ps, c, ci.api->explicitWait || isImplicitSync(*ci.api, c));
     ci.rawSite = rawSiteOf(cx, ps.siteIndex, ps.rawSites, c);
     attributeNvtx(cx, ps, ci);
 

@@ -413,6 +413,17 @@ void DeviceTimeline::finish()
     for (Stream& s : m_streams) anchor(s, s.pending.size(), UINT64_MAX, Until::None, true);
 }
 
+void DeviceTimeline::pendingWithin(int device, uint64_t begin, uint64_t end, std::vector<Interval>& out) const
+{
+    for (const Stream& s : m_streams) {
+        if (s.id.device != device) continue;
+        for (const Pending& p : s.pending) {
+            if (p.start[kEst] >= end) break;  // in order: the rest start later
+            if (p.end[kEst] > begin && p.end[kEst] > p.start[kEst]) out.push_back({p.start[kEst], p.end[kEst]});
+        }
+    }
+}
+
 uint64_t DeviceTimeline::pendingFrom() const
 {
     uint64_t from = UINT64_MAX;

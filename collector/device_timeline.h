@@ -6,6 +6,7 @@
 // with short and long ones (the interval every derived figure reports). Pure: no I/O.
 #pragma once
 
+#include "collector/timeline.h"
 #include "wire/format.h"
 
 #include <array>
@@ -96,6 +97,9 @@ public:
     void finish();
     // No placement still to come can begin before this (UINT64_MAX when nothing is pending).
     uint64_t pendingFrom() const;
+    // The provisional (estimated) placements still pending on `device` that overlap [begin, end):
+    // other streams' work a wait overlapped before their own anchors settle it.
+    void pendingWithin(int device, uint64_t begin, uint64_t end, std::vector<Interval>& out) const;
     // Per-stream identity of Placement::stream.
     const StreamId& streamOf(uint32_t index) const { return m_streams[index].id; }
     size_t streams() const { return m_streams.size(); }

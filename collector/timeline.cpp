@@ -125,6 +125,22 @@ uint64_t IntervalMap::overlap(uint64_t begin, uint64_t end) const
     return total;
 }
 
+uint64_t IntervalMap::overlap(uint64_t begin, uint64_t end, std::vector<Interval> more) const
+{
+    if (more.empty()) return overlap(begin, end);
+    auto it = m_items.upper_bound(begin);
+    if (it != m_items.begin()) --it;
+    for (; it != m_items.end() && it->first < end; ++it) more.push_back({it->first, it->second});
+    std::sort(more.begin(), more.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+    uint64_t total = 0, reached = begin;
+    for (const Interval& i : more) {
+        const uint64_t b = std::max({i.begin, reached, begin}), e = std::min(i.end, end);
+        if (e > b) total += e - b;
+        reached = std::max(reached, std::min(i.end, end));
+    }
+    return total;
+}
+
 std::vector<Interval> IntervalMap::takeEndingBy(uint64_t t)
 {
     std::vector<Interval> out;

@@ -52,6 +52,8 @@ class IntervalMap {
 public:
     void add(uint64_t begin, uint64_t end);
     uint64_t overlap(uint64_t begin, uint64_t end) const;
+    // The same, of the union with `more` (intervals in any order, overlapping or not).
+    uint64_t overlap(uint64_t begin, uint64_t end, std::vector<Interval> more) const;
     // Removes the intervals that end at or before t and returns them in order.
     std::vector<Interval> takeEndingBy(uint64_t t);
     size_t size() const { return m_items.size(); }
