@@ -12,7 +12,7 @@ bin="$work/fuzz_$target"
 sources=("$src/tests/collector/fuzz/fuzz_$target.cpp" "$src/wire/codec.cpp" "$src/collector/ingest.cpp"
          "$src/collector/capture_file.cpp" "$src/collector/dump.cpp")
 # The capture reader feeds the streaming report, as `gpuspy report` does.
-[ "$target" = capture_reader ] && sources+=("$src"/collector/analyze*.cpp "$src/collector/timeline.cpp" "$src/collector/api_names.cpp")
+[ "$target" = capture_reader ] && sources+=("$src"/collector/analyze*.cpp "$src/collector/device_timeline.cpp" "$src/collector/timeline.cpp" "$src/collector/api_names.cpp")
 newest=$(ls -t "${sources[@]}" "$src"/collector/*.h "$src"/wire/*.h "$src"/wire/*.def | head -1)
 if [ ! -x "$bin" ] || [ "$newest" -nt "$bin" ]; then
   echo "building $bin"
