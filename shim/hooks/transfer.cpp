@@ -202,18 +202,21 @@ CUresult memcpyDescribedAsync(const C* c, CUstream stream)
 }
 
 // ---- batches: one record for the call, the bytes summed; direction from the first pair when all agree
+void describeBatch(CallScope& s, CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUstream stream)
+{
+    if (!dsts || !srcs || !sizes || count == 0) return;
+    size_t total = 0;
+    for (size_t i = 0; i < count; ++i) total += sizes[i];
+    describeUnified(s, ptr(dsts[0]), ptr(srcs[0]), total);
+    submitCopy(s, stream, true);
+}
+
 template <Api A>
 CUresult memcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
                           size_t* attrIdxs, size_t numAttrs, CUstream stream)
 {
     return forwardCall<A, decltype(&::cuMemcpyBatchAsync_v2)>(
-        [&](CallScope& s) {
-            if (!dsts || !srcs || !sizes || count == 0) return;
-            size_t total = 0;
-            for (size_t i = 0; i < count; ++i) total += sizes[i];
-            describeUnified(s, ptr(dsts[0]), ptr(srcs[0]), total);
-            submitCopy(s, stream, true);
-        },
+        [&](CallScope& s) { describeBatch(s, dsts, srcs, sizes, count, stream); },
         dsts, srcs, sizes, count, attrs, attrIdxs, numAttrs, stream);
 }
 
@@ -296,13 +299,7 @@ CUresult memcpyBatchAsyncV1(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
 {
     using Fn = CUresult (*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*, size_t*, size_t, size_t*, CUstream);
     return forwardCall<A, Fn>(
-        [&](CallScope& s) {
-            if (!dsts || !srcs || !sizes || count == 0) return;
-            size_t total = 0;
-            for (size_t i = 0; i < count; ++i) total += sizes[i];
-            describeUnified(s, ptr(dsts[0]), ptr(srcs[0]), total);
-            submitCopy(s, stream, true);
-        },
+        [&](CallScope& s) { describeBatch(s, dsts, srcs, sizes, count, stream); },
         dsts, srcs, sizes, count, attrs, attrIdxs, numAttrs, failIdx, stream);
 }
 
