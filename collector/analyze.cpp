@@ -375,6 +375,8 @@ void finishOverview(Context& cx, Report& r)
             ds.busyBasis = ds.estimatedOps ? "estimated" : d.upperBoundOps ? "upper_bound" : "measured";
             ds.lostOps = d.lostOps;
             ds.unknownOps = d.unknownOps;
+            ds.heldUpOps = d.heldUpOps;
+            ds.heldUpNs = d.heldUpNs;
             ds.ops = d.ops;
             ds.timedOps = d.timedOps;
             ds.sampledOutOps = d.sampledOutOps;

@@ -86,6 +86,10 @@ struct DeviceSummary {
     uint64_t estimatedOps = 0;           // operations placed by inference (untimed, or their timing lost)
     uint64_t lostOps = 0;                // of which the shim meant to time but whose end event came too late
     uint64_t unknownOps = 0;             // of which had no timed sibling to give them a duration
+    // Of the lost ones, those whose thread was held up (off the CPU) inside the call: when their work
+    // was sent is unknown within the call, so each may sit anywhere in its call's host time (heldUpNs,
+    // summed): idle gaps can be off by up to that much.
+    uint64_t heldUpOps = 0, heldUpNs = 0;
     uint64_t ops = 0, timedOps = 0, sampledOutOps = 0;
     uint64_t kernelNs = 0, transferNs = 0, otherNs = 0;  // sums of span lengths by kind
     // Timed ops whose span is only an upper bound (a blocking copy or memset on an idle stream, see

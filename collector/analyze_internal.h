@@ -127,6 +127,7 @@ struct DeviceAcc {
     uint64_t ops = 0, timedOps = 0, sampledOutOps = 0;
     uint64_t lostOps = 0;     // flagged timed by the shim, but no span came (an end event recorded too late)
     uint64_t unknownOps = 0;  // untimed, and nothing alike was timed: placed without a duration of their own
+    uint64_t heldUpOps = 0, heldUpNs = 0;  // lost, the thread held up inside the call (wire::kCallHeldUp)
     uint64_t kernelNs = 0, transferNs = 0, otherNs = 0;
     uint64_t upperBoundOps = 0, upperBoundNs = 0;  // timed ops whose span is only an upper bound, their lengths
     // Cumulative idle time at the ends of final gaps, (time, idle so far) at each gap's begin and end:

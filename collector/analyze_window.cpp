@@ -243,6 +243,10 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
             if (d) ++d->sampledOutOps;
         } else if (hasFlag(c, wire::kCallGpuTimed) && d) {
             ++d->lostOps;
+            if (hasFlag(c, wire::kCallHeldUp)) {
+                ++d->heldUpOps;
+                d->heldUpNs += hostNs(c);
+            }
         }
         if (!placed.known && d) ++d->unknownOps;
     }

@@ -34,7 +34,7 @@ std::string escapeText(std::string_view s)
 std::string callFlagNames(uint16_t flags)
 {
     static const char* const names[] = {"async", "ptds", "gpu-timed", "sampled-out", "capturing", "implicit-sync",
-                                        "device-work"};
+                                        "device-work", "held-up"};
     std::string s;
     for (unsigned i = 0; i < 16; ++i) {
         if (!(flags & (1u << i))) continue;

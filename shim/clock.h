@@ -41,6 +41,14 @@ inline uint64_t clockStamp(bool tsc)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
 }
+// This thread's CPU time (ns): against the wall clock, how long the thread was off the CPU (preempted,
+// or asleep in the driver) between two readings. A system call where the vDSO has none: timed calls only.
+inline uint64_t threadCpuNs()
+{
+    timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+    return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
 // The map for TSC stamps up to `stamp`, re-anchored first when stamp lies past the current anchor's
 // freshness (so that no conversion extrapolates far). The identity for clock_gettime stamps.
 ClockMap clockMapFor(bool tsc, uint64_t stamp);

@@ -26,11 +26,13 @@ bool g_on = true;
 uint64_t g_budgetPpm = 30000;
 std::atomic<int> g_capturing{0};  // streams in capture right now (any mode)
 std::atomic<int64_t> g_inFlight{0};
-std::atomic<uint64_t> g_lateEnds{0};       // spans dropped: end event recorded too late to trust
+std::atomic<uint64_t> g_lateEnds{0};       // spans dropped: end event recorded too late to trust, or
+                                           // the thread held up inside the call (see heldUp)
 // An end event recorded later than this after its call returned may carry the record's time rather
 // than the work's end: with the driver's launch latency (a few us) the span would be off by more
 // than the event placement bound, so such a span is dropped rather than sent wrong.
 constexpr uint64_t kLateRecordNs = 10000;
+static_assert(kHeldUpNs == kLateRecordNs, "a span is trusted with as much delay either way");
 std::atomic<uint32_t> g_epoch{0};     // bumped when contexts may have died: pools and anchors are stale
 
 // A pooled event with a reference count: the span that ends with it, the span that starts with it,
@@ -178,6 +180,13 @@ struct Pending {
     int device;
     bool blocking;  // the host waited for the work: it ended before the call returned
     uint64_t endRecordedNs;  // when the end event was recorded (host)
+    // The thread was off the CPU for longer than kHeldUpNs inside the call or before its end record
+    // (preempted, or asleep in the driver: wire::kCallHeldUp). Work on an idle stream starts when the call submits it,
+    // placed at the call's return (placeBegin): a thread held up after submitting returns late, and the
+    // span would sit late and short (a graph launch preempted for 740 us after its submit measured
+    // 3.7 us of its 22 us, 740 us after it ran, under a CPU hog). Its work may lie anywhere between
+    // the begin event and the end: no span rather than a wrong one (the report estimates it).
+    bool heldUp;
 };
 constexpr size_t kMaxPending = 1 << 15;
 Pending* g_pending = nullptr;
@@ -545,7 +554,8 @@ size_t gpuDrain(uint8_t* out, size_t cap, const Item* calls, size_t count, bool 
         // the host waited for is: not after the call's return.
         g_pending[g_pendingCount++] =
             Pending{it.call.seq, it.call.beginNs, it.call.endNs, b, e, it.call.device,
-                    (it.call.flags & wire::kCallImplicitSync) != 0 || b == e, it.call.endNs + it.endRecordDelayNs};
+                    (it.call.flags & wire::kCallImplicitSync) != 0 || b == e, it.call.endNs + it.endRecordDelayNs,
+                    (it.call.flags & wire::kCallHeldUp) != 0};
     }
     static uint32_t seenEpoch = 0;
     if (seenEpoch != g_epoch.load(std::memory_order_acquire)) {
@@ -582,7 +592,8 @@ size_t gpuDrain(uint8_t* out, size_t cap, const Item* calls, size_t count, bool 
                 // The thread was held up between the call's return and the end event record, and the
                 // event completed after that record: the work may have ended long before. No span
                 // rather than a wrong one.
-                const bool lateEnd = !p.blocking && p.endRecordedNs - p.callEnd > kLateRecordNs && e >= p.callEnd;
+                const bool lateEnd =
+                    !p.blocking && ((p.endRecordedNs - p.callEnd > kLateRecordNs && e >= p.callEnd) || p.heldUp);
                 if (lateEnd) {
                     release(p.begin);
                     release(p.end);

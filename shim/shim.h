@@ -201,6 +201,7 @@ private:
     ThreadState* m_ts = nullptr;
     uint64_t m_t0 = 0;     // clock stamps (shim/clock.h): entry (0: not taken), and right before the real call
     uint64_t m_begin = 0;
+    uint64_t m_wallBegin = 0, m_cpuBegin = 0;  // a timed call's clocks before the real call (kCallHeldUp)
     int m_errno = 0;
     bool m_active = false;
     bool m_perThread = false;
@@ -286,6 +287,8 @@ void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how);
 // Right after the real call returned (at returnedNs): records the end event taken by gpuBefore, or
 // gives both events back when the call failed. Nothing else may run between the return and this.
 void gpuRecordEnd(CallScope& scope, CUresult rc, uint64_t returnedNs);
+// A timed call whose thread spent longer than this off the CPU within it is flagged wire::kCallHeldUp.
+constexpr uint64_t kHeldUpNs = 10000;
 // Later in the same call: the bookkeeping (flags, the end shared as the stream's next start).
 void gpuAfter(CallScope& scope, CUresult rc);
 // Before a stream synchronize: when untimed work may be queued on `stream` (its last operation was not

@@ -58,6 +58,9 @@ enum CallFlags : uint16_t {
     kCallImplicitSync = 1u << 5,   // the call blocked the host: a sync copy or memset, an *Async copy
                                    // from/to pageable memory (staged), a free, a register, ...
     kCallDeviceWork = 1u << 6,     // the call submits device work (kernel, copy, memset, graph)
+    kCallHeldUp = 1u << 7,         // a timed, non-blocking call whose thread was off the CPU for over 10 us
+                                   // inside it: when it submitted its work is unknown within the call
+                                   // (its span is dropped: the work may have run long before the return)
 };
 
 struct TransferArgs {

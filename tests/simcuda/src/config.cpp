@@ -78,6 +78,23 @@ void parseFails(Config& c, const char* s)
     }
 }
 
+// name@N=ns or name@*=ns: the thread is held up that long after the call submitted its work, as a
+// thread preempted right after a driver's doorbell write (a profiler sees the call return late).
+void parseStalls(Config& c, const char* s)
+{
+    for (const std::string& item : splitList(s)) {
+        std::string key, value;
+        const size_t at = item.find('@');
+        if (at == std::string::npos || !splitKeyValue(item.substr(at + 1), &key, &value)) { warn("SIMCUDA_STALL", item); continue; }
+        StallRule r;
+        r.name = item.substr(0, at);
+        r.nth = key == "*" ? 0 : std::atol(key.c_str());
+        r.ns = std::atoll(value.c_str());
+        if ((key != "*" && r.nth <= 0) || r.ns <= 0) { warn("SIMCUDA_STALL", item); continue; }
+        c.stalls.push_back(r);
+    }
+}
+
 void parseBandwidth(Config& c, const char* s)
 {
     for (const std::string& item : splitList(s)) {
@@ -105,6 +122,7 @@ Config* load()
     if (const char* e = getenv("SIMCUDA_BANDWIDTH")) parseBandwidth(*c, e);
     if (const char* e = getenv("SIMCUDA_HOST_COST")) parseHostCost(*c, e);
     if (const char* e = getenv("SIMCUDA_FAIL")) parseFails(*c, e);
+    if (const char* e = getenv("SIMCUDA_STALL")) parseStalls(*c, e);
     if (const char* e = getenv("SIMCUDA_TRACE")) c->tracePath = e;
     if (const char* e = getenv("SIMCUDA_TRACE_CALLS")) c->traceCalls = atoi(e) != 0;
     if (const char* e = getenv("SIMCUDA_QUIET")) c->quiet = atoi(e) != 0;

@@ -83,6 +83,8 @@ ApiInfo& registerApi(const char* abiName)
     info->cost = !c.hostCostOn ? 0 : over != c.hostCost.end() ? over->second : defaultCost(info->base);
     for (size_t i = 0; i < c.fails.size(); ++i)
         if (c.fails[i].name == abiName || c.fails[i].name == info->base) info->failRules.push_back(static_cast<int>(i));
+    for (size_t i = 0; i < c.stalls.size(); ++i)
+        if (c.stalls[i].name == abiName || c.stalls[i].name == info->base) info->stallRules.push_back(static_cast<int>(i));
     return *info;
 }
 
@@ -156,6 +158,7 @@ ApiScope::~ApiScope()
     while (returnAt && nowNs() < returnAt) {
     }
     t_returnAt = 0;
+    if (!m_api.stallRules.empty() && !m_injected) injectStall(m_api);
 }
 
 }  // namespace simcuda

@@ -38,6 +38,11 @@ struct FailRule {
     long nth;  // 0 = every call
     CUresult rc;
 };
+struct StallRule {  // SIMCUDA_STALL: name@N=ns
+    std::string name;
+    long nth;  // 0 = every call
+    Ns ns;
+};
 struct Config {
     int devices = 1;
     Ns launchLatency = 2000;
@@ -48,6 +53,7 @@ struct Config {
     bool hostCostOn = true;
     std::map<std::string, Ns> hostCost;  // base name -> ns (overrides)
     std::vector<FailRule> fails;
+    std::vector<StallRule> stalls;
     std::string tracePath;
     bool traceCalls = false;
     bool quiet = false;
@@ -61,6 +67,7 @@ struct ApiInfo {
     std::string base;
     Ns cost;
     std::vector<int> failRules;  // indexes into config().fails
+    std::vector<int> stallRules;  // indexes into config().stalls
     bool poll = false;           // cuEventQuery, cuStreamQuery: see ApiScope
     bool eventRecord = false;    // cuEventRecord(WithFlags): see ApiScope
 };
@@ -88,6 +95,8 @@ private:
     CUresult m_rc = CUDA_SUCCESS;
 };
 bool injectFault(ApiInfo& api, CUresult* rc);
+// SIMCUDA_STALL: the calling thread sleeps after the call submitted its work, before it returns.
+void injectStall(const ApiInfo& api);
 
 // When a call hands its work to the device. A real driver writes the doorbell at the end of
 // cuLaunchKernel, cuMemcpy*Async or cuEventRecord, so the device can start the work no earlier than
