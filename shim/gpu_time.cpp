@@ -4,6 +4,7 @@
 // thread (query only) and placed on the host clock through a per-context anchor event.
 #include "shim/shim.h"
 
+#include "shim/clock.h"
 #include "shim/gpu_budget.h"
 
 #include "wire/codec.h"
@@ -433,6 +434,13 @@ void gpuRecordEnd(CallScope& scope, CUresult rc, uint64_t returnedNs)
         const uint64_t late = nowNs() - returnedNs;
         it.endRecordDelayNs = late > 0xffffffffull ? 0xffffffffu : uint32_t(late);
         t_budget.spend(late);  // the record itself, all but a clock read
+        // Off the CPU inside the call or before its end record (preempted, or asleep in the driver):
+        // where its work went in that time is unknown (see Pending::heldUp).
+        if (scope.cpuBeginNs() && !(it.call.flags & wire::kCallImplicitSync)) {
+            const uint64_t w0 = nowNs(), cpu = threadCpuNs() - scope.cpuBeginNs(), w1 = nowNs();
+            if (w0 - scope.wallBeginNs() > cpu + kHeldUpNs) it.call.flags |= wire::kCallHeldUp;
+            t_budget.spend(2 * (w1 - w0));  // this reading and the one before the call
+        }
         return;
     }
     release(begin);

@@ -441,7 +441,8 @@ void CallScope::beforeReal()
 {
     if (!m_active) return;
     if (m_item.evBegin && m_item.evBegin != m_item.evEnd) {
-        // A timed call: whether the thread was held up inside it (gpuRecordEnd).
+        // A timed call: whether the thread was held up inside it (gpuRecordEnd). The thread CPU clock
+        // is a system call (~1 us on a VM): the budget pays for both readings.
         m_wallBegin = nowNs();
         m_cpuBegin = threadCpuNs();
     }
@@ -461,12 +462,6 @@ CUresult CallScope::finish(CUresult rc)
         // that clock's own reading (this call pays an event record anyway).
         b.endNs = m_tsc ? nowNs() : end;
         gpuRecordEnd(*this, rc, b.endNs);  // first: every bookkeeping step comes after the end event
-        // Off the CPU inside the call or before its end record (preempted, or asleep in the driver):
-        // where its work went in that time is unknown (gpu_time.cpp drops the span).
-        if (m_cpuBegin && !(b.flags & wire::kCallImplicitSync)) {
-            const uint64_t cpu = threadCpuNs() - m_cpuBegin, wall = nowNs() - m_wallBegin;
-            if (wall > cpu + kHeldUpNs) b.flags |= wire::kCallHeldUp;
-        }
     }
     const ClockMap map = clockMapFor(m_tsc, end);
     b.beginNs = map.toNs(m_begin);

@@ -184,6 +184,9 @@ public:
     wire::CallBody& body() { return m_item.call; }
     Item& item() { return m_item; }
     bool perThread() const { return m_perThread; }
+    // A timed call's wall and thread CPU clocks right before the real call (0: not taken).
+    uint64_t wallBeginNs() const { return m_wallBegin; }
+    uint64_t cpuBeginNs() const { return m_cpuBegin; }
     void setStream(CUstream s) { m_item.call.stream = uint64_t(uintptr_t(s)); }
     void setFlags(uint16_t f) { m_item.call.flags |= f; }
     // GPU timing left this call out (its budget): counted per thread for the End record.
