@@ -22,7 +22,9 @@ std::string syncKind(const wire::CallBody& c, std::string_view api)
     case wire::Category::Transfer: return c.args.transfer.direction == wire::Direction::Memset ? "memset" : "copy";
     case wire::Category::Alloc:
         if (b.find("Free") != std::string_view::npos) return "free";
-        if (b.find("Register") != std::string_view::npos) return "register";
+        // cuMemHostRegister and cuMemHostUnregister (NCCL unregisters its staging buffers at teardown).
+        if (b.find("Register") != std::string_view::npos || b.find("Unregister") != std::string_view::npos)
+            return "register";
         return "alloc";
     case wire::Category::Module: return "module";
     default: return "other";
