@@ -346,6 +346,10 @@ uint64_t deviceIdleNs(const Report& r)
 void launchBound(Builder& b, const Report& r)
 {
     const Context& cx = b.cx();
+    // Where the program launches CUDA graphs too, what a graph costs the host per node is measured: the
+    // fix's own cost, which a kernel's launch comes down to at best (never below the kernel's GPU time).
+    const LaunchSummary& L = r.launches;
+    const uint64_t perNode = L.graphNodes ? L.graphHostNs / L.graphNodes : 0;
     std::set<std::string> names;
     uint64_t savings = 0, launches = 0, empty = 0, gpuMedianMax = 0, hostMedianMin = UINT64_MAX;
     for (const KernelRow& k : r.kernels) {
@@ -355,7 +359,8 @@ void launchBound(Builder& b, const Report& r)
         names.insert(k.name);
         launches += k.count;
         empty += k.emptyStreamLaunches;
-        savings += k.emptyStreamLaunches * (k.medianLaunchHostNs - k.gpu.median);
+        const uint64_t after = std::max(k.gpu.median, perNode);
+        if (after < k.medianLaunchHostNs) savings += k.emptyStreamLaunches * (k.medianLaunchHostNs - after);
         gpuMedianMax = std::max(gpuMedianMax, k.gpu.median);
         hostMedianMin = std::min(hostMedianMin, k.medianLaunchHostNs);
     }
@@ -384,14 +389,19 @@ void launchBound(Builder& b, const Report& r)
                        std::to_string(names.size()) + " kernel(s), launched " + std::to_string(launches) +
                            " times, run for less GPU time than the host takes to launch them: " + list + ". " +
                            std::to_string(empty) + " of these launches found their stream empty: the GPU waited for "
-                           "the CPU. Fuse the kernels, or capture the sequence in a CUDA graph and launch it once. "
-                           "Estimated saving " + formatNs(savings) +
+                           "the CPU. Fuse the kernels, or capture the sequence in a CUDA graph and launch it once" +
+                           (perNode ? " (this program's graph launches already cost the host " + formatNs(perNode) +
+                                          " per node, against " + formatNs(hostMedianMin) + " or more per launch here)"
+                                    : std::string()) +
+                           ". Estimated saving " + formatNs(savings) +
                            ", assuming fusion or a graph brings the host cost per kernel down to the kernel's own "
-                           "median GPU time for the launches the GPU waited for" +
+                           "median GPU time" + (perNode ? " or the graphs' measured cost per node, whichever is more," : "") +
+                           " for the launches the GPU waited for" +
                            (capped ? ", and no more than the GPU's idle time (" + formatNs(idle) + ")" : std::string()) + ".");
     f.evidence = {{"kernels", double(names.size())}, {"launches", double(launches)}, {"empty_stream_launches", double(empty)},
                   {"launch_host_ns", double(m.hostNs)}, {"max_median_gpu_ns", double(gpuMedianMax)},
-                  {"min_median_launch_ns", double(hostMedianMin)}, {"gpu_idle_ns", double(idle)}};
+                  {"min_median_launch_ns", double(hostMedianMin)}, {"gpu_idle_ns", double(idle)},
+                  {"graph_host_ns_per_node", double(perNode)}};
 }
 
 void gpuIdleAndStarved(Builder& b, const Report& r)

@@ -870,6 +870,40 @@ TEST(Findings, LaunchBoundKernels)
     EXPECT_EQ(r.callsites[f->callsites.at(0)].label, "loop (app.cu:12)");
 }
 
+TEST(Findings, LaunchBoundSavingsUseTheProgramsOwnGraphCost)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4tinyPi";
+    b.p.kernels[2] = "_Z4nodePi";
+    const uint32_t s = b.site("loop", 12);
+    for (int i = 0; i < 20; ++i) b.launch(1, i * 10, i * 10 + 8, i * 10 + 9, i * 10 + 10, s);
+    // The same program launches a captured graph of two kernels: 6 ns of host time per launch, 3 a node.
+    const uint64_t graph = 0x6000, exec = 0xe000;
+    auto graphCall = [&](const std::string& name, uint64_t t, uint64_t a0, uint64_t a1) {
+        wire::CallBody& c = b.call(name, Category::Graph, t, t + 5);
+        c.args.raw[0] = a0;
+        c.args.raw[1] = a1;
+    };
+    graphCall("cuStreamBeginCapture_v2", 300, 0, 0);
+    for (int i = 0; i < 2; ++i) {
+        b.launch(2, 310 + i * 5, 312 + i * 5, 0, 0, 0, wire::kCallCapturing);
+        b.p.calls.back().args.raw[wire::kCaptureGraphSlot] = graph;
+    }
+    graphCall("cuStreamEndCapture", 330, graph, 0);
+    graphCall("cuGraphInstantiateWithFlags", 340, exec, graph);
+    for (uint64_t t = 400; t < 500; t += 20) {
+        wire::CallBody& c = b.call("cuGraphLaunch", Category::Graph, t, t + 6, uint16_t(wire::kCallDeviceWork | wire::kCallAsync));
+        c.args.sync.object = exec;
+    }
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.launches.graphNodes, 10u);
+    const Finding* f = findingOf(r, "launch-bound-kernels");
+    ASSERT_TRUE(f);
+    // A kernel's launch comes down to the graphs' 3 ns a node at best, not to its 1 ns of GPU time.
+    EXPECT_EQ(f->estimatedSavingsNs, 20u * (8 - 3));
+    EXPECT_NE(f->message.find("graph launches already cost the host 3 ns per node"), std::string::npos) << f->message;
+}
+
 TEST(Findings, GpuIdleAndStarved)
 {
     ProcBuilder b;
