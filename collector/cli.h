@@ -4,6 +4,7 @@
 
 #include "collector/capture_file.h"
 #include "collector/model.h"
+#include "collector/repeat.h"
 
 #include <sys/types.h>
 
@@ -82,9 +83,12 @@ struct ReportRequest {
 };
 // What was read to make a report: the processes' definitions and totals (not their records), and what
 // the reader noticed (damage, an unfinished capture).
+// A capture of repeated runs (`record --repeat N`) is reported as its run of median wall time, and
+// `runs` holds every run's figures and their spread; otherwise `runs` is empty.
 struct ReportSource {
     Capture capture;
     ReadInfo info;
+    RunsSummary runs;
 };
 // The report of the capture at `path` as `gpuspy report` prints it (ending in a newline), read through
 // the streaming analysis: the records go from the reader to the analysis and are not kept, so memory
