@@ -101,6 +101,11 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
 // in the build (GPUSPY_HAVE_REPORT).
 Report analyzeCapture(const std::string& path, const ReportRequest& request, ReportSource& source);
 
+// The JSON of `gpuspy diff --format json A B` (with the runs' spreads of repeated captures), for the
+// viewer's diff page. Only with the report code in the build; throws std::runtime_error ("gpuspy diff:
+// ...") for a capture that cannot be compared.
+std::string diffJsonOfCaptures(const std::string& pathA, const std::string& pathB, size_t top);
+
 // Symbolizes every process (when the symbolizer is built), writes their symbols and the End chunk.
 void finishCapture(Capture& capture, CaptureWriter& writer);
 

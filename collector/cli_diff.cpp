@@ -75,6 +75,18 @@ Report loadReport(const std::string& path, size_t top, RunsSummary& runs)
 
 }  // namespace
 
+#if GPUSPY_HAVE_REPORT
+std::string diffJsonOfCaptures(const std::string& pathA, const std::string& pathB, size_t top)
+{
+    RunsSummary runsA, runsB;
+    const Report a = loadReport(pathA, top, runsA);
+    const Report b = loadReport(pathB, top, runsB);
+    ReportDiff d = diffReports(a, b);
+    if (runsA.count() > 1 || runsB.count() > 1) addRunSpreads(d, runsA, runsB);
+    return renderDiffJson(d, pathA, pathB);
+}
+#endif
+
 int runDiff(int argc, char** argv)
 {
     ArgReader args("diff", argc, argv);

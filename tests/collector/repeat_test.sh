@@ -7,7 +7,7 @@
 # the noisy capture against a steady one calls the launch change noise and the regression gate does not
 # trip on it, while 40000 launches against 2000 are "higher" beyond the noise. Only counts and ranges are
 # asserted, never a time: the noise test's ranges overlap by construction (200 and 40000 launches
-# bracket 2000). The command's exit status passes through.
+# bracket 2000). `gpuspy view --diff` writes the comparison page. The command's exit status passes through.
 # usage: repeat_test.sh GPUSPY APPS_DIR
 set -uo pipefail
 cli=$1 apps=$2
@@ -80,6 +80,22 @@ v = {(s["section"], s["name"]): s for s in d["spread"]}
 assert v[("headline", "launches")]["verdict"] == "higher", v[("headline", "launches")]
 assert v[("kernels", "tiny_add(int*)")]["verdict"] == "higher", v[("kernels", "tiny_add(int*)")]
 PY
+
+# The viewer's diff page: the diff's JSON embedded (every '<' escaped), its renderer in, no marker left.
+expect 0 "$cli" view --diff steady.gspy noisy.gspy -o page.html
+has err 'wrote page\.html'
+python3 - page.html <<'PY' || bad "view --diff page"
+import json, re, sys
+page = open(sys.argv[1]).read()
+assert "@GPUSPY" not in page, "a marker is left"
+assert "function diffTables" in page, "the renderer is missing"
+m = re.search(r'<script type="application/json" id="gpuspy-diff">(.*?)</script>', page, re.S)
+d = json.loads(m.group(1))
+assert d["schema"] == "gpuspy.diff/1" and d["runs"] == {"a": 3, "b": 3}, d["runs"]
+assert any(s["name"] == "launches" and s["verdict"] == "noise" for s in d["spread"]), d["spread"]
+PY
+expect 2 "$cli" view --diff steady.gspy
+has err 'two captures, please'
 
 # The exit status: the first failing run's (tiny_kernels 0 prints its usage and exits 2).
 expect 2 "$cli" record --sim --repeat 2 -f -o fails.gspy -- "$apps/tiny_kernels.static" 0
