@@ -278,7 +278,10 @@ int runRecord(int argc, char** argv)
     int status = 0;         // the first failing run's, else the last run's
     bool childDone = false, shimSeen = false, saidWriteFailure = false;
     std::vector<Descendant> carrying;
+    const unsigned signalsBeforeRuns = signalsReceived();
     for (long run = 0; run < o.repeat; ++run) {
+        // Ctrl-C or SIGTERM between two runs: no more runs.
+        if (run > 0 && signalsReceived() != signalsBeforeRuns) break;
         const uint32_t firstStream = writer->streams();
         const uint64_t runBegin = monotonicNs();
         int runStatus = 0;
