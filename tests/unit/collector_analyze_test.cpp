@@ -1022,6 +1022,8 @@ TEST(Findings, ImplicitSyncAllocFreeInHotPath)
     EXPECT_EQ(f->count, 20u);
     EXPECT_EQ(f->ns, 10u * 20 + 10 * 40);
     EXPECT_EQ(f->estimatedSavingsNs, 600u - 20 * 2);
+    EXPECT_EQ(f->savingsBound, "at_most");  // the calls' own time is all their removal can save
+    EXPECT_NE(f->message.find("at most"), std::string::npos) << f->message;
     ASSERT_EQ(f->callsites.size(), 2u);
     EXPECT_EQ(r.callsites[f->callsites[0]].label, "loop (app.cu:25)");
     EXPECT_NE(f->message.find("cudaMallocAsync"), std::string::npos);
