@@ -183,6 +183,11 @@ void CaptureWriter::writeError(uint32_t stream, std::string_view message)
     writeChunk(ChunkKind::Error, stream, message.data(), message.size());
 }
 
+void CaptureWriter::writeRun(const CaptureRunBody& run)
+{
+    writeChunk(ChunkKind::Run, run.run, &run, sizeof run);
+}
+
 namespace {
 
 uint32_t moduleIndexOf(const Process& proc, const Frame& f)
@@ -299,6 +304,16 @@ void writeCapture(const std::string& path, const Capture& capture, const std::ve
         if (!p.streamError.empty()) w.writeError(s, p.streamError);
         if (!p.symbols.empty()) w.writeSymbols(s, p);
     }
+    for (const RunInfo& run : capture.runs) {
+        // A run's processes are contiguous (runs follow one another): the range they span.
+        uint32_t first = uint32_t(streams.size()), last = 0;
+        for (size_t i : run.processes) {
+            first = std::min(first, uint32_t(i));
+            last = std::max(last, uint32_t(i + 1));
+        }
+        w.writeRun({run.run, run.processes.empty() ? 0 : first, run.processes.empty() ? 0 : last - first,
+                    run.exitStatus, run.beginNs, run.endNs});
+    }
     w.finish(capture.badStreams);
     if (w.failed()) fail(path, "write error: " + w.error());
 }
@@ -342,6 +357,7 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
 {
     // Streams by index; their chunks interleave in any order (each is flushed when it has data).
     std::map<uint32_t, StreamState> streams;
+    std::vector<CaptureRunBody> runs;
     std::vector<uint8_t> stored, raw;
     std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
     if (!dctx) fail(path, "out of memory (zstd)");
@@ -404,6 +420,20 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
             ended = true;
             break;
         }
+        if (kind == ChunkKind::Run) {
+            if (h.rawSize < sizeof(CaptureRunBody)) {
+                damage(at, "short Run chunk");
+                break;
+            }
+            CaptureRunBody r;
+            std::memcpy(&r, raw.data(), sizeof r);
+            if (r.streams > kMaxStreams || r.firstStream > kMaxStreams || runs.size() >= kMaxStreams) {
+                damage(at, "malformed Run chunk");
+                break;
+            }
+            runs.push_back(r);
+            continue;
+        }
         if (kind != ChunkKind::Stream && kind != ChunkKind::Symbols && kind != ChunkKind::Error) continue;  // newer minor
         StreamState& s = streams[h.stream];
         if (!s.ingest) {
@@ -444,6 +474,7 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
     if (streams.empty() && !ended) fail(path, info.damage);
 
     uint64_t bad = 0;
+    std::map<uint32_t, size_t> processOfStream;
     for (auto& [index, s] : streams) {
         StreamIngest& ingest = *s.ingest;
         if (!s.collectorError.empty()) {
@@ -456,10 +487,22 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
         if (ingest.failed()) ++bad;
         if (!ingest.hasHeader()) continue;  // chunks carried only symbols or an error: nothing to show
         if (options.completeProcess) options.completeProcess(ingest.process());
-    if (options.onProcess) options.onProcess(ingest.process());
+        if (options.onProcess) options.onProcess(ingest.process());
+        processOfStream[index] = capture.processes.size();
         capture.processes.push_back(std::move(ingest.process()));
     }
     capture.badStreams = ended ? std::max(endBad, bad) : bad;
+    for (const CaptureRunBody& r : runs) {
+        RunInfo run;
+        run.run = r.run;
+        run.exitStatus = r.exitStatus;
+        run.beginNs = r.beginNs;
+        run.endNs = r.endNs;
+        for (auto it = processOfStream.lower_bound(r.firstStream);
+             it != processOfStream.end() && it->first < uint64_t(r.firstStream) + r.streams; ++it)
+            run.processes.push_back(it->second);
+        capture.runs.push_back(std::move(run));
+    }
 }
 
 }  // namespace

@@ -7,6 +7,10 @@
 //   Symbols - a self-contained wire stream of Symbol records for stream `stream`, written after the
 //             run while the binaries were still there (symbolization);
 //   Error   - text: why stream `stream` was cut short (its valid prefix is what the Stream chunks hold);
+//   Run     - one run of a repeated recording (`gpuspy record --repeat N`), written when the run has
+//             ended: its index, the streams its processes sent (a contiguous range: runs follow one
+//             another) and the command's exit status (CaptureRunBody). A capture without Run chunks
+//             holds one run;
 //   End     - the last chunk: totals (CaptureEndBody). A capture without it was not finished (the
 //             collector was killed): everything before is still read.
 // Chunks of different streams interleave: the collector writes as data arrives, so a capture is
@@ -25,7 +29,7 @@
 namespace gpuspy::collect {
 
 inline constexpr uint32_t kCaptureVersionMajor = 1;  // a reader refuses another major
-inline constexpr uint32_t kCaptureVersionMinor = 0;  // and skips chunk kinds it does not know
+inline constexpr uint32_t kCaptureVersionMinor = 1;  // 1: Run chunks  // and skips chunk kinds it does not know
 inline constexpr uint32_t kMaxChunkRaw = 4u << 20;   // bounds every allocation of the reader
 inline constexpr uint32_t kMaxStreams = 1u << 16;  // processes per capture: bounds a reader's state
 
@@ -39,7 +43,7 @@ struct CaptureHeader {
 };
 static_assert(sizeof(CaptureHeader) == 32);
 
-enum class ChunkKind : uint16_t { Stream = 1, Symbols = 2, Error = 3, End = 4 };
+enum class ChunkKind : uint16_t { Stream = 1, Symbols = 2, Error = 3, End = 4, Run = 5 };
 
 struct ChunkHeader {
     uint32_t magic;       // kChunkMagic: catches a reader that lost its place
@@ -59,6 +63,16 @@ struct CaptureEndBody {
     uint32_t pad0;
 };
 static_assert(sizeof(CaptureEndBody) == 16);
+
+struct CaptureRunBody {
+    uint32_t run;          // 0, 1, ... in the order the runs were made
+    uint32_t firstStream;  // its processes' streams: [firstStream, firstStream + streams)
+    uint32_t streams;
+    int32_t exitStatus;    // the command's (128+N: killed by signal N)
+    uint64_t beginNs;      // CLOCK_MONOTONIC of the collector when the run started and ended
+    uint64_t endNs;
+};
+static_assert(sizeof(CaptureRunBody) == 32);
 
 // Writes a capture incrementally. The file is created with mode 0600, never through a symlink, and
 // never over an existing file unless `force` (then an existing regular file is replaced). Throws
@@ -81,6 +95,10 @@ public:
     void writeError(uint32_t stream, std::string_view message);
     // The Symbol records for process `proc` (its symbols map), after symbolization.
     void writeSymbols(uint32_t stream, const Process& proc);
+    // Streams added so far (the next stream's index).
+    uint32_t streams() const { return m_streams; }
+    // A Run chunk: one run of a repeated recording has ended.
+    void writeRun(const CaptureRunBody& run);
     // The End chunk; flushes and closes. Without it the capture reads as unfinished.
     void finish(uint64_t badStreams);
     uint64_t bytesWritten() const { return m_written; }

@@ -4,6 +4,7 @@
 
 #include "collector/capture_file.h"
 #include "collector/model.h"
+#include "collector/repeat.h"
 
 #include <sys/types.h>
 
@@ -82,9 +83,12 @@ struct ReportRequest {
 };
 // What was read to make a report: the processes' definitions and totals (not their records), and what
 // the reader noticed (damage, an unfinished capture).
+// A capture of repeated runs (`record --repeat N`) is reported as its run of median wall time, and
+// `runs` holds every run's figures and their spread; otherwise `runs` is empty.
 struct ReportSource {
     Capture capture;
     ReadInfo info;
+    RunsSummary runs;
 };
 // The report of the capture at `path` as `gpuspy report` prints it (ending in a newline), read through
 // the streaming analysis: the records go from the reader to the analysis and are not kept, so memory
@@ -96,6 +100,11 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
 // The Report behind reportOfCapture, for commands that work on it (diff). Only with the report code
 // in the build (GPUSPY_HAVE_REPORT).
 Report analyzeCapture(const std::string& path, const ReportRequest& request, ReportSource& source);
+
+// The JSON of `gpuspy diff --format json A B` (with the runs' spreads of repeated captures), for the
+// viewer's diff page. Only with the report code in the build; throws std::runtime_error ("gpuspy diff:
+// ...") for a capture that cannot be compared.
+std::string diffJsonOfCaptures(const std::string& pathA, const std::string& pathB, size_t top);
 
 // Symbolizes every process (when the symbolizer is built), writes their symbols and the End chunk.
 void finishCapture(Capture& capture, CaptureWriter& writer);

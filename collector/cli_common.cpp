@@ -8,6 +8,8 @@
 #if GPUSPY_HAVE_REPORT
 #include "collector/analyze.h"
 #include "collector/report.h"
+
+#include <nlohmann/json.hpp>
 #endif
 
 #include <fmt/format.h>
@@ -15,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -175,6 +178,41 @@ private:
 #endif
 
 #if GPUSPY_HAVE_REPORT
+namespace {
+
+// A capture of repeated runs: each run analysed on its own (its processes, records kept: captures of
+// repeated runs are test-sized), the spread of their figures, and the report of the run of median wall.
+// `whole` (the streaming report of every process together) gives the notes of the whole capture.
+Report analyzeRuns(const std::string& path, const ReportOptions& options, const Report& whole, ReportSource& source)
+{
+    ReadInfo info;
+    Capture all = readCapture(path, ReadOptions{}, &info);
+    std::vector<Report> reports;
+    std::vector<RunFigures> figures;
+    for (const RunInfo& run : all.runs) {
+        Capture one;
+        for (size_t i : run.processes)
+            if (i < all.processes.size()) one.processes.push_back(std::move(all.processes[i]));
+        Report r = analyze(one, options);
+        RunFigures f = runFigures(r);
+        f.run = run.run;
+        f.exitStatus = run.exitStatus;
+        figures.push_back(std::move(f));
+        reports.push_back(std::move(r));
+    }
+    source.runs = summarizeRuns(std::move(figures));
+    Report report = std::move(reports[source.runs.medianRun]);
+    report.badStreams = whole.badStreams;
+    for (const std::string& note : whole.notes)
+        if (std::find(report.notes.begin(), report.notes.end(), note) == report.notes.end()) report.notes.push_back(note);
+    report.notes.push_back(fmt::format("the capture holds {} runs of the command (record --repeat): this report is run "
+                                       "{}'s, the run of median wall time; \"Runs\" gives every figure's spread",
+                                       source.runs.count(), source.runs.runs[source.runs.medianRun].run + 1));
+    return report;
+}
+
+}  // namespace
+
 Report analyzeCapture(const std::string& path, const ReportRequest& request, ReportSource& source)
 {
     ReadOptions read;
@@ -201,6 +239,7 @@ Report analyzeCapture(const std::string& path, const ReportRequest& request, Rep
 #if GPUSPY_HAVE_SYMBOLIZE
     lateSymbols.addNotes(report.notes);
 #endif
+    if (source.capture.runs.size() >= 2) return analyzeRuns(path, options, report, source);
     return report;
 }
 #endif
@@ -210,12 +249,21 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
 #if GPUSPY_HAVE_REPORT
     const Report report = analyzeCapture(path, request, source);
     std::string out;
-    if (request.format == "json")
+    if (request.format == "json" && source.runs.count()) {
+        nlohmann::ordered_json j = reportJson(report);
+        addRunsJson(j, source.runs);
+        out = j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+    } else if (request.format == "json") {
         out = renderJson(report);
-    else if (request.format == "csv")
+    } else if (request.format == "csv") {
         out = renderCsv(report);
-    else
+    } else {
         out = renderText(report, request.color);
+        if (source.runs.count()) {
+            if (!out.empty() && out.back() != '\n') out += '\n';
+            out += renderRunsText(source.runs);
+        }
+    }
 #else
     ReadOptions read;
     read.keepEvents = false;

@@ -26,7 +26,9 @@ constexpr const char* kUsage =
     "bytes by transfer kind, blocked time by sync kind, kernels (matched by name), call sites (matched by\n"
     "their frame: function, file and line, else module and offset), and the findings resolved, new or\n"
     "changed. Processes are paired by command; the wall of a capture is its longest process's. A GPU busy\n"
-    "figure that is an estimate or an upper bound says so, with its interval.\n"
+    "figure that is an estimate or an upper bound says so, with its interval. Captures of repeated runs\n"
+    "(record --repeat N) are compared by their runs of median wall, and each figure's range over the runs\n"
+    "is shown: a change whose ranges overlap is noise, and --fail-if-slower does not trip on noise.\n"
     "\n"
     "options:\n"
     "  --format F                text (default) or json (schema gpuspy.diff/1)\n"
@@ -47,7 +49,7 @@ struct InputError : std::runtime_error {
 #if GPUSPY_HAVE_REPORT
 // The report of one capture, or an InputError: a diff of a capture read only in part would pass off
 // the damage as a change.
-Report loadReport(const std::string& path, size_t top)
+Report loadReport(const std::string& path, size_t top, RunsSummary& runs)
 {
     ReportRequest request;
     request.top = top;
@@ -66,11 +68,24 @@ Report loadReport(const std::string& path, size_t top)
         throw InputError(fmt::format("gpuspy diff: {}: the capture holds no process (did the program make any CUDA "
                                      "call under gpuspy?)",
                                      path));
+    runs = source.runs.count() ? std::move(source.runs) : summarizeRuns({runFigures(report)});
     return report;
 }
 #endif
 
 }  // namespace
+
+#if GPUSPY_HAVE_REPORT
+std::string diffJsonOfCaptures(const std::string& pathA, const std::string& pathB, size_t top)
+{
+    RunsSummary runsA, runsB;
+    const Report a = loadReport(pathA, top, runsA);
+    const Report b = loadReport(pathB, top, runsB);
+    ReportDiff d = diffReports(a, b);
+    if (runsA.count() > 1 || runsB.count() > 1) addRunSpreads(d, runsA, runsB);
+    return renderDiffJson(d, pathA, pathB);
+}
+#endif
 
 int runDiff(int argc, char** argv)
 {
@@ -115,21 +130,26 @@ int runDiff(int argc, char** argv)
                                      files.size()));
 #if GPUSPY_HAVE_REPORT
     Report a, b;
+    RunsSummary runsA, runsB;
     try {
-        a = loadReport(files[0], size_t(top));
-        b = loadReport(files[1], size_t(top));
+        a = loadReport(files[0], size_t(top), runsA);
+        b = loadReport(files[1], size_t(top), runsB);
     } catch (const InputError& e) {
         fmt::print(stderr, "{}\n", e.what());
         return kExitUsage;
     }
-    const ReportDiff d = diffReports(a, b);
+    ReportDiff d = diffReports(a, b);
+    if (runsA.count() > 1 || runsB.count() > 1) addRunSpreads(d, runsA, runsB);
     const std::string out =
         format == "json" ? renderDiffJson(d, files[0], files[1]) : renderDiffText(d, files[0], files[1], size_t(top));
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
     if (failPct >= 0) {
         const double slower = wallSlowdownPct(d);
-        if (slower > failPct) {
+        if (slower > failPct && spreadVerdict(d, "headline", "wall_ns") == "noise") {
+            fmt::print(stderr, "gpuspy diff: B's median wall is {:.1f}% above A's, but inside the runs' spread: noise, "
+                               "not a regression\n", slower);
+        } else if (slower > failPct) {
             fmt::print(stderr, "gpuspy diff: B is {:.1f}% slower than A (wall {:.3f} ms -> {:.3f} ms), more than the "
                                "{:g}% allowed\n",
                        slower, double(d.headline.wallNs.a) / 1e6, double(d.headline.wallNs.b) / 1e6, failPct);

@@ -29,7 +29,7 @@ namespace gpuspy::collect::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy record [-o FILE] [-f] [--sim] [--stack-depth N] [--no-gpu-time] [--format F] -- CMD [ARGS...]\n"
+    "usage: gpuspy record [-o FILE] [-f] [--sim] [--repeat N] [--stack-depth N] [--no-gpu-time] [--format F] -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with gpuspy's shim preloaded, collects every process of its tree (forked and exec'd\n"
     "children included) on a private socket, writes the capture as the records arrive, then prints\n"
@@ -42,6 +42,10 @@ constexpr const char* kUsage =
     "  -o, --output FILE   the capture (default gpuspy-YYYYmmdd-HHMMSS.gspy); created 0600\n"
     "  -f, --force         overwrite FILE if it exists\n"
     "  --sim               run CMD on the simulated GPU (gpuspy's simcuda libcuda.so.1)\n"
+    "  --repeat N          run CMD N times (1-1000), one after the other, into the one capture: the report\n"
+    "                      gives each figure's median and spread over the runs, and `gpuspy diff` calls a\n"
+    "                      change inside the runs' spread noise. The exit status is the first failing\n"
+    "                      run's (else 0); Ctrl-C or a run that cannot be waited for ends the repeats\n"
     "  --stack-depth N     host stack frames recorded per call (0-128)\n"
     "  --no-gpu-time       do not time GPU work with CUDA events (host times only)\n"
     "  --format F          the report: text (default), json or csv\n"
@@ -103,6 +107,7 @@ struct RecordOptions {
     std::string output;
     bool force = false;
     bool sim = false;
+    long repeat = 1;
     long stackDepth = -1;
     bool noGpuTime = false;
     std::string format = "text";
@@ -136,6 +141,10 @@ RecordOptions parse(int argc, char** argv, bool& help)
         }
         if (args.value({"--format"}, o.format)) {
             checkReportFormat("record", o.format);
+            continue;
+        }
+        if (args.value({"--repeat"}, value)) {
+            o.repeat = parseNumber("gpuspy record: --repeat", value, 1, 1000);
             continue;
         }
         if (args.value({"--stack-depth"}, value)) {
@@ -266,85 +275,102 @@ int runRecord(int argc, char** argv)
     // Descendants whose parent exits are handed to us, not to init: a daemon's double fork, a worker
     // that outlives the command. We wait for those that carry the shim, as for the command.
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    // Held back until the child's pid is known: a hang-up that comes as soon as the command has
-    // started (it printed its prompt) must still be passed on to it.
-    sigset_t held, before;
-    sigemptyset(&held);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, sig);
-    sigprocmask(SIG_BLOCK, &held, &before);
-    pid_t child;
-    try {
-        child = spawn(o.command, childEnvironment(o, shim, simDir, server->socketPath()));
-    } catch (const std::exception& e) {
-        sigprocmask(SIG_SETMASK, &before, nullptr);
-        restoreSignalHandlers();
-        writer.reset();
-        unlink(output.c_str());
-        say("gpuspy record: {}\n", e.what());
-        return 127;
-    }
-    forwardSignalsTo(child);
-    sigprocmask(SIG_SETMASK, &before, nullptr);
-
-    int status = 0;
-    bool childDone = false;
-    uint64_t doneAt = 0, scannedAt = 0;
-    unsigned signalsAtExit = 0;
-    bool noted = false, saidWriteFailure = false, shimSeen = false;
+    int status = 0;         // the first failing run's, else the last run's
+    bool childDone = false, shimSeen = false, saidWriteFailure = false;
     std::vector<Descendant> carrying;
-    try {
-        while (true) {
-            server->poll(childDone ? 50 : 250);
-            hungUp();  // a hang-up stops nothing: the command decides whether it ends
-            noteWriteFailure(*writer, saidWriteFailure);
-            // Reap the command and every orphan handed to us.
-            for (int st = 0;;) {
-                const pid_t r = waitpid(-1, &st, WNOHANG);
-                if (r <= 0) break;
-                if (r == child && !childDone) {
-                    status = st;
-                    childDone = true;
-                    doneAt = monotonicNs();
-                    signalsAtExit = signalsReceived();
-                    forwardSignalsTo(0);
+    const unsigned signalsBeforeRuns = signalsReceived();
+    for (long run = 0; run < o.repeat; ++run) {
+        // Ctrl-C or SIGTERM between two runs: no more runs.
+        if (run > 0 && signalsReceived() != signalsBeforeRuns) break;
+        const uint32_t firstStream = writer->streams();
+        const uint64_t runBegin = monotonicNs();
+        int runStatus = 0;
+        childDone = false;
+        // Held back until the child's pid is known: a hang-up that comes as soon as the command has
+        // started (it printed its prompt) must still be passed on to it.
+        sigset_t held, before;
+        sigemptyset(&held);
+        for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, sig);
+        sigprocmask(SIG_BLOCK, &held, &before);
+        pid_t child;
+        try {
+            child = spawn(o.command, childEnvironment(o, shim, simDir, server->socketPath()));
+        } catch (const std::exception& e) {
+            sigprocmask(SIG_SETMASK, &before, nullptr);
+            restoreSignalHandlers();
+            say("gpuspy record: {}\n", e.what());
+            if (run > 0) break;  // the runs made so far are kept
+            writer.reset();
+            unlink(output.c_str());
+            return 127;
+        }
+        forwardSignalsTo(child);
+        sigprocmask(SIG_SETMASK, &before, nullptr);
+
+        uint64_t doneAt = 0, scannedAt = 0;
+        unsigned signalsAtExit = 0;
+        const unsigned signalsAtStart = signalsReceived();
+        bool noted = false;
+        try {
+            while (true) {
+                server->poll(childDone ? 50 : 250);
+                hungUp();  // a hang-up stops nothing: the command decides whether it ends
+                noteWriteFailure(*writer, saidWriteFailure);
+                // Reap the command and every orphan handed to us.
+                for (int st = 0;;) {
+                    const pid_t r = waitpid(-1, &st, WNOHANG);
+                    if (r <= 0) break;
+                    if (r == child && !childDone) {
+                        runStatus = st;
+                        childDone = true;
+                        doneAt = monotonicNs();
+                        signalsAtExit = signalsReceived();
+                        forwardSignalsTo(0);
+                    }
                 }
-            }
-            const uint64_t now = monotonicNs();
-            if (!childDone) {
-                if (!shimSeen && now - scannedAt >= kScanIntervalNs) {
+                const uint64_t now = monotonicNs();
+                if (!childDone) {
+                    if (!shimSeen && now - scannedAt >= kScanIntervalNs) {
+                        scannedAt = now;
+                        shimSeen = hasShimMapped(child, shim);
+                    }
+                    continue;
+                }
+                // The command has exited; its descendants may still be sending, or just connecting, or
+                // not yet have made their first CUDA call.
+                if (signalsReceived() != signalsAtExit) break;
+                const uint64_t quietFrom = std::max(doneAt, server->lastChangeNs()) + kQuietNs;
+                const bool quiet = server->openConnections() == 0 && now >= quietFrom;
+                // Before finishing, always a fresh look: a descendant may be about to connect.
+                if (now - scannedAt >= kScanIntervalNs || (quiet && scannedAt < quietFrom)) {
                     scannedAt = now;
-                    shimSeen = hasShimMapped(child, shim);
+                    carrying = descendantsCarryingShim(shim);
+                    shimSeen = shimSeen || !carrying.empty();
                 }
-                continue;
+                if (quiet && carrying.empty()) break;
+                if (!noted && (server->openConnections() > 0 || !carrying.empty()) && now - doneAt >= kStragglerNoteNs) {
+                    noted = true;
+                    std::string what;
+                    if (server->openConnections() > 0)
+                        what = fmt::format("{} traced process(es) still connected", server->openConnections());
+                    if (!carrying.empty())
+                        what += fmt::format("{}{} process(es) still running with gpuspy loaded: {}", what.empty() ? "" : " and ",
+                                            carrying.size(), describe(carrying));
+                    say("gpuspy: {} has exited; waiting for {} (Ctrl-C to stop waiting)\n", o.command[0], what);
+                }
             }
-            // The command has exited; its descendants may still be sending, or just connecting, or
-            // not yet have made their first CUDA call.
-            if (signalsReceived() != signalsAtExit) break;
-            const uint64_t quietFrom = std::max(doneAt, server->lastChangeNs()) + kQuietNs;
-            const bool quiet = server->openConnections() == 0 && now >= quietFrom;
-            // Before finishing, always a fresh look: a descendant may be about to connect.
-            if (now - scannedAt >= kScanIntervalNs || (quiet && scannedAt < quietFrom)) {
-                scannedAt = now;
-                carrying = descendantsCarryingShim(shim);
-                shimSeen = shimSeen || !carrying.empty();
-            }
-            if (quiet && carrying.empty()) break;
-            if (!noted && (server->openConnections() > 0 || !carrying.empty()) && now - doneAt >= kStragglerNoteNs) {
-                noted = true;
-                std::string what;
-                if (server->openConnections() > 0)
-                    what = fmt::format("{} traced process(es) still connected", server->openConnections());
-                if (!carrying.empty())
-                    what += fmt::format("{}{} process(es) still running with gpuspy loaded: {}", what.empty() ? "" : " and ",
-                                        carrying.size(), describe(carrying));
-                say("gpuspy: {} has exited; waiting for {} (Ctrl-C to stop waiting)\n", o.command[0], what);
+        } catch (const std::exception& e) {
+            say("gpuspy record: {}\n", e.what());
+            if (!childDone) {
+                waitpid(child, &runStatus, 0);
             }
         }
-    } catch (const std::exception& e) {
-        say("gpuspy record: {}\n", e.what());
-        if (!childDone) {
-            waitpid(child, &status, 0);
-        }
+        if (o.repeat > 1)
+            writer->writeRun({uint32_t(run), firstStream, writer->streams() - firstStream, exitStatusOf(runStatus),
+                              runBegin, monotonicNs()});
+        if (run == 0 || exitStatusOf(status) == 0) status = runStatus;
+        // Ctrl-C, SIGTERM: no more runs; one whose command could not finish is not repeated either.
+        if (signalsReceived() != signalsAtStart || !childDone) break;
     }
     restoreSignalHandlers();
     if (childDone && !carrying.empty()) {

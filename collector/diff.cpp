@@ -202,6 +202,36 @@ bool ReportDiff::changed() const
 
 double wallSlowdownPct(const ReportDiff& d) { return d.headline.wallNs.pct(); }
 
+void addRunSpreads(ReportDiff& d, const RunsSummary& a, const RunsSummary& b)
+{
+    d.runsA = a.count();
+    d.runsB = b.count();
+    d.spreads.clear();
+    auto compare = [&](const char* section, const std::vector<SpreadRow>& ra, const std::vector<SpreadRow>& rb) {
+        pairBy(ra, rb, [](const SpreadRow& r) { return r.name; }, [&](const SpreadRow* x, const SpreadRow* y) {
+            SpreadDiff s;
+            s.section = section;
+            s.name = x ? x->name : y->name;
+            // Absent from every run of one side: 0 in each of its runs.
+            s.a = x ? x->spread : Spread{0, 0, 0, a.count()};
+            s.b = y ? y->spread : Spread{0, 0, 0, b.count()};
+            s.verdict = s.b.max < s.a.min ? "lower" : s.b.min > s.a.max ? "higher" : "noise";
+            d.spreads.push_back(std::move(s));
+        });
+    };
+    compare("headline", a.headline, b.headline);
+    compare("kernels", a.kernels, b.kernels);
+    compare("transfers", a.transfers, b.transfers);
+    compare("findings", a.findings, b.findings);
+}
+
+std::string spreadVerdict(const ReportDiff& d, const std::string& section, const std::string& name)
+{
+    for (const SpreadDiff& s : d.spreads)
+        if (s.section == section && s.name == name) return s.verdict;
+    return "";
+}
+
 ReportDiff diffReports(const Report& a, const Report& b)
 {
     ReportDiff d;

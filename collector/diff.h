@@ -5,6 +5,7 @@
 #pragma once
 
 #include "collector/analyze.h"
+#include "collector/repeat.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -84,6 +85,16 @@ struct FindingDiff {
     DiffPair savingsNs, count, ns;
 };
 
+// One figure over the runs of each capture (captures of `record --repeat N`; a single run is a range
+// of one value). verdict: "noise" when the two ranges [min, max] overlap, else "lower" or "higher"
+// (B's whole range below or above A's): a change the runs' spread cannot explain.
+struct SpreadDiff {
+    std::string section;  // headline, kernels, transfers, findings
+    std::string name;     // as RunsSummary names it
+    Spread a, b;
+    std::string verdict;
+};
+
 struct ReportDiff {
     std::string schema = "gpuspy.diff/1";
     HeadlineDiff headline;
@@ -94,11 +105,20 @@ struct ReportDiff {
     std::vector<CallSiteDiff> callsites;    // by largest host time in either
     std::vector<FindingDiff> findings;      // resolved, new, changed, same
     std::vector<std::string> notes;         // what the reader must know to trust the comparison
+    size_t runsA = 1, runsB = 1;            // runs in each capture (record --repeat)
+    std::vector<SpreadDiff> spreads;        // every run figure's range in A and B (when either repeated)
     // Whether any figure differs (a capture compared with itself: false).
     bool changed() const;
 };
 
 ReportDiff diffReports(const Report& a, const Report& b);
+
+// Compares the runs' figures of the two captures (filled in `spreads`, runsA and runsB): call it when
+// either capture holds repeated runs. The headline rows stay those of the reports given to diffReports
+// (each capture's run of median wall).
+void addRunSpreads(ReportDiff&, const RunsSummary& a, const RunsSummary& b);
+// The verdict on a figure ("noise", "lower", "higher"), or empty when the runs were not compared.
+std::string spreadVerdict(const ReportDiff&, const std::string& section, const std::string& name);
 
 // How much slower B's wall time is than A's, in percent (negative: faster). A's wall of 0: 0 when B's
 // is 0 too, else +infinity.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace gpuspy::collect {
 
@@ -129,9 +130,34 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
         out += "\nno change: the two captures have the same figures\n";
         return out;
     }
+    const std::string wallVerdict = spreadVerdict(d, "headline", "wall_ns");
     if (h.wallNs.a && h.wallNs.b)
-        out += fmt::format("\nB is {:.1f}% {} than A (wall)\n", std::fabs(h.wallNs.pct()),
-                           h.wallNs.b > h.wallNs.a ? "slower" : h.wallNs.b < h.wallNs.a ? "faster" : "as fast");
+        out += fmt::format("\nB is {:.1f}% {} than A (wall){}\n", std::fabs(h.wallNs.pct()),
+                           h.wallNs.b > h.wallNs.a ? "slower" : h.wallNs.b < h.wallNs.a ? "faster" : "as fast",
+                           wallVerdict == "noise" ? ": noise, inside the runs' spread"
+                           : wallVerdict.empty()  ? ""
+                                                  : ": beyond the runs' spread");
+    if (!d.spreads.empty()) {
+        out += fmt::format("\nover the runs (A {} runs, B {} runs): median [min - max]; noise: the two ranges "
+                           "overlap\n", d.runsA, d.runsB);
+        size_t n = 0;
+        for (const SpreadDiff& sp : d.spreads) {
+            if (sp.section != "headline" && n++ >= top) continue;
+            const bool bytes = sp.name == "transfer_bytes", count = sp.name == "launches";
+            auto f = [&](uint64_t v) { return bytes ? formatBytes(v) : count ? std::to_string(v) : formatNs(v); };
+            auto range = [&](const Spread& x) { return fmt::format("{} [{} - {}]", f(x.median), f(x.min), f(x.max)); };
+            static const std::map<std::string, std::string> kLabels = {
+                {"wall_ns", "wall"},          {"cuda_api_ns", "CUDA API time"},       {"gpu_busy_ns", "GPU busy"},
+                {"launches", "kernel launches"}, {"sync_blocked_ns", "blocked in syncs"}, {"transfer_bytes", "bytes transferred"}};
+            const auto label = kLabels.find(sp.name);
+            const std::string name = sp.section != "headline" ? sp.section.substr(0, sp.section.size() - 1) + " " + sp.name
+                                     : label != kLabels.end()  ? label->second
+                                                               : sp.name;
+            out += fmt::format("  {:<28} {:>30} {:>30}  {}\n", clipMiddle(name, 28), range(sp.a), range(sp.b),
+                               sp.verdict == "noise" ? "noise" : sp.verdict == "lower" ? "lower (beyond noise)"
+                                                                                     : "higher (beyond noise)");
+        }
+    }
 
     if (!d.findings.empty()) {
         out += "\nfindings (estimated savings A -> B)\n";
@@ -302,6 +328,15 @@ Json diffJson(const ReportDiff& d, const std::string& nameA, const std::string& 
     }
     j["findings"] = std::move(findings);
     j["notes"] = d.notes;
+    j["runs"] = {{"a", d.runsA}, {"b", d.runsB}};
+    Json spreads = Json::array();
+    auto range = [](const Spread& x) {
+        return Json{{"median", x.median}, {"min", x.min}, {"max", x.max}, {"runs", x.runs}};
+    };
+    for (const SpreadDiff& sp : d.spreads)
+        spreads.push_back({{"section", sp.section}, {"name", sp.name}, {"a", range(sp.a)}, {"b", range(sp.b)},
+                           {"verdict", sp.verdict}});
+    j["spread"] = std::move(spreads);
     return j;
 }
 

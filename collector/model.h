@@ -76,8 +76,17 @@ struct Process {
     }
 };
 
+// One run of a repeated recording (`gpuspy record --repeat N`): which processes it made.
+struct RunInfo {
+    uint32_t run = 0;
+    int exitStatus = 0;
+    uint64_t beginNs = 0, endNs = 0;
+    std::vector<size_t> processes;  // indices into Capture::processes
+};
+
 struct Capture {
     std::vector<Process> processes;
+    std::vector<RunInfo> runs;  // empty: one run (a capture not made with --repeat)
     uint64_t badStreams = 0;  // connections or file sections that were malformed (their valid prefix is kept)
 };
 

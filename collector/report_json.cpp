@@ -53,6 +53,10 @@
 //   findings   rule severity (high medium low info) message count ns estimated_savings_ns
 //              estimated_savings_bound (estimate, at_most, at_least: see the message) callsites[id] |
 //              evidence{name: number}
+//   runs       (captures of `record --repeat N` only; the sections above are then the run of median
+//              wall's) run exit_status pids headline{wall_ns cuda_api_ns gpu_busy_ns launches
+//              sync_blocked_ns transfer_bytes}; median_run; spread{wide_pct headline kernels transfers
+//              findings: [{name median min max runs spread_pct wide}]} (collector/repeat_render.cpp)
 // {stats} = {count total_ns avg_ns median_ns min_ns max_ns p99_ns}. Call site ids index "callsites".
 #include "collector/report.h"
 

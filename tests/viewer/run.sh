@@ -5,6 +5,7 @@
 #                        on the device timeline by inference)
 #   run.sh perfetto      export each capture with --format perfetto and check its structure (node)
 #   run.sh lanes         the timeline's levels of detail (viewer/lanes.js) on made-up lanes (node)
+#   run.sh diff          the diff page's tables (viewer/diff.js) from a made-up diff document (node)
 #   run.sh browser       gpuspy view + report of the capture, then browser_test.cjs in headless chromium
 # Environment: GPUSPY (the command), GPUSPY_SIMCUDA_DIR, VIEWER_WORK (a folder in the build tree),
 # VIEWER_TESTS (this folder), GPUSPY_APPS_DIR (bin/apps of the build).
@@ -60,6 +61,10 @@ lanes)
     command -v node >/dev/null || need_root_install nodejs
     node "$VIEWER_TESTS/lanes_test.cjs"
     ;;
+diff)
+    command -v node >/dev/null || need_root_install nodejs
+    node "$VIEWER_TESTS/diff_test.cjs"
+    ;;
 browser)
     [[ -x /usr/bin/chromium ]] || need_root_install chromium
     command -v node >/dev/null && command -v npm >/dev/null || need_root_install nodejs npm
@@ -88,7 +93,7 @@ browser)
     PLAYWRIGHT_CORE=$modules/node_modules/playwright-core node "$VIEWER_TESTS/browser_test.cjs" "${args[@]}"
     ;;
 *)
-    echo "usage: run.sh capture APP | perfetto | lanes | browser" >&2
+    echo "usage: run.sh capture APP | perfetto | lanes | diff | browser" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,138 @@
+// savings_pairs: bad/fixed program pairs, one per finding whose advice is a code change, so that a
+// test can hold each finding's estimated saving against what the fix really saves on the simulated
+// GPU. `savings_pairs MODE`, MODE one of:
+//   pageable   sync cudaMemcpy both ways from malloc'd memory      (pageable-memcpy)
+//   pinned     the same copies from cudaMallocHost memory           (its fix)
+//   sync-loop  a kernel, cudaDeviceSynchronize, then host work, per step   (sync-in-loop)
+//   sync-once  the kernel, then host work, one sync at the end      (its fix: the host work overlaps)
+//   tiny       many tiny kernels launched one by one                (launch-bound-kernels)
+//   graph      the same kernels captured once into a graph and replayed     (its fix)
+//   free-loop  cudaMalloc, a kernel, cudaFree, then host work, per step (implicit-sync: the free waits)
+//   free-once  the buffer allocated once outside the loop           (its fix)
+#include "../apps/app_common.h"
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+constexpr size_t kCopyBytes = 4u << 20;  // per copy: 4 MiB, so a copy's device time dwarfs its call
+constexpr int kCopies = 40;              // per direction
+constexpr int kSteps = 100;              // sync-loop, free-loop
+constexpr int kHostWorkUs = 300;         // per step: the host's own work, which could overlap the GPU's
+constexpr int kTinyPerGraph = 100;
+constexpr int kTinyGraphs = 100;         // tiny: kTinyPerGraph * kTinyGraphs launches
+
+// Duration set by the simulated driver: SIMCUDA_KERNEL_NS=step=400000,tiny=2000 (tests/savings).
+__global__ void step(float* x)
+{
+    if (threadIdx.x == 0) x[blockIdx.x] += 1.0f;
+}
+
+__global__ void tiny(int* counter)
+{
+    if (threadIdx.x == 0) *counter += 1;
+}
+
+// The host's own work: wall time, as a CPU-bound step of a real program would take.
+void hostWork()
+{
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kHostWorkUs);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+}
+
+void copies(bool pinned)
+{
+    void* host = nullptr;
+    std::vector<char> pageable;
+    if (pinned) {
+        CK(cudaMallocHost(&host, kCopyBytes));
+    } else {
+        pageable.resize(kCopyBytes);
+        host = pageable.data();
+    }
+    std::memset(host, 1, kCopyBytes);
+    void* dev = nullptr;
+    CK(cudaMalloc(&dev, kCopyBytes));
+    for (int i = 0; i < kCopies; ++i) {
+        CK(cudaMemcpy(dev, host, kCopyBytes, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(host, dev, kCopyBytes, cudaMemcpyDeviceToHost));
+    }
+    CK(cudaFree(dev));
+    if (pinned) CK(cudaFreeHost(host));
+}
+
+void syncLoop(bool everyStep)
+{
+    float* x = nullptr;
+    CK(cudaMalloc(&x, 64 * sizeof(float)));
+    for (int i = 0; i < kSteps; ++i) {
+        step<<<1, 32>>>(x);
+        CK_LAUNCH();
+        if (everyStep) CK(cudaDeviceSynchronize());
+        hostWork();
+    }
+    CK(cudaDeviceSynchronize());
+    CK(cudaFree(x));
+}
+
+void tinyKernels(bool graph)
+{
+    int* counter = nullptr;
+    CK(cudaMalloc(&counter, sizeof(int)));
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (!graph) {
+        for (int i = 0; i < kTinyPerGraph * kTinyGraphs; ++i) {
+            tiny<<<1, 32, 0, s>>>(counter);
+            CK_LAUNCH();
+        }
+    } else {
+        cudaGraph_t g;
+        cudaGraphExec_t exec;
+        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        for (int i = 0; i < kTinyPerGraph; ++i) tiny<<<1, 32, 0, s>>>(counter);
+        CK(cudaStreamEndCapture(s, &g));
+        CK(cudaGraphInstantiate(&exec, g, 0));
+        for (int i = 0; i < kTinyGraphs; ++i) CK(cudaGraphLaunch(exec, s));
+        CK(cudaGraphExecDestroy(exec));
+        CK(cudaGraphDestroy(g));
+    }
+    CK(cudaStreamSynchronize(s));
+    CK(cudaStreamDestroy(s));
+    CK(cudaFree(counter));
+}
+
+void freeLoop(bool inLoop)
+{
+    float* x = nullptr;
+    if (!inLoop) CK(cudaMalloc(&x, 64 * sizeof(float)));
+    for (int i = 0; i < kSteps; ++i) {
+        if (inLoop) CK(cudaMalloc(&x, 64 * sizeof(float)));
+        step<<<1, 32>>>(x);
+        CK_LAUNCH();
+        if (inLoop) CK(cudaFree(x));
+        hostWork();
+    }
+    CK(cudaDeviceSynchronize());
+    if (!inLoop) CK(cudaFree(x));
+}
+
+int main(int argc, char** argv)
+{
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "pageable" || mode == "pinned")
+        copies(mode == "pinned");
+    else if (mode == "sync-loop" || mode == "sync-once")
+        syncLoop(mode == "sync-loop");
+    else if (mode == "tiny" || mode == "graph")
+        tinyKernels(mode == "graph");
+    else if (mode == "free-loop" || mode == "free-once")
+        freeLoop(mode == "free-loop");
+    else {
+        std::fprintf(stderr, "usage: %s pageable|pinned|sync-loop|sync-once|tiny|graph|free-loop|free-once\n", argv[0]);
+        return 2;
+    }
+    return 0;
+}

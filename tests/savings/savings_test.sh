@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# tests/savings/savings_test.sh: each finding's estimated saving against the saving its recommended fix
+# brings on the simulated GPU. For each bad/fixed pair of savings_pairs, both programs are recorded three
+# times (record --repeat 3) with the simulated driver's trace on; the true saving is taken from the trace,
+# median over the runs: the copies' device time (pageable -> pinned: the driver's modelled durations, the
+# same on a busy machine) or the GPU's idle time between its operations (the other pairs: how much sooner
+# the device work completes). Checked always: the bad program's report has the finding with a saving, and
+# `gpuspy diff bad fixed` shows it resolved; pageable -> pinned's "at most" holds the true saving and is
+# within 2x of it. With GPUSPY_SAVINGS_STRICT=1 (a quiet machine, or a real GPU's): every estimate within 2x
+# of the true saving and every stated bound holding. On a loaded machine the idle-time truths carry the
+# host's scheduling delays, so they are printed, not asserted, by default.
+# usage: savings_test.sh GPUSPY SAVINGS_PAIRS
+set -uo pipefail
+cli=$1 prog=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir"
+export SIMCUDA_KERNEL_NS=step=400000,tiny=2000
+fail=0
+for pair in "pageable pinned pageable-memcpy copies" "sync-loop sync-once sync-in-loop gaps" \
+            "tiny graph launch-bound-kernels gaps" "free-loop free-once implicit-sync gaps"; do
+    set -- $pair
+    for mode in "$1" "$2"; do
+        mkdir -p "trace.$mode"
+        SIMCUDA_TRACE="$dir/trace.$mode/%p.jsonl" "$cli" record --sim --repeat 3 -f -o "$mode.gspy" -- "$prog" "$mode" \
+            >/dev/null 2>"$mode.err" || { echo "FAIL: record $mode"; cat "$mode.err"; fail=1; continue 2; }
+    done
+    "$cli" report --format json "$1.gspy" > "$1.json" && "$cli" diff --format json "$1.gspy" "$2.gspy" > "$1.diff.json" ||
+        { echo "FAIL: report/diff of $1"; fail=1; continue; }
+    python3 - "$1" "$2" "$3" "$4" "${GPUSPY_SAVINGS_STRICT:-0}" <<'PY' || fail=1
+import glob, json, statistics, sys
+bad, fixed, rule, kind, strict = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "1"
+
+def truth(mode):
+    """Median over the runs of the copies' device time or of the device's idle time between operations."""
+    values = []
+    for path in glob.glob(f"trace.{mode}/*.jsonl"):
+        ops = sorted((json.loads(l) for l in open(path) if '"type":"op"' in l), key=lambda o: o["start"])
+        if not ops:
+            continue
+        if kind == "copies":
+            values.append(sum(o["end"] - o["start"] for o in ops if o["op"] == "memcpy"))
+        else:
+            gaps, end = 0, None
+            for o in ops:
+                if end is not None and o["start"] > end:
+                    gaps += o["start"] - end
+                end = o["end"] if end is None else max(end, o["end"])
+            values.append(gaps)
+    assert len(values) == 3, f"{mode}: {len(values)} traced runs, not 3"
+    return statistics.median(values)
+
+report = json.load(open(f"{bad}.json"))
+diff = json.load(open(f"{bad}.diff.json"))
+found = [f for f in report["findings"] if f["rule"] == rule]
+spread = {s["name"]: s for s in report["spread"]["findings"]}
+errors = []
+if not found or rule not in spread or spread[rule]["median"] <= 0:
+    errors.append(f"{bad}: no {rule} finding with a saving")
+status = [f["status"] for f in diff["findings"] if f["rule"] == rule]
+if status != ["resolved"]:
+    errors.append(f"diff {bad} {fixed}: {rule} is {status}, not resolved")
+if not errors:
+    estimate = spread[rule]["median"]
+    bound = found[0]["estimated_savings_bound"]
+    true = truth(bad) - truth(fixed)
+    ratio = estimate / true if true > 0 else float("inf")
+    holds = {"at_most": true <= estimate * 1.05, "at_least": true >= estimate * 0.95}.get(bound, True)
+    print(f"{rule:22} {bad:>9} -> {fixed:<9} estimate {bound:8} {estimate / 1e6:9.2f} ms "
+          f"[{spread[rule]['min'] / 1e6:.2f}-{spread[rule]['max'] / 1e6:.2f}]  true saving {true / 1e6:9.2f} ms "
+          f"({kind})  estimate/true {ratio:5.2f}  bound {'holds' if holds else 'BROKEN'}")
+    if strict or kind == "copies":
+        if not holds:
+            errors.append(f"{rule}: the estimate says {bound} {estimate / 1e6:.2f} ms, the fix saved {true / 1e6:.2f} ms")
+        if not 0.5 <= ratio <= 2:
+            errors.append(f"{rule}: estimate {estimate / 1e6:.2f} ms is not within 2x of the saving {true / 1e6:.2f} ms")
+for e in errors:
+    print("FAIL:", e)
+sys.exit(1 if errors else 0)
+PY
+done
+[ $fail -eq 0 ] && echo "savings: all checks passed"
+exit $fail
