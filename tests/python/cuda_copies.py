@@ -1,0 +1,123 @@
+# tests/python/cuda_copies.py: a Python program that drives CUDA through ctypes, as a new user's first
+# try does: a synchronous copy from pageable memory inside to_device(), called from step(). The report
+# must name to_device and its line, not libffi or the interpreter (issue 18).
+# Usage: python3 cuda_copies.py MODE   (MODE: main, threads, mp, driver, callback)
+import ctypes
+import sys
+import threading
+
+ITERATIONS = 20
+NBYTES = 1 << 20
+HTOD = 1  # cudaMemcpyHostToDevice
+
+
+def runtime():
+    rt = ctypes.CDLL("libcudart.so.13")
+    rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+    rt.cudaMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    rt.cudaFree.argtypes = [ctypes.c_void_p]
+    return rt
+
+
+def check(rc, what):
+    if rc != 0:
+        raise SystemExit(f"{what} failed: {rc}")
+
+
+def to_device(rt, dev, host):
+    check(rt.cudaMemcpy(dev, host, NBYTES, HTOD), "cudaMemcpy")  # the pageable copy
+
+
+def step(rt, dev, host):
+    to_device(rt, dev, host)
+
+
+def run_runtime(iterations):
+    rt = runtime()
+    dev = ctypes.c_void_p()
+    check(rt.cudaMalloc(ctypes.byref(dev), NBYTES), "cudaMalloc")
+    host = ctypes.create_string_buffer(NBYTES)  # pageable: plain process memory
+    for _ in range(iterations):
+        step(rt, dev, host)
+    check(rt.cudaFree(dev), "cudaFree")
+
+
+def driver_to_device(cu, dev, host):
+    check(cu.cuMemcpyHtoD_v2(dev, host, NBYTES), "cuMemcpyHtoD")  # the pageable copy (driver API)
+
+
+def driver_step(cu, dev, host):
+    driver_to_device(cu, dev, host)
+
+
+def run_driver():
+    cu = ctypes.CDLL("libcuda.so.1")
+    cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+    cu.cuMemcpyHtoD_v2.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t]
+    cu.cuMemFree_v2.argtypes = [ctypes.c_uint64]
+    check(cu.cuInit(0), "cuInit")
+    device = ctypes.c_int()
+    check(cu.cuDeviceGet(ctypes.byref(device), 0), "cuDeviceGet")
+    ctx = ctypes.c_void_p()
+    check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), device), "cuDevicePrimaryCtxRetain")
+    check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    dev = ctypes.c_uint64()
+    check(cu.cuMemAlloc_v2(ctypes.byref(dev), NBYTES), "cuMemAlloc")
+    host = ctypes.create_string_buffer(NBYTES)
+    for _ in range(ITERATIONS):
+        driver_step(cu, dev.value, host)
+    check(cu.cuMemFree_v2(dev.value), "cuMemFree")
+
+
+def callback_step(rt, dev, host):
+    to_device(rt, dev, host)
+
+
+def run_callback():
+    # A C-extension-like path: native code (libc's qsort) calls back into Python, which calls CUDA.
+    rt = runtime()
+    dev = ctypes.c_void_p()
+    check(rt.cudaMalloc(ctypes.byref(dev), NBYTES), "cudaMalloc")
+    host = ctypes.create_string_buffer(NBYTES)
+    compare = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+    def on_compare(a, b):
+        callback_step(rt, dev, host)
+        return 0
+
+    libc = ctypes.CDLL(None)
+    items = (ctypes.c_int * (ITERATIONS + 1))()
+    libc.qsort(items, ITERATIONS + 1, ctypes.sizeof(ctypes.c_int), compare(on_compare))
+    check(rt.cudaFree(dev), "cudaFree")
+
+
+def main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "main"
+    if mode == "main":
+        run_runtime(ITERATIONS)
+    elif mode == "threads":
+        workers = [threading.Thread(target=run_runtime, args=(ITERATIONS // 4,)) for _ in range(4)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    elif mode == "mp":
+        import multiprocessing
+
+        ctx = multiprocessing.get_context(sys.argv[2] if len(sys.argv) > 2 else "spawn")
+        worker = ctx.Process(target=run_runtime, args=(ITERATIONS,))
+        worker.start()
+        worker.join()
+        if worker.exitcode != 0:
+            raise SystemExit(f"worker exited with {worker.exitcode}")
+    elif mode == "driver":
+        run_driver()
+    elif mode == "callback":
+        run_callback()
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+    print(f"{mode}: done")
+
+
+if __name__ == "__main__":
+    main()
