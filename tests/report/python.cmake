@@ -1,0 +1,40 @@
+# tests/report/python.cmake: the report of a Python program (issue 18): tests/python/cuda_copies.py drives
+# cudart and the driver API through ctypes on the simulated driver, in each of its modes, through
+# run_report.sh like the C++ apps (findings' call sites named after the Python function, in
+# tests/python, with a line), then check_lines.sh holds the exact lines in the report, the folded and the
+# Perfetto export. Needs python3 and the simulated driver only, not the nvcc apps.
+find_program(GPUSPY_PYTHON3 python3)
+if(NOT GPUSPY_PYTHON3 OR NOT TARGET simcuda)
+  return()
+endif()
+set(_py_src ${CMAKE_SOURCE_DIR}/tests/python)
+set(_py_work ${CMAKE_CURRENT_BINARY_DIR}/runs)
+set(_py_ldpath ${CMAKE_BINARY_DIR}/lib/simcuda:${CUDAToolkit_LIBRARY_DIR})
+# mode (underscores for spaces in its arguments), the function that copies, its caller.
+foreach(case "main;to_device;step" "threads;to_device;step" "mp_spawn;to_device;step" "mp_fork;to_device;step"
+             "driver;driver_to_device;driver_step" "callback;to_device;callback_step")
+  list(GET case 0 _mode)
+  list(GET case 1 _func)
+  list(GET case 2 _caller)
+  set(_args ${_mode})
+  if(_mode MATCHES "^mp_")
+    string(REPLACE "_" ";" _args ${_mode})
+  endif()
+  add_test(NAME report.python.${_mode}
+           COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${_py_ldpath}
+                   bash ${CMAKE_CURRENT_SOURCE_DIR}/run_report.sh ${_py_work}/python.${_mode} $<TARGET_FILE:${GPUSPY_CLI_TARGET}>
+                   $<TARGET_FILE:report_vs_trace> ${CMAKE_CURRENT_SOURCE_DIR}/expect/python_${_mode}.txt ${_py_src}
+                   -- ${GPUSPY_PYTHON3} ${_py_src}/cuda_copies.py ${_args})
+  set_tests_properties(report.python.${_mode} PROPERTIES LABELS report TIMEOUT 600 FIXTURES_SETUP python_${_mode})
+  add_test(NAME report.python.${_mode}.lines
+           COMMAND bash ${_py_src}/check_lines.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${_py_work}/python.${_mode} ${_func} ${_caller})
+  set_tests_properties(report.python.${_mode}.lines PROPERTIES LABELS report FIXTURES_REQUIRED python_${_mode})
+endforeach()
+# 8 threads copying at once (their captures intern Python frames concurrently): no ground-truth check
+# (concurrent blocking copies are the timeline's open case, see cuda_copies.py), the exact lines only.
+add_test(NAME report.python.threads_free
+         COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${_py_ldpath}
+                 bash -c "rm -rf \"$2\" && mkdir -p \"$2\" && \"$0\" record --sim -o \"$2/capture.gspy\" -f -- \"$1\" \"$3\" threads_free > \"$2/record.out\" && bash \"$4\" \"$0\" \"$2\" to_device step"
+                 $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${GPUSPY_PYTHON3} ${_py_work}/python.threads_free ${_py_src}/cuda_copies.py
+                 ${_py_src}/check_lines.sh)
+set_tests_properties(report.python.threads_free PROPERTIES LABELS report TIMEOUT 600)
