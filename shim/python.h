@@ -39,4 +39,9 @@ struct PythonStats {
 };
 PythonStats pythonStats();
 
+// Drain thread, at the end of the stream: a Notice with pythonStats' counts (how many captures had
+// Python frames, how many fell back to native frames and why) into out; bytes written, 0 when
+// capture is off.
+size_t pythonNotice(uint8_t* out, size_t cap);
+
 }  // namespace gpuspy::shim

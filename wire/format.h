@@ -228,6 +228,8 @@ struct StringDefBody {
     uint32_t stringId;
     uint32_t length;
 };
+// NoticeBody::code values.
+inline constexpr uint32_t kNoticePythonFrames = 1;  // the shim's Python frame counts (shim/python.h)
 struct NoticeBody {
     uint32_t code;
     uint32_t length;

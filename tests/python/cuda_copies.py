@@ -1,7 +1,8 @@
 # tests/python/cuda_copies.py: a Python program that drives CUDA through ctypes, as a new user's first
 # try does: a synchronous copy from pageable memory inside to_device(), called from step(). The report
 # must name to_device and its line, not libffi or the interpreter (issue 18).
-# Usage: python3 cuda_copies.py MODE   (MODE: main, threads, threads_free, mp [spawn|fork], driver, callback)
+# Usage: python3 cuda_copies.py MODE   (MODE: main, threads, threads_free, mp [spawn|fork], driver, callback,
+#                                        native_thread LIBRARY)
 import ctypes
 import sys
 import threading
@@ -91,6 +92,19 @@ def run_callback():
     check(rt.cudaFree(dev), "cudaFree")
 
 
+def run_native_thread(library):
+    # A C extension's own thread copies (tests/python/native_thread.c): no Python frames to show.
+    rt = runtime()
+    dev = ctypes.c_void_p()
+    check(rt.cudaMalloc(ctypes.byref(dev), NBYTES), "cudaMalloc")
+    host = ctypes.create_string_buffer(NBYTES)
+    native = ctypes.CDLL(library)
+    native.copy_on_native_thread.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t, ctypes.c_int]
+    memcpy = ctypes.cast(rt.cudaMemcpy, ctypes.c_void_p)
+    check(native.copy_on_native_thread(memcpy, dev, ctypes.addressof(host), NBYTES, ITERATIONS), "native copies")
+    check(rt.cudaFree(dev), "cudaFree")
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "main"
     if mode == "main":
@@ -130,6 +144,8 @@ def main():
         run_driver()
     elif mode == "callback":
         run_callback()
+    elif mode == "native_thread":
+        run_native_thread(sys.argv[2])
     else:
         raise SystemExit(f"unknown mode {mode}")
     print(f"{mode}: done")

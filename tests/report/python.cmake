@@ -38,3 +38,20 @@ add_test(NAME report.python.threads_free
                  $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${GPUSPY_PYTHON3} ${_py_work}/python.threads_free ${_py_src}/cuda_copies.py
                  ${_py_src}/check_lines.sh)
 set_tests_properties(report.python.threads_free PROPERTIES LABELS report TIMEOUT 600)
+# A C extension's own thread (native_thread.c) copies: native frames as for a C++ program, the call
+# site in native_thread.c; the shim's notice counts those captures as without a Python thread state.
+add_library(gpuspy_py_native MODULE ${_py_src}/native_thread.c)
+target_compile_options(gpuspy_py_native PRIVATE -g -O0 -fno-omit-frame-pointer)
+target_link_libraries(gpuspy_py_native PRIVATE Threads::Threads)
+# Not named libgpuspy*: the report takes such frames for gpuspy's own.
+set_target_properties(gpuspy_py_native PROPERTIES OUTPUT_NAME native_thread LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/python)
+add_test(NAME report.python.native_thread
+         COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${_py_ldpath}
+                 bash ${CMAKE_CURRENT_SOURCE_DIR}/run_report.sh ${_py_work}/python.native_thread $<TARGET_FILE:${GPUSPY_CLI_TARGET}>
+                 $<TARGET_FILE:report_vs_trace> ${CMAKE_CURRENT_SOURCE_DIR}/expect/python_native_thread.txt ${_py_src}
+                 -- ${GPUSPY_PYTHON3} ${_py_src}/cuda_copies.py native_thread $<TARGET_FILE:gpuspy_py_native>)
+set_tests_properties(report.python.native_thread PROPERTIES LABELS report TIMEOUT 600 FIXTURES_SETUP python_native_thread)
+add_test(NAME report.python.native_thread.notice
+         COMMAND bash -c "grep -E 'Notice code=1 \"python: [0-9]+ stacks with Python frames .*; [1-9][0-9]* on threads without a Python thread state' \"$0/dump.txt\""
+                 ${_py_work}/python.native_thread)
+set_tests_properties(report.python.native_thread.notice PROPERTIES LABELS report FIXTURES_REQUIRED python_native_thread)
