@@ -538,8 +538,9 @@ uint32_t stackCapture(unsigned skipFrames)
     if (n <= 1) return 0;
     const auto* pcs = reinterpret_cast<const uint64_t*>(buf + 1);
     uint32_t nativeId = 0;
-    const uint32_t id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth, &nativeId);
-    if (verdict == FpVerdict::Unknown && nativeId != 0) fpRecord(walk, pcs, uint32_t(n - 1), nativeId);
+    const bool judge = verdict == FpVerdict::Unknown;  // the cache keeps the native stack's id
+    const uint32_t id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth, judge ? &nativeId : nullptr);
+    if (judge && nativeId != 0) fpRecord(walk, pcs, uint32_t(n - 1), nativeId);
     return id;
 }
 

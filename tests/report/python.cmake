@@ -55,3 +55,25 @@ add_test(NAME report.python.native_thread.notice
          COMMAND bash -c "grep -E 'Notice code=1 \"python: [0-9]+ stacks with Python frames .*; [1-9][0-9]* on threads without a Python thread state' \"$0/dump.txt\""
                  ${_py_work}/python.native_thread)
 set_tests_properties(report.python.native_thread.notice PROPERTIES LABELS report FIXTURES_REQUIRED python_native_thread)
+# The distribution's interpreter too, where it is another one than python3 on the PATH (a pyenv build
+# links libpython3.x.so; Debian's python3 has the interpreter in the executable itself).
+find_program(GPUSPY_SYSTEM_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(GPUSPY_SYSTEM_PYTHON3)
+  file(REAL_PATH ${GPUSPY_SYSTEM_PYTHON3} _system_py)
+  execute_process(COMMAND ${GPUSPY_PYTHON3} -c "import sys; print(sys.executable)" OUTPUT_VARIABLE _path_py
+                  OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(_path_py)
+    file(REAL_PATH ${_path_py} _path_py)
+  endif()
+  if(NOT _system_py STREQUAL _path_py)
+    add_test(NAME report.python.system_main
+             COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${_py_ldpath}
+                     bash ${CMAKE_CURRENT_SOURCE_DIR}/run_report.sh ${_py_work}/python.system_main $<TARGET_FILE:${GPUSPY_CLI_TARGET}>
+                     $<TARGET_FILE:report_vs_trace> ${CMAKE_CURRENT_SOURCE_DIR}/expect/python_main.txt ${_py_src}
+                     -- ${GPUSPY_SYSTEM_PYTHON3} ${_py_src}/cuda_copies.py main)
+    set_tests_properties(report.python.system_main PROPERTIES LABELS report TIMEOUT 600 FIXTURES_SETUP python_system_main)
+    add_test(NAME report.python.system_main.lines
+             COMMAND bash ${_py_src}/check_lines.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${_py_work}/python.system_main to_device step)
+    set_tests_properties(report.python.system_main.lines PROPERTIES LABELS report FIXTURES_REQUIRED python_system_main)
+  endif()
+endif()
