@@ -1,5 +1,6 @@
 # bench/python_hook.py: what a hooked CUDA call costs a Python program (issue 18): cuStreamQuery through
-# ctypes, DEPTH Python frames deep, timed in batches with perf_counter_ns; prints the median ns per call
+# ctypes, DEPTH Python frames deep, timed in batches in the thread's CPU time (thread_time_ns: on a shared machine, waiting for a core
+# is not counted); prints the median CPU ns per call
 # of the batches as one JSON line. python_hook.sh runs it without gpuspy, with native stacks only
 # (GPUSPY_PYTHON=0) and with Python frames, so that the differences are the hook's and the Python
 # frames' own costs: the ctypes call itself (about a microsecond) is in all three.
@@ -27,10 +28,10 @@ def main():
     query.argtypes = [ctypes.c_void_p]
 
     def loop(n):
-        t0 = time.perf_counter_ns()
+        t0 = time.thread_time_ns()
         for _ in range(n):
             query(None)
-        return time.perf_counter_ns() - t0
+        return time.thread_time_ns() - t0
 
     def nested(level, n):
         return loop(n) if level <= 1 else nested(level - 1, n)

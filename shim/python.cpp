@@ -20,9 +20,9 @@
 // a code object at a known address that differs in any of them is a new code object. (A new one equal
 // in all of them is the same function of the same source.)
 //
-// Memory, reserved on first use: code entries 1.25 MiB, their names 2 MiB, frame slots 1 MiB and
-// frame entries 0.75 MiB, touched as they fill; inserts take one mutex (lookups take none), rare:
-// once per new code object or new (code, offset).
+// Memory, reserved on first use: code entries 1.25 MiB, their names 2 MiB, frame slots 2 MiB and
+// frame entries 0.75 MiB, touched as they fill; 1.5 KiB a thread (its last frames). Inserts take one
+// mutex (lookups take none), rare: once per new code object or new (code, offset).
 #include "shim/python.h"
 
 #include "shim/shim.h"
@@ -287,6 +287,35 @@ uint32_t internFrame(uint32_t codeId, uint64_t code, int32_t lasti)
     return id;
 }
 
+// Each thread's last frames, direct-mapped by (code, offset): a loop calls CUDA from the same few
+// lines, and a hit costs a few loads from the code object (hot: the interpreter runs it) instead of
+// two probes of tables that are megabytes apart. An entry holds what findCode compares, so a code
+// object freed and another made at its address is a miss. Initial-exec TLS, zero-initialised.
+struct FrameMemo {
+    uint64_t code, name, file, linetable;
+    int32_t firstLine, lasti;
+    uint32_t id, pad;
+};
+constexpr uint32_t kMemoBits = 5;
+thread_local FrameMemo t_memo[1u << kMemoBits];
+
+// The id of the frame at lasti in the checked code object; 0 when the tables are full.
+uint32_t frameId(uint64_t code, int32_t lasti)
+{
+    const Layout& L = *g_layout;
+    const uint64_t name = at<uint64_t>(code, L.codeQualname), file = at<uint64_t>(code, L.codeFilename);
+    const uint64_t linetable = at<uint64_t>(code, L.codeLinetable);
+    const int32_t firstLine = at<int32_t>(code, L.codeFirstLine);
+    FrameMemo& m = t_memo[mix(code ^ uint64_t(uint32_t(lasti)) << 47) >> (64 - kMemoBits)];
+    if (m.code == code && m.lasti == lasti && m.name == name && m.file == file && m.linetable == linetable &&
+        m.firstLine == firstLine)
+        return m.id;
+    const uint32_t codeId = internCode(code);
+    const uint32_t id = codeId ? internFrame(codeId, code, lasti) : 0;
+    if (id) m = FrameMemo{code, name, file, linetable, firstLine, lasti, id, 0};
+    return id;
+}
+
 struct PyFrame {
     uint32_t id;
     bool entry;  // the outermost Python frame its native eval-loop frame runs
@@ -318,8 +347,7 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
         const uint64_t prev = at<uint64_t>(frame, L.framePrevInstr);
         const uint64_t first = code + L.codeAdaptive;
         const int32_t lasti = prev >= first && prev - first < (1ull << 30) ? int32_t((prev - first) / 2) : -1;
-        const uint32_t codeId = internCode(code);
-        const uint32_t id = codeId ? internFrame(codeId, code, lasti) : 0;
+        const uint32_t id = frameId(code, lasti);
         if (id == 0) break;  // full
         out[n++] = PyFrame{id, at<uint8_t>(frame, L.frameIsEntry) != 0};
         frame = at<uint64_t>(frame, L.framePrevious);
