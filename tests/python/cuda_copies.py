@@ -2,7 +2,7 @@
 # try does: a synchronous copy from pageable memory inside to_device(), called from step(). The report
 # must name to_device and its line, not libffi or the interpreter (issue 18).
 # Usage: python3 cuda_copies.py MODE   (MODE: main, threads, threads_free, mp [spawn|fork], driver, callback,
-#                                        native_thread LIBRARY)
+#                                        native_thread LIBRARY, churn N)
 import ctypes
 import sys
 import threading
@@ -105,6 +105,20 @@ def run_native_thread(library):
     check(rt.cudaFree(dev), "cudaFree")
 
 
+def run_churn(functions):
+    # Code objects made and freed one after another (exec of generated source, as templating and
+    # notebook cells do): a new one often lands at a freed one's address. Function i's call is on line
+    # i + 2 of "churn.py"; a stale answer for a reused address would name another line.
+    rt = runtime()
+    rt.cudaStreamQuery.argtypes = [ctypes.c_void_p]
+    for i in range(functions):
+        source = "\n" * i + "def churned(rt):\n    return rt.cudaStreamQuery(None)\n"
+        scope = {}
+        exec(compile(source, "churn.py", "exec"), scope)
+        check(scope["churned"](rt), "cudaStreamQuery")
+        del scope
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "main"
     if mode == "main":
@@ -144,6 +158,8 @@ def main():
         run_driver()
     elif mode == "callback":
         run_callback()
+    elif mode == "churn":
+        run_churn(int(sys.argv[2]))
     elif mode == "native_thread":
         run_native_thread(sys.argv[2])
     else:

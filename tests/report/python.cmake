@@ -77,3 +77,8 @@ if(GPUSPY_SYSTEM_PYTHON3)
     set_tests_properties(report.python.system_main.lines PROPERTIES LABELS report FIXTURES_REQUIRED python_system_main)
   endif()
 endif()
+# Code objects freed and made again at the same addresses: every call still names its own line.
+add_test(NAME report.python.code_churn
+         COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${_py_ldpath}
+                 bash ${_py_src}/check_churn.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${GPUSPY_PYTHON3} ${_py_work}/python.code_churn 300)
+set_tests_properties(report.python.code_churn PROPERTIES LABELS report TIMEOUT 600)
