@@ -31,6 +31,12 @@ if ! grep -qF "$stack" "$run/lines.folded"; then
     head -c 2000 "$run/lines.folded" >&2
     fail=1
 fi
+# The outermost Python frame, far below its code's first line (line 1): the line table's varint form.
+main_call=$(grep -n "^    main()$" "$src" | cut -d: -f1)
+if ! grep -qF "<module> (cuda_copies.py:$main_call);" "$run/lines.folded"; then
+    echo "check_lines.sh: FAIL: the folded export has no '<module> (cuda_copies.py:$main_call)' frame" >&2
+    fail=1
+fi
 # The Perfetto export's call sites: its calls' "site" args name the innermost Python frame.
 "$gpuspy" export "$run/capture.gspy" --format perfetto -o "$run/lines.trace.json" -f || exit 2
 if ! grep -qF "\"site\":\"$func (cuda_copies.py:$copy)\"" "$run/lines.trace.json"; then
