@@ -3,9 +3,11 @@
 # capture in RUNDIR), checks the exact Python lines: the report's call sites and the folded export must
 # name FUNC at the line of its CUDA call (the line in cuda_copies.py marked "# the pageable copy" inside
 # FUNC) and CALLER at the line that calls FUNC; report_vs_trace checked function, file and a line only.
-# Usage: check_lines.sh GPUSPY RUNDIR FUNC CALLER
+# With OUTER (the copies run on the main thread, under the module's code): the module's frame at its
+# main() call too.
+# Usage: check_lines.sh GPUSPY RUNDIR FUNC CALLER [OUTER]
 set -uo pipefail
-gpuspy=$1 run=$2 func=$3 caller=$4
+gpuspy=$1 run=$2 func=$3 caller=$4 outer=${5:-}
 src=$(dirname "$0")/cuda_copies.py
 
 # The line of FUNC's copy: the first "# the pageable copy" after "def FUNC(".
@@ -33,7 +35,7 @@ if ! grep -qF "$stack" "$run/lines.folded"; then
 fi
 # The outermost Python frame, far below its code's first line (line 1): the line table's varint form.
 main_call=$(grep -n "^    main()$" "$src" | cut -d: -f1)
-if ! grep -qF "<module> (cuda_copies.py:$main_call);" "$run/lines.folded"; then
+if [[ -n $outer ]] && ! grep -qF "<module> (cuda_copies.py:$main_call);" "$run/lines.folded"; then
     echo "check_lines.sh: FAIL: the folded export has no '<module> (cuda_copies.py:$main_call)' frame" >&2
     fail=1
 fi

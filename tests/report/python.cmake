@@ -10,12 +10,14 @@ endif()
 set(_py_src ${CMAKE_SOURCE_DIR}/tests/python)
 set(_py_work ${CMAKE_CURRENT_BINARY_DIR}/runs)
 set(_py_ldpath ${CMAKE_BINARY_DIR}/lib/simcuda:${CUDAToolkit_LIBRARY_DIR})
-# mode (underscores for spaces in its arguments), the function that copies, its caller.
-foreach(case "main;to_device;step" "threads;to_device;step" "mp_spawn;to_device;step" "mp_fork;to_device;step"
-             "driver;driver_to_device;driver_step" "callback;to_device;callback_step")
+# mode (underscores for spaces in its arguments), the function that copies, its caller, whether the
+# copies run under the module's own frame (the main thread, or a child forked from it).
+foreach(case "main;to_device;step;outer" "threads;to_device;step;" "mp_spawn;to_device;step;" "mp_fork;to_device;step;outer"
+             "driver;driver_to_device;driver_step;outer" "callback;to_device;callback_step;outer")
   list(GET case 0 _mode)
   list(GET case 1 _func)
   list(GET case 2 _caller)
+  list(GET case 3 _outer)
   set(_args ${_mode})
   if(_mode MATCHES "^mp_")
     string(REPLACE "_" ";" _args ${_mode})
@@ -27,7 +29,8 @@ foreach(case "main;to_device;step" "threads;to_device;step" "mp_spawn;to_device;
                    -- ${GPUSPY_PYTHON3} ${_py_src}/cuda_copies.py ${_args})
   set_tests_properties(report.python.${_mode} PROPERTIES LABELS report TIMEOUT 600 FIXTURES_SETUP python_${_mode})
   add_test(NAME report.python.${_mode}.lines
-           COMMAND bash ${_py_src}/check_lines.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${_py_work}/python.${_mode} ${_func} ${_caller})
+           COMMAND bash ${_py_src}/check_lines.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${_py_work}/python.${_mode} ${_func} ${_caller}
+                   ${_outer})
   set_tests_properties(report.python.${_mode}.lines PROPERTIES LABELS report FIXTURES_REQUIRED python_${_mode})
 endforeach()
 # 8 threads copying at once (their captures intern Python frames concurrently): no ground-truth check
@@ -73,7 +76,8 @@ if(GPUSPY_SYSTEM_PYTHON3)
                      -- ${GPUSPY_SYSTEM_PYTHON3} ${_py_src}/cuda_copies.py main)
     set_tests_properties(report.python.system_main PROPERTIES LABELS report TIMEOUT 600 FIXTURES_SETUP python_system_main)
     add_test(NAME report.python.system_main.lines
-             COMMAND bash ${_py_src}/check_lines.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${_py_work}/python.system_main to_device step)
+             COMMAND bash ${_py_src}/check_lines.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${_py_work}/python.system_main to_device step
+                     outer)
     set_tests_properties(report.python.system_main.lines PROPERTIES LABELS report FIXTURES_REQUIRED python_system_main)
   endif()
 endif()
