@@ -219,9 +219,13 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId)
             }
         r.frames.push_back(f);
     }
+    bool python = false;
+    for (ReportFrame& f : r.frames) python |= f.python = wire::isPyFrame(f.address);
     size_t site = r.frames.size();
     for (size_t i = 0; i < r.frames.size(); ++i) {
-        r.frames[i].app = !isLibraryFrame(r.frames[i], pv);
+        // In a Python program the app's own code is its Python code: the interpreter, libffi, ctypes
+        // and a framework's native libraries in between are not where the user looks.
+        r.frames[i].app = python ? r.frames[i].python : !isLibraryFrame(r.frames[i], pv);
         if (r.frames[i].app && site == r.frames.size()) site = i;
     }
     // No app frame (a truncated stack, or everything inside a library): the first frame outside the
@@ -234,9 +238,17 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId)
     const ReportFrame& f = r.frames[site];
     char off[32];
     std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(f.offset));
+    auto named = [](const ReportFrame& g) {
+        std::string s = g.function;
+        if (!g.file.empty()) s += " (" + baseNameOf(g.file) + (g.line ? ":" + std::to_string(g.line) : "") + ")";
+        return s;
+    };
     if (!f.function.empty()) {
-        r.label = f.function;
-        if (!f.file.empty()) r.label += " (" + baseNameOf(f.file) + (f.line ? ":" + std::to_string(f.line) : "") + ")";
+        r.label = named(f);
+        // A Python site names its caller too ("to_device (app.py:8) ← step (app.py:10)"): helpers
+        // like to_device are called from many places, and a Python stack has no inlining to show it.
+        if (f.python && site + 1 < r.frames.size() && r.frames[site + 1].python)
+            r.label += " \u2190 " + named(r.frames[site + 1]);
     } else if (!f.module.empty()) {
         r.label = baseNameOf(f.module) + off;
     } else {

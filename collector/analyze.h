@@ -38,6 +38,7 @@ struct ReportFrame {
     uint64_t address = 0;
     bool inlined = false;
     bool app = true;       // false for CUDA runtime/driver/library and gpuspy frames
+    bool python = false;   // a Python frame: function, file and line of the interpreted code
 };
 
 // Where calls come from: the first frame of the application's own code (function + file:line), or

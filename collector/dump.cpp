@@ -149,6 +149,16 @@ std::string formatRecord(const Process& p, const RecordView& v)
         rest = fmt::format("{:#x}-{:#x} bias={:#x} {}", b.start, b.end, b.bias, escapeText(v.tail<ModuleDefBody>()));
         break;
     }
+    case RecordType::PyCodeDef: {
+        auto b = v.as<PyCodeDefBody>();
+        rest = fmt::format("code={} first_line={} {}", b.codeId, b.firstLine, escapeText(v.tail<PyCodeDefBody>()));
+        break;
+    }
+    case RecordType::PyFrameDef: {
+        auto b = v.as<PyFrameDefBody>();
+        rest = fmt::format("frame={} code={} line={} lasti={}", b.frameId, b.codeId, b.line, b.lasti);
+        break;
+    }
     case RecordType::ThreadDef:
         rest = fmt::format("tid={} {}", v.as<ThreadDefBody>().tid, escapeText(v.tail<ThreadDefBody>()));
         break;

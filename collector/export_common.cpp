@@ -190,7 +190,7 @@ std::vector<OutFrame> stackFrames(const Process& p, uint32_t stackId)
         auto sym = p.symbols.find(addr);
         if (sym != p.symbols.end() && !sym->second.empty()) {
             for (const Frame& fr : sym->second) {
-                OutFrame f{fr.function, fr.file, fr.line, fr.module, fr.inlined, true};
+                OutFrame f{fr.function, fr.file, fr.line, fr.module, fr.inlined, true, wire::isPyFrame(addr)};
                 if (f.function.empty()) f.function = (fr.module.empty() ? hex(addr) : baseName(fr.module) + "+" + hex(fr.offset));
                 out.push_back(std::move(f));
             }
@@ -206,7 +206,8 @@ std::vector<OutFrame> stackFrames(const Process& p, uint32_t stackId)
             }
         out.push_back(std::move(f));
     }
-    for (OutFrame& f : out) f.app = !isLibraryFrame(f);
+    const bool python = std::any_of(out.begin(), out.end(), [](const OutFrame& f) { return f.python; });
+    for (OutFrame& f : out) f.app = python ? f.python : !isLibraryFrame(f);
     std::reverse(out.begin(), out.end());
     return out;
 }

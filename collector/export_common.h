@@ -125,6 +125,7 @@ struct OutFrame {
     std::string module;
     bool inlined = false;
     bool app = true;       // false for CUDA's libraries, the runtime linked into the app, libc, gpuspy
+    bool python = false;   // a Python frame (then only Python frames are the app's)
 };
 // The frames of a stack, OUTERMOST first (the reverse of the wire order), inlined frames expanded.
 std::vector<OutFrame> stackFrames(const Process& p, uint32_t stackId);

@@ -22,6 +22,15 @@ std::string frameText(std::string s)
     return s.empty() ? std::string("[unknown]") : s;
 }
 
+// A Python frame carries its file and line, as py-spy writes them ("to_device (app.py:8)"): a Python
+// function is short and often defined in several files, and the line is what the user looks for.
+std::string foldedName(const OutFrame& f)
+{
+    if (!f.python || f.file.empty()) return f.function;
+    const size_t slash = f.file.rfind('/');
+    return f.function + " (" + f.file.substr(slash == std::string::npos ? 0 : slash + 1) + (f.line ? ":" + std::to_string(f.line) : "") + ")";
+}
+
 }  // namespace
 
 bool parseFoldedMetric(std::string_view name, FoldedMetric& out)
@@ -66,7 +75,7 @@ std::string exportFolded(const Capture& capture, FoldedMetric metric)
             auto it = prefixOfStack.find(c.stackId);
             if (it == prefixOfStack.end()) {
                 std::string prefix;
-                for (const OutFrame& f : stackFrames(p, c.stackId)) prefix += frameText(f.function) + ";";
+                for (const OutFrame& f : stackFrames(p, c.stackId)) prefix += frameText(foldedName(f)) + ";";
                 if (prefix.empty()) prefix = "[no stack];";
                 it = prefixOfStack.emplace(c.stackId, std::move(prefix)).first;
             }

@@ -82,6 +82,17 @@ void applyRecord(Process& p, const wire::RecordView& v, bool keepEvents)
         p.modules.push_back(ModuleInfo{b.start, b.end, b.bias, tailString(v.tail<ModuleDefBody>())});
         break;
     }
+    case RecordType::PyCodeDef: {
+        auto b = v.as<PyCodeDefBody>();
+        const SymbolText text = splitSymbolTail(v.tail<PyCodeDefBody>());
+        p.pyCodes[b.codeId] = PyCode{std::string(text.function), std::string(text.file), b.firstLine};
+        break;
+    }
+    case RecordType::PyFrameDef: {
+        auto b = v.as<PyFrameDefBody>();
+        p.pyFrames[b.frameId] = PyFrame{b.codeId, b.line};
+        break;
+    }
     case RecordType::ThreadDef:
         p.threads[v.as<ThreadDefBody>().tid] = tailString(v.tail<ThreadDefBody>());
         break;

@@ -34,6 +34,17 @@ struct Frame {
     bool inlined = false;
 };
 
+// A Python code object and a frame in it, as the shim sent them (PyCodeDef, PyFrameDef); a stack
+// refers to a frame by wire::kPyFrameTag | id.
+struct PyCode {
+    std::string function, file;
+    uint32_t firstLine = 0;
+};
+struct PyFrame {
+    uint32_t codeId = 0;
+    int32_t line = -1;
+};
+
 struct Process {
     uint32_t pid = 0, ppid = 0;
     std::string command;          // argv joined by spaces
@@ -49,6 +60,8 @@ struct Process {
     std::unordered_map<uint32_t, std::string> strings;          // NVTX messages and domains
     std::map<int, std::string> devices;                         // ordinal -> name
     std::unordered_map<uint64_t, std::vector<Frame>> symbols;   // address -> frames (after symbolize)
+    std::unordered_map<uint32_t, PyCode> pyCodes;               // Python code id -> function, file
+    std::unordered_map<uint32_t, PyFrame> pyFrames;             // Python frame id -> code, line
 
     std::vector<wire::CallBody> calls;    // in arrival order (per thread in time order)
     std::vector<wire::GpuSpanBody> spans; // GPU times, joined to calls by seq

@@ -44,7 +44,7 @@ bool usableDir(const char* dir)
 }
 
 // What a finished process needs until the end of the run, when it is symbolized and its symbols are
-// written: its identity, stacks and module map. The rest of its definitions (kernel names can be
+// written: its identity, stacks, module map and Python frames. The rest of its definitions (kernel names can be
 // thousands) is in the capture already.
 Process keptForSymbols(Process&& p)
 {
@@ -57,6 +57,8 @@ Process keptForSymbols(Process&& p)
     kept.lastNs = p.lastNs;
     kept.stacks = std::move(p.stacks);
     kept.modules = std::move(p.modules);
+    kept.pyCodes = std::move(p.pyCodes);
+    kept.pyFrames = std::move(p.pyFrames);
     kept.ended = p.ended;
     kept.end = p.end;
     kept.streamError = std::move(p.streamError);

@@ -202,11 +202,37 @@ std::vector<Frame> Symbolizer::lookup(uint64_t address)
 SymbolCache::SymbolCache() = default;
 SymbolCache::~SymbolCache() = default;
 
+namespace {
+
+// A Python frame of a stack: the function, file and line the shim resolved; "(python)" with no file
+// when its definition did not arrive (a stream cut short).
+Frame pythonFrame(const Process& proc, uint64_t pc)
+{
+    Frame f;
+    f.address = pc;
+    f.offset = wire::pyFrameId(pc);
+    f.function = "(python)";
+    auto fr = proc.pyFrames.find(wire::pyFrameId(pc));
+    if (fr == proc.pyFrames.end()) return f;
+    auto code = proc.pyCodes.find(fr->second.codeId);
+    if (code == proc.pyCodes.end()) return f;
+    f.function = code->second.function;
+    f.file = code->second.file;
+    f.line = fr->second.line > 0 ? uint32_t(fr->second.line) : 0;
+    return f;
+}
+
+}  // namespace
+
 void SymbolCache::symbolizeProcess(Process& proc)
 {
     for (const auto& [id, pcs] : proc.stacks) {
         for (uint64_t pc : pcs) {
             if (proc.symbols.count(pc)) continue;
+            if (wire::isPyFrame(pc)) {
+                proc.symbols.emplace(pc, std::vector<Frame>{pythonFrame(proc, pc)});
+                continue;
+            }
             // The latest module first, as Symbolizer::moduleOf.
             const ModuleInfo* m = nullptr;
             for (auto it = proc.modules.rbegin(); it != proc.modules.rend(); ++it)

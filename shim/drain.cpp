@@ -2,6 +2,9 @@
 // into wire records and writes them to the collector's socket or, with no collector, to a capture file
 // (the collector's compressed layout, capped by GPUSPY_MAX_BYTES).
 #include "shim/shim.h"
+#ifdef GPUSPY_HAVE_STACK
+#include "shim/python.h"
+#endif
 
 #include "wire/capture_format.h"
 #include "wire/codec.h"
@@ -714,6 +717,13 @@ void* drainMain(void*)
     const size_t ns = snapshotThreadStats(stats, 256);
     for (size_t i = 0; i < ns && kBufSize - out.n > 64; ++i)
         out.n += wire::encode(out.buf + out.n, kBufSize - out.n, stats[i]);
+#ifdef GPUSPY_HAVE_STACK
+    if (const size_t k = kBufSize - out.n > 1024 ? pythonNotice(out.buf + out.n, kBufSize - out.n) : 0) {
+        out.n += k;
+        countMade(1);
+        ++out.records;
+    }
+#endif
     countMade(ns + 1);
     wire::EndBody end{};
     end.endNs = nowNs();

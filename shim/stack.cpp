@@ -62,6 +62,7 @@
 
 #include "shim/shim.h"
 
+#include "shim/python.h"
 #include "shim/stack_fp.h"
 #include "wire/codec.h"
 
@@ -231,7 +232,7 @@ void coverFrames(const uint64_t* pcs, uint32_t n)
 {
     uint32_t count = g_moduleCount.load(std::memory_order_acquire);
     for (uint32_t i = 0; i < n; ++i) {
-        if (moduleCovers(pcs[i], count)) continue;
+        if (wire::isPyFrame(pcs[i]) || moduleCovers(pcs[i], count)) continue;
         scanModules();  // dlopen'd since the last scan; a no-op when nothing was loaded
         return;
     }
@@ -407,15 +408,27 @@ void* loadLibunwind()
 }
 
 // The frames from stackCapture's caller outwards (pcs[0] is the return address into it): drops
-// skipFrames of them and gpuspy's own, keeps depth, interns.
-uint32_t internCaptured(const uint64_t* pcs, unsigned n, unsigned skipFrames, unsigned depth)
+// skipFrames of them and gpuspy's own, keeps depth, interns. In a Python process the stack interned
+// is the merged one (the calling thread's Python frames in place of the eval loop's), and *nativeId,
+// when asked for, is the native stack's own id (what the frame-pointer cache keeps).
+uint32_t internCaptured(const uint64_t* pcs, unsigned n, unsigned skipFrames, unsigned depth, uint32_t* nativeId = nullptr)
 {
     unsigned first = skipFrames;
     while (first < n && pcs[first] - g_selfLo < g_selfHi - g_selfLo) ++first;
     if (first >= n) return 0;
     uint32_t count = n - first;
     if (count > depth) count = depth;
-    return intern(pcs + first, count);
+    if (pythonActive()) {
+        uint64_t merged[wire::kMaxStackDepth];
+        const uint32_t m = pythonMerge(pcs + first, count, merged, wire::kMaxStackDepth);
+        if (m > 0) {
+            if (nativeId) *nativeId = intern(pcs + first, count);
+            return intern(merged, m);
+        }
+    }
+    const uint32_t id = intern(pcs + first, count);
+    if (nativeId) *nativeId = id;
+    return id;
 }
 
 void sayOnce(bool& said, const char* msg)
@@ -455,6 +468,7 @@ void stackConfigure(unsigned depth)
         stackPrefault();
     }
     if (!g_pid) {
+        pythonConfigure();
         const char* fp = setting("GPUSPY_STACK_FP");
         stackUseFramePointers(!(fp && fp[0] == '0'));
     }
@@ -507,7 +521,9 @@ uint32_t stackCapture(unsigned skipFrames)
         if (walk.count > 0) {
             uint32_t id = 0;
             verdict = fpLookup(walk, &id);
-            if (verdict == FpVerdict::Verified) return id;
+            // The same native walk runs under many Python lines: merge this call's Python frames.
+            if (verdict == FpVerdict::Verified)
+                return pythonActive() ? internCaptured(walked, walk.count, skipFrames, depth) : id;
         }
     }
     // buf[0] is the return address inside stackCapture itself (unw_backtrace's caller); buf[1] on
@@ -521,8 +537,10 @@ uint32_t stackCapture(unsigned skipFrames)
     }
     if (n <= 1) return 0;
     const auto* pcs = reinterpret_cast<const uint64_t*>(buf + 1);
-    const uint32_t id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth);
-    if (verdict == FpVerdict::Unknown && id != 0) fpRecord(walk, pcs, uint32_t(n - 1), id);
+    uint32_t nativeId = 0;
+    const bool judge = verdict == FpVerdict::Unknown;  // the cache keeps the native stack's id
+    const uint32_t id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth, judge ? &nativeId : nullptr);
+    if (judge && nativeId != 0) fpRecord(walk, pcs, uint32_t(n - 1), nativeId);
     return id;
 }
 
@@ -537,6 +555,8 @@ size_t stackDrainDefs(uint8_t* out, size_t cap)
     uint32_t ready = g_drainStack;
     while (ready < limit && g_entries[ready].state.load(std::memory_order_acquire) != kWriting) ++ready;
     const uint32_t modules = g_moduleCount.load(std::memory_order_acquire);
+    // Python frame definitions, likewise published before the stacks that use them.
+    written += pythonDrainDefs(out, cap);
 
     while (g_drainModule < modules) {
         const ModuleEntry& m = g_modules[g_drainModule];
@@ -581,6 +601,7 @@ void stackAfterForkChild()
         }
     }
     if (forked) fpAfterForkChild();
+    pythonAfterForkChild(forked);
     g_drainModule = 0;
     g_drainStack = 0;
 }

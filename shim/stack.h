@@ -20,7 +20,8 @@ void stackConfigure(unsigned depth);
 // stackCapture), interns it, returns its id (0 = none/off/table full). In libgpuspy.so, further
 // innermost frames inside gpuspy's own library are dropped too. No allocation after the
 // thread's first capture, no lock unless the stack is new and references an unknown module.
-// Do not tail-call it: the caller's frame must still be on the stack.
+// Do not tail-call it: the caller's frame must still be on the stack. In a CPython process the
+// stack also carries the calling thread's Python frames where the eval loop is (shim/python.h).
 uint32_t stackCapture(unsigned skipFrames);
 
 // Drain thread (one at a time): encodes pending ModuleDef and StackDef records into out (modules

@@ -193,6 +193,25 @@ struct StackDefBody {
     uint32_t stackId;
     uint32_t depth;  // tail holds depth uint64_t return addresses, innermost first
 };
+// A Python frame in a StackDef's tail: kPyFrameTag | its PyFrameDef id. No user-space return address
+// has these top bits (x86-64 user addresses stay below 2^47), so a reader that does not know Python
+// frames shows an unknown address, and nothing else changes.
+inline constexpr uint64_t kPyFrameTag = 0xfff0000000000000ull;
+inline constexpr bool isPyFrame(uint64_t address) { return (address & 0xfff0000000000000ull) == kPyFrameTag; }
+inline constexpr uint32_t pyFrameId(uint64_t address) { return uint32_t(address); }
+struct PyCodeDefBody {
+    uint32_t codeId;
+    uint32_t firstLine;  // co_firstlineno
+    uint32_t length;     // tail: function name (co_qualname), '\0', file name (co_filename)
+    uint32_t pad0;
+};
+struct PyFrameDefBody {
+    uint32_t frameId;
+    uint32_t codeId;     // a PyCodeDef
+    int32_t line;        // source line of the instruction; -1 when the code has none there
+    int32_t lasti;       // instruction offset in code units; -1 before the first
+};
+static_assert(sizeof(PyFrameDefBody) == 16);
 struct ModuleDefBody {
     uint64_t start;   // lowest mapped address
     uint64_t end;
@@ -212,6 +231,8 @@ struct StringDefBody {
     uint32_t stringId;
     uint32_t length;
 };
+// NoticeBody::code values.
+inline constexpr uint32_t kNoticePythonFrames = 1;  // the shim's Python frame counts (shim/python.h)
 struct NoticeBody {
     uint32_t code;
     uint32_t length;
@@ -231,6 +252,7 @@ inline uint64_t tailLength(const ApiDefBody& b) { return b.length; }
 inline uint64_t tailLength(const KernelDefBody& b) { return b.length; }
 inline uint64_t tailLength(const StackDefBody& b) { return uint64_t(b.depth) * 8u; }  // 64-bit: a hostile depth must not wrap
 inline uint64_t tailLength(const ModuleDefBody& b) { return b.length; }
+inline uint64_t tailLength(const PyCodeDefBody& b) { return b.length; }
 inline uint64_t tailLength(const ThreadDefBody& b) { return b.length; }
 inline uint64_t tailLength(const DeviceDefBody& b) { return b.length; }
 inline uint64_t tailLength(const StringDefBody& b) { return b.length; }

@@ -1148,3 +1148,54 @@ TEST(Findings, RankedByEstimatedSavings)
 
 }  // namespace
 }  // namespace gpuspy::collect
+
+namespace gpuspy::collect {
+namespace {
+
+// Issue 18: a Python program's stack, as the shim merges it: cudart, libffi and the interpreter's
+// native frames, then the Python frames (kPyFrameTag | id) where the eval loop was, then main. The
+// call site is the innermost Python frame, named with its caller; native frames are not the app's.
+TEST(Analyze, PythonFramesAreTheAppsCode)
+{
+    ProcBuilder b;
+    const uint64_t cudart = 0x7f0000000400, ffi = 0x7f0000000500, interp = 0x401800, outer = 0x401900;
+    const uint64_t toDevice = wire::kPyFrameTag | 1, step = wire::kPyFrameTag | 2, module = wire::kPyFrameTag | 3;
+    b.p.stacks[1] = {cudart, ffi, interp, toDevice, step, module, outer};
+    b.p.symbols[cudart] = {Frame{cudart, "cudaMemcpy", "", 0, "/usr/lib/libcudart.so.12", 0x400, false}};
+    b.p.symbols[ffi] = {Frame{ffi, "ffi_call", "", 0, "/usr/lib/libffi.so.8", 0x500, false}};
+    b.p.symbols[interp] = {Frame{interp, "_PyObject_MakeTpCall", "Objects/call.c", 214, "/work/app", 0x1800, false}};
+    b.p.symbols[toDevice] = {Frame{toDevice, "to_device", "/src/app.py", 8, "", 1, false}};
+    b.p.symbols[step] = {Frame{step, "step", "/src/app.py", 10, "", 2, false}};
+    b.p.symbols[module] = {Frame{module, "<module>", "/src/app.py", 20, "", 3, false}};
+    b.p.symbols[outer] = {Frame{outer, "main", "main.c", 5, "/work/app", 0x1900, false}};
+    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, 10, 0, 10, false, 0, 0, 1);
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.callsites.size(), 1u);
+    const CallSite& s = r.callsites[0];
+    EXPECT_EQ(s.label, "to_device (app.py:8) \u2190 step (app.py:10)");
+    EXPECT_EQ(s.siteFrame, 3u);
+    ASSERT_EQ(s.frames.size(), 7u);
+    for (size_t i = 0; i < s.frames.size(); ++i) {
+        const bool python = i >= 3 && i <= 5;
+        EXPECT_EQ(s.frames[i].app, python) << i;  // the interpreter's own frames and main too: not the app's
+        EXPECT_EQ(s.frames[i].python, python) << i;
+    }
+}
+
+// The outermost Python frame has no Python caller to name.
+TEST(Analyze, PythonSiteWithoutPythonCaller)
+{
+    ProcBuilder b;
+    const uint64_t cudart = 0x7f0000000400, top = wire::kPyFrameTag | 7, outer = 0x401900;
+    b.p.stacks[1] = {cudart, top, outer};
+    b.p.symbols[cudart] = {Frame{cudart, "cudaMemcpy", "", 0, "/usr/lib/libcudart.so.12", 0x400, false}};
+    b.p.symbols[top] = {Frame{top, "<module>", "/src/app.py", 3, "", 7, false}};
+    b.p.symbols[outer] = {Frame{outer, "main", "main.c", 5, "/work/app", 0x1900, false}};
+    b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, 10, 0, 10, false, 0, 0, 1);
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.callsites.size(), 1u);
+    EXPECT_EQ(r.callsites[0].label, "<module> (app.py:3)");
+}
+
+}  // namespace
+}  // namespace gpuspy::collect

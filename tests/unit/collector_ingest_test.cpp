@@ -289,3 +289,25 @@ TEST(CollectorIngest, StackDepthThatWrapsIsNotTrusted)
     Process p = ingestStream(s.bytes.data(), s.bytes.size());
     EXPECT_TRUE(p.stacks.empty());
 }
+
+// Issue 18: the shim's Python definitions: code id -> function and file, frame id -> code and line.
+TEST(CollectorIngest, PythonDefinitionsFillTheirTables)
+{
+    StreamBuilder s;
+    const std::string text = std::string("Model.to_device\0/src/app.py", 27);
+    wire::PyCodeDefBody code{3, 7, uint32_t(text.size()), 0};
+    s.var(code, text.data(), code.length);
+    s.fixed(wire::PyFrameDefBody{5, 3, 8, 12});
+    Process p = ingestStream(s.bytes.data(), s.bytes.size());
+    EXPECT_EQ(p.streamError, "");
+    ASSERT_EQ(p.pyCodes.count(3), 1u);
+    EXPECT_EQ(p.pyCodes[3].function, "Model.to_device");
+    EXPECT_EQ(p.pyCodes[3].file, "/src/app.py");
+    EXPECT_EQ(p.pyCodes[3].firstLine, 7u);
+    ASSERT_EQ(p.pyFrames.count(5), 1u);
+    EXPECT_EQ(p.pyFrames[5].codeId, 3u);
+    EXPECT_EQ(p.pyFrames[5].line, 8);
+    EXPECT_TRUE(wire::isPyFrame(wire::kPyFrameTag | 5));
+    EXPECT_FALSE(wire::isPyFrame(0x7fffffffe000));
+    EXPECT_EQ(wire::pyFrameId(wire::kPyFrameTag | 5), 5u);
+}

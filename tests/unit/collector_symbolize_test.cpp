@@ -246,3 +246,24 @@ TEST(Symbolize, CacheSharesFilesAcrossProcessesAtOtherAddresses)
     EXPECT_NE(a.symbols.at(target).back().function.find("symbolTarget"), std::string::npos);
     EXPECT_EQ(a.symbols.at(target).back().line, symtest::kTargetLine);
 }
+
+// Issue 18: a stack's Python frames (kPyFrameTag | id) take the function, file and line the shim sent
+// (PyCodeDef, PyFrameDef), never a module lookup; one whose definition is missing reads "(python)".
+TEST(Symbolize, PythonFramesFromTheirDefinitions)
+{
+    Process p;
+    p.pyCodes[4] = PyCode{"Model.to_device", "/src/app.py", 7};
+    p.pyFrames[9] = PyFrame{4, 8};
+    p.pyFrames[10] = PyFrame{4, -1};
+    const uint64_t known = gpuspy::wire::kPyFrameTag | 9, noLine = gpuspy::wire::kPyFrameTag | 10,
+                   missing = gpuspy::wire::kPyFrameTag | 11;
+    p.stacks[1] = {known, noLine, missing};
+    symbolizeProcess(p);
+    ASSERT_EQ(p.symbols[known].size(), 1u);
+    EXPECT_EQ(p.symbols[known][0].function, "Model.to_device");
+    EXPECT_EQ(p.symbols[known][0].file, "/src/app.py");
+    EXPECT_EQ(p.symbols[known][0].line, 8u);
+    EXPECT_EQ(p.symbols[known][0].module, "");
+    EXPECT_EQ(p.symbols[noLine][0].line, 0u);
+    EXPECT_EQ(p.symbols[missing][0].function, "(python)");
+}

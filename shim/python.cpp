@@ -1,0 +1,497 @@
+// shim/python.cpp: reads the calling thread's CPython frame chain from inside a CUDA hook, interns
+// each frame as (code object, instruction offset) -> id, resolves a new one's function, file and line
+// once, and sends PyCodeDef/PyFrameDef records ahead of the stacks that use them.
+//
+// Safety. Nothing here calls the Python API: an API call can allocate, raise, take the GIL or run a
+// finalizer, inside a hook. The thread state comes from the interpreter's own TLS slot
+// (PyGILState_GetThisThreadState: pthread_getspecific, nothing else); the frames are read by their
+// known layout (only versions listed in kLayouts; any other runs native-only). Reading them is safe
+// whether or not the thread holds the GIL: they are this thread's own frames, the ones that are
+// executing the call we are inside of, and only this thread pushes or pops them; the code objects
+// are held by those frames, and their names, file names and line tables are immutable. (ctypes
+// releases the GIL around every foreign call: requiring it would leave the commonest path without
+// Python frames.) What is never done without the GIL: writing to any Python object; reading a
+// string's UTF-8 cache (another thread may be filling it): names are transcoded from the canonical
+// data. Every pointer is checked before it is followed (user-space range, alignment) and every code
+// object, string and bytes object by its type pointer; a failed check ends the chain there (counted).
+//
+// Identity. A code object can be freed and its address reused by another one. So a code entry keeps,
+// besides the address, the name, file and line table pointers and first line it was interned with;
+// a code object at a known address that differs in any of them is a new code object. (A new one equal
+// in all of them is the same function of the same source.)
+//
+// Memory, reserved on first use: code entries 1.25 MiB, their names 2 MiB, frame slots 2 MiB and
+// frame entries 0.75 MiB, touched as they fill; 1.5 KiB a thread (its last frames). Inserts take one
+// mutex (lookups take none), rare: once per new code object or new (code, offset).
+#include "shim/python.h"
+
+#include "shim/shim.h"
+#include "wire/codec.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace gpuspy::shim {
+
+namespace {
+
+// Offsets into the interpreter's structs, by minor version (from its headers; python3.11: checked by
+// tests/python and by printing offsetof against /usr/include/python3.11).
+struct Layout {
+    uint32_t minor;
+    uint32_t tstateCframe, cframeCurrent;                        // PyThreadState -> _PyCFrame -> frame
+    uint32_t frameCode, framePrevious, framePrevInstr, frameIsEntry;  // _PyInterpreterFrame
+    uint32_t codeAdaptive, codeQualname, codeFilename, codeFirstLine, codeLinetable;  // PyCodeObject
+};
+constexpr Layout kLayouts[] = {
+    {11, 56, 8, 32, 48, 56, 68, 184, 128, 112, 72, 136},
+};
+
+// Object headers common to the versions above.
+constexpr uint32_t kObType = 8;
+constexpr uint32_t kBytesSize = 16, kBytesData = 32;
+constexpr uint32_t kStrLength = 16, kStrState = 32, kStrAsciiData = 48, kStrCompactData = 72;
+
+constexpr uint32_t kMaxPyFrames = 64;  // per capture
+constexpr uint32_t kCodeSlots = 1u << 15, kMaxCodes = 1u << 14;
+constexpr uint32_t kFrameSlots = 1u << 17, kMaxFrames = 1u << 16;
+constexpr uint32_t kNameBytes = 2u << 20;
+constexpr uint32_t kMaxName = 1024;  // a longer function or file name is cut
+
+using TstateFn = void* (*)();
+
+struct CodeEntry {
+    std::atomic<uint64_t> code;  // 0 = free; written last
+    uint64_t name, file, linetable;
+    int32_t firstLine;
+    uint32_t codeId;
+};
+struct CodeDef {
+    uint32_t textOffset, textLength;  // "function\0file" in g_names
+    int32_t firstLine;
+};
+struct FrameSlot {
+    std::atomic<uint64_t> key;  // codeId << 32 | (lasti + 1); 0 = free; written last
+    uint32_t frameId;
+    uint32_t pad;
+};
+struct FrameDef {
+    uint32_t codeId;
+    int32_t line, lasti;
+};
+
+// Zero-initialised; set by pythonConfigure before any capture.
+bool g_active = false;
+const Layout* g_layout = nullptr;
+TstateFn g_ownTstate = nullptr, g_currentTstate = nullptr;
+uint64_t g_codeType = 0, g_strType = 0, g_bytesType = 0;
+uint64_t g_evalLo = 0, g_evalHi = 0;
+CodeEntry* g_codeSlots = nullptr;
+CodeDef* g_codes = nullptr;  // by codeId - 1
+char* g_names = nullptr;
+FrameSlot* g_frameSlots = nullptr;
+FrameDef* g_frames = nullptr;  // by frameId - 1
+uint32_t g_nameUsed = 0;
+std::atomic<uint32_t> g_codeCount{0}, g_frameCount{0};  // published: defs below are complete
+uint32_t g_drainCode = 0, g_drainFrame = 0;
+pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+std::atomic<uint64_t> g_withFrames{0}, g_withoutGil{0}, g_noThreadState{0}, g_badFrames{0};
+
+inline bool plausible(uint64_t p) { return p >= 4096 && p < (1ull << 47) && (p & 7) == 0; }
+
+template <class T>
+inline T at(uint64_t base, uint32_t offset)
+{
+    T v;
+    std::memcpy(&v, reinterpret_cast<const void*>(base + offset), sizeof v);
+    return v;
+}
+
+inline bool isA(uint64_t object, uint64_t type) { return plausible(object) && at<uint64_t>(object, kObType) == type; }
+
+inline uint64_t mix(uint64_t v)
+{
+    v = (v ^ (v >> 33)) * 0xff51afd7ed558ccdull;
+    return v ^ (v >> 29);
+}
+
+// A str object as UTF-8 into out (at most cap - 1 bytes, cut at a character); its length. Compact
+// strings only (every identifier and file name the compiler makes); "?" otherwise.
+uint32_t utf8Of(uint64_t str, char* out, uint32_t cap)
+{
+    if (!isA(str, g_strType)) {
+        out[0] = '?';
+        return 1;
+    }
+    const uint64_t length = at<uint64_t>(str, kStrLength);
+    const uint32_t state = at<uint32_t>(str, kStrState);
+    const uint32_t kind = (state >> 2) & 7;
+    const bool compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+    if (!compact || (kind != 1 && kind != 2 && kind != 4)) {
+        out[0] = '?';
+        return 1;
+    }
+    const uint64_t data = str + (ascii ? kStrAsciiData : kStrCompactData);
+    uint32_t n = 0;
+    for (uint64_t i = 0; i < length; ++i) {
+        uint32_t c = kind == 1 ? at<uint8_t>(data, uint32_t(i)) : kind == 2 ? at<uint16_t>(data, uint32_t(2 * i)) : at<uint32_t>(data, uint32_t(4 * i));
+        char enc[4];
+        uint32_t k;
+        if (c < 0x80) enc[0] = char(c), k = 1;
+        else if (c < 0x800) enc[0] = char(0xc0 | c >> 6), enc[1] = char(0x80 | (c & 0x3f)), k = 2;
+        else if (c < 0x10000) enc[0] = char(0xe0 | c >> 12), enc[1] = char(0x80 | ((c >> 6) & 0x3f)), enc[2] = char(0x80 | (c & 0x3f)), k = 3;
+        else enc[0] = char(0xf0 | c >> 18), enc[1] = char(0x80 | ((c >> 12) & 0x3f)), enc[2] = char(0x80 | ((c >> 6) & 0x3f)), enc[3] = char(0x80 | (c & 0x3f)), k = 4;
+        if (n + k >= cap) break;
+        std::memcpy(out + n, enc, k);
+        n += k;
+    }
+    return n;
+}
+
+// The 3.11 line table (Objects/locations.md): entries of 1-8 code units, each opening with a byte
+// 1ccccnnn (code, units - 1); the line moves by a delta per entry (code 15: no line). The line of
+// code unit lasti; the first line for lasti < 0; -1 where the table says none or ends first.
+uint32_t readVarint(const uint8_t*& p, const uint8_t* end)
+{
+    uint32_t v = 0, shift = 0;
+    while (p < end) {
+        const uint8_t b = *p++;
+        v |= uint32_t(b & 63) << shift;
+        shift += 6;
+        if (!(b & 64) || shift > 24) break;
+    }
+    return v;
+}
+
+int32_t lineOf(uint64_t linetable, int32_t firstLine, int32_t lasti)
+{
+    if (lasti < 0) return firstLine;
+    const int64_t size = at<int64_t>(linetable, kBytesSize);
+    if (size <= 0 || size > (1 << 24)) return -1;
+    const auto* p = reinterpret_cast<const uint8_t*>(linetable + kBytesData);
+    const uint8_t* end = p + size;
+    int32_t line = firstLine, unit = 0;
+    while (p < end) {
+        const uint8_t head = *p++;
+        const uint32_t code = (head >> 3) & 15;
+        const int32_t units = (head & 7) + 1;
+        int32_t delta = 0;
+        if (code == 14 || code == 13) {
+            const uint32_t v = readVarint(p, end);
+            delta = (v & 1) ? -int32_t(v >> 1) : int32_t(v >> 1);
+        } else if (code >= 10 && code <= 12) {
+            delta = int32_t(code) - 10;
+        }
+        line += delta;
+        if (lasti < unit + units) return code == 15 ? -1 : line;
+        unit += units;
+        while (p < end && !(*p & 0x80)) ++p;  // the entry's columns
+    }
+    return -1;
+}
+
+// Under g_lock: a new code entry and its definition; 0 when full.
+uint32_t newCode(uint64_t code, uint64_t name, uint64_t file, uint64_t linetable, int32_t firstLine, uint32_t slot)
+{
+    const uint32_t count = g_codeCount.load(std::memory_order_relaxed);
+    if (count >= kMaxCodes || g_nameUsed + 2 * kMaxName > kNameBytes) return 0;
+    char* text = g_names + g_nameUsed;
+    uint32_t n = utf8Of(name, text, kMaxName);
+    text[n++] = 0;
+    n += utf8Of(file, text + n, kMaxName);
+    g_codes[count] = CodeDef{g_nameUsed, n, firstLine};
+    g_nameUsed += n;
+    CodeEntry& e = g_codeSlots[slot];
+    e.name = name;
+    e.file = file;
+    e.linetable = linetable;
+    e.firstLine = firstLine;
+    e.codeId = count + 1;
+    e.code.store(code, std::memory_order_release);
+    g_codeCount.store(count + 1, std::memory_order_release);
+    return count + 1;
+}
+
+// Looks code up in the code slots (with the entry's name, file, line table and first line); with
+// insert, a miss takes a free slot. The id, or 0.
+uint32_t findCode(uint64_t code, bool insert)
+{
+    const Layout& L = *g_layout;
+    const uint64_t name = at<uint64_t>(code, L.codeQualname), file = at<uint64_t>(code, L.codeFilename);
+    const uint64_t linetable = at<uint64_t>(code, L.codeLinetable);
+    const int32_t firstLine = at<int32_t>(code, L.codeFirstLine);
+    uint32_t slot = uint32_t(mix(code)) & (kCodeSlots - 1);
+    for (uint32_t probes = 0; probes < kCodeSlots; ++probes, slot = (slot + 1) & (kCodeSlots - 1)) {
+        const CodeEntry& e = g_codeSlots[slot];
+        const uint64_t key = e.code.load(std::memory_order_acquire);
+        if (key == 0) return insert ? newCode(code, name, file, linetable, firstLine, slot) : 0;
+        if (key == code && e.name == name && e.file == file && e.linetable == linetable && e.firstLine == firstLine)
+            return e.codeId;
+    }
+    return 0;
+}
+
+// The id of a checked code object (a new one's name and file copied once); 0 when full.
+uint32_t internCode(uint64_t code)
+{
+    if (const uint32_t id = findCode(code, false)) return id;
+    pthread_mutex_lock(&g_lock);
+    const uint32_t id = findCode(code, true);
+    pthread_mutex_unlock(&g_lock);
+    return id;
+}
+
+// The id of (code, lasti), its line resolved once; 0 when full.
+uint32_t internFrame(uint32_t codeId, uint64_t code, int32_t lasti)
+{
+    const uint64_t key = uint64_t(codeId) << 32 | uint32_t(lasti + 1);
+    const uint32_t start = uint32_t(mix(key)) & (kFrameSlots - 1);
+    uint32_t slot = start;
+    for (uint32_t probes = 0; probes < kFrameSlots; ++probes, slot = (slot + 1) & (kFrameSlots - 1)) {
+        const uint64_t k = g_frameSlots[slot].key.load(std::memory_order_acquire);
+        if (k == key) return g_frameSlots[slot].frameId;
+        if (k == 0) break;
+    }
+    pthread_mutex_lock(&g_lock);
+    uint32_t id = 0;
+    slot = start;
+    for (uint32_t probes = 0; probes < kFrameSlots; ++probes, slot = (slot + 1) & (kFrameSlots - 1)) {
+        FrameSlot& s = g_frameSlots[slot];
+        const uint64_t k = s.key.load(std::memory_order_acquire);
+        if (k == key) {
+            id = s.frameId;
+            break;
+        }
+        if (k != 0) continue;
+        const uint32_t count = g_frameCount.load(std::memory_order_relaxed);
+        if (count >= kMaxFrames) break;
+        const Layout& L = *g_layout;
+        const uint64_t linetable = at<uint64_t>(code, L.codeLinetable);
+        const int32_t firstLine = at<int32_t>(code, L.codeFirstLine);
+        const int32_t line = isA(linetable, g_bytesType) ? lineOf(linetable, firstLine, lasti) : -1;
+        g_frames[count] = FrameDef{codeId, line, lasti};
+        s.frameId = count + 1;
+        s.key.store(key, std::memory_order_release);
+        g_frameCount.store(count + 1, std::memory_order_release);
+        id = count + 1;
+        break;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return id;
+}
+
+// Each thread's last frames, direct-mapped by (code, offset): a loop calls CUDA from the same few
+// lines, and a hit costs a few loads from the code object (hot: the interpreter runs it) instead of
+// two probes of tables that are megabytes apart. An entry holds what findCode compares, so a code
+// object freed and another made at its address is a miss. Initial-exec TLS, zero-initialised.
+struct FrameMemo {
+    uint64_t code, name, file, linetable;
+    int32_t firstLine, lasti;
+    uint32_t id, pad;
+};
+constexpr uint32_t kMemoBits = 5;
+thread_local FrameMemo t_memo[1u << kMemoBits];
+
+// The id of the frame at lasti in the checked code object; 0 when the tables are full.
+uint32_t frameId(uint64_t code, int32_t lasti)
+{
+    const Layout& L = *g_layout;
+    const uint64_t name = at<uint64_t>(code, L.codeQualname), file = at<uint64_t>(code, L.codeFilename);
+    const uint64_t linetable = at<uint64_t>(code, L.codeLinetable);
+    const int32_t firstLine = at<int32_t>(code, L.codeFirstLine);
+    FrameMemo& m = t_memo[mix(code ^ uint64_t(uint32_t(lasti)) << 47) >> (64 - kMemoBits)];
+    if (m.code == code && m.lasti == lasti && m.name == name && m.file == file && m.linetable == linetable &&
+        m.firstLine == firstLine)
+        return m.id;
+    const uint32_t codeId = internCode(code);
+    const uint32_t id = codeId ? internFrame(codeId, code, lasti) : 0;
+    if (id) m = FrameMemo{code, name, file, linetable, firstLine, lasti, id, 0};
+    return id;
+}
+
+struct PyFrame {
+    uint32_t id;
+    bool entry;  // the outermost Python frame its native eval-loop frame runs
+};
+
+// The calling thread's Python frames, innermost first, into out; how many.
+uint32_t walkFrames(PyFrame* out, uint32_t cap)
+{
+    const uint64_t tstate = reinterpret_cast<uint64_t>(g_ownTstate());
+    if (!plausible(tstate)) {
+        g_noThreadState.fetch_add(1, std::memory_order_relaxed);
+        return 0;
+    }
+    const Layout& L = *g_layout;
+    const uint64_t cframe = at<uint64_t>(tstate, L.tstateCframe);
+    if (!plausible(cframe)) return 0;
+    uint64_t frame = at<uint64_t>(cframe, L.cframeCurrent);
+    uint32_t n = 0;
+    while (frame != 0 && n < cap) {
+        if (!plausible(frame)) {
+            g_badFrames.fetch_add(1, std::memory_order_relaxed);
+            break;
+        }
+        const uint64_t code = at<uint64_t>(frame, L.frameCode);
+        if (!isA(code, g_codeType)) {
+            g_badFrames.fetch_add(1, std::memory_order_relaxed);
+            break;
+        }
+        const uint64_t prev = at<uint64_t>(frame, L.framePrevInstr);
+        const uint64_t first = code + L.codeAdaptive;
+        const int32_t lasti = prev >= first && prev - first < (1ull << 30) ? int32_t((prev - first) / 2) : -1;
+        const uint32_t id = frameId(code, lasti);
+        if (id == 0) break;  // full
+        out[n++] = PyFrame{id, at<uint8_t>(frame, L.frameIsEntry) != 0};
+        frame = at<uint64_t>(frame, L.framePrevious);
+    }
+    if (n > 0) {
+        g_withFrames.fetch_add(1, std::memory_order_relaxed);
+        if (g_currentTstate && reinterpret_cast<uint64_t>(g_currentTstate()) != tstate)
+            g_withoutGil.fetch_add(1, std::memory_order_relaxed);
+    }
+    return n;
+}
+
+void* reserve(size_t bytes)
+{
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+}
+
+void say(const char* msg)
+{
+    const ssize_t r = write(2, msg, strlen(msg));
+    (void)r;
+}
+
+}  // namespace
+
+void pythonConfigure()
+{
+    if (g_layout) return;
+    const char* mode = setting("GPUSPY_PYTHON");
+    if (mode && mode[0] == '0') return;
+    const bool asked = mode && mode[0] == '1';
+    const auto* version = static_cast<const unsigned long*>(dlsym(RTLD_DEFAULT, "Py_Version"));
+    auto own = reinterpret_cast<TstateFn>(dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState"));
+    void* eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    if (!own || !eval) {
+        if (asked) say("gpuspy: GPUSPY_PYTHON=1 but this process runs no CPython; native stacks only\n");
+        return;
+    }
+    const Layout* layout = nullptr;
+    if (version && (*version >> 24) == 3)
+        for (const Layout& L : kLayouts)
+            if (L.minor == ((*version >> 16) & 0xff)) layout = &L;
+    if (!layout) {
+        say("gpuspy: this CPython's frame layout is not one gpuspy knows (3.11); native stacks only\n");
+        return;
+    }
+    Dl_info info{};
+    ElfW(Sym)* sym = nullptr;
+    if (!dladdr1(eval, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) || !sym || sym->st_size == 0) return;
+    g_codeType = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "PyCode_Type"));
+    g_strType = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "PyUnicode_Type"));
+    g_bytesType = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "PyBytes_Type"));
+    if (!g_codeType || !g_strType || !g_bytesType) return;
+    g_codeSlots = static_cast<CodeEntry*>(reserve(kCodeSlots * sizeof(CodeEntry)));
+    g_codes = static_cast<CodeDef*>(reserve(kMaxCodes * sizeof(CodeDef)));
+    g_names = static_cast<char*>(reserve(kNameBytes));
+    g_frameSlots = static_cast<FrameSlot*>(reserve(kFrameSlots * sizeof(FrameSlot)));
+    g_frames = static_cast<FrameDef*>(reserve(kMaxFrames * sizeof(FrameDef)));
+    if (!g_codeSlots || !g_codes || !g_names || !g_frameSlots || !g_frames) return;
+    g_evalLo = reinterpret_cast<uint64_t>(eval);
+    g_evalHi = g_evalLo + sym->st_size;
+    g_ownTstate = own;
+    g_currentTstate = reinterpret_cast<TstateFn>(dlsym(RTLD_DEFAULT, "_PyThreadState_UncheckedGet"));
+    g_layout = layout;
+    g_active = true;
+}
+
+bool pythonActive() { return g_active; }
+
+uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t cap)
+{
+    PyFrame py[kMaxPyFrames];
+    const uint32_t count = walkFrames(py, kMaxPyFrames);
+    if (count == 0) return 0;
+    uint32_t m = 0, next = 0;
+    for (uint32_t i = 0; i < n && m < cap; ++i) {
+        // A return address into the eval loop: the Python frames that loop runs, up to its entry frame.
+        if (pcs[i] - 1 - g_evalLo < g_evalHi - g_evalLo && next < count) {
+            do {
+                out[m++] = wire::kPyFrameTag | py[next].id;
+            } while (!py[next++].entry && next < count && m < cap);
+            continue;
+        }
+        out[m++] = pcs[i];
+    }
+    // Frames of eval loops beyond the captured native depth: outer to every native frame taken.
+    while (next < count && m < cap) out[m++] = wire::kPyFrameTag | py[next++].id;
+    return m;
+}
+
+size_t pythonDrainDefs(uint8_t* out, size_t cap)
+{
+    if (!g_active) return 0;
+    size_t written = 0;
+    const uint32_t codes = g_codeCount.load(std::memory_order_acquire);
+    while (g_drainCode < codes) {
+        const CodeDef& c = g_codes[g_drainCode];
+        wire::PyCodeDefBody body{g_drainCode + 1, uint32_t(c.firstLine), c.textLength, 0};
+        const size_t n = wire::encodeVar(out + written, cap - written, body, g_names + c.textOffset, c.textLength);
+        if (n == 0) return written;
+        written += n;
+        ++g_drainCode;
+    }
+    const uint32_t frames = g_frameCount.load(std::memory_order_acquire);
+    while (g_drainFrame < frames) {
+        const FrameDef& f = g_frames[g_drainFrame];
+        wire::PyFrameDefBody body{g_drainFrame + 1, f.codeId, f.line, f.lasti};
+        const size_t n = wire::encode(out + written, cap - written, body);
+        if (n == 0) return written;
+        written += n;
+        ++g_drainFrame;
+    }
+    return written;
+}
+
+void pythonAfterForkChild(bool forked)
+{
+    if (forked) pthread_mutex_init(&g_lock, nullptr);
+    g_drainCode = 0;
+    g_drainFrame = 0;
+}
+
+PythonStats pythonStats()
+{
+    return PythonStats{g_withFrames.load(), g_withoutGil.load(), g_noThreadState.load(), g_badFrames.load(),
+                       g_codeCount.load(), g_frameCount.load()};
+}
+
+size_t pythonNotice(uint8_t* out, size_t cap)
+{
+    if (!g_active) return 0;
+    const PythonStats s = pythonStats();
+    char text[400];
+    const int n = snprintf(text, sizeof text,
+                           "python: %llu stacks with Python frames (%llu on threads that had released the GIL); "
+                           "%llu on threads without a Python thread state (native frames only); %llu frame chains "
+                           "cut at a frame that failed a check; %u code objects, %u frames interned",
+                           static_cast<unsigned long long>(s.withFrames), static_cast<unsigned long long>(s.withoutGil),
+                           static_cast<unsigned long long>(s.noThreadState), static_cast<unsigned long long>(s.badFrames),
+                           s.codes, s.frames);
+    if (n <= 0 || size_t(n) >= sizeof text) return 0;
+    wire::NoticeBody body{wire::kNoticePythonFrames, uint32_t(n)};
+    return wire::encodeVar(out, cap, body, text, uint32_t(n));
+}
+
+}  // namespace gpuspy::shim

@@ -1,0 +1,47 @@
+// shim/python.h: the Python frames of a CUDA call: when the process runs CPython, the calling thread's
+// own frame chain is read (no Python API, no lock of the interpreter's), interned as code object +
+// instruction offset, and merged into the native stack where the interpreter's eval loop sits.
+#pragma once
+
+#include "shim/stack.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gpuspy::shim {
+
+// From GPUSPY_PYTHON (0: off; 1 or auto, the default: on when the process runs a CPython whose frame
+// layout python.cpp knows; 1 says on stderr when it cannot be). Called by stackConfigure, once.
+void pythonConfigure();
+
+// A supported interpreter was found and capture is on.
+bool pythonActive();
+
+// App thread, in a hook: pcs[0..n) are the native frames, innermost first, already trimmed. Writes
+// them to out with each return address into the eval loop replaced by the Python frames it runs
+// (kPyFrameTag | id), Python frames outer to the last native one appended; at most cap entries.
+// Returns how many, or 0 when the thread has no Python frames (the caller keeps the native stack).
+uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t cap);
+
+// Drain thread: pending PyCodeDef and PyFrameDef records into out; bytes written (0: none pending or
+// no room for the next one).
+size_t pythonDrainDefs(uint8_t* out, size_t cap);
+
+// A new stream (forked child, or the collector went away): every definition is pending again.
+void pythonAfterForkChild(bool forked);
+
+struct PythonStats {
+    uint64_t withFrames;     // captures that carried Python frames
+    uint64_t withoutGil;     // ... of which the thread had released the GIL (a ctypes call does)
+    uint64_t noThreadState;  // captures on a thread without a Python thread state: native only
+    uint64_t badFrames;      // frame chains cut short at a frame that failed a check
+    uint32_t codes, frames;  // interned code objects, interned (code, offset) frames
+};
+PythonStats pythonStats();
+
+// Drain thread, at the end of the stream: a Notice with pythonStats' counts (how many captures had
+// Python frames, how many fell back to native frames and why) into out; bytes written, 0 when
+// capture is off.
+size_t pythonNotice(uint8_t* out, size_t cap);
+
+}  // namespace gpuspy::shim
