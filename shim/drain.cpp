@@ -622,6 +622,19 @@ struct OutBuffer {
     }
 };
 
+// The collector's words on our stream's socket (gpuspy ctl start/stop): read between passes, never
+// waiting; the app's calls only ever see the switch they flip.
+void readControl()
+{
+    if (!g_out.socket || g_out.own.fd < 0) return;
+    uint8_t words[64];
+    const ssize_t n = recv(g_out.own.fd, words, sizeof words, MSG_DONTWAIT);
+    for (ssize_t i = 0; i < n; ++i) {
+        if (words[i] == wire::kControlStart) windowOpen(wire::WindowTrigger::Control, nowNs(), 0);
+        else if (words[i] == wire::kControlStop) windowClose(wire::WindowTrigger::Control, nowNs(), 0);
+    }
+}
+
 // Window edges waiting (window.cpp); final: and the Tally. Made here, so counted here.
 void encodeWindowRecords(OutBuffer& out, bool final)
 {
@@ -709,7 +722,10 @@ void* drainMain(void*)
         const uint32_t wakeSeq = g_wakeSeq.load(std::memory_order_seq_cst);
         const uint64_t flushReq = g_flushReq.load(std::memory_order_acquire);
         const bool waitGpu = stopping && !g_fast.load(std::memory_order_acquire);
-        if (!stopping) windowTick(nowNs());
+        if (!stopping) {
+            readControl();
+            windowTick(nowNs());
+        }
         if (drainLanes(out, items, waitGpu) == 0) {
             out.flush();
             g_flushAck.store(flushReq, std::memory_order_release);

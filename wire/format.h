@@ -167,6 +167,11 @@ struct EndBody {
 };
 static_assert(sizeof(EndBody) == 40);
 
+// The control channel: single bytes the collector sends a shim over its stream's socket (the shim's
+// drain thread reads them between passes, never blocking the app): start or stop recording.
+inline constexpr uint8_t kControlStart = 'S';
+inline constexpr uint8_t kControlStop = 'P';
+
 // Capture windows (gpuspy record --capture-range, collect --paused, ctl start/stop): only calls made
 // while a window is open are recorded; the others are counted, by category, in every Window record.
 enum class WindowEdge : uint8_t {
