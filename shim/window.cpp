@@ -145,6 +145,12 @@ void windowConfigure()
     g_opened.store(0);
     g_timeStarted.store(false);
     g_window.store(g_cfg.windowed ? 0 : kNoWindows, std::memory_order_release);
+    // --duration without --delay: recording from the start (not from the drain thread's first pass,
+    // which comes after the first calls).
+    if (g_cfg.mode == Mode::Time && g_cfg.delayNs == 0 && !(paused && paused[0] == '1')) {
+        g_timeStarted.store(true);
+        windowOpen(wire::WindowTrigger::Time, g_cfg.loadNs, 0);
+    }
 }
 
 bool windowOpen(wire::WindowTrigger trigger, uint64_t atNs, uint32_t tid)

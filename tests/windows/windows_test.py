@@ -115,6 +115,21 @@ elif case == "delay_duration":
         fail("launches inside %d, left out %d" % (w["launches"], cw["left_out_launches"]))
     if w["left_out_before"] == 0:
         fail("nothing left out before a delayed window")
+elif case == "duration_only":
+    # --duration alone: recording from the very first call, for at least the duration.
+    r, _ = record(["--duration", "0.5"], ("timed", "2500"))
+    cw = windows(r)
+    expect("windows", len(cw["windows"]), 1)
+    w = cw["windows"][0]
+    expect("trigger", (w["trigger"], w["ended_by"]), ("time", "time"))
+    expect("left out before", w["left_out_before"], 0)
+    # Its length is not checked here: the duration counts from the library's load, the report's times
+    # from the process's first CUDA call (cudart's start-up, of any length on a loaded machine, lies
+    # between). delay_duration checks the length of a window that opens after the start.
+    if w["launches"] == 0:
+        fail("no launch recorded in the window")
+    if cw["left_out_launches"] == 0:
+        fail("nothing left out after the window")
 elif case == "dormant_counts":
     # Every launch is either recorded in a window or counted as left out: none is lost.
     r, _ = record(["--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat"])
