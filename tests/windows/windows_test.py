@@ -3,6 +3,8 @@
 server_loop (tests/windows/server_loop.cu), whose brackets hold known launch counts; the JSON report's
 capture_windows must count exactly those. Usage: windows_test.py GPUSPY SERVER_LOOP CASE"""
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -14,10 +16,11 @@ def fail(msg):
     sys.exit(1)
 
 
-def record(options, app_args=("brackets",), expect_rc=0):
+def record(options, app_args=("brackets",), expect_rc=0, env=None):
     out = "%s.gspy" % case
     argv = [cli, "record", "--sim", "-f", "-o", out, "--format", "json"] + list(options) + ["--", app] + list(app_args)
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=100)
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=100,
+                       env=dict(os.environ, **(env or {})))
     if p.returncode != expect_rc:
         fail("%s exited %d: %s" % (argv, p.returncode, p.stderr))
     return json.loads(p.stdout), p
@@ -69,6 +72,29 @@ elif case == "profiler_repeat":
     expect("launches per window", launches(r), [4, 8, 12])
     expect("launches left out", windows(r)["left_out_launches"], TOTAL_LAUNCHES - 24)
     expect("left out before window 2", windows(r)["windows"][1]["left_out_launches_before"], 10)
+elif case == "profiler_truth":
+    # Against the simulated driver's ground truth: each window lies between the cuProfilerStart that
+    # opened it and the cuProfilerStop that closed it (SIMCUDA_TRACE "profiler" lines, times inside
+    # those calls; the shim opens after the start returned and closes before the stop is called).
+    trace = os.path.abspath("%s.trace.jsonl" % case)
+    if os.path.exists(trace):
+        os.unlink(trace)
+    r, _ = record(["--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat"], env={"SIMCUDA_TRACE": trace})
+    truth = [json.loads(l) for l in open(trace) if '"profiler"' in l]
+    starts = [t["t"] for t in truth if t["what"] == "start" and t["changed"]]
+    stops = [t["t"] for t in truth if t["what"] == "stop" and t["changed"]]
+    expect("profiler starts and stops in the trace", (len(starts), len(stops)), (3, 3))
+    dump = subprocess.run([cli, "dump", "%s.gspy" % case], stdout=subprocess.PIPE, text=True, check=True).stdout
+    edges = {}
+    for m in re.finditer(r"Window t=(\d+) index=(\d+) edge=(\d)", dump):
+        edges[(int(m.group(2)), int(m.group(3)))] = int(m.group(1))
+    for i in range(3):
+        begin, end = edges.get((i + 1, 1)), edges.get((i + 1, 2))
+        if begin is None or end is None:
+            fail("window %d's edges are missing from the capture: %r" % (i + 1, edges))
+        if not (starts[i] <= begin <= end <= stops[i]):
+            fail("window %d [%d, %d] is not inside the driver's start %d and stop %d" % (i + 1, begin, end, starts[i], stops[i]))
+    expect("launches per window", launches(r), [4, 8, 12])
 elif case == "profiler_repeat_2":
     r, _ = record(["--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat:2"])
     expect("launches per window", launches(r), [4, 8])
