@@ -31,6 +31,7 @@ unsigned g_forkGen = 0;  // a forked child's threads register again
 enum class Mode : uint8_t { None, ProfilerApi, Nvtx, Time };
 struct Config {
     bool windowed = false;  // any window setting: recording starts closed
+    bool paused = false;    // GPUSPY_PAUSED=1: only the collector's control opens a window
     Mode mode = Mode::None;
     char nvtxName[256] = {};
     char nvtxDomain[256] = {};  // empty: any domain
@@ -115,6 +116,15 @@ void countLeftOut(Api api)
     countLeftOutSlow(api);
 }
 
+// --duration without --delay: recording from the start (not from the drain thread's first pass,
+// which comes after the first calls).
+void openTimeWindowAtStart(uint64_t at)
+{
+    if (g_cfg.mode != Mode::Time || g_cfg.delayNs != 0 || g_cfg.paused) return;
+    g_timeStarted.store(true);
+    windowOpen(wire::WindowTrigger::Time, at, 0);
+}
+
 void windowConfigure()
 {
     // At load (settings.cpp: NVTX may come before any CUDA call) and again at the first recorded call
@@ -141,16 +151,12 @@ void windowConfigure()
         g_cfg.mode = Mode::Time;
     }
     if (end && strncmp(end, "repeat", 6) == 0) g_cfg.maxWindows = end[6] == ':' ? uint32_t(strtoul(end + 7, nullptr, 10)) : 0;
-    g_cfg.windowed = g_cfg.mode != Mode::None || (paused && paused[0] == '1');
+    g_cfg.paused = paused && paused[0] == '1';
+    g_cfg.windowed = g_cfg.mode != Mode::None || g_cfg.paused;
     g_opened.store(0);
     g_timeStarted.store(false);
     g_window.store(g_cfg.windowed ? 0 : kNoWindows, std::memory_order_release);
-    // --duration without --delay: recording from the start (not from the drain thread's first pass,
-    // which comes after the first calls).
-    if (g_cfg.mode == Mode::Time && g_cfg.delayNs == 0 && !(paused && paused[0] == '1')) {
-        g_timeStarted.store(true);
-        windowOpen(wire::WindowTrigger::Time, g_cfg.loadNs, 0);
-    }
+    openTimeWindowAtStart(g_cfg.loadNs);
 }
 
 bool windowOpen(wire::WindowTrigger trigger, uint64_t atNs, uint32_t tid)
@@ -284,6 +290,7 @@ void windowAfterForkChild()
     g_opened.store(0);
     g_timeStarted.store(false);
     g_window.store(g_cfg.windowed ? 0 : kNoWindows, std::memory_order_release);
+    openTimeWindowAtStart(nowNs());
 }
 
 }  // namespace gpuspy::shim
