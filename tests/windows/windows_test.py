@@ -126,17 +126,18 @@ elif case == "nvtx_never":
     if "NO WINDOW OPENED" not in text:
         fail("the text report does not say NO WINDOW OPENED:\n" + text)
 elif case == "delay_duration":
-    # One launch a millisecond for 3 s; the window opens 0.5 s after the start and lasts 0.5 s. Only
-    # bounds a loaded machine cannot break: a window closes no earlier than its duration (it may close
-    # later: the shim's own thread notices), and it opens no earlier than the delay.
-    r, _ = record(["--delay", "0.5", "--duration", "0.5"], ("timed", "3000"))
+    # One launch a millisecond for 4 s; the window opens 0.5 s after the start and lasts 0.5 s. Only
+    # bounds a loaded machine cannot break: a window closes no earlier than its duration (later, when
+    # the shim's own thread is held up, but by its timer: ended by "time", before the process ended),
+    # and something was left out before it (the delay).
+    r, _ = record(["--delay", "0.5", "--duration", "0.5"], ("timed", "4000"))
     cw = windows(r)
     expect("windows", len(cw["windows"]), 1)
     w = cw["windows"][0]
     expect("trigger", (w["trigger"], w["ended_by"]), ("time", "time"))
     length = w["end_ns"] - w["begin_ns"]
-    if length < 500_000_000 or length > 2_500_000_000:
-        fail("window length %d ns, want 0.5 s (at most 2.5 s on a loaded machine)" % length)
+    if length < 500_000_000:
+        fail("window length %d ns, want at least 0.5 s" % length)
     if not (0 < w["launches"] < cw["left_out_launches"] + w["launches"]):
         fail("launches inside %d, left out %d" % (w["launches"], cw["left_out_launches"]))
     if w["left_out_before"] == 0:
