@@ -64,6 +64,7 @@ HOOK_VARIANTS = [
     ("stack24_unw", "gpuspy, 24-frame stack through unw_backtrace only (GPUSPY_STACK_FP=0), GPU timing off"),
     ("stack64_unw", "gpuspy, 64-frame stack through unw_backtrace only (GPUSPY_STACK_FP=0), GPU timing off"),
     ("full_event", "gpuspy, 24-frame stack, GPU timing on, cuEventRecord's modelled cost kept"),
+    ("dormant", "gpuspy dormant (GPUSPY_PAUSED=1: outside every capture window), 24-frame stack and GPU timing configured"),
 ]
 APIS = ["launch", "copy", "query", "event"]
 API_LABEL = {"launch": "cuLaunchKernel", "copy": "cuMemcpyHtoDAsync (256 B pinned)", "query": "cuStreamQuery",

@@ -544,6 +544,7 @@ Report StreamAnalyzer::finish(uint64_t badStreams)
     finishNvtx(cx, r);
     r.callsites = cx.sites;
     analyzeFindings(cx, r);
+    captureWindowFindings(cx, r);
     return r;
 }
 

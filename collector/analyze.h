@@ -222,6 +222,27 @@ struct Finding {
     std::vector<uint32_t> callsites;
 };
 
+// A capture window (record --capture-range, --delay/--duration, ctl start/stop): when it was open and
+// what it recorded; the calls left out (not recorded) in the gap before it and, for the last, after it.
+struct CaptureWindowRow {
+    uint32_t pid = 0;
+    uint32_t index = 0;             // from 1 in its process
+    std::string trigger;            // cudaProfilerApi, nvtx, time, control, start (recording from the start)
+    std::string endedBy;            // the same kinds, or "exit" when the process ended inside it
+    uint64_t beginNs = 0, endNs = 0;  // from the process's start
+    uint64_t calls = 0, launches = 0, transfers = 0, syncs = 0, allocs = 0;
+    uint64_t leftOutBefore = 0;     // calls not recorded between the previous window (or the start) and this one
+    uint64_t leftOutLaunchesBefore = 0;
+    bool empty() const { return calls == 0; }
+};
+struct CaptureWindows {
+    bool used = false;                  // some process recorded in windows
+    std::vector<CaptureWindowRow> rows; // by process, then window
+    uint64_t leftOut = 0, leftOutLaunches = 0;  // every call not recorded, all processes
+    uint64_t leftOutAfter = 0;          // of which after the last window
+    uint64_t emptyWindows = 0;
+};
+
 struct Report {
     std::string schema = "gpuspy.report/1";
     ReportOptions options;
@@ -235,6 +256,7 @@ struct Report {
     LaunchSummary launches;
     std::vector<SyncRow> syncs;         // by blocked time
     std::vector<NvtxRow> nvtx;          // by range time
+    CaptureWindows captureWindows;
     std::vector<CallSite> callsites;    // by host time; id = index
     std::vector<Finding> findings;      // by estimated savings
     std::vector<std::string> notes;     // what the reader must know to trust the numbers

@@ -202,6 +202,7 @@ struct Context {
     QuantileSketch launchHost;
     std::map<std::pair<std::string, bool>, SyncAcc> syncs;  // api, implicit
     std::map<std::string, NvtxRow> nvtx;
+    CaptureWindows captureWindows;
     FindingAccs findings;
     // Per process, in report order.
     std::vector<ProcessSummary> processes;
@@ -246,6 +247,13 @@ DeviceTimeline::Result placeOnTimeline(DeviceTimeline& timeline, const ApiClass&
 
 // The window (analyze_window.cpp): records in, CallInfos out in time order.
 ProcState& procState(Context& cx, const Process& p);
+// Capture windows (analyze_capture_windows.cpp): calls recorded per window, counted by category.
+struct WindowTally {
+    uint64_t calls = 0;
+    uint64_t byCategory[wire::kWindowCategories] = {};
+};
+void finishCaptureWindows(Context& cx, const Process& p, const std::map<uint32_t, WindowTally>& tallies);
+void captureWindowFindings(Context& cx, Report& r);
 void addEvent(Context& cx, ProcState& ps, const wire::RecordView& v);
 void addCall(Context& cx, ProcState& ps, const wire::CallBody& c);
 void addSpan(Context& cx, ProcState& ps, const wire::GpuSpanBody& s);

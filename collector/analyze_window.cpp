@@ -37,6 +37,7 @@ struct ProcState {
     std::unordered_set<uint32_t> tids;
     uint64_t maxSpanEnd = 0;
     bool anyCall = false;
+    std::map<uint32_t, WindowTally> windowTally;  // by CallBody::window
 
     std::unordered_map<uint16_t, ApiClass> apiClasses;
     ApiClass undefinedApi;  // the last id used before its ApiDef
@@ -399,6 +400,9 @@ void addCall(Context& cx, ProcState& ps, const wire::CallBody& c)
     s.activeEndNs = std::max(s.activeEndNs, c.endNs);
     ps.anyCall = true;
     ps.tids.insert(c.tid);
+    WindowTally& wt = ps.windowTally[c.window];
+    ++wt.calls;
+    ++wt.byCategory[size_t(c.category) % wire::kWindowCategories];
     if (c.device >= 0 && hasFlag(c, wire::kCallDeviceWork)) ps.device(c.device);
     if (c.beginNs < ps.frontier) ++cx.lateRecords;
     ps.calls.push_back(c);
@@ -504,6 +508,7 @@ void endProcess(Context& cx, const Process& p)
     cx.processes.push_back(std::move(s));
     cx.devices.push_back(std::move(ps.devices));
     cx.streams.push_back(std::move(ps.streams));
+    finishCaptureWindows(cx, p, ps.windowTally);
     cx.open.erase(&p);
 }
 

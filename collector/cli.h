@@ -22,6 +22,7 @@ namespace gpuspy::collect::cli {
 // Each takes the arguments after the command name and returns the process exit status.
 int runRecord(int argc, char** argv);
 int runCollect(int argc, char** argv);
+int runCtl(int argc, char** argv);
 int runReport(int argc, char** argv);
 int runDump(int argc, char** argv);
 int runExport(int argc, char** argv);

@@ -29,7 +29,9 @@ namespace gpuspy::collect::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy record [-o FILE] [-f] [--sim] [--repeat N] [--stack-depth N] [--no-gpu-time] [--format F] -- CMD [ARGS...]\n"
+    "usage: gpuspy record [-o FILE] [-f] [--sim] [--repeat N] [--stack-depth N] [--no-gpu-time] [--format F]\n"
+    "                     [--capture-range cudaProfilerApi|nvtx:NAME[@DOMAIN]] [--capture-range-end stop|repeat[:N]]\n"
+    "                     [--delay S] [--duration S] -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with gpuspy's shim preloaded, collects every process of its tree (forked and exec'd\n"
     "children included) on a private socket, writes the capture as the records arrive, then prints\n"
@@ -49,6 +51,14 @@ constexpr const char* kUsage =
     "  --stack-depth N     host stack frames recorded per call (0-128)\n"
     "  --no-gpu-time       do not time GPU work with CUDA events (host times only)\n"
     "  --format F          the report: text (default), json or csv\n"
+    "  --capture-range R   record only inside windows: cudaProfilerApi (between cu(da)ProfilerStart and\n"
+    "                      Stop, any thread) or nvtx:NAME[@DOMAIN] (while that NVTX range is open);\n"
+    "                      calls outside are counted, not recorded (the report says how many)\n"
+    "  --capture-range-end stop (default: the first window only), repeat (every range is a window),\n"
+    "                      repeat:N (the first N)\n"
+    "  --delay S           no window opens in the first S seconds (without --capture-range: recording\n"
+    "                      starts S seconds after CMD started)\n"
+    "  --duration S        a window closes S seconds after it opened at the latest\n"
     "  -h, --help          this text\n"
     "\n"
     "environment: GPUSPY_SHIM (the shim library), GPUSPY_SIMCUDA_DIR (the simulated driver's directory)\n";
@@ -111,8 +121,37 @@ struct RecordOptions {
     long stackDepth = -1;
     bool noGpuTime = false;
     std::string format = "text";
+    std::string captureRange, captureEnd, delay, duration;
     std::vector<std::string> command;
 };
+
+// --capture-range: cudaProfilerApi or nvtx:NAME[@DOMAIN], checked here (the shim ignores what it
+// does not understand, and a typo would silently record nothing).
+void checkCaptureRange(const std::string& v)
+{
+    if (v == "cudaProfilerApi") return;
+    if (v.rfind("nvtx:", 0) == 0 && v.size() > 5 && v[5] != '@' && v.back() != '@' && v.size() < 250) return;
+    throw UsageError("gpuspy record: unknown --capture-range '" + v + "' (expected cudaProfilerApi or nvtx:NAME[@DOMAIN])");
+}
+
+void checkCaptureEnd(const std::string& v)
+{
+    if (v == "stop" || v == "repeat") return;
+    if (v.rfind("repeat:", 0) == 0) {
+        parseNumber("gpuspy record: --capture-range-end repeat:N", v.substr(7), 1, 1000000);
+        return;
+    }
+    throw UsageError("gpuspy record: unknown --capture-range-end '" + v + "' (expected stop, repeat or repeat:N)");
+}
+
+void checkSeconds(const char* what, const std::string& v)
+{
+    char* end = nullptr;
+    errno = 0;
+    const double d = strtod(v.c_str(), &end);
+    if (v.empty() || *end || errno || !(d >= 0) || d > 1e7)
+        throw UsageError(std::string("gpuspy record: ") + what + " wants seconds (a number >= 0), not '" + v + "'");
+}
 
 RecordOptions parse(int argc, char** argv, bool& help)
 {
@@ -147,6 +186,22 @@ RecordOptions parse(int argc, char** argv, bool& help)
             o.repeat = parseNumber("gpuspy record: --repeat", value, 1, 1000);
             continue;
         }
+        if (args.value({"--capture-range"}, o.captureRange)) {
+            checkCaptureRange(o.captureRange);
+            continue;
+        }
+        if (args.value({"--capture-range-end"}, o.captureEnd)) {
+            checkCaptureEnd(o.captureEnd);
+            continue;
+        }
+        if (args.value({"--delay"}, o.delay)) {
+            checkSeconds("--delay", o.delay);
+            continue;
+        }
+        if (args.value({"--duration"}, o.duration)) {
+            checkSeconds("--duration", o.duration);
+            continue;
+        }
         if (args.value({"--stack-depth"}, value)) {
             o.stackDepth = parseNumber("gpuspy record: --stack-depth", value, 0, wire::kMaxStackDepth);
             continue;
@@ -154,6 +209,8 @@ RecordOptions parse(int argc, char** argv, bool& help)
         if (args.isOption()) args.unknown();
         break;  // the command, without "--"
     }
+    if (!o.captureEnd.empty() && o.captureRange.empty())
+        throw UsageError("gpuspy record: --capture-range-end needs --capture-range");
     while (!args.done()) o.command.push_back(args.positional());
     if (o.command.empty()) throw UsageError("gpuspy record: no command to run (usage: gpuspy record [options] -- CMD [ARGS...])");
     return o;
@@ -169,6 +226,10 @@ std::vector<std::string> childEnvironment(const RecordOptions& o, const std::str
     if (o.sim) set.emplace_back("LD_LIBRARY_PATH", prepend("LD_LIBRARY_PATH", simDir));
     if (o.stackDepth >= 0) set.emplace_back("GPUSPY_STACK_DEPTH", std::to_string(o.stackDepth));
     if (o.noGpuTime) set.emplace_back("GPUSPY_GPU_TIME", "0");
+    if (!o.captureRange.empty()) set.emplace_back("GPUSPY_CAPTURE_RANGE", o.captureRange);
+    if (!o.captureEnd.empty()) set.emplace_back("GPUSPY_CAPTURE_END", o.captureEnd);
+    if (!o.delay.empty()) set.emplace_back("GPUSPY_DELAY", o.delay);
+    if (!o.duration.empty()) set.emplace_back("GPUSPY_DURATION", o.duration);
 
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) {

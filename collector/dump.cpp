@@ -199,6 +199,14 @@ std::string formatRecord(const Process& p, const RecordView& v)
                            b.gpuSpansSampledOut, b.exitReason);
         break;
     }
+    case RecordType::Window: {
+        auto b = v.as<WindowBody>();
+        uint64_t left = 0;
+        for (uint64_t n : b.leftOut) left += n;
+        rest = fmt::format("t={} index={} edge={} trigger={} tid={} left-out={}", b.timeNs, b.index, int(b.edge),
+                           int(b.trigger), b.tid, left);
+        break;
+    }
     case RecordType::Notice:
         rest = fmt::format("code={} {}", v.as<NoticeBody>().code, escapeText(v.tail<NoticeBody>()));
         break;

@@ -122,6 +122,12 @@ void applyRecord(Process& p, const wire::RecordView& v, bool keepEvents)
         if (keepEvents) p.nvtx.push_back(b);
         break;
     }
+    case RecordType::Window: {
+        auto b = v.as<WindowBody>();
+        seen(p, b.timeNs);
+        p.windows.push_back(b);
+        break;
+    }
     case RecordType::ThreadStats:
         p.threadStats.push_back(v.as<ThreadStatsBody>());
         break;

@@ -18,6 +18,7 @@ constexpr const char* kUsage =
     "commands:\n"
     "  record [-o FILE] [--sim] -- CMD [ARGS...]   run CMD under gpuspy, write a capture, print the report\n"
     "  collect [--socket PATH] [-o FILE]            collect from programs started separately\n"
+    "  ctl --socket PATH start|stop|status          start or stop recording in a running collector's processes\n"
     "  report FILE [--format text|json|csv]         the report of a capture\n"
     "  dump FILE                                    every record of a capture, one per line\n"
     "  export FILE --format perfetto|folded|csv|json  the capture for Perfetto, flame graphs, spreadsheets\n"
@@ -48,6 +49,7 @@ int main(int argc, char** argv)
     int (*run)(int, char**) = nullptr;
     if (command == "record") run = runRecord;
     else if (command == "collect") run = runCollect;
+    else if (command == "ctl") run = runCtl;
     else if (command == "report") run = runReport;
     else if (command == "dump") run = runDump;
     else if (command == "export") run = runExport;

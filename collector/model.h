@@ -68,6 +68,7 @@ struct Process {
     std::vector<wire::NvtxBody> nvtx;
     std::vector<wire::ThreadStatsBody> threadStats;
     std::vector<wire::ClockBody> clocks;
+    std::vector<wire::WindowBody> windows;  // capture window edges, in arrival order (few: always kept)
     std::vector<std::string> notices;
 
     bool ended = false;          // an End record arrived: the stream closed cleanly

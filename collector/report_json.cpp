@@ -50,6 +50,9 @@
 //              with any, gpu_ns is an upper bound)
 //   callsites  id category (transfer launch sync alloc) frames[{function file line module offset
 //              address inlined app}] count ns | label site_frame apis
+//   capture_windows {used left_out left_out_launches left_out_after empty_windows windows[{pid index trigger
+//              ended_by begin_ns end_ns calls launches transfers syncs allocs left_out_before
+//              left_out_launches_before empty}]} (record --capture-range, --delay, --duration, ctl start/stop)
 //   findings   rule severity (high medium low info) message count ns estimated_savings_ns
 //              estimated_savings_bound (estimate, at_most, at_least: see the message) callsites[id] |
 //              evidence{name: number}
@@ -189,6 +192,21 @@ nlohmann::ordered_json reportJson(const Report& r)
                             {"launch_host_ns", n.launchHostNs}, {"syncs", n.syncs}, {"sync_blocked_ns", n.syncBlockedNs},
                             {"gpu_ns", n.gpuNs}, {"upper_bound_count", n.upperBoundCount},
                             {"upper_bound_gpu_ns", n.upperBoundGpuNs}});
+
+    Json& windows = j["capture_windows"] = Json::object();
+    const CaptureWindows& cw = r.captureWindows;
+    windows["used"] = cw.used;
+    windows["left_out"] = cw.leftOut;
+    windows["left_out_launches"] = cw.leftOutLaunches;
+    windows["left_out_after"] = cw.leftOutAfter;
+    windows["empty_windows"] = cw.emptyWindows;
+    Json& rows = windows["windows"] = Json::array();
+    for (const CaptureWindowRow& w : cw.rows)
+        rows.push_back(Json{{"pid", w.pid}, {"index", w.index}, {"trigger", w.trigger}, {"ended_by", w.endedBy},
+                            {"begin_ns", w.beginNs}, {"end_ns", w.endNs}, {"calls", w.calls}, {"launches", w.launches},
+                            {"transfers", w.transfers}, {"syncs", w.syncs}, {"allocs", w.allocs},
+                            {"left_out_before", w.leftOutBefore}, {"left_out_launches_before", w.leftOutLaunchesBefore},
+                            {"empty", w.empty()}});
 
     Json& sites = j["callsites"] = Json::array();
     for (const CallSite& s : r.callsites) {

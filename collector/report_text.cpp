@@ -471,6 +471,28 @@ void nvtx(std::string& out, const Report& r, const Style& st)
     if (anyBound) out += wrap("<= upper bound: the GPU time holds blocking copies or memsets (see Transfers).", " ");
 }
 
+void captureWindows(std::string& out, const Report& r, const Style& st)
+{
+    const CaptureWindows& cw = r.captureWindows;
+    if (!cw.used) return;
+    out += heading(st, "Capture windows");
+    if (cw.rows.empty()) {
+        out += st.red() + wrap("NO WINDOW OPENED: nothing was recorded; " + num(cw.leftOut) + " calls were left out.", " ") + st.reset();
+        return;
+    }
+    TextTable t({"Pid", "#", "Opened by", "Closed by", "Begin", "Length", "Calls", "Launches", "Copies", "Syncs", "Left out"}, 10);
+    for (const CaptureWindowRow& w : cw.rows)
+        t.row({std::to_string(w.pid), std::to_string(w.index), w.trigger, w.endedBy, formatNs(w.beginNs),
+               formatNs(w.endNs > w.beginNs ? w.endNs - w.beginNs : 0), w.empty() ? "0 EMPTY" : num(w.calls), num(w.launches),
+               num(w.transfers), num(w.syncs), num(w.leftOutBefore)});
+    out += t.render(st);
+    out += wrap(num(cw.leftOut) + " calls outside the windows were counted, not recorded (" + num(cw.leftOutLaunches) +
+                    " launches; " + num(cw.leftOutAfter) + " after the last window).",
+                " ");
+    if (cw.emptyWindows)
+        out += st.red() + wrap(num(cw.emptyWindows) + " EMPTY WINDOW(S): opened and closed with no CUDA call inside.", " ") + st.reset();
+}
+
 void sites(std::string& out, const Report& r, const Style& st)
 {
     if (r.callsites.empty()) return;
@@ -509,6 +531,7 @@ std::string renderText(const Report& r, bool color)
     kernels(out, r, st);
     syncs(out, r, st);
     nvtx(out, r, st);
+    captureWindows(out, r, st);
     sites(out, r, st);
     return out;
 }

@@ -340,6 +340,24 @@ void Server::closeAll()
     m_conns.clear();
 }
 
+std::vector<uint32_t> Server::connectedPids() const
+{
+    std::vector<uint32_t> pids;
+    for (const auto& c : m_conns)
+        if (c->fd >= 0 && c->stream >= 0) pids.push_back(c->peerPid);
+    return pids;
+}
+
+size_t Server::sendToClients(const void* data, size_t n)
+{
+    size_t sent = 0;
+    for (const auto& c : m_conns) {
+        if (c->fd < 0 || c->stream < 0) continue;
+        if (send(c->fd, data, n, MSG_DONTWAIT | MSG_NOSIGNAL) == ssize_t(n)) ++sent;
+    }
+    return sent;
+}
+
 uint64_t Server::callsReceived() const
 {
     uint64_t n = m_closedCalls;

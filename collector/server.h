@@ -58,6 +58,11 @@ public:
     uint64_t badStreams() const { return m_bad; }
     // Call records received on every connection, open or closed.
     uint64_t callsReceived() const;
+    // The pids of the processes connected now (their stream's header arrived).
+    std::vector<uint32_t> connectedPids() const;
+    // Sends `n` bytes to every connected process (the shim's control channel: wire::kControl*), never
+    // waiting: a peer whose socket buffer is full misses them. Returns how many were sent to.
+    size_t sendToClients(const void* data, size_t n);
     // CLOCK_MONOTONIC of the last connection opened or closed.
     uint64_t lastChangeNs() const { return m_lastChangeNs; }
 

@@ -69,6 +69,7 @@ export SIMCUDA_QUIET=1
 
 # ---- 1. hook path: one process per configuration (gpuspy reads its environment once)
 # name | preload | GPUSPY_STACK_DEPTH | GPUSPY_GPU_TIME | SIMCUDA_HOST_COST | benchmark filter | GPUSPY_STACK_FP
+# [| GPUSPY_PAUSED: 1 = the dormant shim, every call outside a capture window]
 EVENT_COST='cuLaunchKernel=0,cuMemcpyHtoDAsync=0,cuStreamQuery=0,cuStreamSynchronize=0,cuMemAllocHost=0,cuMemAlloc=0'
 HOOK_VARIANTS=(
   "noshim|0|0|0|0|.|1"
@@ -82,16 +83,17 @@ HOOK_VARIANTS=(
   "stack24_unw|1|24|0|0|.|0"
   "stack64_unw|1|64|0|0|launch|0"
   "full_event|1|24|1|$EVENT_COST|.|1"
+  "dormant|1|24|1|0|.|1|1"
 )
 for v in "${HOOK_VARIANTS[@]}"; do
-  IFS='|' read -r name preload depth gpu cost filter fp <<<"$v"
+  IFS='|' read -r name preload depth gpu cost filter fp paused <<<"$v"
   echo "== hook_bench $name" >&2
   args=(--benchmark_filter="$filter" --benchmark_min_time=$MIN_TIME --benchmark_enable_random_interleaving=true
         --benchmark_out="$WORK/hook-$name.json" --benchmark_out_format=json)
   # Lanes of 128 Ki items per thread (16 MiB each; default 4 Ki): one run's records must fit while the
   # drain catches up (hook_bench pauses after each hooked run); see bench/NOTES.md.
   envs=(BENCH_REPETITIONS=$REPS GPUSPY_QUEUE_ITEMS=131072 GPUSPY_STACK_DEPTH=$depth BENCH_CALL_DEPTH=$depth GPUSPY_GPU_TIME=$gpu
-        GPUSPY_STACK_FP=$fp SIMCUDA_HOST_COST=$cost)
+        GPUSPY_STACK_FP=$fp SIMCUDA_HOST_COST=$cost GPUSPY_PAUSED=${paused:-0})
   if [ "$preload" = 1 ]; then
     sock=$WORK/sink-$name.sock
     "$BIN/stream_sink" --socket "$sock" --timeout 120 >"$WORK/sink-$name.json" &

@@ -625,6 +625,29 @@ struct OutBuffer {
     }
 };
 
+// The collector's words on our stream's socket (gpuspy ctl start/stop): read between passes, never
+// waiting; the app's calls only ever see the switch they flip.
+void readControl()
+{
+    if (!g_out.socket || g_out.own.fd < 0) return;
+    uint8_t words[64];
+    const ssize_t n = recv(g_out.own.fd, words, sizeof words, MSG_DONTWAIT);
+    for (ssize_t i = 0; i < n; ++i) {
+        if (words[i] == wire::kControlStart) windowOpen(wire::WindowTrigger::Control, nowNs(), 0);
+        else if (words[i] == wire::kControlStop) windowClose(wire::WindowTrigger::Control, nowNs(), 0);
+    }
+}
+
+// Window edges waiting (window.cpp); final: and the Tally. Made here, so counted here.
+void encodeWindowRecords(OutBuffer& out, bool final)
+{
+    const size_t k = drainWindowRecords(out.buf + out.n, kBufSize - out.n, final);
+    const uint64_t records = k / wire::encodedSize<wire::WindowBody>();
+    out.n += k;
+    out.records += records;
+    if (records) countMade(records);
+}
+
 // Encodes a batch of items taken from the lanes, with the definitions they may refer to, and the GPU
 // spans resolved so far.
 void encodeBatch(OutBuffer& out, const Item* items, size_t count, bool waitGpu)
@@ -632,6 +655,7 @@ void encodeBatch(OutBuffer& out, const Item* items, size_t count, bool waitGpu)
     // Definitions first, so that the records that follow can refer to them: every definition an item
     // refers to was made before the item was queued, so before this.
     out.n += drainDefs(out.buf + out.n, kBufSize - out.n);
+    encodeWindowRecords(out, false);
     for (size_t i = 0; i < count; ++i) {
         const Item& it = items[i];
         size_t k = 0;
@@ -701,6 +725,10 @@ void* drainMain(void*)
         const uint32_t wakeSeq = g_wakeSeq.load(std::memory_order_seq_cst);
         const uint64_t flushReq = g_flushReq.load(std::memory_order_acquire);
         const bool waitGpu = stopping && !g_fast.load(std::memory_order_acquire);
+        if (!stopping) {
+            readControl();
+            windowTick(nowNs());
+        }
         if (drainLanes(out, items, waitGpu) == 0) {
             out.flush();
             g_flushAck.store(flushReq, std::memory_order_release);
@@ -712,6 +740,7 @@ void* drainMain(void*)
     // Final totals: per-thread figures for threads still alive, then End.
     out.n += drainDefs(out.buf + out.n, kBufSize - out.n);
     out.n += gpuDrain(out.buf + out.n, kBufSize - out.n, nullptr, 0, !g_fast.load(std::memory_order_acquire));
+    encodeWindowRecords(out, true);
     out.flush();  // before End is made: what this cannot write is in End's count
     wire::ThreadStatsBody stats[256];
     const size_t ns = snapshotThreadStats(stats, 256);

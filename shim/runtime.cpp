@@ -167,6 +167,7 @@ void postforkChild()
     drainAfterForkChild();
     gpuAfterForkChild();
     clockAfterForkChild();
+    windowAfterForkChild();
 #ifdef GPUSPY_HAVE_STACK
     stackAfterForkChild();
 #endif
@@ -185,6 +186,7 @@ void onceInit()
     installExitPaths();
     clockConfigure();
     gpuConfigure();
+    windowConfigure();
 #ifdef GPUSPY_HAVE_STACK
     unsigned depth = 24;
     if (const char* d = setting("GPUSPY_STACK_DEPTH")) depth = unsigned(strtoul(d, nullptr, 10));
@@ -389,6 +391,13 @@ CallScope::CallScope(Api api)
         errno = savedErrno;
         return;
     }
+    // Outside a capture window: counted, nothing else (no clock, no stack, no record).
+    const uint32_t window = g_window.load(std::memory_order_relaxed);
+    if (window == 0) {
+        countLeftOut(api);
+        errno = savedErrno;
+        return;
+    }
     m_ts = threadState();
     if (!m_ts) {
         errno = savedErrno;
@@ -419,6 +428,7 @@ CallScope::CallScope(Api api)
     b.category = info.category;
     b.tid = m_ts->tid;
     b.device = -1;
+    b.window = window == kNoWindows ? 0 : window;
     if (m_perThread) b.flags |= wire::kCallPerThreadStream;
 #ifdef GPUSPY_HAVE_STACK
     b.stackId = stackCapture(1);

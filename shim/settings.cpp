@@ -15,13 +15,15 @@ namespace {
 // The names read at load; the values are copied (the environment may be cleared or rewritten).
 const char* const kNames[] = {"GPUSPY_DISABLE",    "GPUSPY_OUTPUT",     "GPUSPY_SOCKET",   "GPUSPY_GPU_TIME",
                               "GPUSPY_GPU_BUDGET", "GPUSPY_QUEUE_ITEMS", "GPUSPY_STACK_DEPTH", "GPUSPY_STACK_FP",
-                              "GPUSPY_MAX_BYTES", "GPUSPY_PYTHON"};
+                              "GPUSPY_MAX_BYTES", "GPUSPY_PYTHON", "GPUSPY_CAPTURE_RANGE", "GPUSPY_CAPTURE_END",
+                              "GPUSPY_DELAY", "GPUSPY_DURATION", "GPUSPY_PAUSED"};
 constexpr size_t kCount = sizeof kNames / sizeof kNames[0];
 constexpr size_t kMaxValue = 4096;
 char g_values[kCount][kMaxValue];
 bool g_present[kCount];
 bool g_loaded = false;
 char g_cwd[kMaxValue];  // the working directory at load ("" when unknown or too long)
+uint64_t g_loadNs = 0;  // when the library loaded
 uid_t g_euid = 0;       // the effective user at load: a server that drops privileges changes it
 
 // A relative path made absolute against the directory at load (GPUSPY_OUTPUT, GPUSPY_SOCKET).
@@ -56,6 +58,7 @@ __attribute__((constructor(101))) void loadSettings()
 {
     if (!getcwd(g_cwd, sizeof g_cwd)) g_cwd[0] = 0;
     g_euid = geteuid();
+    g_loadNs = nowNs();
     for (size_t i = 0; i < kCount; ++i) {
         const char* v = getenv(kNames[i]);
         if (!v || strlen(v) >= kMaxValue) continue;
@@ -64,6 +67,7 @@ __attribute__((constructor(101))) void loadSettings()
         if (strcmp(kNames[i], "GPUSPY_OUTPUT") == 0 || strcmp(kNames[i], "GPUSPY_SOCKET") == 0) absolutize(g_values[i]);
     }
     g_loaded = true;
+    windowConfigure();
     pointNvtxHere();
 }
 
@@ -80,6 +84,8 @@ const char* setting(const char* name)
     // sets one before the first call, a library not loaded by the dynamic loader).
     return getenv(name);
 }
+
+uint64_t loadMonoNs() { return g_loadNs ? g_loadNs : nowNs(); }
 
 const char* loadDirectory() { return g_loaded && g_cwd[0] ? g_cwd : nullptr; }
 

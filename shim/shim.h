@@ -9,6 +9,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #endif
 #include <cuda.h>
+#include <cudaProfiler.h>
 
 #include "wire/format.h"
 
@@ -118,9 +119,31 @@ SigactionFn realSigaction();  // libc's, behind our interposer
 // The app's sigaction (preload.cpp): for a signal we handle, it reads and replaces the action behind ours.
 int appSigaction(int sig, const struct sigaction* act, struct sigaction* old);
 
+// ---- window.cpp: capture windows. g_window is the open window's number (from 1), 0 when none is
+// open (calls are counted, not recorded), kNoWindows when no window was asked for (everything is
+// recorded, as window 1 should a control stop come).
+inline constexpr uint32_t kNoWindows = 0xffffffffu;
+extern std::atomic<uint32_t> g_window;
+void windowConfigure();                        // GPUSPY_CAPTURE_RANGE, _END, DELAY, DURATION, PAUSED
+void countLeftOut(Api api);                    // the dormant path: one call not recorded
+bool windowOpen(wire::WindowTrigger trigger, uint64_t atNs, uint32_t tid);   // false: not opened now
+bool windowClose(wire::WindowTrigger trigger, uint64_t atNs, uint32_t tid);  // false: none was open
+void windowOnProfilerApi(bool start);          // cuProfilerStart/Stop (after the real call succeeded)
+// NVTX trigger: the range name (null when NVTX is not the trigger) and its domain ("": the default).
+const char* windowNvtxName();
+const char* windowNvtxDomain();
+void windowOnNvtxPush(int depth, bool matches);  // matches: the range is the trigger's
+void windowOnNvtxPop(int depth);
+void windowOnNvtxStart(uint64_t rangeId, bool matches);
+void windowOnNvtxEnd(uint64_t rangeId);
+void windowTick(uint64_t now);                 // drain thread, each pass: time triggers, duration
+size_t drainWindowRecords(uint8_t* out, size_t cap, bool final);  // final: and the Tally
+void windowAfterForkChild();
+
 // ---- settings.cpp: GPUSPY_* as set when the library loaded (a daemon's chdir, clearenv come later);
 // one not set then is read from the environment now. GPUSPY_OUTPUT and GPUSPY_SOCKET are absolute.
 const char* setting(const char* name);
+uint64_t loadMonoNs();        // CLOCK_MONOTONIC when the library loaded (--delay counts from it)
 const char* loadDirectory();  // the working directory when the library loaded; null when unknown
 bool userChangedSinceLoad(unsigned* euidAtLoad);  // the process switched its effective user since then
 

@@ -117,7 +117,7 @@ struct CallBody {
     uint16_t flags;     // CallFlags
     int16_t device;     // device ordinal, -1 if unknown
     int32_t result;     // CUresult the app saw
-    uint32_t pad1;
+    uint32_t window;    // the capture window it was recorded in (WindowBody::index); 0: no windows
     CallArgs args;
 };
 static_assert(sizeof(CallBody) == 96);
@@ -169,6 +169,32 @@ struct EndBody {
     uint32_t pad0;
 };
 static_assert(sizeof(EndBody) == 40);
+
+// The control channel: single bytes the collector sends a shim over its stream's socket (the shim's
+// drain thread reads them between passes, never blocking the app): start or stop recording.
+inline constexpr uint8_t kControlStart = 'S';
+inline constexpr uint8_t kControlStop = 'P';
+
+// Capture windows (gpuspy record --capture-range, collect --paused, ctl start/stop): only calls made
+// while a window is open are recorded; the others are counted, by category, in every Window record.
+enum class WindowEdge : uint8_t {
+    Begin = 1,
+    End = 2,
+    Tally = 3,  // the stream's last word on windows (sent before End): the final left-out counts
+};
+enum class WindowTrigger : uint8_t { None = 0, ProfilerApi = 1, Nvtx = 2, Time = 3, Control = 4 };
+inline constexpr size_t kWindowCategories = 8;  // leftOut[] by Category value (7 used)
+
+struct WindowBody {
+    uint64_t timeNs;
+    uint32_t index;     // the window's number in this process, from 1 (Tally: windows opened)
+    uint32_t tid;       // the thread whose call opened or closed it (0: gpuspy's own thread)
+    WindowEdge edge;
+    WindowTrigger trigger;
+    uint8_t pad0[6];
+    uint64_t leftOut[kWindowCategories];  // hooked calls not recorded since the process started, by Category
+};
+static_assert(sizeof(WindowBody) == 88);
 
 // Variable records: a fixed head, then `length` bytes of tail (padded to 8 in the stream).
 struct ProcessBody {

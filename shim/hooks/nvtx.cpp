@@ -25,8 +25,31 @@ uint32_t messageOf(const nvtxEventAttributes_t* a)
     return 0;
 }
 
+// The capture's NVTX trigger (--capture-range nvtx:NAME[@DOMAIN]) as this process names it: the
+// domain handle and registered string made for those names (0: none yet).
+std::atomic<uint32_t> g_triggerDomain{0};
+std::atomic<uint32_t> g_triggerString{0};
+
+bool sameText(const char* a, const char* b) { return a && b && strncmp(a, b, 4096) == 0; }
+
+bool isTrigger(const nvtxEventAttributes_t* a, const char* ascii, uint32_t domain)
+{
+    const char* name = windowNvtxName();
+    if (!name) return false;
+    const bool wantDefault = windowNvtxDomain()[0] == 0;
+    if (wantDefault ? domain != 0 : (domain == 0 || domain != g_triggerDomain.load(std::memory_order_relaxed))) return false;
+    if (ascii) return sameText(ascii, name);
+    if (!a) return false;
+    if (a->messageType == NVTX_MESSAGE_TYPE_ASCII) return sameText(a->message.ascii, name);
+    if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED)
+        return handleId(a->message.registered) != 0 && handleId(a->message.registered) == g_triggerString.load(std::memory_order_relaxed);
+    return false;
+}
+
 void emit(wire::NvtxKind kind, uint32_t message, uint32_t domain, uint64_t rangeId)
 {
+    // Outside a capture window NVTX events are not recorded either.
+    if (g_window.load(std::memory_order_relaxed) == 0) return;
     if (t_depth++ != 0) {
         --t_depth;
         return;
@@ -59,23 +82,31 @@ void markA(const char* m) { emit(wire::NvtxKind::Mark, ascii(m), 0, 0); }
 nvtxRangeId_t startEx(const nvtxEventAttributes_t* a)
 {
     const uint64_t id = g_rangeIds.fetch_add(1) + 1;
+    windowOnNvtxStart(id, isTrigger(a, nullptr, 0));
     emit(wire::NvtxKind::Start, messageOf(a), 0, id);
     return id;
 }
 nvtxRangeId_t startA(const char* m)
 {
     const uint64_t id = g_rangeIds.fetch_add(1) + 1;
+    windowOnNvtxStart(id, isTrigger(nullptr, m, 0));
     emit(wire::NvtxKind::Start, ascii(m), 0, id);
     return id;
 }
-void rangeEnd(nvtxRangeId_t id) { emit(wire::NvtxKind::End, 0, 0, id); }
+void rangeEnd(nvtxRangeId_t id)
+{
+    emit(wire::NvtxKind::End, 0, 0, id);
+    windowOnNvtxEnd(id);
+}
 int pushEx(const nvtxEventAttributes_t* a)
 {
+    windowOnNvtxPush(t_nvtxDepth, isTrigger(a, nullptr, 0));
     emit(wire::NvtxKind::Push, messageOf(a), 0, 0);
     return t_nvtxDepth++;
 }
 int pushA(const char* m)
 {
+    windowOnNvtxPush(t_nvtxDepth, isTrigger(nullptr, m, 0));
     emit(wire::NvtxKind::Push, ascii(m), 0, 0);
     return t_nvtxDepth++;
 }
@@ -83,6 +114,7 @@ int pop()
 {
     if (t_nvtxDepth <= 0) return -1;
     emit(wire::NvtxKind::Pop, 0, 0, 0);
+    windowOnNvtxPop(t_nvtxDepth - 1);
     return --t_nvtxDepth;
 }
 
@@ -90,12 +122,18 @@ void domainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { emit(w
 nvtxRangeId_t domainStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a)
 {
     const uint64_t id = g_rangeIds.fetch_add(1) + 1;
+    windowOnNvtxStart(id, isTrigger(a, nullptr, handleId(d)));
     emit(wire::NvtxKind::Start, messageOf(a), handleId(d), id);
     return id;
 }
-void domainEnd(nvtxDomainHandle_t d, nvtxRangeId_t id) { emit(wire::NvtxKind::End, 0, handleId(d), id); }
+void domainEnd(nvtxDomainHandle_t d, nvtxRangeId_t id)
+{
+    emit(wire::NvtxKind::End, 0, handleId(d), id);
+    windowOnNvtxEnd(id);
+}
 int domainPushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a)
 {
+    windowOnNvtxPush(t_nvtxDepth, isTrigger(a, nullptr, handleId(d)));
     emit(wire::NvtxKind::Push, messageOf(a), handleId(d), 0);
     return t_nvtxDepth++;
 }
@@ -103,15 +141,20 @@ int domainPop(nvtxDomainHandle_t d)
 {
     if (t_nvtxDepth <= 0) return -1;
     emit(wire::NvtxKind::Pop, 0, handleId(d), 0);
+    windowOnNvtxPop(t_nvtxDepth - 1);
     return --t_nvtxDepth;
 }
 nvtxDomainHandle_t domainCreateA(const char* name)
 {
-    return reinterpret_cast<nvtxDomainHandle_t>(uintptr_t(ascii(name)));
+    const uint32_t id = ascii(name);
+    if (windowNvtxName() && sameText(name, windowNvtxDomain())) g_triggerDomain.store(id, std::memory_order_relaxed);
+    return reinterpret_cast<nvtxDomainHandle_t>(uintptr_t(id));
 }
 nvtxStringHandle_t registerStringA(nvtxDomainHandle_t, const char* s)
 {
-    return reinterpret_cast<nvtxStringHandle_t>(uintptr_t(ascii(s)));
+    const uint32_t id = ascii(s);
+    if (const char* name = windowNvtxName(); name && sameText(s, name)) g_triggerString.store(id, std::memory_order_relaxed);
+    return reinterpret_cast<nvtxStringHandle_t>(uintptr_t(id));
 }
 
 template <class F>

@@ -228,6 +228,94 @@ TEST(Analyze, OverviewAndBusyPercent)
     EXPECT_EQ(d.starvedNs, 240u - 20 - 80);
 }
 
+// Capture windows from hand-built Window records: per-window counts from CallBody::window, what was
+// left out before each window and after the last (the Tally), and an empty window as a high finding.
+wire::WindowBody windowEdge(wire::WindowEdge edge, uint32_t index, uint64_t at, uint64_t leftOther, uint64_t leftLaunch)
+{
+    wire::WindowBody w{};
+    w.timeNs = at;
+    w.index = index;
+    w.edge = edge;
+    w.trigger = wire::WindowTrigger::ProfilerApi;
+    w.leftOut[size_t(Category::Other)] = leftOther;
+    w.leftOut[size_t(Category::Launch)] = leftLaunch;
+    return w;
+}
+
+TEST(CaptureWindows, CountsPerWindowAndLeftOut)
+{
+    ProcBuilder b;
+    b.p.windows.push_back(windowEdge(wire::WindowEdge::Begin, 1, 100, 2, 10));
+    b.p.windows.push_back(windowEdge(wire::WindowEdge::End, 1, 200, 2, 10));
+    b.p.windows.push_back(windowEdge(wire::WindowEdge::Begin, 2, 300, 3, 20));  // 11 left out between
+    b.p.windows.push_back(windowEdge(wire::WindowEdge::End, 2, 400, 3, 20));
+    b.p.windows.push_back(windowEdge(wire::WindowEdge::Tally, 2, 500, 5, 25));  // 7 after the last
+    for (int i = 0; i < 4; ++i) {
+        b.launch(1, 110 + i * 10, 115 + i * 10, 0, 0);
+        b.p.calls.back().window = 1;
+    }
+    b.call("cuCtxSynchronize", Category::Sync, 160, 170).window = 1;
+    for (int i = 0; i < 8; ++i) {
+        b.launch(1, 310 + i * 5, 312 + i * 5, 0, 0);
+        b.p.calls.back().window = 2;
+    }
+    const Report r = analyze(b.capture(), {});
+    const CaptureWindows& cw = r.captureWindows;
+    ASSERT_TRUE(cw.used);
+    ASSERT_EQ(cw.rows.size(), 2u);
+    EXPECT_EQ(cw.rows[0].launches, 4u);
+    EXPECT_EQ(cw.rows[0].syncs, 1u);
+    EXPECT_EQ(cw.rows[0].calls, 5u);
+    EXPECT_EQ(cw.rows[0].leftOutBefore, 12u);
+    EXPECT_EQ(cw.rows[0].beginNs, 100u);
+    EXPECT_EQ(cw.rows[0].endNs, 200u);
+    EXPECT_EQ(cw.rows[0].trigger, "cudaProfilerApi");
+    EXPECT_EQ(cw.rows[1].launches, 8u);
+    EXPECT_EQ(cw.rows[1].leftOutBefore, 11u);
+    EXPECT_EQ(cw.rows[1].leftOutLaunchesBefore, 10u);
+    EXPECT_EQ(cw.leftOut, 30u);
+    EXPECT_EQ(cw.leftOutLaunches, 25u);
+    EXPECT_EQ(cw.leftOutAfter, 7u);
+    EXPECT_EQ(cw.emptyWindows, 0u);
+    for (const Finding& f : r.findings) EXPECT_NE(f.rule, "empty-capture-window");
+}
+
+TEST(CaptureWindows, EmptyAndNeverOpenedAreLoud)
+{
+    ProcBuilder b;
+    b.p.windows.push_back(windowEdge(wire::WindowEdge::Begin, 1, 100, 0, 3));
+    b.p.windows.push_back(windowEdge(wire::WindowEdge::End, 1, 200, 0, 3));
+    b.p.windows.push_back(windowEdge(wire::WindowEdge::Tally, 1, 300, 0, 9));
+    Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.captureWindows.rows.size(), 1u);
+    EXPECT_TRUE(r.captureWindows.rows[0].empty());
+    EXPECT_EQ(r.captureWindows.emptyWindows, 1u);
+    ASSERT_FALSE(r.findings.empty());
+    EXPECT_EQ(r.findings[0].rule, "empty-capture-window");
+    EXPECT_EQ(r.findings[0].severity, "high");
+
+    ProcBuilder never;
+    never.p.windows.push_back(windowEdge(wire::WindowEdge::Tally, 0, 300, 1, 9));
+    r = analyze(never.capture(), {});
+    EXPECT_TRUE(r.captureWindows.used);
+    EXPECT_TRUE(r.captureWindows.rows.empty());
+    EXPECT_EQ(r.captureWindows.leftOut, 10u);
+    ASSERT_FALSE(r.findings.empty());
+    EXPECT_EQ(r.findings[0].rule, "empty-capture-window");
+    bool noted = false;
+    for (const std::string& n : r.notes) noted |= n.find("NO CAPTURE WINDOW OPENED") != std::string::npos;
+    EXPECT_TRUE(noted);
+}
+
+TEST(CaptureWindows, NoneWithoutWindowRecords)
+{
+    ProcBuilder b;
+    b.launch(1, 100, 110, 0, 0);
+    const Report r = analyze(b.capture(), {});
+    EXPECT_FALSE(r.captureWindows.used);
+    EXPECT_TRUE(r.captureWindows.rows.empty());
+}
+
 TEST(Analyze, TransfersGroupedExactly)
 {
     ProcBuilder b;

@@ -5,6 +5,7 @@
 // pre-_v2 ones) is declared with its own signature, so the compiler checks each exported definition.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <cudaProfiler.h>
 
 #include <sys/types.h>
 
@@ -333,6 +334,8 @@ const char* ptrKindName(PtrKind k);
 void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, unsigned long long streamId, Ns submit,
              Ns start, Ns end, bool graph);
 void traceWait(const char* api, int dev, Ns start, Ns end, WaitReason reason);
+// cuProfilerStart/Stop: what was asked, when, and whether it changed the profiler's state (profiler.cpp).
+void traceProfiler(const char* what, Ns at, bool changed);
 // SIMCUDA_TRACE_CALLS: call records are kept per thread (up to 16) and written by traceFlushCalls, which
 // ApiScope calls where the write disturbs no instant a profiler measures (see ApiScope), and thread exit.
 // Records lost to _exit or exec are the thread's last calls' only.

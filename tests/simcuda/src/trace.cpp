@@ -177,6 +177,17 @@ void traceWait(const char* api, int dev, Ns start, Ns end, WaitReason reason)
     emit(buf, std::min(n, static_cast<int>(sizeof buf) - 1), t0);
 }
 
+void traceProfiler(const char* what, Ns at, bool changed)
+{
+    if (traceFd() < 0) return;
+    const Ns t0 = nowNs();
+    char buf[256];
+    const int n = snprintf(buf, sizeof buf,
+                           "{\"type\":\"profiler\",\"what\":\"%s\",\"pid\":%d,\"tid\":%d,\"t\":%lld,\"changed\":%s}\n",
+                           what, processId(), threadId(), static_cast<long long>(at), changed ? "true" : "false");
+    emit(buf, std::min(n, static_cast<int>(sizeof buf) - 1), t0);
+}
+
 namespace {
 
 // A thread's call records not written yet (see traceCall). Writing them, or even formatting them, as

@@ -613,6 +613,37 @@ TEST(Errors, NamesAndStrings)
     EXPECT_EQ(FN(cuGetErrorName)(static_cast<CUresult>(123456), &s), CUDA_ERROR_INVALID_VALUE);
 }
 
+// cuProfilerStart/Stop: the ground truth of a capture window, one trace line per call, found through
+// cuGetProcAddress as cudart looks them up.
+TEST(Profiler, StartAndStopInTheTrace)
+{
+    using Flip = CUresult (*)();
+    auto start = reinterpret_cast<Flip>(proc("cuProfilerStart", 13000));
+    auto stop = reinterpret_cast<Flip>(proc("cuProfilerStop", 13000));
+    ASSERT_NE(start, nullptr);
+    ASSERT_NE(stop, nullptr);
+    ASSERT_EQ(reinterpret_cast<void*>(start), sym("cuProfilerStart"));
+    EXPECT_EQ(FN(cuInit)(0), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuCtxSetCurrent)(nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(start(), CUDA_ERROR_INVALID_CONTEXT);  // no context current: as the real driver
+    Fixture f;
+    const int64_t before = nowNs();
+    EXPECT_EQ(start(), CUDA_SUCCESS);
+    EXPECT_EQ(start(), CUDA_SUCCESS);  // already on: succeeds, changes nothing
+    EXPECT_EQ(stop(), CUDA_SUCCESS);
+    std::vector<json> lines;
+    for (json& r : traceRecords())
+        if (r["type"] == "profiler") lines.push_back(r);
+    ASSERT_EQ(lines.size(), 3u);
+    EXPECT_EQ(lines[0]["what"], "start");
+    EXPECT_EQ(lines[0]["changed"], true);
+    EXPECT_EQ(lines[1]["changed"], false);
+    EXPECT_EQ(lines[2]["what"], "stop");
+    EXPECT_EQ(lines[2]["changed"], true);
+    EXPECT_GE(lines[0]["t"].get<int64_t>(), before);
+    EXPECT_EQ(lines[0]["pid"], getpid());
+}
+
 TEST(Errors, ForkedChildTracesWithItsOwnPid)
 {
     Fixture fx;
