@@ -85,8 +85,11 @@ std::string permissionLine(pid_t pid, bool afterEperm)
     if (!cap && (real != me || eff != me || saved != me))
         return fmt::format("gpuspy attach: process {} runs as uid {}, gpuspy as uid {}: run gpuspy as that user or "
                            "with sudo (CAP_SYS_PTRACE), {}", pid, eff, me, kOr);
-    struct stat st{};
-    if (!cap && stat(fmt::format("/proc/{}", pid).c_str(), &st) == 0 && st.st_uid != eff)
+    // A process that is not dumpable refuses even its own user: its maps (and ptrace) need CAP_SYS_PTRACE.
+    const int maps = open(fmt::format("/proc/{}/maps", pid).c_str(), O_RDONLY | O_CLOEXEC);
+    const int mapsErr = errno;
+    if (maps >= 0) close(maps);
+    if (!cap && maps < 0 && mapsErr == EACCES)
         return fmt::format("gpuspy attach: process {} is not dumpable (setuid, or prctl(PR_SET_DUMPABLE, 0)): only "
                            "sudo (CAP_SYS_PTRACE) can attach to it, {}", pid, kOr);
     if (afterEperm && scope == 1 && !cap)
@@ -129,7 +132,8 @@ bool sameFile(const std::string& a, const std::string& b)
 constexpr int kFutexWait = 0, kFutexWaitBitset = 9, kFutexCmdMask = 0x7f;
 
 // 2: a wait nothing is held across (sleep, poll, select); 1: a futex wait (a condition variable, or a
-// lock: a lock's waiter may hold another, so only when no thread sleeps the first way); 0: unsafe.
+// lock: a lock's waiter may hold another, so only when no thread sleeps the first way), or a timed wait
+// the kernel resumed after an interruption (restart_syscall); 0: unsafe.
 // epoll_wait is 0 on purpose: an interrupted epoll_wait returns EINTR to its caller, never restarts.
 int waitRank(long nr, unsigned long arg2)
 {
@@ -137,6 +141,8 @@ int waitRank(long nr, unsigned long arg2)
     case SYS_clock_nanosleep: case SYS_nanosleep: case SYS_poll: case SYS_ppoll: case SYS_select:
     case SYS_pselect6: case SYS_pause: case SYS_wait4:
         return 2;
+    case SYS_restart_syscall:  // a sleep the kernel goes on with after an interruption (what it was: unknown)
+        return 1;
     case SYS_futex: {
         const int cmd = int(arg2 & kFutexCmdMask);
         return cmd == kFutexWait || cmd == kFutexWaitBitset ? 1 : 0;
@@ -144,6 +150,28 @@ int waitRank(long nr, unsigned long arg2)
     default:
         return 0;
     }
+}
+
+// What the threads are doing, for the message when none can be borrowed: "TID:NR" (NR the system
+// call, "running", or -1 blocked outside one), at most a few.
+std::string threadStates(pid_t pid)
+{
+    std::string out;
+    const std::string dir = fmt::format("/proc/{}/task", pid);
+    DIR* d = opendir(dir.c_str());
+    int n = 0;
+    while (d && n < 8)
+        if (dirent* e = readdir(d)) {
+            if (e->d_name[0] == '.') continue;
+            std::istringstream in(readText(dir + "/" + e->d_name + "/syscall"));
+            std::string first = "?";
+            in >> first;
+            out += fmt::format("{}{}:{}", n++ ? " " : "", e->d_name, first);
+        } else {
+            break;
+        }
+    if (d) closedir(d);
+    return out;
 }
 
 struct Waiter {
@@ -164,6 +192,8 @@ std::vector<Waiter> waitingThreads(pid_t pid)
         long nr = -1;
         std::string a1, a2;
         if (!(in >> nr) || nr < 0) continue;  // running, or not in a system call
+        // Never gpuspy's own thread (an attach before: it waits on its condition variable).
+        if (readText(dir + "/" + e->d_name + "/comm").rfind("gpuspy", 0) == 0) continue;
         in >> a1 >> a2;
         const int rank = waitRank(nr, a2.empty() ? 0 : std::stoul(a2, nullptr, 16));
         if (rank > 0) out.push_back({pid_t(atoi(e->d_name)), nr, rank});
@@ -173,6 +203,8 @@ std::vector<Waiter> waitingThreads(pid_t pid)
     return out;
 }
 
+constexpr double kFindWaiterMs = 3000;
+constexpr int kMaxTries = 50;  // threads stopped that had just left their wait: each let go untouched
 constexpr long kErestartSys = 512, kErestartNoIntr = 513, kErestartNoHand = 514, kErestartBlock = 516;
 
 bool restarting(const user_regs_struct& r)
@@ -415,7 +447,7 @@ CallResult callEntry(pid_t pid, const std::string& library, int dlopenFlags, con
     const Mapping ourLibc = findObject(0, "libc.so");
     const Mapping theirLibc = findObject(pid, "libc.so");
     if (!ourLibc.base || !theirLibc.base) {
-        out.error = fmt::format("gpuspy attach: no C library found in process {} (a static program?)", pid);
+        out.error = fmt::format("gpuspy attach: no C library mapped in process {} (a static program, or one still starting?)", pid);
         return out;
     }
     if (!sameFile(ourLibc.path, fmt::format("/proc/{}/root{}", pid, theirLibc.path))) {
@@ -437,52 +469,63 @@ CallResult callEntry(pid_t pid, const std::string& library, int dlopenFlags, con
     const uintptr_t fDlerror = inTarget(ourLibc, theirLibc, "dlerror");
     const uintptr_t fErrno = inTarget(ourLibc, theirLibc, "__errno_location");
 
-    const std::vector<Waiter> waiters = waitingThreads(pid);
-    if (waiters.empty()) {
-        out.error = fmt::format("gpuspy attach: no thread of process {} waits in a restartable system call now (sleep, "
-                                "poll, select, a condition variable; never epoll_wait, whose caller would see EINTR); "
-                                "nothing was changed: try again when it idles, or use the preload", pid);
-        return out;
-    }
+    // A busy process passes through its waits between bursts: look (reading /proc changes nothing) for
+    // a while. A thread seen waiting that has left its wait when it stops is let go untouched, and
+    // another is looked for.
     std::string why;
-    for (const Waiter& w : waiters) {
-        Borrowed t(pid, w.tid);
-        if (!t.stopInWait(w.nr, why)) {
-            if (!t.release()) why += "; and the thread could not be let go cleanly";
-            if (why.find("kernel") != std::string::npos || why.find("exited") != std::string::npos) break;
-            continue;
-        }
-        out.tid = w.tid;
-        uintptr_t errnoAt = 0, handle = 0, fn = 0, rc = 0;
-        int savedErrno = 0;
-        const uintptr_t libArg = t.put(library.c_str(), library.size() + 1);
-        const uintptr_t entryArg = t.put(entry, strlen(entry) + 1);
-        const uintptr_t arg = t.put(argument.c_str(), argument.size() + 1);
-        bool ok = libArg && entryArg && arg && t.call(fErrno, 0, 0, errnoAt, why) && t.read(errnoAt, &savedErrno, sizeof savedErrno);
-        if (ok && (!t.call(fDlopen, libArg, uintptr_t(dlopenFlags), handle, why) || !handle)) {
-            uintptr_t msg = 0;
-            char text[512] = {};
-            if (why.empty() && t.call(fDlerror, 0, 0, msg, why) && msg) t.read(msg, text, sizeof text - 1);
-            if (why.empty()) why = fmt::format("gpuspy attach: dlopen({}) failed in process {}: {}", library, pid, text);
-            ok = false;
-        }
-        if (ok && (!t.call(fDlsym, handle, entryArg, fn, why) || !fn)) {
-            if (why.empty()) why = fmt::format("gpuspy attach: {} has no {}", library, entry);
-            ok = false;
-        }
-        if (ok) ok = t.call(fn, arg, 0, rc, why);
-        if (errnoAt) t.write(errnoAt, &savedErrno, sizeof savedErrno);
-        out.stoppedMs = t.stoppedMs();
-        if (!t.release()) {
-            out.error = fmt::format("gpuspy attach: thread {} of process {} could not be restored exactly", w.tid, pid);
+    int tries = 0;
+    for (const double t0 = nowMs(); nowMs() - t0 < kFindWaiterMs && tries < kMaxTries; usleep(5000)) {
+        for (const Waiter& w : waitingThreads(pid)) {
+            ++tries;
+            Borrowed t(pid, w.tid);
+            why.clear();
+            if (!t.stopInWait(w.nr, why)) {
+                if (!t.release()) {
+                    out.error = fmt::format("gpuspy attach: thread {} of process {} could not be let go cleanly", w.tid, pid);
+                    return out;
+                }
+                if (why.find("left its wait") == std::string::npos) {
+                    out.error = why;  // refused, or the process is gone or stopped: no other thread does better
+                    return out;
+                }
+                continue;
+            }
+            out.tid = w.tid;
+            uintptr_t errnoAt = 0, handle = 0, fn = 0, rc = 0;
+            int savedErrno = 0;
+            const uintptr_t libArg = t.put(library.c_str(), library.size() + 1);
+            const uintptr_t entryArg = t.put(entry, strlen(entry) + 1);
+            const uintptr_t arg = t.put(argument.c_str(), argument.size() + 1);
+            bool ok = libArg && entryArg && arg && t.call(fErrno, 0, 0, errnoAt, why) &&
+                      t.read(errnoAt, &savedErrno, sizeof savedErrno);
+            if (ok && (!t.call(fDlopen, libArg, uintptr_t(dlopenFlags), handle, why) || !handle)) {
+                uintptr_t msg = 0;
+                char text[512] = {};
+                if (why.empty() && t.call(fDlerror, 0, 0, msg, why) && msg) t.read(msg, text, sizeof text - 1);
+                if (why.empty()) why = fmt::format("gpuspy attach: dlopen({}) failed in process {}: {}", library, pid, text);
+                ok = false;
+            }
+            if (ok && (!t.call(fDlsym, handle, entryArg, fn, why) || !fn)) {
+                if (why.empty()) why = fmt::format("gpuspy attach: {} has no {}", library, entry);
+                ok = false;
+            }
+            if (ok) ok = t.call(fn, arg, 0, rc, why);
+            if (errnoAt) t.write(errnoAt, &savedErrno, sizeof savedErrno);
+            out.stoppedMs = t.stoppedMs();
+            if (!t.release()) {
+                out.error = fmt::format("gpuspy attach: thread {} of process {} could not be restored exactly", w.tid, pid);
+                return out;
+            }
+            out.ok = ok;
+            out.rc = long(int(rc));
+            if (!ok) out.error = why;
             return out;
         }
-        out.ok = ok;
-        out.rc = long(int(rc));
-        if (!ok) out.error = why;
-        return out;
     }
-    out.error = why.empty() ? fmt::format("gpuspy attach: no thread of process {} could be stopped in its wait", pid) : why;
+    out.error = fmt::format("gpuspy attach: no thread of process {} waits in a restartable system call now (sleep, "
+                            "poll, select, a condition variable; never epoll_wait, whose caller would see EINTR); "
+                            "nothing was changed: try again when it idles, or use the preload (threads: {})", pid,
+                            threadStates(pid));
     return out;
 }
 

@@ -134,7 +134,7 @@ int detach(pid_t pid, const std::string& shim, const StatusDir& status, const st
     if (!r.ok) {
         if (r.error.find("dlopen") != std::string::npos)
             say("gpuspy attach: process {} has no gpuspy loaded: it was never attached\n", pid);
-        else say("{}\n", r.error);
+        else say("{}; process {} is still attached: `gpuspy attach --detach {}` ends it\n", r.error, pid, pid);
         return kExitFailure;
     }
     if (r.rc == 1) {
@@ -249,6 +249,10 @@ int runAttach(int argc, char** argv)
         say("gpuspy attach: the shim could not start its thread in process {}\n", o.pid);
         return kExitFailure;
     }
+    // From here on Ctrl-C and SIGTERM end the window (they must not kill gpuspy with the process attached).
+    int wake[2];
+    if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) wake[0] = wake[1] = -1;
+    installSignalHandlers(wake[1]);
     std::string line = waitStatus(*status, o.pid, {"attached", "failed"}, kStatusWaitMs);
     if (line.rfind("attached", 0) != 0) {
         say("gpuspy attach: process {} {}\n", o.pid,
@@ -265,9 +269,6 @@ int runAttach(int argc, char** argv)
             : std::string("CUDA is not initialised yet: its driver pointers are swapped when it is"),
         where, o.durationS > 0 ? fmt::format("for {} s", o.durationS) : std::string("Ctrl-C or SIGTERM ends it"));
 
-    int wake[2];
-    if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) wake[0] = wake[1] = -1;
-    installSignalHandlers(wake[1]);
     const double t0 = nowS();
     bool exited = false, detachedElsewhere = false;
     while (signalsReceived() == 0 && (o.durationS <= 0 || nowS() - t0 < double(o.durationS))) {
