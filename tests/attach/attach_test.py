@@ -7,6 +7,7 @@
   as many --api calls as the server made in that window, and say it was attached.
 --mode late: the same, with the server attached before it initialises CUDA (started with --late):
   `gpuspy attach` must report the driver pointers swapped once the server says "ready".
+--mode socket: one window sent to a running `gpuspy collect --socket` instead of a file.
 --mode refuse-epoll / refuse-user / refuse-undumpable: the attach must fail with one clear line (exit 1)
   and the server must go on exactly as without it.
 The test driver is the servers' parent (Yama's ptrace_scope 1 lets a parent's other children trace
@@ -82,9 +83,10 @@ def count_calls(gpuspy, capture, api):
 class Attach:
     """A running `gpuspy attach PID -o FILE`, read until it says it attached."""
 
-    def __init__(self, args, pid, capture, want_line):
+    def __init__(self, args, pid, capture, want_line, socket=None):
         self.args = args
-        self.p = subprocess.Popen([args.gpuspy, "attach", str(pid), "-o", capture], stderr=subprocess.PIPE,
+        where = ["--socket", socket] if socket else ["-o", capture]
+        self.p = subprocess.Popen([args.gpuspy, "attach", str(pid)] + where, stderr=subprocess.PIPE,
                                   text=True, env=cli_env(args))
         self.err = []
         self.wait_for(want_line)
@@ -187,6 +189,33 @@ def mode_window(args, env, late):
     compare_runs(base_lines, base_rc, s.lines, rc)
 
 
+def mode_socket(args, env):
+    """One window sent to a running `gpuspy collect --socket`: the collector's capture holds the window."""
+    script = [("work 30", "done"), ("work 90", "done"), ("work 12", "done")]
+    base_lines, base_rc = run_alone(args.server, env, script)
+    sock = os.path.join(args.work, "collect.sock")
+    cap = os.path.join(args.work, "collected.gspy")
+    collector = subprocess.Popen([args.gpuspy, "collect", "--socket", sock, "-o", cap], stderr=subprocess.PIPE,
+                                 text=True)
+    deadline = time.monotonic() + TIMEOUT_S
+    while not os.path.exists(sock) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    s = Server(args.server, env)
+    start = totals(s.ask("work 30", "done"))
+    a = Attach(args, s.p.pid, None, r"attached to process", socket=sock)
+    window = totals(s.ask("work 90", "done")) - start
+    a.end("sigint")
+    s.ask("work 12", "done")
+    rc = s.finish()
+    collector.send_signal(signal.SIGINT)
+    err = collector.communicate(timeout=TIMEOUT_S)[1]
+    print("  gpuspy collect: " + err.strip().replace("\n", " | "))
+    if collector.returncode != 0:
+        fail(f"gpuspy collect exited {collector.returncode}")
+    check_capture(args, cap, window)
+    compare_runs(base_lines, base_rc, s.lines, rc)
+
+
 def compare_runs(base_lines, base_rc, lines, rc):
     if lines != base_lines or rc != base_rc:
         fail(f"the server's output or exit status changed: alone {base_lines} rc={base_rc}, attached {lines} rc={rc}")
@@ -258,6 +287,8 @@ def main():
         mode_window(args, env, late=False)
     elif args.mode == "late":
         mode_window(args, env, late=True)
+    elif args.mode == "socket":
+        mode_socket(args, env)
     elif args.mode.startswith("refuse-"):
         mode_refuse(args, env, args.mode[len("refuse-"):])
     else:
