@@ -32,6 +32,8 @@
 
 namespace gpuspy::collect::attach {
 namespace {
+// Everything here is x86-64 Linux (registers, system call numbers); elsewhere attach says it is not supported.
+#if defined(__x86_64__)
 
 std::string readText(const std::string& path)
 {
@@ -414,6 +416,7 @@ uintptr_t inTarget(const Mapping& ours, const Mapping& theirs, const char* name)
     return p ? theirs.base + (uintptr_t(p) - ours.base) : 0;
 }
 
+#endif  // __x86_64__
 }  // namespace
 
 std::string whyNotTraceable(pid_t pid)
@@ -443,6 +446,11 @@ CallResult callEntry(pid_t pid, const std::string& library, int dlopenFlags, con
                      const std::string& argument)
 {
     CallResult out;
+#if !defined(__x86_64__)
+    (void)pid, (void)library, (void)dlopenFlags, (void)entry, (void)argument;
+    out.error = "gpuspy attach: supported on x86-64 Linux only; start the program with the preload instead";
+    return out;
+#else
     // dlopen, dlsym and friends at our libc's offsets, in the same libc file mapped in the target.
     const Mapping ourLibc = findObject(0, "libc.so");
     const Mapping theirLibc = findObject(pid, "libc.so");
@@ -527,6 +535,7 @@ CallResult callEntry(pid_t pid, const std::string& library, int dlopenFlags, con
                             "nothing was changed: try again when it idles, or use the preload (threads: {})", pid,
                             threadStates(pid));
     return out;
+#endif
 }
 
 }  // namespace gpuspy::collect::attach

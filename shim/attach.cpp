@@ -279,6 +279,14 @@ size_t scanRange(uintptr_t lo, uintptr_t hi)
     return taken;
 }
 
+#if defined(__x86_64__)
+constexpr unsigned kJumpSlot = R_X86_64_JUMP_SLOT, kGlobDat = R_X86_64_GLOB_DAT;
+#elif defined(__aarch64__)
+constexpr unsigned kJumpSlot = R_AARCH64_JUMP_SLOT, kGlobDat = R_AARCH64_GLOB_DAT;
+#else
+#error "shim/attach.cpp: the GOT relocation types of this architecture"
+#endif
+
 // GOT slots by relocation name: a lazy -lcuda binding still holds its PLT stub's address (no value to
 // recognise); putting our wrapper there now is what the lazy binding would do on a preloaded process,
 // and detach puts the stub's address back (the next call binds as before).
@@ -312,7 +320,7 @@ size_t scanRelocations(const dl_phdr_info* info)
         for (size_t k = 0; k < relaSize[t] / sizeof(ElfW(Rela)); ++k) {
             const ElfW(Rela)& r = rela[t][k];
             const unsigned type = ELF64_R_TYPE(r.r_info);
-            if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+            if (type != kJumpSlot && type != kGlobDat) continue;
             const char* name = strtab + symtab[ELF64_R_SYM(r.r_info)].st_name;
             if (name[0] != 'c' || name[1] != 'u') continue;
             void* ours = nullptr;
