@@ -6,13 +6,19 @@
  *   work N   N iterations (server_iteration) spread over the worker threads, prints "done N total=T"
  *   quit     prints "bye total=T errors=E" and exits 0 when no CUDA call failed, else 1
  * T counts every iteration since start: the test compares a window's capture with the difference.
+ * Around each wait the server checks that errno and its signal mask are as it left them (a thread
+ * gpuspy attach borrows must get both back): "bye" reports how many waits found them changed. A
+ * SIGUSR1 handler counts the signals it gets (none are sent: a signal gpuspy held back would show as
+ * a count the run alone does not have).
  * Workers (--threads K) wait on a condition variable between commands. The server lets any process of
  * its user trace it (PR_SET_PTRACER_ANY), as a server whose admin allows attaching would. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +38,14 @@ static pthread_cond_t g_go = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t g_done = PTHREAD_COND_INITIALIZER;
 static long g_generation = 0, g_share = 0, g_finished = 0, g_total = 0, g_errors = 0;
 static int g_workers = 0, g_ready = 0;
+static long g_errnoChanged = 0, g_maskChanged = 0;
+static volatile sig_atomic_t g_usr1 = 0;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    g_usr1 = g_usr1 + 1;
+}
 
 static void* worker(void* arg)
 {
@@ -84,18 +98,34 @@ static void work(long n)
     pthread_mutex_unlock(&g_lock);
 }
 
+/* Signal by signal: the bytes of a sigset_t beyond the kernel's part are not defined. */
+static int same_mask(const sigset_t* a, const sigset_t* b)
+{
+    for (int sig = 1; sig < NSIG; ++sig)
+        if (sigismember(a, sig) != sigismember(b, sig)) return 0;
+    return 1;
+}
+
 /* One line from stdin, waiting in poll() or epoll_wait(); 0 at end of input. */
 static int next_line(char* buf, size_t cap, int epfd)
 {
     size_t n = 0;
     while (n + 1 < cap) {
+        sigset_t before, after;
+        pthread_sigmask(SIG_SETMASK, NULL, &before);
+        errno = 4242;  /* a successful wait leaves errno alone */
+        int rc;
         if (epfd >= 0) {
             struct epoll_event ev;
-            if (epoll_wait(epfd, &ev, 1, -1) < 0) continue;
+            rc = epoll_wait(epfd, &ev, 1, -1);
         } else {
             struct pollfd p = {0, POLLIN, 0};
-            if (poll(&p, 1, -1) < 0) continue;
+            rc = poll(&p, 1, -1);
         }
+        if (rc < 0) continue;
+        g_errnoChanged += errno != 4242;
+        pthread_sigmask(SIG_SETMASK, NULL, &after);
+        g_maskChanged += !same_mask(&before, &after);
         char c;
         const ssize_t r = read(0, &c, 1);
         if (r <= 0) return 0;
@@ -121,6 +151,7 @@ static int server_main(int argc, char** argv)
     }
     if (g_workers < 0 || g_workers > kMaxWorkers) return 2;
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    signal(SIGUSR1, on_usr1);
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (!late) ensure_ready();
     for (int i = 0; i < g_workers; ++i) {
@@ -148,6 +179,7 @@ static int server_main(int argc, char** argv)
             break;
         }
     }
-    printf("bye total=%ld errors=%ld\n", g_total, g_errors);
+    printf("bye total=%ld errors=%ld errno_changed=%ld mask_changed=%ld usr1=%d\n", g_total, g_errors, g_errnoChanged,
+           g_maskChanged, (int)g_usr1);
     return g_errors == 0 ? 0 : 1;
 }
