@@ -245,6 +245,11 @@ int runAttach(int argc, char** argv)
         say("gpuspy attach: process {} is attached already (`gpuspy attach --detach {}` ends that)\n", o.pid, o.pid);
         return kExitFailure;
     }
+    if (r.rc == 2) {
+        say("gpuspy attach: process {} runs with gpuspy preloaded (LD_PRELOAD): it records already, where its "
+            "GPUSPY_OUTPUT or GPUSPY_SOCKET says; nothing was changed\n", o.pid);
+        return kExitFailure;
+    }
     if (r.rc != 0) {
         say("gpuspy attach: the shim could not start its thread in process {}\n", o.pid);
         return kExitFailure;

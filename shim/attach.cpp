@@ -488,13 +488,22 @@ bool attachedAt(uint64_t* monoNs)
 using namespace gpuspy::shim;
 
 // Called by `gpuspy attach` on a thread it borrowed (stopped in a restartable wait): copies the
-// options and starts the attach thread, nothing else. 0: started; 1: attached already; -1: failed.
+// options and starts the attach thread, nothing else. 0: started; 1: attached already; 2: the process
+// has the library preloaded (its wrappers are in place and it records as it was told: nothing to
+// swap, and a detach must not undo the preload); -1: failed.
 GS_EXPORT int gpuspy_attach(const char* options)
 {
     const int savedErrno = errno;
     int rc = 0;
+    // Preloaded (or loaded global): the program's own scope finds us; an attach's dlopen is local.
+    // (Not RTLD_DEFAULT: asked from here, that scope includes our own local one.)
+    DlsymFn dl = realDlsym();
+    void* program = dlopen(nullptr, RTLD_LAZY);
+    const bool global = dl && program && dl(program, "gpuspy_attach") != nullptr;
     pthread_mutex_lock(&g_lock);
-    if (g_threadRunning) {
+    if (global) {
+        rc = 2;
+    } else if (g_threadRunning) {
         rc = 1;
     } else if (!options || strlen(options) >= kOptionMax) {
         rc = -1;

@@ -8,7 +8,7 @@
 --mode late: the same, with the server attached before it initialises CUDA (started with --late):
   `gpuspy attach` must report the driver pointers swapped once the server says "ready".
 --mode socket: one window sent to a running `gpuspy collect --socket` instead of a file.
---mode refuse-epoll / refuse-user / refuse-undumpable: the attach must fail with one clear line (exit 1)
+--mode refuse-epoll / refuse-user / refuse-undumpable / refuse-preloaded: the attach must fail with one clear line (exit 1)
   and the server must go on exactly as without it.
 The test driver is the servers' parent (Yama's ptrace_scope 1 lets a parent's other children trace
 them only through PR_SET_PTRACER, which the servers set)."""
@@ -234,6 +234,11 @@ def mode_refuse(args, env, kind):
             cli_user = 65534  # gpuspy as nobody, the server as root: another user's process
         else:
             user = cli_user = 65534  # both as nobody; the server not dumpable
+    if kind == "preloaded":
+        # A process started with the preload records already: attach must leave it alone.
+        env = dict(env)
+        env["LD_PRELOAD"] = args.shim
+        env["GPUSPY_OUTPUT"] = os.path.join(args.work, "preloaded.%p.gspy")
     base_lines, base_rc = run_alone(args.server, env, script) if user is None else run_as(args, env, script, user)
     s = Server(args.server, env, user=user)
     if kind != "epoll":
@@ -243,7 +248,8 @@ def mode_refuse(args, env, kind):
                        capture_output=True, text=True, env=cli_env(args), timeout=TIMEOUT_S, cwd=args.work, **kw)
     lines = r.stderr.strip().splitlines()
     print("  gpuspy: " + r.stderr.strip())
-    want = {"epoll": "no thread of process", "user": "runs as uid", "undumpable": "not dumpable"}[kind]
+    want = {"epoll": "no thread of process", "user": "runs as uid", "undumpable": "not dumpable",
+            "preloaded": "runs with gpuspy preloaded"}[kind]
     if r.returncode != 1 or len(lines) != 1 or want not in lines[0]:
         fail(f"expected one line with {want!r} and exit 1, got exit {r.returncode}: {lines}")
     if os.path.exists(os.path.join(args.work, "refused.gspy")):
@@ -251,6 +257,17 @@ def mode_refuse(args, env, kind):
     s.ask("work 30", "done")
     rc = s.finish()
     compare_runs(base_lines, base_rc, s.lines, rc)
+    if kind == "preloaded":
+        # The preload's own capture is whole: every call of the run, none lost to a detach.
+        check_preloaded(args, s.p.pid, 60)
+
+
+def check_preloaded(args, pid, expected):
+    cap = os.path.join(args.work, f"preloaded.{pid}.gspy")
+    n, _ = count_calls(args.gpuspy, cap, args.api)
+    print(f"  {cap}: {n} {args.api} calls, server made {expected}")
+    if n != expected:
+        fail(f"the preloaded process's own capture holds {n} {args.api} calls, not {expected}")
 
 
 def run_as(args, env, script, user):
