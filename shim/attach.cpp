@@ -43,7 +43,10 @@ struct Candidate {
 
 constexpr size_t kMaxSlots = 8192;
 constexpr size_t kMaxCandidates = 4 * kApiCount + 16;
-constexpr size_t kMaxRanges = 1024;
+// A large process (PyTorch and its libraries) has thousands of mappings; these tables are touched only
+// by an attach.
+constexpr size_t kMaxRanges = 32768;
+constexpr size_t kMapsBytes = 4u << 20;
 constexpr size_t kOptionMax = 4096;
 constexpr uint64_t kFirstRescanNs = 20000000ull;  // 20 ms after a change, doubling to 1 s while none
 constexpr uint64_t kLastRescanNs = 1000000000ull;
@@ -63,7 +66,6 @@ char g_options[kOptionMax];
 char g_statusPath[kOptionMax];        // the attaching gpuspy's status file
 char g_detachStatusPath[kOptionMax];  // a `gpuspy attach --detach`'s, told the end too
 std::atomic<uint64_t> g_attachedAtNs{0};  // 0: not started by an attach
-uint32_t g_attachCount = 0;
 
 // ---- the process's memory: which ranges are readable, which writable, now (/proc/self/maps)
 struct Range {
@@ -78,7 +80,7 @@ void readMaps()
     g_mapCount = 0;
     const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
-    static char buf[1 << 20];  // the attach thread's only: one at a time
+    static char buf[kMapsBytes];  // the attach thread's only: one at a time
     size_t n = 0;
     for (ssize_t r; n < sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0;) n += size_t(r);
     close(fd);
@@ -520,7 +522,6 @@ GS_EXPORT int gpuspy_attach(const char* options)
         pthread_t thread;
         if (pthread_create(&thread, &attr, attachMain, nullptr) == 0) {
             g_threadRunning = true;
-            ++g_attachCount;
             pthread_setname_np(thread, "gpuspy-attach");
         } else {
             rc = -1;
