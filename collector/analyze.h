@@ -66,6 +66,7 @@ struct ProcessSummary {
     uint64_t deviceOps = 0, timedOps = 0, sampledOutOps = 0;
     bool ended = false;
     std::string streamError;
+    std::vector<std::string> notices;  // what the shim said the capture cannot show (an attach at its start)
 };
 
 // Device figures come from the device timeline (collector/device_timeline.h): every device operation

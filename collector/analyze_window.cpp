@@ -486,6 +486,7 @@ void endProcess(Context& cx, const Process& p)
     s.command = p.command;
     s.ended = p.ended;
     s.streamError = p.streamError;
+    s.notices = p.notices;
     // The shim starts inside the first call it sees, so that call may begin before startNs.
     const uint64_t start = p.startNs && ps.anyCall ? std::min(p.startNs, s.activeBeginNs) : p.startNs ? p.startNs : s.activeBeginNs;
     const uint64_t end = std::max({p.lastNs, s.activeEndNs, p.ended ? p.end.endNs : 0, ps.maxSpanEnd});

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpuspy::collect {
 struct Report;
@@ -28,6 +29,7 @@ int runDump(int argc, char** argv);
 int runExport(int argc, char** argv);
 int runView(int argc, char** argv);
 int runDiff(int argc, char** argv);
+int runAttach(int argc, char** argv);
 
 // A command line the command cannot accept: printed as one line with a hint, exit status 2.
 struct UsageError : std::runtime_error {
@@ -115,6 +117,14 @@ void finishCapture(Capture& capture, CaptureWriter& writer);
 std::string captureSummary(const CaptureWriter& writer, size_t processes, uint64_t calls, uint64_t badStreams);
 // The first time the writer has failed: one line on stderr saying so (`said` remembers it).
 void noteWriteFailure(const CaptureWriter& writer, bool& said);
+
+// The directory of the running gpuspy executable ("." when unknown); a path made absolute when it exists.
+std::string exeDir();
+std::string absolute(const std::string& p);
+// The first candidate that exists (with `probe` inside it, when given), or $envName when set; else
+// throws std::runtime_error listing where it looked.
+std::string locate(const char* envName, const std::vector<std::string>& candidates, const std::string& probe,
+                   const char* what);
 
 // "gpuspy-YYYYmmdd-HHMMSS.gspy" in the current directory, with a suffix if that exists already.
 std::string defaultCaptureName();

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -327,6 +328,48 @@ std::string defaultCaptureName()
     struct stat st{};
     for (int i = 2; lstat(name.c_str(), &st) == 0 && i < 1000; ++i) name = fmt::format("gpuspy-{}-{}.gspy", stamp, i);
     return name;
+}
+
+std::string exeDir()
+{
+    char buf[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return ".";
+    buf[n] = '\0';
+    std::string p(buf);
+    const size_t slash = p.rfind('/');
+    return slash == std::string::npos ? "." : p.substr(0, slash);
+}
+
+std::string absolute(const std::string& p)
+{
+    char buf[PATH_MAX];
+    return realpath(p.c_str(), buf) ? std::string(buf) : p;
+}
+
+namespace {
+bool isFile(const std::string& p)
+{
+    struct stat st{};
+    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+}  // namespace
+
+// The first candidate that exists, or an error listing where we looked.
+std::string locate(const char* envName, const std::vector<std::string>& candidates, const std::string& probe,
+                   const char* what)
+{
+    if (const char* env = std::getenv(envName); env && *env) {
+        if (!isFile(probe.empty() ? env : std::string(env) + "/" + probe))
+            throw std::runtime_error(fmt::format("{}={} does not point at {}", envName, env, what));
+        return absolute(env);
+    }
+    std::string looked;
+    for (const std::string& c : candidates) {
+        if (isFile(probe.empty() ? c : c + "/" + probe)) return absolute(c);
+        looked += (looked.empty() ? "" : " and ") + c;
+    }
+    throw std::runtime_error(fmt::format("cannot find {} (looked at {}; set {})", what, looked, envName));
 }
 
 }  // namespace gpuspy::collect::cli

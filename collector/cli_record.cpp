@@ -67,46 +67,6 @@ constexpr uint64_t kQuietNs = 200'000'000;        // after the last process left
 constexpr uint64_t kStragglerNoteNs = 2'000'000'000;
 constexpr uint64_t kScanIntervalNs = 250'000'000;  // how often /proc is read for descendants
 
-std::string exeDir()
-{
-    char buf[PATH_MAX];
-    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return ".";
-    buf[n] = '\0';
-    std::string p(buf);
-    const size_t slash = p.rfind('/');
-    return slash == std::string::npos ? "." : p.substr(0, slash);
-}
-
-std::string absolute(const std::string& p)
-{
-    char buf[PATH_MAX];
-    return realpath(p.c_str(), buf) ? std::string(buf) : p;
-}
-
-bool isFile(const std::string& p)
-{
-    struct stat st{};
-    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-// The first candidate that exists, or an error listing where we looked.
-std::string locate(const char* envName, const std::vector<std::string>& candidates, const std::string& probe,
-                   const char* what)
-{
-    if (const char* env = std::getenv(envName); env && *env) {
-        if (!isFile(probe.empty() ? env : std::string(env) + "/" + probe))
-            throw std::runtime_error(fmt::format("{}={} does not point at {}", envName, env, what));
-        return absolute(env);
-    }
-    std::string looked;
-    for (const std::string& c : candidates) {
-        if (isFile(probe.empty() ? c : c + "/" + probe)) return absolute(c);
-        looked += (looked.empty() ? "" : " and ") + c;
-    }
-    throw std::runtime_error(fmt::format("cannot find {} (looked at {}; set {})", what, looked, envName));
-}
-
 std::string prepend(const char* name, const std::string& first)
 {
     const char* old = std::getenv(name);

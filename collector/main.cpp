@@ -24,6 +24,7 @@ constexpr const char* kUsage =
     "  export FILE --format perfetto|folded|csv|json  the capture for Perfetto, flame graphs, spreadsheets\n"
     "  view FILE [-o report.html]                   one self-contained HTML page: findings, timeline, tables\n"
     "  diff A B [--fail-if-slower PCT]              two captures side by side: what changed, what it saved\n"
+    "  attach PID [-o FILE] [--duration S]          record a CUDA process that is already running (x86-64)\n"
     "\n"
     "  gpuspy COMMAND --help    that command's options\n"
     "  gpuspy --version         the version\n";
@@ -55,6 +56,7 @@ int main(int argc, char** argv)
     else if (command == "export") run = runExport;
     else if (command == "view") run = runView;
     else if (command == "diff") run = runDiff;
+    else if (command == "attach") run = runAttach;
     if (!run) {
         fmt::print(stderr, "gpuspy: unknown command '{}' (see gpuspy --help)\n", command);
         return kExitUsage;

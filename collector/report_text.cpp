@@ -297,6 +297,8 @@ void overview(std::string& out, const Report& r, const Style& st)
                p.command});
     out += t.render(st);
     cutShort(out, r, st);
+    for (const ProcessSummary& p : r.processes)
+        for (const std::string& n : p.notices) out += wrap("pid " + std::to_string(p.pid) + ": " + n + ".", " ");
     if (r.devices.empty()) return;
     out += heading(st, "Devices (busy % over each process's first to last CUDA call)");
     TextTable d({"PID", "Dev", "Busy %", "Range %", "Busy", "Active", "Idle gaps", "Largest", "Starved", "Ops", "Timed", "Name"}, 11);

@@ -13,11 +13,12 @@ gpuspy_build build
 # `ctest -L known-gap`.
 cd build
 # Everything that does not time the simulated GPU against the host clock, in parallel.
-ctest --output-on-failure -j "$(nproc)" --timeout 300 -LE 'known-gap|shim|report|hardening|fuzz'
+ctest --output-on-failure -j "$(nproc)" --timeout 300 -LE 'known-gap|shim|report|hardening|attach|fuzz'
 # The shim and report tests compare GPU times measured with events to the simulated driver's ground
 # truth: one at a time, so that no other test steals the CPU between a call and its event record. The
-# hardening tests (faults, load) saturate the CPUs: one at a time too.
-ctest --output-on-failure -j 1 --timeout 300 -L 'shim|report|hardening' -LE known-gap
+# hardening tests (faults, load) saturate the CPUs: one at a time too. The attach tests (gpuspy attach on
+# long-running servers, tests/attach) wait on their servers' answers: one at a time as well.
+ctest --output-on-failure -j 1 --timeout 300 -L 'shim|report|hardening|attach' -LE known-gap
 # --- release tarball (scripts/package.sh, tests/package/) ---
 # The field kit is built in its own Release tree, unpacked into an empty directory and run from there
 # with a clean environment on a program copied out of build/; its ELF files are checked for what they need.

@@ -360,6 +360,19 @@ size_t encodePreamble(uint8_t* out, size_t cap)
     pb.length = uint32_t(cmdLen);
     n += wire::encodeVar(out + n, cap - n, pb, cmd, uint32_t(cmdLen));
 
+    // Attached to a running process: the stream starts at the attach (the Process record's start), and
+    // what was made before it is unknown; kernel names are asked of the driver when first launched.
+    if (attachedAt(nullptr)) {
+        static const char kText[] =
+            "attached to a running process (gpuspy attach): the capture starts at the attach; allocations, "
+            "modules, streams and pinned host ranges made before it are unknown (their memory kinds are asked "
+            "of the driver, else shown as unknown)";
+        wire::NoticeBody nb{};
+        nb.code = wire::kNoticeAttached;
+        nb.length = uint32_t(sizeof kText - 1);
+        n += wire::encodeVar(out + n, cap - n, nb, kText, nb.length);
+    }
+
     for (size_t i = 1; i < kApiCount; ++i) {
         wire::ApiDefBody ab{};
         ab.apiId = uint16_t(i);

@@ -183,7 +183,9 @@ void onceInit()
     pthread_key_create(&g_threadKey, threadExit);
     pthread_atfork(prefork, postforkParent, postforkChild);
     atexit(atExit);
-    installExitPaths();
+    // An attached process keeps its signal dispositions: it was running without us, and detach must
+    // leave it as it was (its normal exit still ends the stream, through atexit).
+    if (!attachedAt(nullptr)) installExitPaths();
     clockConfigure();
     gpuConfigure();
     windowConfigure();

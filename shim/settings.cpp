@@ -87,6 +87,15 @@ const char* setting(const char* name)
 
 uint64_t loadMonoNs() { return g_loadNs ? g_loadNs : nowNs(); }
 
+void settingOverride(const char* name, const char* value)
+{
+    for (size_t i = 0; i < kCount; ++i) {
+        if (strcmp(kNames[i], name) != 0 || strlen(value) >= kMaxValue) continue;
+        strcpy(g_values[i], value);
+        g_present[i] = true;
+    }
+}
+
 const char* loadDirectory() { return g_loaded && g_cwd[0] ? g_cwd : nullptr; }
 
 bool userChangedSinceLoad(unsigned* atLoad)

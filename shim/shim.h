@@ -20,7 +20,10 @@
 #include <ctime>
 #include <signal.h>
 
-#define GS_EXPORT extern "C" __attribute__((visibility("default")))
+// Exported, and protected: the library's own references (the wrapper table, the address it hands out
+// for cuGetProcAddress) bind to its own definitions. Preloaded, those are the first definitions in the
+// process anyway; loaded by gpuspy attach (dlopen, local scope) they would otherwise bind to libcuda's.
+#define GS_EXPORT extern "C" __attribute__((visibility("protected")))
 #define GS_TLS __attribute__((tls_model("initial-exec")))
 // Not instrumented in sanitizer builds: code a sanitizer runtime reaches while it starts (it looks its
 // real functions up through our dlsym), before instrumented code may run.
@@ -112,6 +115,9 @@ bool stopRecording(uint64_t timeoutNs, bool fast, int exitReason);
 bool flushRecording(uint64_t timeoutNs);  // everything recorded so far written; recording goes on
 void resumeRecording();                   // after a stop for an exec that failed
 
+// ---- attach.cpp: gpuspy attach (recording started in a running process, not at load)
+bool attachedAt(uint64_t* monoNs);  // recording was started by an attach, at *monoNs
+
 // ---- lifecycle.cpp: the exit paths atexit does not see (fatal signals, _exit, quick_exit, exec)
 void installExitPaths();
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
@@ -144,6 +150,8 @@ void windowAfterForkChild();
 // one not set then is read from the environment now. GPUSPY_OUTPUT and GPUSPY_SOCKET are absolute.
 const char* setting(const char* name);
 uint64_t loadMonoNs();        // CLOCK_MONOTONIC when the library loaded (--delay counts from it)
+// gpuspy attach: the value it passed replaces what was read at load ("": unset).
+void settingOverride(const char* name, const char* value);
 const char* loadDirectory();  // the working directory when the library loaded; null when unknown
 bool userChangedSinceLoad(unsigned* euidAtLoad);  // the process switched its effective user since then
 
@@ -340,7 +348,7 @@ void gpuAfterForkChild();
 
 // The exported wrappers, declared with cuda.h's type for their ABI name.
 extern "C" {
-#define GS_DRIVER(abi, base, since, pt, cat) __attribute__((visibility("default"))) decltype(::abi) abi;
+#define GS_DRIVER(abi, base, since, pt, cat) __attribute__((visibility("protected"))) decltype(::abi) abi;
 #include "driver_hooks.def"
 #undef GS_DRIVER
 }

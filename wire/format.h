@@ -263,6 +263,9 @@ struct NoticeBody {
     uint32_t code;
     uint32_t length;
 };
+// NoticeBody::code: the process was attached to while running (gpuspy attach); the text says what
+// the capture cannot know of the time before.
+inline constexpr uint32_t kNoticeAttached = 1;
 struct SymbolBody {
     uint64_t address;     // as in a StackDef
     uint32_t line;
