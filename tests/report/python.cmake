@@ -133,6 +133,19 @@ foreach(_minor 9 10 11 12 13)
     set_tests_properties(report.${_name}.lines PROPERTIES LABELS report FIXTURES_REQUIRED ${_name})
   endforeach()
 endforeach()
+# The newest pyenv CPython older than any the shim knows: native stacks only, said on stderr.
+foreach(_ver 3.8 3.7 3.6)
+  file(GLOB _old ${_pyenv_root}/versions/${_ver}.*/bin/python${_ver})
+  if(_old)
+    list(GET _old 0 _old)
+    add_test(NAME report.python.unknown_version
+             COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${_py_ldpath}
+                     bash ${_py_src}/check_unknown.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${_old} ${_py_src}/cuda_copies.py
+                     ${_py_work}/python.unknown_version)
+    set_tests_properties(report.python.unknown_version PROPERTIES LABELS report TIMEOUT 600)
+    break()
+  endif()
+endforeach()
 foreach(_inc /usr/include/python3.9 /usr/include/python3.10 /usr/include/python3.11 /usr/include/python3.12
              /usr/include/python3.13)
   if(EXISTS ${_inc}/Python.h)
