@@ -92,6 +92,16 @@ set_tests_properties(report.python.code_churn PROPERTIES LABELS report TIMEOUT 6
 # (report.python.3.N.main, report.python.3.N.threads, each with .lines; the full set runs on python3
 # above). pyenv links libpython3.N.so, the distribution's python3 has the interpreter in its executable:
 # the shim finds it by dlsym either way. The distribution's headers are checked too where installed.
+# The line-table reader (shim/python_lines.cpp) on its own, held against each interpreter's own line of
+# every code unit (report.python.line_tables.*: check_line_tables.py).
+add_executable(gpuspy_py_lines ${_py_src}/line_table_tool.cpp ${CMAKE_SOURCE_DIR}/shim/python_lines.cpp)
+target_include_directories(gpuspy_py_lines PRIVATE ${CMAKE_SOURCE_DIR})
+add_test(NAME report.python.line_tables.python3
+         COMMAND ${GPUSPY_PYTHON3} ${_py_src}/check_line_tables.py $<TARGET_FILE:gpuspy_py_lines>)
+if(GPUSPY_SYSTEM_PYTHON3)
+  add_test(NAME report.python.line_tables.system
+           COMMAND ${GPUSPY_SYSTEM_PYTHON3} ${_py_src}/check_line_tables.py $<TARGET_FILE:gpuspy_py_lines>)
+endif()
 execute_process(COMMAND ${GPUSPY_PYTHON3} -c "import sys; print('%d.%d' % sys.version_info[:2])"
                 OUTPUT_VARIABLE _path_minor OUTPUT_STRIP_TRAILING_WHITESPACE)
 set(_pyenv_root $ENV{PYENV_ROOT})
@@ -114,6 +124,8 @@ foreach(_minor 9 10 11 12 13)
   add_test(NAME report.python.layout.${_ver}
            COMMAND bash ${_py_src}/check_layout.sh ${CMAKE_C_COMPILER} ${CMAKE_SOURCE_DIR} ${_found}/include/python${_ver}
                    ${_py_work}/layout.${_ver})
+  add_test(NAME report.python.line_tables.${_ver}
+           COMMAND ${_found}/bin/python${_ver} ${_py_src}/check_line_tables.py $<TARGET_FILE:gpuspy_py_lines>)
   if(_ver STREQUAL _path_minor)
     continue()
   endif()
