@@ -413,6 +413,15 @@ void pythonConfigure()
     g_strType = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "PyUnicode_Type"));
     g_bytesType = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "PyBytes_Type"));
     if (!g_codeType || !g_strType || !g_bytesType) return;
+    // The object header the rows assume (ob_type at 8): a free-threaded (3.13t) or a debug build
+    // (Py_TRACE_REFS) has a longer one, with the same version numbers. PyCode_Type is a type object,
+    // so its own ob_type must read as PyType_Type.
+    const auto typeType = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "PyType_Type"));
+    if (!typeType || !isA(g_codeType, typeType)) {
+        say("gpuspy: this CPython's object header is not the one gpuspy knows (a free-threaded or debug build?); "
+            "native stacks only\n");
+        return;
+    }
     g_codeSlots = static_cast<CodeEntry*>(reserve(kCodeSlots * sizeof(CodeEntry)));
     g_codes = static_cast<CodeDef*>(reserve(kMaxCodes * sizeof(CodeDef)));
     g_names = static_cast<char*>(reserve(kNameBytes));

@@ -113,6 +113,7 @@ foreach(_minor 9 10 11 12 13)
   file(GLOB _dirs LIST_DIRECTORIES true ${_pyenv_root}/versions/${_ver}.*)
   set(_found "")
   foreach(_dir IN LISTS _dirs)
+    # 3.N.M only: not a free-threaded 3.13t (another object header: the shim keeps native stacks there).
     if(_dir MATCHES "/${_ver}\\.[0-9]+$" AND EXISTS ${_dir}/bin/python${_ver} AND EXISTS ${_dir}/include/python${_ver}/Python.h)
       set(_found ${_dir})
     endif()
@@ -160,8 +161,9 @@ foreach(_ver 3.8 3.7 3.6)
 endforeach()
 foreach(_inc /usr/include/python3.9 /usr/include/python3.10 /usr/include/python3.11 /usr/include/python3.12
              /usr/include/python3.13)
-  if(EXISTS ${_inc}/Python.h)
-    get_filename_component(_name ${_inc} NAME)
+  # Where the -dev package has the headers the frame structs are in (3.11+: its internal ones).
+  get_filename_component(_name ${_inc} NAME)
+  if(EXISTS ${_inc}/Python.h AND (EXISTS ${_inc}/internal/pycore_frame.h OR _name MATCHES "^python3\\.(9|10)$"))
     add_test(NAME report.python.layout.system_${_name}
              COMMAND bash ${_py_src}/check_layout.sh ${CMAKE_C_COMPILER} ${CMAKE_SOURCE_DIR} ${_inc} ${_py_work}/layout.system_${_name})
   endif()
