@@ -508,14 +508,15 @@ size_t pythonNotice(uint8_t* out, size_t cap)
 {
     if (!g_active) return 0;
     const PythonStats s = pythonStats();
-    char text[400];
+    char text[512];
     const int n = snprintf(text, sizeof text,
                            "python: %llu stacks with Python frames (%llu on threads that had released the GIL); "
                            "%llu on threads without a Python thread state (native frames only); %llu frame chains "
-                           "cut at a frame that failed a check; %u code objects, %u frames interned",
+                           "cut at a frame that failed a check; %u code objects, %u frames interned; read by the "
+                           "CPython 3.%u frame layout",
                            static_cast<unsigned long long>(s.withFrames), static_cast<unsigned long long>(s.withoutGil),
                            static_cast<unsigned long long>(s.noThreadState), static_cast<unsigned long long>(s.badFrames),
-                           s.codes, s.frames);
+                           s.codes, s.frames, g_layout->minor);
     if (n <= 0 || size_t(n) >= sizeof text) return 0;
     wire::NoticeBody body{wire::kNoticePythonFrames, uint32_t(n)};
     return wire::encodeVar(out, cap, body, text, uint32_t(n));

@@ -145,6 +145,10 @@ foreach(_minor 9 10 11 12 13)
                      ${_outer})
     set_tests_properties(report.${_name}.lines PROPERTIES LABELS report FIXTURES_REQUIRED ${_name})
   endforeach()
+  # The shim read this interpreter by its own version's row.
+  add_test(NAME report.python.${_ver}.main.layout_used
+           COMMAND grep -q "Notice code=1 \"python: .*; read by the CPython ${_ver} frame layout\"" ${_py_work}/python.${_ver}.main/dump.txt)
+  set_tests_properties(report.python.${_ver}.main.layout_used PROPERTIES LABELS report FIXTURES_REQUIRED python.${_ver}.main)
 endforeach()
 # The newest pyenv CPython older than any the shim knows: native stacks only, said on stderr.
 foreach(_ver 3.8 3.7 3.6)
