@@ -89,8 +89,8 @@ set_tests_properties(report.python.code_churn PROPERTIES LABELS report TIMEOUT 6
 # Every CPython minor version the shim knows (shim/python_layouts.h), where pyenv has one
 # ($PYENV_ROOT/versions/3.N.*, or ~/.pyenv): its row checked against its own headers
 # (report.python.layout.3.N: offsetof, compiled at test time), and the main and threads cases run on it
-# (report.python.3.N.main, report.python.3.N.threads, each with .lines; the full set runs on python3
-# above). pyenv links libpython3.N.so, the distribution's python3 has the interpreter in its executable:
+# (report.python.3.N.main, report.python.3.N.threads, each with .lines, and main.layout_used: the shim's
+# notice names that version's row; the full set runs on python3 above). pyenv links libpython3.N.so, the distribution's python3 has the interpreter in its executable:
 # the shim finds it by dlsym either way. The distribution's headers are checked too where installed.
 # The line-table reader (shim/python_lines.cpp) on its own, held against each interpreter's own line of
 # every code unit (report.python.line_tables.*: check_line_tables.py).
