@@ -3,7 +3,8 @@
 # bench/python_hook.py without gpuspy, under the shim with 24-frame native stacks only
 # (GPUSPY_PYTHON=0), and with Python frames merged in (the default), GPU timing off. Prints one line per
 # configuration and the added cost per call; bench/RESULTS.md ("Python frames") records a run.
-# Usage: bench/python_hook.sh [BUILD_DIR] [ROUNDS]   (default build, 3 rounds: the medians' median)
+# Usage: bench/python_hook.sh [BUILD_DIR] [ROUNDS] [PYTHON]   (default build, 3 rounds: the medians'
+# median; python3's interpreter, or PYTHON: e.g. a pyenv 3.N's bin/python3.N)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
@@ -11,7 +12,7 @@ ROUNDS=${2:-3}
 SHIM=$BUILD/lib/libgpuspy.so
 SIM=$BUILD/lib/simcuda
 # The interpreter itself, not a wrapper script (pyenv's) that would load the shim too.
-PYTHON=$(python3 -c 'import sys; print(sys.executable)')
+PYTHON=${3:-$(python3 -c 'import sys; print(sys.executable)')}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 

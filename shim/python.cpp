@@ -2,11 +2,12 @@
 // each frame as (code object, instruction offset) -> id, resolves a new one's function, file and line
 // once, and sends PyCodeDef/PyFrameDef records ahead of the stacks that use them.
 //
-// Safety. Nothing here calls the Python API: an API call can allocate, raise, take the GIL or run a
-// finalizer, inside a hook. The thread state comes from the interpreter's own TLS slot
-// (PyGILState_GetThisThreadState: pthread_getspecific, nothing else); the frames are read by their
-// known layout (only versions listed in kLayouts; any other runs native-only). Reading them is safe
-// whether or not the thread holds the GIL: they are this thread's own frames, the ones that are
+// Safety. Nothing here calls the Python API (but Py_GetVersion, once, at load on 3.9/3.10): an API call
+// can allocate, raise, take the GIL or run a finalizer, inside a hook. The thread state comes from the
+// interpreter's own TLS slot (PyGILState_GetThisThreadState: pthread_getspecific, nothing else); the
+// frames are read by their known layout (only versions with a row in shim/python_layouts.h, chosen on
+// the interpreter's exact minor version; any other runs native-only). Reading them is safe whether or
+// not the thread holds the GIL: they are this thread's own frames, the ones that are
 // executing the call we are inside of, and only this thread pushes or pops them; the code objects
 // are held by those frames, and their names, file names and line tables are immutable. (ctypes
 // releases the GIL around every foreign call: requiring it would leave the commonest path without
@@ -25,6 +26,8 @@
 // mutex (lookups take none), rare: once per new code object or new (code, offset).
 #include "shim/python.h"
 
+#include "shim/python_layouts.h"
+#include "shim/python_lines.h"
 #include "shim/shim.h"
 #include "wire/codec.h"
 
@@ -42,22 +45,13 @@ namespace gpuspy::shim {
 
 namespace {
 
-// Offsets into the interpreter's structs, by minor version (from its headers; python3.11: checked by
-// tests/python and by printing offsetof against /usr/include/python3.11).
-struct Layout {
-    uint32_t minor;
-    uint32_t tstateCframe, cframeCurrent;                        // PyThreadState -> _PyCFrame -> frame
-    uint32_t frameCode, framePrevious, framePrevInstr, frameIsEntry;  // _PyInterpreterFrame
-    uint32_t codeAdaptive, codeQualname, codeFilename, codeFirstLine, codeLinetable;  // PyCodeObject
-};
-constexpr Layout kLayouts[] = {
-    {11, 56, 8, 32, 48, 56, 68, 184, 128, 112, 72, 136},
-};
-
-// Object headers common to the versions above.
-constexpr uint32_t kObType = 8;
-constexpr uint32_t kBytesSize = 16, kBytesData = 32;
-constexpr uint32_t kStrLength = 16, kStrState = 32, kStrAsciiData = 48, kStrCompactData = 72;
+// Offsets into the interpreter's structs, by minor version: shim/python_layouts.h (checked against each
+// version's headers by report.python.layout.3.N).
+using Layout = GpuspyPyLayout;
+constexpr uint32_t kNone = GPUSPY_PY_NONE;
+constexpr uint32_t kObType = GPUSPY_PY_OB_TYPE;
+constexpr uint32_t kBytesSize = GPUSPY_PY_BYTES_SIZE, kBytesData = GPUSPY_PY_BYTES_DATA;
+constexpr uint32_t kStrLength = GPUSPY_PY_STR_LENGTH;
 
 constexpr uint32_t kMaxPyFrames = 64;  // per capture
 constexpr uint32_t kCodeSlots = 1u << 15, kMaxCodes = 1u << 14;
@@ -93,6 +87,7 @@ const Layout* g_layout = nullptr;
 TstateFn g_ownTstate = nullptr, g_currentTstate = nullptr;
 uint64_t g_codeType = 0, g_strType = 0, g_bytesType = 0;
 uint64_t g_evalLo = 0, g_evalHi = 0;
+uint64_t g_interpLo = 0, g_interpHi = 0;  // the executable segment holding the eval loop
 CodeEntry* g_codeSlots = nullptr;
 CodeDef* g_codes = nullptr;  // by codeId - 1
 char* g_names = nullptr;
@@ -131,14 +126,14 @@ uint32_t utf8Of(uint64_t str, char* out, uint32_t cap)
         return 1;
     }
     const uint64_t length = at<uint64_t>(str, kStrLength);
-    const uint32_t state = at<uint32_t>(str, kStrState);
+    const uint32_t state = at<uint32_t>(str, g_layout->strState);
     const uint32_t kind = (state >> 2) & 7;
     const bool compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
     if (!compact || (kind != 1 && kind != 2 && kind != 4)) {
         out[0] = '?';
         return 1;
     }
-    const uint64_t data = str + (ascii ? kStrAsciiData : kStrCompactData);
+    const uint64_t data = str + (ascii ? g_layout->strAsciiData : g_layout->strCompactData);
     uint32_t n = 0;
     for (uint64_t i = 0; i < length; ++i) {
         uint32_t c = kind == 1 ? at<uint8_t>(data, uint32_t(i)) : kind == 2 ? at<uint16_t>(data, uint32_t(2 * i)) : at<uint32_t>(data, uint32_t(4 * i));
@@ -155,46 +150,14 @@ uint32_t utf8Of(uint64_t str, char* out, uint32_t cap)
     return n;
 }
 
-// The 3.11 line table (Objects/locations.md): entries of 1-8 code units, each opening with a byte
-// 1ccccnnn (code, units - 1); the line moves by a delta per entry (code 15: no line). The line of
-// code unit lasti; the first line for lasti < 0; -1 where the table says none or ends first.
-uint32_t readVarint(const uint8_t*& p, const uint8_t* end)
-{
-    uint32_t v = 0, shift = 0;
-    while (p < end) {
-        const uint8_t b = *p++;
-        v |= uint32_t(b & 63) << shift;
-        shift += 6;
-        if (!(b & 64) || shift > 24) break;
-    }
-    return v;
-}
-
+// The line of code unit lasti (the first line for lasti < 0) by the code's line table, a checked bytes
+// object.
 int32_t lineOf(uint64_t linetable, int32_t firstLine, int32_t lasti)
 {
     if (lasti < 0) return firstLine;
     const int64_t size = at<int64_t>(linetable, kBytesSize);
     if (size <= 0 || size > (1 << 24)) return -1;
-    const auto* p = reinterpret_cast<const uint8_t*>(linetable + kBytesData);
-    const uint8_t* end = p + size;
-    int32_t line = firstLine, unit = 0;
-    while (p < end) {
-        const uint8_t head = *p++;
-        const uint32_t code = (head >> 3) & 15;
-        const int32_t units = (head & 7) + 1;
-        int32_t delta = 0;
-        if (code == 14 || code == 13) {
-            const uint32_t v = readVarint(p, end);
-            delta = (v & 1) ? -int32_t(v >> 1) : int32_t(v >> 1);
-        } else if (code >= 10 && code <= 12) {
-            delta = int32_t(code) - 10;
-        }
-        line += delta;
-        if (lasti < unit + units) return code == 15 ? -1 : line;
-        unit += units;
-        while (p < end && !(*p & 0x80)) ++p;  // the entry's columns
-    }
-    return -1;
+    return pyLineOf(g_layout->lines, reinterpret_cast<const uint8_t*>(linetable + kBytesData), uint64_t(size), firstLine, lasti);
 }
 
 // Under g_lock: a new code entry and its definition; 0 when full.
@@ -224,7 +187,7 @@ uint32_t newCode(uint64_t code, uint64_t name, uint64_t file, uint64_t linetable
 uint32_t findCode(uint64_t code, bool insert)
 {
     const Layout& L = *g_layout;
-    const uint64_t name = at<uint64_t>(code, L.codeQualname), file = at<uint64_t>(code, L.codeFilename);
+    const uint64_t name = at<uint64_t>(code, L.codeName), file = at<uint64_t>(code, L.codeFilename);
     const uint64_t linetable = at<uint64_t>(code, L.codeLinetable);
     const int32_t firstLine = at<int32_t>(code, L.codeFirstLine);
     uint32_t slot = uint32_t(mix(code)) & (kCodeSlots - 1);
@@ -303,7 +266,7 @@ thread_local FrameMemo t_memo[1u << kMemoBits];
 uint32_t frameId(uint64_t code, int32_t lasti)
 {
     const Layout& L = *g_layout;
-    const uint64_t name = at<uint64_t>(code, L.codeQualname), file = at<uint64_t>(code, L.codeFilename);
+    const uint64_t name = at<uint64_t>(code, L.codeName), file = at<uint64_t>(code, L.codeFilename);
     const uint64_t linetable = at<uint64_t>(code, L.codeLinetable);
     const int32_t firstLine = at<int32_t>(code, L.codeFirstLine);
     FrameMemo& m = t_memo[mix(code ^ uint64_t(uint32_t(lasti)) << 47) >> (64 - kMemoBits)];
@@ -330,26 +293,43 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
         return 0;
     }
     const Layout& L = *g_layout;
-    const uint64_t cframe = at<uint64_t>(tstate, L.tstateCframe);
-    if (!plausible(cframe)) return 0;
-    uint64_t frame = at<uint64_t>(cframe, L.cframeCurrent);
+    uint64_t frame = at<uint64_t>(tstate, L.tstateFrame);
+    if (L.cframeCurrent != kNone) {
+        if (!plausible(frame)) return 0;
+        frame = at<uint64_t>(frame, L.cframeCurrent);
+    }
     uint32_t n = 0;
-    while (frame != 0 && n < cap) {
-        if (!plausible(frame)) {
+    for (uint32_t steps = 0; frame != 0 && n < cap; ++steps) {
+        if (!plausible(frame) || steps >= 4 * cap) {
             g_badFrames.fetch_add(1, std::memory_order_relaxed);
             break;
+        }
+        // 3.12+: an eval loop's entry is a frame of its own on the C stack, under the frames it runs.
+        if (L.frameOwner != kNone && at<uint8_t>(frame, L.frameOwner) == GPUSPY_PY_FRAME_OWNED_BY_CSTACK) {
+            if (n > 0) out[n - 1].entry = true;
+            frame = at<uint64_t>(frame, L.framePrevious);
+            continue;
         }
         const uint64_t code = at<uint64_t>(frame, L.frameCode);
         if (!isA(code, g_codeType)) {
             g_badFrames.fetch_add(1, std::memory_order_relaxed);
             break;
         }
-        const uint64_t prev = at<uint64_t>(frame, L.framePrevInstr);
-        const uint64_t first = code + L.codeAdaptive;
-        const int32_t lasti = prev >= first && prev - first < (1ull << 30) ? int32_t((prev - first) / 2) : -1;
+        int32_t lasti = -1;
+        if (L.codeAdaptive == kNone) {
+            // 3.9/3.10: int f_lasti, -1 before the first instruction.
+            const int32_t raw = at<int32_t>(frame, L.frameInstr);
+            if (raw >= 0 && raw < (1 << 29)) lasti = int32_t(int64_t(raw) * L.lastiBytes / 2);
+        } else {
+            const uint64_t instr = at<uint64_t>(frame, L.frameInstr);
+            const uint64_t first = code + L.codeAdaptive;
+            if (instr >= first && instr - first < (1ull << 30)) lasti = int32_t((instr - first) / 2);
+        }
         const uint32_t id = frameId(code, lasti);
         if (id == 0) break;  // full
-        out[n++] = PyFrame{id, at<uint8_t>(frame, L.frameIsEntry) != 0};
+        // 3.9/3.10: every frame runs in an eval loop of its own; 3.11: is_entry says which do.
+        const bool entry = L.frameIsEntry != kNone ? at<uint8_t>(frame, L.frameIsEntry) != 0 : L.frameOwner == kNone;
+        out[n++] = PyFrame{id, entry};
         frame = at<uint64_t>(frame, L.framePrevious);
     }
     if (n > 0) {
@@ -372,6 +352,37 @@ void say(const char* msg)
     (void)r;
 }
 
+// dl_iterate_phdr: the executable segment of the object (libpython, or the python executable itself)
+// that holds g_evalLo.
+int findInterpreterText(dl_phdr_info* info, size_t, void*)
+{
+    for (unsigned i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+        if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+        const uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+        if (g_evalLo >= lo && g_evalLo < hi) {
+            g_interpLo = lo;
+            g_interpHi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+// The interpreter's minor version, where its major is 3; 0 otherwise. Py_Version (3.11+: the hex
+// version, data) where there is one, else the version string Py_GetVersion returns ("3.10.13 (main, ...":
+// a static buffer formatted from constants, safe before the interpreter starts).
+uint32_t pythonMinor(const unsigned long* version)
+{
+    if (version) return (*version >> 24) == 3 ? uint32_t((*version >> 16) & 0xff) : 0;
+    auto text = reinterpret_cast<const char* (*)()>(dlsym(RTLD_DEFAULT, "Py_GetVersion"));
+    const char* v = text ? text() : nullptr;
+    if (!v || v[0] != '3' || v[1] != '.') return 0;
+    uint32_t minor = 0, digits = 0;
+    for (const char* p = v + 2; *p >= '0' && *p <= '9' && digits < 3; ++p, ++digits) minor = minor * 10 + uint32_t(*p - '0');
+    return digits > 0 && (v[2 + digits] == '.' || v[2 + digits] == ' ' || v[2 + digits] == '+') ? minor : 0;
+}
+
 }  // namespace
 
 void pythonConfigure()
@@ -388,11 +399,11 @@ void pythonConfigure()
         return;
     }
     const Layout* layout = nullptr;
-    if (version && (*version >> 24) == 3)
-        for (const Layout& L : kLayouts)
-            if (L.minor == ((*version >> 16) & 0xff)) layout = &L;
+    const uint32_t minor = pythonMinor(version);
+    for (const Layout& L : kGpuspyPyLayouts)
+        if (L.minor == minor) layout = &L;
     if (!layout) {
-        say("gpuspy: this CPython's frame layout is not one gpuspy knows (3.11); native stacks only\n");
+        say("gpuspy: this CPython's frame layout is not one gpuspy knows (3.9 to 3.13); native stacks only\n");
         return;
     }
     Dl_info info{};
@@ -402,6 +413,15 @@ void pythonConfigure()
     g_strType = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "PyUnicode_Type"));
     g_bytesType = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "PyBytes_Type"));
     if (!g_codeType || !g_strType || !g_bytesType) return;
+    // The object header the rows assume (ob_type at 8): a free-threaded (3.13t) or a debug build
+    // (Py_TRACE_REFS) has a longer one, with the same version numbers. PyCode_Type is a type object,
+    // so its own ob_type must read as PyType_Type.
+    const auto typeType = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "PyType_Type"));
+    if (!typeType || !isA(g_codeType, typeType)) {
+        say("gpuspy: this CPython's object header is not the one gpuspy knows (a free-threaded or debug build?); "
+            "native stacks only\n");
+        return;
+    }
     g_codeSlots = static_cast<CodeEntry*>(reserve(kCodeSlots * sizeof(CodeEntry)));
     g_codes = static_cast<CodeDef*>(reserve(kMaxCodes * sizeof(CodeDef)));
     g_names = static_cast<char*>(reserve(kNameBytes));
@@ -410,8 +430,10 @@ void pythonConfigure()
     if (!g_codeSlots || !g_codes || !g_names || !g_frameSlots || !g_frames) return;
     g_evalLo = reinterpret_cast<uint64_t>(eval);
     g_evalHi = g_evalLo + sym->st_size;
+    dl_iterate_phdr(findInterpreterText, nullptr);
     g_ownTstate = own;
     g_currentTstate = reinterpret_cast<TstateFn>(dlsym(RTLD_DEFAULT, "_PyThreadState_UncheckedGet"));
+    if (!g_currentTstate) g_currentTstate = reinterpret_cast<TstateFn>(dlsym(RTLD_DEFAULT, "PyThreadState_GetUnchecked"));
     g_layout = layout;
     g_active = true;
 }
@@ -432,6 +454,11 @@ uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t ca
             } while (!py[next++].entry && next < count && m < cap);
             continue;
         }
+        // The interpreter's own frames between two Python frames (3.9/3.10 call each Python function
+        // through _PyEval_Vector and kin; any version where C code calls Python back) are dropped, as
+        // py-spy --native does: a Python frame's caller is the Python frame that called it. Other
+        // libraries' frames there (an extension, ctypes, libffi) stay.
+        if (next > 0 && next < count && pcs[i] - 1 - g_interpLo < g_interpHi - g_interpLo) continue;
         out[m++] = pcs[i];
     }
     // Frames of eval loops beyond the captured native depth: outer to every native frame taken.
@@ -481,14 +508,15 @@ size_t pythonNotice(uint8_t* out, size_t cap)
 {
     if (!g_active) return 0;
     const PythonStats s = pythonStats();
-    char text[400];
+    char text[512];
     const int n = snprintf(text, sizeof text,
                            "python: %llu stacks with Python frames (%llu on threads that had released the GIL); "
                            "%llu on threads without a Python thread state (native frames only); %llu frame chains "
-                           "cut at a frame that failed a check; %u code objects, %u frames interned",
+                           "cut at a frame that failed a check; %u code objects, %u frames interned; read by the "
+                           "CPython 3.%u frame layout",
                            static_cast<unsigned long long>(s.withFrames), static_cast<unsigned long long>(s.withoutGil),
                            static_cast<unsigned long long>(s.noThreadState), static_cast<unsigned long long>(s.badFrames),
-                           s.codes, s.frames);
+                           s.codes, s.frames, g_layout->minor);
     if (n <= 0 || size_t(n) >= sizeof text) return 0;
     wire::NoticeBody body{wire::kNoticePythonFrames, uint32_t(n)};
     return wire::encodeVar(out, cap, body, text, uint32_t(n));

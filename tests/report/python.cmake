@@ -86,3 +86,89 @@ add_test(NAME report.python.code_churn
          COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${_py_ldpath}
                  bash ${_py_src}/check_churn.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${GPUSPY_PYTHON3} ${_py_work}/python.code_churn 300)
 set_tests_properties(report.python.code_churn PROPERTIES LABELS report TIMEOUT 600)
+# Every CPython minor version the shim knows (shim/python_layouts.h), where pyenv has one
+# ($PYENV_ROOT/versions/3.N.*, or ~/.pyenv): its row checked against its own headers
+# (report.python.layout.3.N: offsetof, compiled at test time), and the main and threads cases run on it
+# (report.python.3.N.main, report.python.3.N.threads, each with .lines, and main.layout_used: the shim's
+# notice names that version's row; the full set runs on python3 above). pyenv links libpython3.N.so, the distribution's python3 has the interpreter in its executable:
+# the shim finds it by dlsym either way. The distribution's headers are checked too where installed.
+# The line-table reader (shim/python_lines.cpp) on its own, held against each interpreter's own line of
+# every code unit (report.python.line_tables.*: check_line_tables.py).
+add_executable(gpuspy_py_lines ${_py_src}/line_table_tool.cpp ${CMAKE_SOURCE_DIR}/shim/python_lines.cpp)
+target_include_directories(gpuspy_py_lines PRIVATE ${CMAKE_SOURCE_DIR})
+add_test(NAME report.python.line_tables.python3
+         COMMAND ${GPUSPY_PYTHON3} ${_py_src}/check_line_tables.py $<TARGET_FILE:gpuspy_py_lines>)
+if(GPUSPY_SYSTEM_PYTHON3 AND NOT _system_py STREQUAL _path_py)
+  add_test(NAME report.python.line_tables.system
+           COMMAND ${GPUSPY_SYSTEM_PYTHON3} ${_py_src}/check_line_tables.py $<TARGET_FILE:gpuspy_py_lines>)
+endif()
+execute_process(COMMAND ${GPUSPY_PYTHON3} -c "import sys; print('%d.%d' % sys.version_info[:2])"
+                OUTPUT_VARIABLE _path_minor OUTPUT_STRIP_TRAILING_WHITESPACE)
+set(_pyenv_root $ENV{PYENV_ROOT})
+if(NOT _pyenv_root)
+  set(_pyenv_root $ENV{HOME}/.pyenv)
+endif()
+foreach(_minor 9 10 11 12 13)
+  set(_ver 3.${_minor})
+  file(GLOB _dirs LIST_DIRECTORIES true ${_pyenv_root}/versions/${_ver}.*)
+  set(_found "")
+  foreach(_dir IN LISTS _dirs)
+    # 3.N.M only: not a free-threaded 3.13t (another object header: the shim keeps native stacks there).
+    if(_dir MATCHES "/${_ver}\\.[0-9]+$" AND EXISTS ${_dir}/bin/python${_ver} AND EXISTS ${_dir}/include/python${_ver}/Python.h)
+      set(_found ${_dir})
+    endif()
+  endforeach()
+  if(NOT _found)
+    message(STATUS "gpuspy: no pyenv Python ${_ver} under ${_pyenv_root}/versions: its Python report tests are skipped")
+    continue()
+  endif()
+  add_test(NAME report.python.layout.${_ver}
+           COMMAND bash ${_py_src}/check_layout.sh ${CMAKE_C_COMPILER} ${CMAKE_SOURCE_DIR} ${_found}/include/python${_ver}
+                   ${_py_work}/layout.${_ver})
+  if(_ver STREQUAL _path_minor)
+    continue()
+  endif()
+  add_test(NAME report.python.line_tables.${_ver}
+           COMMAND ${_found}/bin/python${_ver} ${_py_src}/check_line_tables.py $<TARGET_FILE:gpuspy_py_lines>)
+  foreach(case "main;outer" "threads;")
+    list(GET case 0 _mode)
+    list(GET case 1 _outer)
+    set(_name python.${_ver}.${_mode})
+    add_test(NAME report.${_name}
+             COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${_py_ldpath}
+                     bash ${CMAKE_CURRENT_SOURCE_DIR}/run_report.sh ${_py_work}/${_name} $<TARGET_FILE:${GPUSPY_CLI_TARGET}>
+                     $<TARGET_FILE:report_vs_trace> ${CMAKE_CURRENT_SOURCE_DIR}/expect/python_${_mode}.txt ${_py_src}
+                     -- ${_found}/bin/python${_ver} ${_py_src}/cuda_copies.py ${_mode})
+    set_tests_properties(report.${_name} PROPERTIES LABELS report TIMEOUT 600 FIXTURES_SETUP ${_name})
+    add_test(NAME report.${_name}.lines
+             COMMAND bash ${_py_src}/check_lines.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${_py_work}/${_name} to_device step
+                     ${_outer})
+    set_tests_properties(report.${_name}.lines PROPERTIES LABELS report FIXTURES_REQUIRED ${_name})
+  endforeach()
+  # The shim read this interpreter by its own version's row.
+  add_test(NAME report.python.${_ver}.main.layout_used
+           COMMAND grep -q "Notice code=1 \"python: .*; read by the CPython ${_ver} frame layout\"" ${_py_work}/python.${_ver}.main/dump.txt)
+  set_tests_properties(report.python.${_ver}.main.layout_used PROPERTIES LABELS report FIXTURES_REQUIRED python.${_ver}.main)
+endforeach()
+# The newest pyenv CPython older than any the shim knows: native stacks only, said on stderr.
+foreach(_ver 3.8 3.7 3.6)
+  file(GLOB _old ${_pyenv_root}/versions/${_ver}.*/bin/python${_ver})
+  if(_old)
+    list(GET _old 0 _old)
+    add_test(NAME report.python.unknown_version
+             COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${_py_ldpath}
+                     bash ${_py_src}/check_unknown.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${_old} ${_py_src}/cuda_copies.py
+                     ${_py_work}/python.unknown_version)
+    set_tests_properties(report.python.unknown_version PROPERTIES LABELS report TIMEOUT 600)
+    break()
+  endif()
+endforeach()
+foreach(_inc /usr/include/python3.9 /usr/include/python3.10 /usr/include/python3.11 /usr/include/python3.12
+             /usr/include/python3.13)
+  # Where the -dev package has the headers the frame structs are in (3.11+: its internal ones).
+  get_filename_component(_name ${_inc} NAME)
+  if(EXISTS ${_inc}/Python.h AND (EXISTS ${_inc}/internal/pycore_frame.h OR _name MATCHES "^python3\\.(9|10)$"))
+    add_test(NAME report.python.layout.system_${_name}
+             COMMAND bash ${_py_src}/check_layout.sh ${CMAKE_C_COMPILER} ${CMAKE_SOURCE_DIR} ${_inc} ${_py_work}/layout.system_${_name})
+  endif()
+endforeach()
