@@ -253,14 +253,15 @@ uint32_t internFrame(uint32_t codeId, uint64_t code, int32_t lasti)
 // Each thread's last frames, direct-mapped by (code, offset): a loop calls CUDA from the same few
 // lines, and a hit costs a few loads from the code object (hot: the interpreter runs it) instead of
 // two probes of tables that are megabytes apart. An entry holds what findCode compares, so a code
-// object freed and another made at its address is a miss. Initial-exec TLS, zero-initialised.
+// object freed and another made at its address is a miss. Kept in the thread's state (threadPyMemo),
+// zero-initialised.
 struct FrameMemo {
     uint64_t code, name, file, linetable;
     int32_t firstLine, lasti;
     uint32_t id, pad;
 };
 constexpr uint32_t kMemoBits = 5;
-thread_local FrameMemo t_memo[1u << kMemoBits];
+static_assert(sizeof(FrameMemo) << kMemoBits <= kPyMemoBytes, "the memo fits the thread state's room");
 
 // The id of the frame at lasti in the checked code object; 0 when the tables are full.
 uint32_t frameId(uint64_t code, int32_t lasti)
@@ -269,7 +270,12 @@ uint32_t frameId(uint64_t code, int32_t lasti)
     const uint64_t name = at<uint64_t>(code, L.codeName), file = at<uint64_t>(code, L.codeFilename);
     const uint64_t linetable = at<uint64_t>(code, L.codeLinetable);
     const int32_t firstLine = at<int32_t>(code, L.codeFirstLine);
-    FrameMemo& m = t_memo[mix(code ^ uint64_t(uint32_t(lasti)) << 47) >> (64 - kMemoBits)];
+    FrameMemo* memo = reinterpret_cast<FrameMemo*>(threadPyMemo());
+    if (!memo) {
+        const uint32_t codeId = internCode(code);
+        return codeId ? internFrame(codeId, code, lasti) : 0;
+    }
+    FrameMemo& m = memo[mix(code ^ uint64_t(uint32_t(lasti)) << 47) >> (64 - kMemoBits)];
     if (m.code == code && m.lasti == lasti && m.name == name && m.file == file && m.linetable == linetable &&
         m.firstLine == firstLine)
         return m.id;

@@ -46,7 +46,17 @@ struct alignas(64) ThreadState {
     // Who holds the state (and fills its lane): changed under g_threadsLock, which hands the lane's
     // producer side from an exiting thread to the next one.
     bool live = false;
+    // python.cpp's memo of the last frames (its entries are checked against the code object, so a
+    // reused state's entries from an earlier thread are as good as its own). Here, not in TLS: the
+    // shim's initial-exec TLS must fit the few hundred bytes glibc keeps for a dlopen (gpuspy attach).
+    alignas(16) unsigned char pyMemo[kPyMemoBytes] = {};
 };
+
+unsigned char* threadPyMemo()
+{
+    ThreadState* ts = threadState();
+    return ts ? ts->pyMemo : nullptr;
+}
 
 namespace {
 

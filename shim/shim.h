@@ -201,6 +201,10 @@ bool enqueue(ThreadState* ts, const Item& item);  // into the thread's lane; fal
 void addOwnTime(ThreadState* ts, uint64_t ns);  // gpuspy's time outside a CallScope (NVTX events)
 
 uint64_t nextSeq(ThreadState* ts);  // unique per process, from 1; handed to threads in blocks
+// The calling thread's room for python.cpp's frame memo (kPyMemoBytes, zeroed at first); null when it
+// has no state (out of memory).
+constexpr size_t kPyMemoBytes = 1536;
+unsigned char* threadPyMemo();
 
 // What every wrapper opens first. Inert (everything a no-op) when nested inside another hook,
 // on the drain thread, or when gpuspy is not recording.
