@@ -26,6 +26,8 @@ int runDump(int argc, char** argv);
 int runExport(int argc, char** argv);
 int runView(int argc, char** argv);
 int runDiff(int argc, char** argv);
+int runCtl(int argc, char** argv);
+int runTop(int argc, char** argv);
 
 // A command line the command cannot accept: printed as one line with a hint, exit status 2.
 struct UsageError : std::runtime_error {

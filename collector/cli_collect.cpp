@@ -1,13 +1,21 @@
 // collector/cli_collect.cpp: `gpuspy collect`, a long-running collector for programs started elsewhere.
 #include "collector/cli.h"
+#include "collector/cli_live.h"
+#include "collector/flight_recorder.h"
+#include "collector/live_stats.h"
+#include "collector/metrics.h"
 #include "collector/say.h"
 #include "collector/server.h"
 
 #include <fmt/format.h>
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <memory>
 
 namespace gpuspy::collect::cli {
@@ -15,7 +23,8 @@ namespace gpuspy::collect::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy collect [--socket PATH] [-o FILE] [-f]\n"
+    "usage: gpuspy collect [--socket PATH] [-o FILE] [-f] [--ring SECONDS [--ring-max MIB]]\n"
+    "                      [--metrics HOST:PORT]\n"
     "\n"
     "Collects from programs started separately with the shim preloaded:\n"
     "    GPUSPY_SOCKET=PATH LD_PRELOAD=/path/to/libgpuspy.so ./server\n"
@@ -28,28 +37,206 @@ constexpr const char* kUsage =
     "  --socket PATH       where to listen (default: a fresh private directory, printed at start)\n"
     "  -o, --output FILE   the capture (default gpuspy-YYYYmmdd-HHMMSS.gspy); created 0600\n"
     "  -f, --force         overwrite FILE if it exists\n"
+    "  --ring SECONDS      flight recorder: write nothing as it goes; keep in memory only each process's\n"
+    "                      last SECONDS of records (counted back from its newest one), and what a capture\n"
+    "                      of them needs (its APIs, kernel names, stacks, modules). `gpuspy ctl --socket\n"
+    "                      PATH snapshot -o FILE`, or SIGUSR1 (into gpuspy-snapshot-DATE.gspy in the\n"
+    "                      collector's directory), writes them as a capture; so does the end, with -o.\n"
+    "                      Bounds: memory, the records of all processes together at most --ring-max MiB\n"
+    "                      (default 256; the oldest of the fullest process go first) plus the\n"
+    "                      definitions, and the last 64 finished processes; disk, the snapshots only\n"
+    "  --ring-max MIB      the flight recorder's memory bound for records (1 to 65536)\n"
+    "  --metrics HOST:PORT serve Prometheus metrics at http://HOST:PORT/metrics (PORT or :PORT: on\n"
+    "                      127.0.0.1; give 0.0.0.0:PORT to serve other hosts): kernel launches, GPU busy\n"
+    "                      ratio, transfer bytes and host seconds, sync blocked seconds, findings, the\n"
+    "                      shim's dropped records and own time; labels pid, command, device, direction,\n"
+    "                      host_memory, mode, sync_kind, rule (never kernel names)\n"
+    "\n"
+    "While it runs, `gpuspy top --socket PATH` shows each process's figures, refreshed every second.\n"
     "  -h, --help          this text\n";
+
+volatile sig_atomic_t g_snapshotRequests = 0;
+int g_snapshotWakeFd = -1;
+
+void onSnapshotSignal(int)
+{
+    const int saved = errno;
+    g_snapshotRequests = g_snapshotRequests + 1;
+    const char b = 1;
+    if (g_snapshotWakeFd >= 0) [[maybe_unused]] ssize_t r = write(g_snapshotWakeFd, &b, 1);
+    errno = saved;
+}
+
+// SIGUSR1 asks for a snapshot (and must not kill a collector without a ring, its default action).
+void catchSnapshotSignal(int wakeFd)
+{
+    g_snapshotWakeFd = wakeFd;
+    struct sigaction sa{};
+    sa.sa_handler = onSnapshotSignal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, nullptr);
+}
+
+// The live figures, for `gpuspy top` and --metrics. The analysis runs once a second while someone
+// looks (a metrics endpoint, or a top request in the last kTopLingerNs); otherwise the records of each
+// second are only dropped.
+struct Live {
+    explicit Live(FlightRecorder* ring) : stats(ring) {}
+    LiveStats stats;
+    std::unique_ptr<MetricsServer> metrics;
+    uint64_t lastTopNs = 0;
+    static constexpr uint64_t kTickNs = 1000000000ull;
+    static constexpr uint64_t kTopLingerNs = 10000000000ull;
+
+    bool watched(uint64_t now) const { return metrics || (lastTopNs && now - lastTopNs < kTopLingerNs); }
+    void service(const Server& server)
+    {
+        const uint64_t now = monotonicNs();
+        stats.setWatched(watched(now));
+        if (stats.lastTickNs() && now - stats.lastTickNs() < kTickNs) return;
+        stats.tick(now, watched(now));
+        if (metrics) metrics->update(stats, server.openConnections());
+    }
+};
+
+// The control requests this collector answers; the verbs of other features join here.
+std::string answerControl(Live& live, FlightRecorder* ring, const std::string& request)
+{
+    if (request == "top" || request.rfind("top ", 0) == 0) {
+        const uint64_t now = monotonicNs();
+        const bool wasWatched = live.watched(now);
+        live.lastTopNs = now;
+        live.stats.setWatched(true);
+        size_t width = 100;
+        if (request.size() > 4) width = size_t(std::strtoul(request.c_str() + 4, nullptr, 10));
+        if (!wasWatched) return "ok\ngpuspy top: starting the live analysis; the first figures come in a second\n";
+        return "ok\n" + live.stats.topText(width);
+    }
+    std::string answer = answerRingRequest(ring, request);
+    if (answer.empty()) answer = "error unknown request '" + request.substr(0, request.find(' ')) + "'\n";
+    return answer;
+}
+
+// Starts the metrics endpoint if asked; false (said why) when it cannot.
+bool startMetrics(Live& live, const std::string& hostPort)
+{
+    if (hostPort.empty()) return true;
+    try {
+        live.metrics = std::make_unique<MetricsServer>(hostPort);
+    } catch (const std::exception& e) {
+        say("gpuspy collect: {}\n", e.what());
+        return false;
+    }
+    say("gpuspy: metrics at http://{}/metrics\n", live.metrics->address());
+    return true;
+}
+
+// "gpuspy-snapshot-YYYYmmdd-HHMMSS.gspy" in the current directory, with a suffix if that exists.
+std::string snapshotName()
+{
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    localtime_r(&now, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    std::string name = fmt::format("gpuspy-snapshot-{}.gspy", stamp);
+    for (int i = 2; access(name.c_str(), F_OK) == 0 && i < 1000; ++i)
+        name = fmt::format("gpuspy-snapshot-{}-{}.gspy", stamp, i);
+    return name;
+}
+
+// `collect --ring`: nothing is written as records arrive; the flight recorder holds the last seconds.
+int collectRing(const std::string& socket, const std::string& output, bool force, FlightRecorder& ring,
+                const std::string& metrics)
+{
+    Live live(&ring);
+    if (!startMetrics(live, metrics)) return kExitFailure;
+    std::unique_ptr<Server> server;
+    try {
+        ServerOptions so;
+        so.socketPath = socket;
+        so.listener = &live.stats;
+        so.control = [&](const std::string& request) { return answerControl(live, &ring, request); };
+        server = std::make_unique<Server>(so);
+    } catch (const std::exception& e) {
+        say("gpuspy collect: {}\n", e.what());
+        return kExitFailure;
+    }
+    installSignalHandlers(server->wakeFd());
+    catchSnapshotSignal(server->wakeFd());
+    say("gpuspy: collecting on {}, keeping each process's last {:g} s in memory (at most {} MiB of records); "
+        "snapshot with gpuspy ctl --socket {} snapshot -o FILE or SIGUSR1 (Ctrl-C or SIGTERM to finish)\n",
+        server->socketPath(), double(ring.windowNs()) / 1e9, ring.maxBytes() >> 20, server->socketPath());
+    if (socket.empty()) fmt::print("GPUSPY_SOCKET={}\n", server->socketPath());
+    std::fflush(stdout);
+    int rc = 0;
+    sig_atomic_t snapshotsDone = 0;
+    try {
+        while (signalsReceived() == 0) {
+            server->poll(250);
+            hungUp();
+            live.service(*server);
+            if (g_snapshotRequests != snapshotsDone) {
+                snapshotsDone = g_snapshotRequests;
+                try {
+                    say("gpuspy: SIGUSR1: {}\n", writeSnapshot(ring, snapshotName(), false));
+                } catch (const std::exception& e) {
+                    say("gpuspy: SIGUSR1: no snapshot: {}\n", e.what());
+                }
+            }
+        }
+    } catch (const std::exception& e) {
+        say("gpuspy collect: {}\n", e.what());
+        rc = kExitFailure;
+    }
+    restoreSignalHandlers();
+    signal(SIGUSR1, SIG_IGN);
+    g_snapshotWakeFd = -1;
+    try {
+        server->closeAll();
+        server.reset();
+        if (!output.empty()) say("gpuspy: {}\n", writeSnapshot(ring, output, force));
+    } catch (const std::exception& e) {
+        say("gpuspy collect: {}\n", e.what());
+        rc = kExitFailure;
+    }
+    return rc;
+}
 
 }  // namespace
 
 int runCollect(int argc, char** argv)
 {
     ArgReader args("collect", argc, argv);
-    std::string socket, output;
+    std::string socket, output, ringText, ringMaxText, metrics;
     bool force = false;
     while (!args.done()) {
         if (args.flag({"-h", "--help"})) {
             fmt::print("{}", kUsage);
             return 0;
         }
-        if (args.value({"--socket"}, socket) || args.value({"-o", "--output"}, output)) continue;
+        if (args.value({"--socket"}, socket) || args.value({"-o", "--output"}, output) ||
+            args.value({"--ring"}, ringText) || args.value({"--ring-max"}, ringMaxText) ||
+            args.value({"--metrics"}, metrics))
+            continue;
         if (args.flag({"-f", "--force"})) {
             force = true;
             continue;
         }
         args.unknown();
     }
+    if (!ringMaxText.empty() && ringText.empty()) throw UsageError("gpuspy collect: --ring-max goes with --ring SECONDS");
+    std::unique_ptr<FlightRecorder> ring;
+    if (!ringText.empty()) {
+        const long seconds = parseNumber("--ring", ringText, 1, 86400);
+        const long mib = ringMaxText.empty() ? 256 : parseNumber("--ring-max", ringMaxText, 1, 65536);
+        ring = std::make_unique<FlightRecorder>(uint64_t(seconds) * 1000000000ull, uint64_t(mib) << 20);
+        return collectRing(socket, output, force, *ring, metrics);
+    }
     if (output.empty()) output = defaultCaptureName();
+    Live live(nullptr);
+    if (!startMetrics(live, metrics)) return kExitFailure;
 
     std::unique_ptr<CaptureWriter> writer;
     std::unique_ptr<Server> server;
@@ -58,6 +245,8 @@ int runCollect(int argc, char** argv)
         ServerOptions so;
         so.socketPath = socket;
         so.writer = writer.get();
+        so.listener = &live.stats;
+        so.control = [&](const std::string& request) { return answerControl(live, nullptr, request); };
         server = std::make_unique<Server>(so);
     } catch (const std::exception& e) {
         if (writer) unlink(output.c_str());
@@ -66,16 +255,24 @@ int runCollect(int argc, char** argv)
     }
 
     installSignalHandlers(server->wakeFd());
+    catchSnapshotSignal(server->wakeFd());
     say("gpuspy: collecting on {} into {} (Ctrl-C or SIGTERM to finish)\n", server->socketPath(), output);
     if (socket.empty()) fmt::print("GPUSPY_SOCKET={}\n", server->socketPath());
     std::fflush(stdout);
     int rc = 0;
     bool saidWriteFailure = false;
+    sig_atomic_t snapshotsSeen = 0;
     try {
         // A hang-up (the ssh session that started it went away) does not stop a collector.
         while (signalsReceived() == 0) {
-            server->poll(1000);
+            server->poll(250);
             hungUp();
+            live.service(*server);
+            if (g_snapshotRequests != snapshotsSeen) {
+                snapshotsSeen = g_snapshotRequests;
+                say("gpuspy: SIGUSR1: no snapshot: this collector keeps no ring (gpuspy collect --ring SECONDS); "
+                    "it writes everything to {}\n", output);
+            }
             noteWriteFailure(*writer, saidWriteFailure);
         }
     } catch (const std::exception& e) {
@@ -83,6 +280,8 @@ int runCollect(int argc, char** argv)
         rc = kExitFailure;
     }
     restoreSignalHandlers();
+    signal(SIGUSR1, SIG_IGN);
+    g_snapshotWakeFd = -1;
 
     try {
         server->closeAll();

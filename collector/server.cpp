@@ -170,7 +170,15 @@ void Server::adopt(int fd)
     auto c = std::make_unique<Conn>();
     c->fd = fd;
     c->ingest.setKeepRaw(m_opt.writer != nullptr);
-    c->ingest.setKeepEvents(m_opt.writer == nullptr);  // with a writer, the records live in the capture
+    // With a writer the records live in the capture; with a listener, in the listener.
+    c->ingest.setKeepEvents(m_opt.writer == nullptr && m_opt.listener == nullptr);
+    if (m_opt.listener) {
+        Conn* conn = c.get();
+        c->ingest.setObserver([this, conn](const Process&, const wire::RecordView& v) {
+            startStream(*conn);  // records can come in the same read as the header
+            m_opt.listener->onRecord(uint32_t(conn->stream), v);
+        });
+    }
     m_conns.push_back(std::move(c));
     ++m_accepted;
     m_lastChangeNs = monotonicNs();
@@ -238,19 +246,83 @@ bool Server::readSome(Conn& c)
         finishConn(c, true);
         return false;
     }
-    return ingest(c, m_buf.data(), size_t(n));
+    return dispatch(c, m_buf.data(), size_t(n));
+}
+
+bool Server::dispatch(Conn& c, const uint8_t* data, size_t n)
+{
+    if (c.kind == Conn::Kind::Unknown) {
+        // A stream header and a control request both start with 8 bytes of magic.
+        const size_t take = std::min(n, sizeof kControlMagic - c.head.size());
+        c.head.append(reinterpret_cast<const char*>(data), take);
+        data += take;
+        n -= take;
+        if (c.head.size() < sizeof kControlMagic) return true;
+        if (std::memcmp(c.head.data(), kControlMagic, sizeof kControlMagic) == 0) {
+            c.kind = Conn::Kind::Control;
+            c.head.clear();
+        } else {
+            c.kind = Conn::Kind::Stream;
+            const std::string head = std::move(c.head);
+            if (!ingest(c, reinterpret_cast<const uint8_t*>(head.data()), head.size())) return false;
+        }
+    }
+    if (n == 0) return true;
+    return c.kind == Conn::Kind::Control ? control(c, data, n) : ingest(c, data, n);
+}
+
+bool Server::control(Conn& c, const uint8_t* data, size_t n)
+{
+    c.head.append(reinterpret_cast<const char*>(data), n);
+    const size_t nl = c.head.find('\n');
+    if (nl == std::string::npos && c.head.size() <= kMaxControlRequest) return true;
+    std::string answer;
+    if (nl == std::string::npos) {
+        answer = "error request too long\n";
+    } else if (!m_opt.control) {
+        answer = "error this collector takes no requests\n";
+    } else {
+        try {
+            answer = m_opt.control(c.head.substr(0, nl));
+        } catch (const std::exception& e) {
+            answer = std::string("error ") + e.what() + "\n";
+        }
+    }
+    // The answer is small and the client waits for it: send it whole, the socket made blocking with
+    // a time limit so that a client that stopped reading cannot stall the collector for long.
+    const int fl = fcntl(c.fd, F_GETFL);
+    if (fl >= 0) fcntl(c.fd, F_SETFL, fl & ~O_NONBLOCK);
+    timeval tv{2, 0};
+    setsockopt(c.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    const char* p = answer.data();
+    size_t left = answer.size();
+    while (left > 0) {
+        const ssize_t w = send(c.fd, p, left, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        p += w;
+        left -= size_t(w);
+    }
+    close(c.fd);
+    c.fd = -1;
+    return false;
+}
+
+void Server::startStream(Conn& c)
+{
+    if (c.stream >= 0 || !c.ingest.hasHeader()) return;
+    // The stream header is valid: from now on this connection is a process of the capture.
+    c.stream = int(m_streams++);
+    m_processes.emplace_back();
+    if (m_opt.writer && m_opt.writer->addStream() != uint32_t(c.stream))
+        throw std::logic_error("capture writer shared with another server");
+    if (m_opt.listener) m_opt.listener->onHeader(uint32_t(c.stream), c.ingest.header());
 }
 
 bool Server::ingest(Conn& c, const uint8_t* data, size_t n)
 {
     const bool ok = c.ingest.feed(data, n);
-    if (c.stream < 0 && c.ingest.hasHeader()) {
-        // The stream header is valid: from now on this connection is a process of the capture.
-        c.stream = int(m_streams++);
-        m_processes.emplace_back();
-        if (m_opt.writer && m_opt.writer->addStream() != uint32_t(c.stream))
-            throw std::logic_error("capture writer shared with another server");
-    }
+    startStream(c);
     if (!ok) {
         finishConn(c, false);
         return false;
@@ -263,6 +335,17 @@ bool Server::ingest(Conn& c, const uint8_t* data, size_t n)
 
 void Server::finishConn(Conn& c, bool eof)
 {
+    if (c.kind == Conn::Kind::Control) {  // a client that left before its request was complete
+        close(c.fd);
+        c.fd = -1;
+        return;
+    }
+    if (c.kind == Conn::Kind::Unknown && !c.head.empty()) {
+        // Fewer bytes than a magic: the stream ingest says what is wrong with them.
+        const std::string head = std::move(c.head);
+        c.ingest.feed(head.data(), head.size());
+        startStream(c);
+    }
     if (eof && c.ingest.bytesReceived() > 0) c.ingest.finish();
     if (c.ingest.failed()) {
         ++m_bad;
@@ -276,6 +359,7 @@ void Server::finishConn(Conn& c, bool eof)
         if (m_opt.writer && c.ingest.failed()) m_opt.writer->writeError(uint32_t(c.stream), c.ingest.error());
         Process& p = c.ingest.process();
         m_processes[size_t(c.stream)] = m_opt.writer ? keptForSymbols(std::move(p)) : std::move(p);
+        if (m_opt.listener) m_opt.listener->onFinished(uint32_t(c.stream));
     }
     close(c.fd);
     c.fd = -1;
@@ -328,7 +412,7 @@ void Server::closeAll()
                 finishConn(*c, true);
                 break;
             }
-            if (!ingest(*c, m_buf.data(), size_t(n))) break;
+            if (!dispatch(*c, m_buf.data(), size_t(n))) break;
         }
         if (c->fd >= 0) {
             // Still open: the process is running. What arrived is kept; a partial record is not.

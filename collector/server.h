@@ -11,6 +11,7 @@
 #include "collector/model.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,20 @@ namespace gpuspy::collect {
 // A fresh private directory (mode 0700) under $XDG_RUNTIME_DIR when it is usable, else under /tmp;
 // returns its path. Throws std::runtime_error on failure.
 std::string makePrivateDir(const char* prefix = "gpuspy-");
+
+// Told of every stream as it arrives (the flight recorder): called from poll(), on the server's thread.
+class StreamListener {
+public:
+    virtual ~StreamListener() = default;
+    virtual void onHeader(uint32_t stream, const wire::StreamHeader& header) = 0;
+    virtual void onRecord(uint32_t stream, const wire::RecordView& record) = 0;  // after ingest applied it
+    virtual void onFinished(uint32_t stream) = 0;
+};
+
+// A control connection (`gpuspy ctl`) starts with these 8 bytes instead of a stream header, then sends
+// one request line; the server answers with the handler's text and closes the connection.
+inline constexpr char kControlMagic[8] = {'G', 'S', 'P', 'Y', 'C', 'T', 'L', '1'};
+inline constexpr size_t kMaxControlRequest = 4096;
 
 struct ServerOptions {
     // Where to listen. Empty: "socket" in a fresh private directory, removed with the server.
@@ -31,6 +46,12 @@ struct ServerOptions {
     size_t flushBytes = 1u << 20;  // per connection: write to the capture when this much is pending
     size_t maxConnections = 4096;
     bool quiet = false;  // no messages on stderr (tests)
+    // Told of every stream's records. With a listener and no writer the processes keep no records
+    // either (the listener holds what it wants).
+    StreamListener* listener = nullptr;
+    // Answers a control connection's request line (without its newline); the answer is sent back as
+    // is. Null: control connections are told this collector takes no requests.
+    std::function<std::string(const std::string& request)> control;
 };
 
 class Server {
@@ -75,11 +96,16 @@ private:
         uint32_t peerPid = 0;
         int stream = -1;  // index into m_streams once the stream header is valid
         StreamIngest ingest;
+        enum class Kind { Unknown, Stream, Control } kind = Kind::Unknown;
+        std::string head;  // the first bytes, until they say which kind of connection this is
     };
 
     void acceptAll();
     bool readSome(Conn& c);  // false: the connection is finished (EOF, error or bad stream)
     bool ingest(Conn& c, const uint8_t* data, size_t n);
+    bool dispatch(Conn& c, const uint8_t* data, size_t n);  // by kind: ingest() or control()
+    bool control(Conn& c, const uint8_t* data, size_t n);
+    void startStream(Conn& c);
     void finishConn(Conn& c, bool eof);
     void flush(Conn& c, bool all);
     void flushAll();
