@@ -108,8 +108,8 @@ std::string captureSummary(const CaptureWriter& writer, size_t processes, uint64
 // The first time the writer has failed: one line on stderr saying so (`said` remembers it).
 void noteWriteFailure(const CaptureWriter& writer, bool& said);
 
-// "gpuspy-YYYYmmdd-HHMMSS.gspy" in the current directory, with a suffix if that exists already.
-std::string defaultCaptureName();
+// "PREFIX-YYYYmmdd-HHMMSS.gspy" in the current directory, with a suffix if that exists already.
+std::string defaultCaptureName(const char* prefix = "gpuspy");
 
 }  // namespace gpuspy::collect::cli
 

@@ -15,7 +15,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <memory>
 
 namespace gpuspy::collect::cli {
@@ -132,20 +131,6 @@ bool startMetrics(Live& live, const std::string& hostPort)
     return true;
 }
 
-// "gpuspy-snapshot-YYYYmmdd-HHMMSS.gspy" in the current directory, with a suffix if that exists.
-std::string snapshotName()
-{
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    localtime_r(&now, &tm);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-    std::string name = fmt::format("gpuspy-snapshot-{}.gspy", stamp);
-    for (int i = 2; access(name.c_str(), F_OK) == 0 && i < 1000; ++i)
-        name = fmt::format("gpuspy-snapshot-{}-{}.gspy", stamp, i);
-    return name;
-}
-
 // `collect --ring`: nothing is written as records arrive; the flight recorder holds the last seconds.
 int collectRing(const std::string& socket, const std::string& output, bool force, FlightRecorder& ring,
                 const std::string& metrics)
@@ -180,7 +165,7 @@ int collectRing(const std::string& socket, const std::string& output, bool force
             if (g_snapshotRequests != snapshotsDone) {
                 snapshotsDone = g_snapshotRequests;
                 try {
-                    say("gpuspy: SIGUSR1: {}\n", writeSnapshot(ring, snapshotName(), false));
+                    say("gpuspy: SIGUSR1: {}\n", writeSnapshot(ring, defaultCaptureName("gpuspy-snapshot"), false));
                 } catch (const std::exception& e) {
                     say("gpuspy: SIGUSR1: no snapshot: {}\n", e.what());
                 }

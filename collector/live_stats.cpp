@@ -29,7 +29,10 @@ struct LiveSymbols {
     std::unordered_map<uint32_t, std::unordered_map<uint64_t, std::vector<Frame>>> byStream;
 };
 
-LiveStats::LiveStats(StreamListener* also) : m_also(also), m_pending(kNoAge, kPendingBytes) {}
+LiveStats::LiveStats(StreamListener* also)
+    : m_also(also), m_symbols(std::make_unique<LiveSymbols>()), m_pending(kNoAge, kPendingBytes)
+{
+}
 
 LiveStats::~LiveStats() = default;
 
@@ -68,6 +71,7 @@ void LiveStats::onFinished(uint32_t stream)
     m_pending.onFinished(stream);
     auto it = m_procs.find(stream);
     if (it != m_procs.end()) it->second.connected = false;
+    m_ended[stream] = false;
     if (m_also) m_also->onFinished(stream);
 }
 
@@ -77,9 +81,15 @@ void LiveStats::tick(uint64_t nowNs, bool analyze)
     m_lastTickNs = nowNs;
     ++m_ticks;
     // Processes that finished before the last tick have had their last records analyzed: forget them.
-    for (auto it = m_procs.begin(); it != m_procs.end();) {
-        if (!it->second.connected && it->second.intervalNs == UINT64_MAX) it = m_procs.erase(it);
-        else ++it;
+    for (auto it = m_ended.begin(); it != m_ended.end();) {
+        if (!it->second) {
+            it->second = true;  // this tick analyzes its last records
+            ++it;
+            continue;
+        }
+        m_procs.erase(it->first);
+        m_symbols->byStream.erase(it->first);
+        it = m_ended.erase(it);
     }
     for (auto& [stream, lp] : m_procs) {
         lp.intervalNs = interval;
@@ -101,8 +111,6 @@ void LiveStats::tick(uint64_t nowNs, bool analyze)
         }
     }
     m_pending.clearEvents();
-    for (auto& [stream, lp] : m_procs)
-        if (!lp.connected) lp.intervalNs = UINT64_MAX;  // marks it for the next tick
 }
 
 void LiveStats::analyzeStream(const FlightRecorder::StreamBytes& s, LiveProcess& lp)
@@ -120,7 +128,7 @@ void LiveStats::analyzeStream(const FlightRecorder::StreamBytes& s, LiveProcess&
     lp.command = proc.command;
 
     // Call sites are named by symbols: each address is looked up once per process, then reused.
-    static LiveSymbols symbols;
+    LiveSymbols& symbols = *m_symbols;
     auto& known = symbols.byStream[s.stream];
 #if GPUSPY_HAVE_SYMBOLIZE
     Process fresh;
@@ -212,9 +220,9 @@ std::string LiveStats::topText(size_t width) const
     };
     std::stable_sort(procs.begin(), procs.end(), [&](auto* a, auto* b) { return busy(a) > busy(b); });
     out += fmt::format("gpuspy top: {} process(es); figures per second over the last {:.1f} s\n", procs.size(),
-                       procs.empty() ? 1.0 : double(procs.front()->intervalNs == UINT64_MAX ? 0 : procs.front()->intervalNs) / 1e9);
+                       procs.empty() || !procs.front()->intervalNs ? 1.0 : double(procs.front()->intervalNs) / 1e9);
     for (const LiveProcess* p : procs) {
-        const double secs = p->intervalNs && p->intervalNs != UINT64_MAX ? double(p->intervalNs) / 1e9 : 1.0;
+        const double secs = p->intervalNs ? double(p->intervalNs) / 1e9 : 1.0;
         out += "\n";
         out += clip(fmt::format("pid {}  {}{}", p->pid, p->command, p->connected ? "" : "  (ended)")) + "\n";
         for (const auto& d : p->devices)

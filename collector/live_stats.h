@@ -16,6 +16,8 @@
 
 namespace gpuspy::collect {
 
+struct LiveSymbols;
+
 // One process's figures: the last tick's (rates over intervalNs) and the totals since it connected.
 struct LiveProcess {
     uint32_t pid = 0;
@@ -86,6 +88,8 @@ private:
     void analyzeStream(const FlightRecorder::StreamBytes& s, LiveProcess& lp);
 
     StreamListener* m_also;
+    std::unique_ptr<LiveSymbols> m_symbols;  // each address looked up once per process
+    std::map<uint32_t, bool> m_ended;        // stream -> its last records were analyzed: forget it
     FlightRecorder m_pending;  // the records since the last tick, and every process's definitions
     std::map<uint32_t, LiveProcess> m_procs;
     uint64_t m_ticks = 0, m_lastTickNs = 0;
