@@ -3,14 +3,20 @@
 // sync_kind, rule; never kernel names or call sites, whose number has no bound.
 #include "collector/metrics.h"
 
+#include "collector/server.h"
+
+#include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include <atomic>
+#include <functional>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace gpuspy::collect {
 
@@ -34,6 +40,24 @@ std::string commandLabel(const std::string& command)
     if (first.size() > 64) first.resize(64);
     return first;
 }
+
+// Counts the scrapes: registered beside the registry, it contributes no metric.
+class ScrapeCounter : public prometheus::Collectable {
+public:
+    std::vector<prometheus::MetricFamily> Collect() const override
+    {
+        ++m_scrapes;
+        return {};
+    }
+    uint64_t scrapes() const { return m_scrapes; }
+
+private:
+    mutable std::atomic<uint64_t> m_scrapes{0};
+};
+
+// A process's series stay until two scrapes after its last figures (the second began after them), or
+// kKeepEndedNs when nobody scrapes: a server whose workers come and go must not pile up series.
+constexpr uint64_t kKeepEndedNs = 300ull * 1000000000ull;
 
 }  // namespace
 
@@ -66,7 +90,28 @@ struct MetricsServer::Impl {
     Family<Counter>& evicted = prometheus::BuildCounter()
         .Name("gpuspy_collector_live_records_evicted_total").Help("Records the live view lost to its memory bound between two ticks").Register(*registry);
     std::unordered_map<Counter*, double> last;  // what each counter was set to: Increment by the difference
+    std::shared_ptr<ScrapeCounter> scrapes = std::make_shared<ScrapeCounter>();
+    struct Series {
+        std::unordered_set<void*> known;
+        std::vector<std::function<void()>> remove;
+        bool ended = false;
+        uint64_t endedScrapes = 0, endedNs = 0;
+    };
+    std::unordered_map<uint32_t, Series> series;  // by stream
+    Series* current = nullptr;                    // the process update() is at
 
+    template <class T>
+    T& add(Family<T>& family, const Labels& labels)
+    {
+        T& metric = family.Add(labels);
+        if (current->known.insert(&metric).second) {
+            current->remove.push_back([&family, &metric, this] {
+                if constexpr (std::is_same_v<T, Counter>) last.erase(&metric);
+                family.Remove(&metric);
+            });
+        }
+        return metric;
+    }
     void set(Counter& c, double total)
     {
         double& l = last[&c];
@@ -94,6 +139,7 @@ MetricsServer::MetricsServer(const std::string& hostPort) : m(std::make_unique<I
         throw std::runtime_error("cannot serve metrics on " + m_address + ": the port is in use or the address is not this host's");
     }
     m->exposer->RegisterCollectable(m->registry);
+    m->exposer->RegisterCollectable(m->scrapes);
 }
 
 MetricsServer::~MetricsServer() = default;
@@ -103,6 +149,7 @@ void MetricsServer::update(const LiveStats& live, size_t connectedNow)
     m->connected.Add({}).Set(double(connectedNow));
     m->set(m->evicted.Add({}), double(live.evictedRecords()));
     for (const auto& [stream, p] : live.processes()) {
+        m->current = &m->series[stream];
         const Labels base{{"pid", std::to_string(p.pid)}, {"command", commandLabel(p.command)}};
         auto with = [&](std::initializer_list<std::pair<const std::string, std::string>> more) {
             Labels l = base;
@@ -110,24 +157,44 @@ void MetricsServer::update(const LiveStats& live, size_t connectedNow)
             return l;
         };
         for (const auto& d : p.devices) {
-            m->set(m->launches.Add(with({{"device", std::to_string(d.id)}})), double(d.launchesTotal));
-            m->busy.Add(with({{"device", std::to_string(d.id)}})).Set(d.busyRatio);
+            m->set(m->add(m->launches, with({{"device", std::to_string(d.id)}})), double(d.launchesTotal));
+            m->add(m->busy, with({{"device", std::to_string(d.id)}})).Set(d.busyRatio);
         }
         for (const auto& [k, t] : p.transfers) {
             const Labels l = with({{"direction", t.direction}, {"host_memory", t.hostMemory}, {"mode", t.mode}});
-            m->set(m->transferBytes.Add(l), double(t.bytesTotal));
-            m->set(m->transferSeconds.Add(l), double(t.hostNsTotal) / 1e9);
-            m->set(m->transfers.Add(l), double(t.countTotal));
+            m->set(m->add(m->transferBytes, l), double(t.bytesTotal));
+            m->set(m->add(m->transferSeconds, l), double(t.hostNsTotal) / 1e9);
+            m->set(m->add(m->transfers, l), double(t.countTotal));
         }
         for (const auto& [kind, s] : p.syncs) {
             const Labels l = with({{"sync_kind", kind}});
-            m->set(m->blocked.Add(l), double(s.blockedNsTotal) / 1e9);
-            m->set(m->syncs.Add(l), double(s.countTotal));
+            m->set(m->add(m->blocked, l), double(s.blockedNsTotal) / 1e9);
+            m->set(m->add(m->syncs, l), double(s.countTotal));
         }
-        m->set(m->dropped.Add(base), double(p.droppedRecords));
-        m->set(m->overhead.Add(base), double(p.overheadNs) / 1e9);
+        m->set(m->add(m->dropped, base), double(p.droppedRecords));
+        m->set(m->add(m->overhead, base), double(p.overheadNs) / 1e9);
         for (const auto& [rule, f] : p.findings)
-            m->findings.Add(with({{"rule", rule}})).Set(f.lastTick == live.ticks() ? 1 : 0);
+            m->add(m->findings, with({{"rule", rule}})).Set(f.lastTick == live.ticks() ? 1 : 0);
+    }
+    // The processes the live figures have forgotten (ended, their last records counted).
+    const uint64_t now = monotonicNs(), scraped = m->scrapes->scrapes();
+    for (auto it = m->series.begin(); it != m->series.end();) {
+        Impl::Series& s = it->second;
+        if (live.processes().count(it->first)) {
+            ++it;
+            continue;
+        }
+        if (!s.ended) {
+            s.ended = true;
+            s.endedScrapes = scraped;
+            s.endedNs = now;
+        }
+        if (scraped < s.endedScrapes + 2 && now - s.endedNs < kKeepEndedNs) {
+            ++it;
+            continue;
+        }
+        for (auto& remove : s.remove) remove();
+        it = m->series.erase(it);
     }
 }
 

@@ -9,7 +9,8 @@ host-to-device copies and 30 stream synchronizes, and stays connected. Then:
 - `promtool check metrics` accepts it (Debian's prometheus package);
 - a real Prometheus, started here on loopback and scraping every second, returns the launch counter
   from its query API (skipped, with a message, only when the prometheus binary is absent: exit 77);
-- a second collector on the same port: one line on stderr, exit status 1.
+- a second collector on the same port: one line on stderr, exit status 1;
+- once the process has ended, its series leave /metrics (after two scrapes of its last figures).
 
 usage: metrics_test.py GPUSPY RING_CLIENT
 """
@@ -143,8 +144,18 @@ with tempfile.TemporaryDirectory() as d:
     check(r.returncode == 1 and len(r.stderr.splitlines()) == 1 and f"cannot serve metrics on 127.0.0.1:{port}" in r.stderr
           and not os.path.exists(os.path.join(d, "sock2")), f"a port in use: {r.returncode} {r.stderr.strip()}")
 
+    # The process ends: its series leave /metrics after two more scrapes (a server whose workers come
+    # and go must not pile up series), the collector's own stay.
     app.stdin.close()
     app.wait()
+    scrapes = 0
+    while True:
+        text = curl(url).stdout
+        scrapes += 1
+        if 'pid="5151"' not in text:
+            break
+        time.sleep(0.2)
+    check("gpuspy_connected_processes 0" in text, f"the ended process's series are gone after {scrapes} scrapes")
     col.send_signal(signal.SIGINT)
     check(col.wait() == 0, "the collector finishes")
 
