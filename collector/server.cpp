@@ -358,7 +358,16 @@ void Server::finishConn(Conn& c, bool eof)
     if (c.stream >= 0) {
         if (m_opt.writer && c.ingest.failed()) m_opt.writer->writeError(uint32_t(c.stream), c.ingest.error());
         Process& p = c.ingest.process();
-        m_processes[size_t(c.stream)] = m_opt.writer ? keptForSymbols(std::move(p)) : std::move(p);
+        if (m_opt.writer) {
+            m_processes[size_t(c.stream)] = keptForSymbols(std::move(p));
+        } else if (m_opt.listener) {
+            // The listener holds what it wants (the flight recorder, a bounded number of processes):
+            // a long run with many short processes must not pile up their definitions here.
+            m_processes[size_t(c.stream)].pid = p.pid;
+            m_processes[size_t(c.stream)].command = std::move(p.command);
+        } else {
+            m_processes[size_t(c.stream)] = std::move(p);
+        }
         if (m_opt.listener) m_opt.listener->onFinished(uint32_t(c.stream));
     }
     close(c.fd);

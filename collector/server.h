@@ -47,7 +47,7 @@ struct ServerOptions {
     size_t maxConnections = 4096;
     bool quiet = false;  // no messages on stderr (tests)
     // Told of every stream's records. With a listener and no writer the processes keep no records
-    // either (the listener holds what it wants).
+    // either, and a finished one only its pid and command (the listener holds what it wants).
     StreamListener* listener = nullptr;
     // Answers a control connection's request line (without its newline); the answer is sent back as
     // is. Null: control connections are told this collector takes no requests.

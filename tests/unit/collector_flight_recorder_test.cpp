@@ -144,4 +144,11 @@ TEST(CollectorServer, AnswersControlRequestsAndStillTakesStreams)
     EXPECT_EQ(s.badStreams(), 0u);
     ASSERT_EQ(ring.snapshot().size(), 1u);
     EXPECT_EQ(ring.snapshot()[0].calls, 4u);
+    // The listener holds the process; the server keeps only who it was.
+    const Capture cap = s.takeCapture();
+    ASSERT_EQ(cap.processes.size(), 1u);
+    EXPECT_EQ(cap.processes[0].pid, 12u);
+    EXPECT_EQ(cap.processes[0].command, "./server");
+    EXPECT_TRUE(cap.processes[0].kernels.empty());
+    EXPECT_TRUE(cap.processes[0].apis.empty());
 }
