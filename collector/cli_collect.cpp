@@ -50,9 +50,9 @@ constexpr const char* kUsage =
     "                      ratio, transfer bytes and host seconds, sync blocked seconds, findings, the\n"
     "                      shim's dropped records and own time; labels pid, command, device, direction,\n"
     "                      host_memory, mode, sync_kind, rule (never kernel names)\n"
+    "  -h, --help          this text\n"
     "\n"
-    "While it runs, `gpuspy top --socket PATH` shows each process's figures, refreshed every second.\n"
-    "  -h, --help          this text\n";
+    "While it runs, `gpuspy top --socket PATH` shows each process's figures, refreshed every second.\n";
 
 volatile sig_atomic_t g_snapshotRequests = 0;
 int g_snapshotWakeFd = -1;
