@@ -152,3 +152,75 @@ TEST(CollectorServer, AnswersControlRequestsAndStillTakesStreams)
     EXPECT_TRUE(cap.processes[0].kernels.empty());
     EXPECT_TRUE(cap.processes[0].apis.empty());
 }
+
+#include "collector/live_stats.h"
+
+namespace {
+
+void feedLive(LiveStats& live, uint32_t stream, const std::vector<uint8_t>& bytes, bool header)
+{
+    wire::StreamDecoder d;
+    if (!header) {
+        // Continue a stream already begun: a fresh decoder needs a header in front.
+        const wire::StreamHeader h = wire::makeStreamHeader(10, 1000, 1);
+        d.feed(&h, sizeof h, [](const wire::RecordView&) {});
+    }
+    bool sent = !header;
+    d.feed(bytes.data(), bytes.size(), [&](const wire::RecordView& v) {
+        if (!sent) {
+            live.onHeader(stream, d.header());
+            sent = true;
+        }
+        live.onRecord(stream, v);
+    });
+}
+
+}  // namespace
+
+TEST(LiveStats, CountsEachRecordOnceAcrossTicksAndOnlyWhileWatched)
+{
+    LiveStats live;
+    live.setWatched(true);
+    StreamBuilder a(10);
+    a.process(10, 1, std::string("./server\0", 9))
+        .api(1, "cuLaunchKernel", wire::Category::Launch)
+        .api(2, "cuMemcpyHtoD_v2", wire::Category::Transfer)
+        .kernel(3, "k")
+        .device(0, "GPU")
+        .launch(1, 1, 3, 2000, 2500)
+        .span(1, 2600, 7600)
+        .copy(2, 2, 4096, 8000, 9000)
+        .span(2, 8100, 8900);
+    feedLive(live, 0, a.bytes, true);
+    live.tick(1000000000ull);
+    const LiveProcess& p = live.processes().at(0);
+    EXPECT_EQ(p.pid, 10u);
+    EXPECT_EQ(p.launches, 1u);
+    ASSERT_EQ(p.devices.size(), 1u);
+    EXPECT_EQ(p.devices[0].busyNs, 5000u + 800u);
+    EXPECT_EQ(p.transfers.at("HtoD/pageable/sync").bytesTotal, 4096u);
+    EXPECT_NE(live.topText(100).find("pid 10  ./server"), std::string::npos);
+
+    StreamBuilder b(10);
+    b.launch(3, 1, 3, 20000, 20500).span(3, 20600, 21600).launch(4, 1, 3, 22000, 22500).span(4, 22600, 23600);
+    std::vector<uint8_t> more(b.bytes.begin() + sizeof(wire::StreamHeader), b.bytes.end());
+    feedLive(live, 0, more, false);
+    live.tick(2000000000ull);
+    EXPECT_EQ(p.launches, 2u);
+    EXPECT_EQ(p.launchesTotal, 3u);
+    EXPECT_EQ(p.devices[0].launchesTotal, 3u);
+    EXPECT_EQ(p.transfers.at("HtoD/pageable/sync").bytes, 0u);  // none this tick
+    EXPECT_EQ(p.transfers.at("HtoD/pageable/sync").bytesTotal, 4096u);
+
+    // Nobody looks: the events are not kept, the next tick analyzes nothing.
+    live.setWatched(false);
+    feedLive(live, 0, more, false);
+    live.tick(3000000000ull, false);
+    EXPECT_EQ(live.evictedRecords(), 0u);
+    EXPECT_EQ(p.launchesTotal, 3u);
+
+    live.onFinished(0);
+    live.tick(4000000000ull);
+    live.tick(5000000000ull);
+    EXPECT_TRUE(live.processes().empty());
+}
