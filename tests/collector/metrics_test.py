@@ -83,7 +83,10 @@ with tempfile.TemporaryDirectory() as d:
     while True:
         r = curl(url)
         launches = series(r.stdout, "gpuspy_kernel_launches_total")
-        if any(v == 500 for v in launches.values()) and series(r.stdout, "gpuspy_sync_blocked_seconds_total"):
+        # The stream's last records are the 30 syncs: once all are counted, so is everything before
+        # them (each second's records are analyzed in arrival order).
+        syncs = series(r.stdout, "gpuspy_syncs_total")
+        if any(v == 500 for v in launches.values()) and any('sync_kind="stream"' in k and v == 30 for k, v in syncs.items()):
             break
         time.sleep(0.2)
     text = r.stdout
