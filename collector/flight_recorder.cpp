@@ -1,14 +1,15 @@
 // collector/flight_recorder.cpp: the per-process ring of recent events and the definitions kept beside it.
 #include "collector/flight_recorder.h"
 
+#include <cstddef>
 #include <cstring>
 
 namespace gpuspy::collect {
 
 using namespace wire;
 
-static_assert(sizeof(CallBody) <= 128 && sizeof(GpuSpanBody) <= 128 && sizeof(NvtxBody) <= 128,
-              "an event body must fit FlightRecorder::Event");
+static_assert(sizeof(CallBody) % 8 == 0 && sizeof(GpuSpanBody) % 8 == 0 && sizeof(NvtxBody) % 8 == 0,
+              "the ring stores event bodies as 8-byte words");
 
 FlightRecorder::FlightRecorder(uint64_t windowNs, uint64_t maxBytes) : m_windowNs(windowNs), m_maxBytes(maxBytes) {}
 
@@ -65,15 +66,17 @@ void FlightRecorder::onRecord(uint32_t stream, const RecordView& v)
         append(p.defs, v);  // a definition: kept for as long as the process is
         return;
     }
-    if (v.size > kMaxFixedBody) return;  // not a fixed event body of this format version
-    Event e;
-    e.timeNs = t;
-    e.type = uint16_t(v.type);
-    e.size = uint16_t(v.size);
-    std::memcpy(e.body, v.body, v.size);
-    p.events.push_back(e);
-    p.bytes += sizeof(Event);
-    m_held += sizeof(Event);
+    if (v.size % 8) return;  // the decoder guarantees it; the packing below relies on it
+    p.words.push_back(t);
+    p.words.push_back(uint64_t(v.type) << 32 | v.size);
+    for (uint32_t off = 0; off < v.size; off += 8) {
+        uint64_t w;
+        std::memcpy(&w, v.body + off, 8);
+        p.words.push_back(w);
+    }
+    ++p.events;
+    p.bytes += 16 + v.size;
+    m_held += 16 + v.size;
     if (t > p.newestNs) p.newestNs = t;
     trimAge(p);
     if (m_held > m_maxBytes) trimBytes();
@@ -83,12 +86,17 @@ void FlightRecorder::trimAge(Proc& p)
 {
     // Arrival order is nearly time order (per thread exactly; GPU spans come a little later), so the
     // front is the oldest but for a few records, which leave a little later.
-    while (!p.events.empty() && p.events.front().timeNs + m_windowNs < p.newestNs) {
-        p.events.pop_front();
-        p.bytes -= sizeof(Event);
-        m_held -= sizeof(Event);
-        ++m_trimmed;
-    }
+    while (!p.words.empty() && p.words.front() + m_windowNs < p.newestNs) popFront(p, m_trimmed);
+}
+
+void FlightRecorder::popFront(Proc& p, uint64_t& counter)
+{
+    const uint64_t size = p.words[1] & 0xffffffffu;
+    p.words.erase(p.words.begin(), p.words.begin() + std::ptrdiff_t(2 + size / 8));
+    --p.events;
+    p.bytes -= 16 + size;
+    m_held -= 16 + size;
+    ++counter;
 }
 
 void FlightRecorder::trimBytes()
@@ -97,14 +105,9 @@ void FlightRecorder::trimBytes()
         Proc* fullest = nullptr;
         for (auto& [stream, p] : m_procs)
             if (!fullest || p.bytes > fullest->bytes) fullest = &p;
-        if (!fullest || fullest->events.empty()) return;
-        // A deque frees its blocks as they empty: drop a batch, not one record per scan.
-        for (int i = 0; i < 1024 && !fullest->events.empty() && m_held > m_maxBytes; ++i) {
-            fullest->events.pop_front();
-            fullest->bytes -= sizeof(Event);
-            m_held -= sizeof(Event);
-            ++m_evicted;
-        }
+        if (!fullest || fullest->words.empty()) return;
+        // Drop a batch, not one record per scan of the processes.
+        for (int i = 0; i < 1024 && !fullest->words.empty() && m_held > m_maxBytes; ++i) popFront(*fullest, m_evicted);
     }
 }
 
@@ -135,7 +138,8 @@ void FlightRecorder::dropOldFinished()
 void FlightRecorder::clearEvents()
 {
     for (auto& [stream, p] : m_procs) {
-        std::deque<Event>().swap(p.events);
+        std::deque<uint64_t>().swap(p.words);
+        p.events = 0;
         p.bytes = 0;
     }
     m_held = 0;
@@ -144,7 +148,7 @@ void FlightRecorder::clearEvents()
 uint64_t FlightRecorder::heldEvents() const
 {
     uint64_t n = 0;
-    for (const auto& [stream, p] : m_procs) n += p.events.size();
+    for (const auto& [stream, p] : m_procs) n += p.events;
     return n;
 }
 
@@ -152,7 +156,7 @@ std::vector<FlightRecorder::StreamBytes> FlightRecorder::snapshot() const
 {
     std::vector<StreamBytes> out;
     for (const auto& [stream, p] : m_procs) {
-        if (p.events.empty()) continue;
+        if (p.words.empty()) continue;
         StreamBytes s;
         s.stream = stream;
         std::vector<uint8_t>& b = s.bytes;
@@ -160,15 +164,16 @@ std::vector<FlightRecorder::StreamBytes> FlightRecorder::snapshot() const
         std::memcpy(b.data(), &p.header, sizeof(StreamHeader));
         b.insert(b.end(), p.defs.begin(), p.defs.end());
         for (const auto& [device, rec] : p.clocks) b.insert(b.end(), rec.begin(), rec.end());
-        for (const Event& e : p.events) {
+        for (size_t i = 0; i < p.words.size();) {
             RecordHeader h{};
-            h.type = e.type;
-            h.size = e.size;
+            h.type = uint16_t(p.words[i + 1] >> 32);
+            h.size = uint32_t(p.words[i + 1]);
+            i += 2;
             const size_t at = b.size();
-            b.resize(at + sizeof h + e.size);
+            b.resize(at + sizeof h + h.size);
             std::memcpy(b.data() + at, &h, sizeof h);
-            std::memcpy(b.data() + at + sizeof h, e.body, e.size);
-            s.calls += e.type == uint16_t(RecordType::Call);
+            for (uint32_t off = 0; off < h.size; off += 8, ++i) std::memcpy(b.data() + at + sizeof h + off, &p.words[i], 8);
+            s.calls += h.type == uint16_t(RecordType::Call);
         }
         for (const auto& [tid, rec] : p.stats) b.insert(b.end(), rec.begin(), rec.end());
         b.insert(b.end(), p.end.begin(), p.end.end());

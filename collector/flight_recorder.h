@@ -57,13 +57,6 @@ public:
     size_t processes() const { return m_procs.size(); }
 
 private:
-    static constexpr size_t kMaxFixedBody = 128;
-    struct Event {
-        uint64_t timeNs;
-        uint16_t type;
-        uint16_t size;
-        uint8_t body[kMaxFixedBody];
-    };
     struct Proc {
         wire::StreamHeader header{};
         std::vector<uint8_t> defs;                         // definition records, encoded, in arrival order
@@ -71,7 +64,10 @@ private:
         std::map<uint32_t, std::vector<uint8_t>> stats;    // tid -> latest ThreadStats record
         std::vector<uint8_t> end;
         size_t notices = 0;
-        std::deque<Event> events;
+        // The ring, packed: per event its time, (type << 32 | body size), then the body's 8-byte words
+        // (record bodies are a multiple of 8 long); 16 bytes over the record's own size.
+        std::deque<uint64_t> words;
+        uint64_t events = 0;
         uint64_t newestNs = 0;
         uint64_t bytes = 0;
         bool finished = false;
@@ -79,6 +75,7 @@ private:
     };
 
     static void append(std::vector<uint8_t>& out, const wire::RecordView& v);
+    void popFront(Proc& p, uint64_t& counter);
     void trimAge(Proc& p);
     void trimBytes();
     void dropOldFinished();
