@@ -106,6 +106,10 @@ with tempfile.TemporaryDirectory() as d:
     r = ctl("--socket", sock, "snapshot", "-o", "snap.gspy", cwd=d)
     check(r.returncode == 1 and "already exists" in r.stderr and len(r.stderr.splitlines()) == 1,
           f"an existing file is not overwritten without -f: {r.stderr.strip()}")
+    spaced = os.path.join(d, " a  spaced name .gspy")
+    r = ctl("--socket", sock, "snapshot", "-o", os.path.basename(spaced), cwd=d)
+    k = kernels(spaced) if r.returncode == 0 and os.path.exists(spaced) else {}
+    check(k.get("phase_b") == 300, f"a file name with spaces (two in a row, at both ends): {r.stderr.strip()} {k}")
     col.send_signal(signal.SIGUSR1)
     while not glob.glob(os.path.join(d, "gpuspy-snapshot-*.gspy")) or "SIGUSR1" not in open(err).read():
         time.sleep(0.1)
