@@ -30,6 +30,7 @@ int runExport(int argc, char** argv);
 int runView(int argc, char** argv);
 int runDiff(int argc, char** argv);
 int runAttach(int argc, char** argv);
+int runTop(int argc, char** argv);
 
 // A command line the command cannot accept: printed as one line with a hint, exit status 2.
 struct UsageError : std::runtime_error {
@@ -126,8 +127,8 @@ std::string absolute(const std::string& p);
 std::string locate(const char* envName, const std::vector<std::string>& candidates, const std::string& probe,
                    const char* what);
 
-// "gpuspy-YYYYmmdd-HHMMSS.gspy" in the current directory, with a suffix if that exists already.
-std::string defaultCaptureName();
+// "PREFIX-YYYYmmdd-HHMMSS.gspy" in the current directory, with a suffix if that exists already.
+std::string defaultCaptureName(const char* prefix = "gpuspy");
 
 }  // namespace gpuspy::collect::cli
 

@@ -317,16 +317,16 @@ void noteWriteFailure(const CaptureWriter& writer, bool& said)
                        "is not written\n", writer.path(), writer.error());
 }
 
-std::string defaultCaptureName()
+std::string defaultCaptureName(const char* prefix)
 {
     const std::time_t now = std::time(nullptr);
     std::tm tm{};
     localtime_r(&now, &tm);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-    std::string name = fmt::format("gpuspy-{}.gspy", stamp);
+    std::string name = fmt::format("{}-{}.gspy", prefix, stamp);
     struct stat st{};
-    for (int i = 2; lstat(name.c_str(), &st) == 0 && i < 1000; ++i) name = fmt::format("gpuspy-{}-{}.gspy", stamp, i);
+    for (int i = 2; lstat(name.c_str(), &st) == 0 && i < 1000; ++i) name = fmt::format("{}-{}-{}.gspy", prefix, stamp, i);
     return name;
 }
 

@@ -1,6 +1,8 @@
 // collector/cli_ctl.cpp: `gpuspy ctl --socket PATH REQUEST`, the client of a running collector's
 // control socket (collector/control.h): sends one request line, prints the reply, exits 0 on "ok".
+// `snapshot` has options of its own (cli_ctl_snapshot.cpp).
 #include "collector/cli.h"
+#include "collector/cli_live.h"
 #include "collector/control.h"
 #include "collector/say.h"
 
@@ -20,16 +22,22 @@ namespace gpuspy::collect::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy ctl --socket PATH start|stop|status\n"
+    "usage: gpuspy ctl --socket PATH start|stop|status|ring\n"
+    "       gpuspy ctl --socket PATH snapshot -o FILE [-f]\n"
     "\n"
     "Controls a running `gpuspy collect --socket PATH` and, through it, every process connected to it:\n"
     "  start    start recording in every connected process (and those that connect later)\n"
     "  stop     stop recording: calls are counted, not recorded (the dormant shim), until start\n"
     "  status   whether recording is on, which processes are connected, what was received\n"
+    "  snapshot -o FILE [-f]\n"
+    "           the collector (started with --ring SECONDS) writes the last seconds it holds of every\n"
+    "           process as a capture FILE that gpuspy report reads (-f: overwrite FILE); with nothing\n"
+    "           in the ring it says so, exit status 1\n"
+    "  ring     the flight recorder's figures: its window and bound, what it holds, trimmed, evicted\n"
     "The exit status is 0 when the collector answered ok, 1 otherwise.\n";
 
 // The requests ctl knows, and how many words each takes after it.
-const std::set<std::string> kRequests = {"start", "stop", "status"};
+const std::set<std::string> kRequests = {"start", "stop", "status", "ring"};
 
 }  // namespace
 
@@ -46,10 +54,21 @@ int runCtl(int argc, char** argv)
         if (args.value({"--socket"}, socket)) continue;
         if (args.isOption()) args.unknown();
         request.push_back(args.positional());
+        if (request.size() == 1 && request[0] == "snapshot") {
+            try {
+                return ctlSnapshot(socket, args);  // its options follow it
+            } catch (const UsageError&) {
+                throw;
+            } catch (const std::exception& e) {
+                say("gpuspy ctl: {}\n", e.what());
+                return kExitFailure;
+            }
+        }
     }
     if (socket.empty()) throw UsageError("gpuspy ctl: --socket PATH is required (the collector's socket)");
-    if (request.empty()) throw UsageError("gpuspy ctl: no request (start, stop or status)");
-    if (!kRequests.count(request[0])) throw UsageError("gpuspy ctl: unknown request '" + request[0] + "' (start, stop or status)");
+    if (request.empty()) throw UsageError("gpuspy ctl: no request (start, stop, status or snapshot)");
+    if (!kRequests.count(request[0]))
+        throw UsageError("gpuspy ctl: unknown request '" + request[0] + "' (start, stop, status or snapshot)");
     if (request.size() != 1) throw UsageError("gpuspy ctl: " + request[0] + " takes no arguments");
 
     const std::string path = controlPath(socket);

@@ -52,6 +52,11 @@ ControlServer::~ControlServer()
 
 void ControlServer::on(const std::string& command, Handler handler) { m_handlers[command] = std::move(handler); }
 
+void ControlServer::onLine(const std::string& command, LineHandler handler)
+{
+    m_lineHandlers[command] = std::move(handler);
+}
+
 std::string ControlServer::reply(const std::string& line)
 {
     std::istringstream in(line);
@@ -59,8 +64,14 @@ std::string ControlServer::reply(const std::string& line)
     for (std::string w; in >> w;) words.push_back(w);
     if (words.empty()) return "error: empty request";
     auto it = m_handlers.find(words[0]);
-    if (it == m_handlers.end()) return "error: unknown request '" + words[0] + "'";
+    auto lineIt = m_lineHandlers.find(words[0]);
+    if (it == m_handlers.end() && lineIt == m_lineHandlers.end()) return "error: unknown request '" + words[0] + "'";
     try {
+        if (lineIt != m_lineHandlers.end()) {
+            // Only blanks stand before the command, so its first occurrence is the command itself.
+            const size_t end = line.find(words[0]) + words[0].size();
+            return lineIt->second(end < line.size() ? line.substr(end + 1) : std::string());
+        }
         return it->second(std::vector<std::string>(words.begin() + 1, words.end()));
     } catch (const std::exception& e) {
         return std::string("error: ") + e.what();

@@ -25,6 +25,10 @@ public:
     ControlServer& operator=(const ControlServer&) = delete;
 
     void on(const std::string& command, Handler handler);  // the seam: one handler per ctl subcommand
+    // For a request whose argument is free text (a file name, spaces and all): the handler gets the
+    // rest of the line after the command and the one character that separates them, as sent.
+    using LineHandler = std::function<std::string(const std::string& rest)>;
+    void onLine(const std::string& command, LineHandler handler);
     // Answers every request waiting now (a client gets at most a second to send its line).
     void serve();
     int fd() const { return m_listen; }
@@ -35,6 +39,7 @@ private:
     std::string m_path;
     int m_listen = -1;
     std::map<std::string, Handler> m_handlers;
+    std::map<std::string, LineHandler> m_lineHandlers;
 };
 
 }  // namespace gpuspy::collect

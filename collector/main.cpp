@@ -17,8 +17,10 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  record [-o FILE] [--sim] -- CMD [ARGS...]   run CMD under gpuspy, write a capture, print the report\n"
-    "  collect [--socket PATH] [-o FILE]            collect from programs started separately\n"
+    "  collect [--socket PATH] [-o FILE] [--ring S] collect from programs started separately\n"
     "  ctl --socket PATH start|stop|status          start or stop recording in a running collector's processes\n"
+    "  ctl --socket PATH snapshot -o FILE           a `collect --ring` collector's last seconds, as a capture\n"
+    "  top --socket PATH                            live view of a running collector's processes\n"
     "  report FILE [--format text|json|csv]         the report of a capture\n"
     "  dump FILE                                    every record of a capture, one per line\n"
     "  export FILE --format perfetto|folded|csv|json  the capture for Perfetto, flame graphs, spreadsheets\n"
@@ -57,6 +59,7 @@ int main(int argc, char** argv)
     else if (command == "view") run = runView;
     else if (command == "diff") run = runDiff;
     else if (command == "attach") run = runAttach;
+    else if (command == "top") run = runTop;
     if (!run) {
         fmt::print(stderr, "gpuspy: unknown command '{}' (see gpuspy --help)\n", command);
         return kExitUsage;

@@ -172,7 +172,15 @@ void Server::adopt(int fd)
     auto c = std::make_unique<Conn>();
     c->fd = fd;
     c->ingest.setKeepRaw(m_opt.writer != nullptr);
-    c->ingest.setKeepEvents(m_opt.writer == nullptr);  // with a writer, the records live in the capture
+    // With a writer the records live in the capture; with a listener, in the listener.
+    c->ingest.setKeepEvents(m_opt.writer == nullptr && m_opt.listener == nullptr);
+    if (m_opt.listener) {
+        Conn* conn = c.get();
+        c->ingest.setObserver([this, conn](const Process&, const wire::RecordView& v) {
+            startStream(*conn);  // records can come in the same read as the header
+            m_opt.listener->onRecord(uint32_t(conn->stream), v);
+        });
+    }
     m_conns.push_back(std::move(c));
     ++m_accepted;
     m_lastChangeNs = monotonicNs();
@@ -243,16 +251,21 @@ bool Server::readSome(Conn& c)
     return ingest(c, m_buf.data(), size_t(n));
 }
 
+void Server::startStream(Conn& c)
+{
+    if (c.stream >= 0 || !c.ingest.hasHeader()) return;
+    // The stream header is valid: from now on this connection is a process of the capture.
+    c.stream = int(m_streams++);
+    m_processes.emplace_back();
+    if (m_opt.writer && m_opt.writer->addStream() != uint32_t(c.stream))
+        throw std::logic_error("capture writer shared with another server");
+    if (m_opt.listener) m_opt.listener->onHeader(uint32_t(c.stream), c.ingest.header());
+}
+
 bool Server::ingest(Conn& c, const uint8_t* data, size_t n)
 {
     const bool ok = c.ingest.feed(data, n);
-    if (c.stream < 0 && c.ingest.hasHeader()) {
-        // The stream header is valid: from now on this connection is a process of the capture.
-        c.stream = int(m_streams++);
-        m_processes.emplace_back();
-        if (m_opt.writer && m_opt.writer->addStream() != uint32_t(c.stream))
-            throw std::logic_error("capture writer shared with another server");
-    }
+    startStream(c);
     if (!ok) {
         finishConn(c, false);
         return false;
@@ -277,7 +290,17 @@ void Server::finishConn(Conn& c, bool eof)
     if (c.stream >= 0) {
         if (m_opt.writer && c.ingest.failed()) m_opt.writer->writeError(uint32_t(c.stream), c.ingest.error());
         Process& p = c.ingest.process();
-        m_processes[size_t(c.stream)] = m_opt.writer ? keptForSymbols(std::move(p)) : std::move(p);
+        if (m_opt.writer) {
+            m_processes[size_t(c.stream)] = keptForSymbols(std::move(p));
+        } else if (m_opt.listener) {
+            // The listener holds what it wants (the flight recorder, a bounded number of processes):
+            // a long run with many short processes must not pile up their definitions here.
+            m_processes[size_t(c.stream)].pid = p.pid;
+            m_processes[size_t(c.stream)].command = std::move(p.command);
+        } else {
+            m_processes[size_t(c.stream)] = std::move(p);
+        }
+        if (m_opt.listener) m_opt.listener->onFinished(uint32_t(c.stream));
     }
     close(c.fd);
     c.fd = -1;

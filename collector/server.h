@@ -21,6 +21,15 @@ namespace gpuspy::collect {
 // returns its path. Throws std::runtime_error on failure.
 std::string makePrivateDir(const char* prefix = "gpuspy-");
 
+// Told of every stream as it arrives (the flight recorder): called from poll(), on the server's thread.
+class StreamListener {
+public:
+    virtual ~StreamListener() = default;
+    virtual void onHeader(uint32_t stream, const wire::StreamHeader& header) = 0;
+    virtual void onRecord(uint32_t stream, const wire::RecordView& record) = 0;  // after ingest applied it
+    virtual void onFinished(uint32_t stream) = 0;
+};
+
 struct ServerOptions {
     // Where to listen. Empty: "socket" in a fresh private directory, removed with the server.
     std::string socketPath;
@@ -31,6 +40,9 @@ struct ServerOptions {
     size_t flushBytes = 1u << 20;  // per connection: write to the capture when this much is pending
     size_t maxConnections = 4096;
     bool quiet = false;  // no messages on stderr (tests)
+    // Told of every stream's records. With a listener and no writer the processes keep no records
+    // either, and a finished one only its pid and command (the listener holds what it wants).
+    StreamListener* listener = nullptr;
 };
 
 class Server {
@@ -85,6 +97,7 @@ private:
     void acceptAll();
     bool readSome(Conn& c);  // false: the connection is finished (EOF, error or bad stream)
     bool ingest(Conn& c, const uint8_t* data, size_t n);
+    void startStream(Conn& c);
     void finishConn(Conn& c, bool eof);
     void flush(Conn& c, bool all);
     void flushAll();

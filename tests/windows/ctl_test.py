@@ -42,11 +42,11 @@ def wait_for(what, cond, limit=60):
     fail("timed out waiting for " + what)
 
 
-def session():
+def session(*collect_args):
     work = tempfile.mkdtemp(prefix="gpuspy-ctl-")
     sock, out, stop = work + "/s", work + "/c.gspy", work + "/stop"
-    col = subprocess.Popen([cli, "collect", "--socket", sock, "-o", out, "--paused"], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    col = subprocess.Popen([cli, "collect", "--socket", sock, "-o", out, "--paused", *collect_args],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for("the control socket", lambda: os.path.exists(sock + ".ctl"))
     if "paused; 0 process(es)" not in ctl(sock, "status").stdout:
         fail("a new paused collector's status: " + ctl(sock, "status").stdout)
@@ -86,8 +86,9 @@ def session():
     return report, n1
 
 
-if case == "start_stop":
-    r, recorded = session()
+if case in ("start_stop", "start_stop_ring"):
+    # start_stop_ring: the same session with a flight recorder (collect --ring), whose -o the end writes.
+    r, recorded = session(*(["--ring", "3600"] if case == "start_stop_ring" else []))
     cw = r["capture_windows"]
     if len(cw["windows"]) != 1:
         fail("windows: %r" % cw["windows"])

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""tests/collector/metrics_test.py: `gpuspy collect --metrics HOST:PORT`, scraped three ways.
+
+A stand-in process (ring_client --hold) makes 500 kernel launches, 40 synchronous pageable 1 MiB
+host-to-device copies and 30 stream synchronizes, and stays connected. Then:
+- /metrics fetched with curl holds gpuspy_kernel_launches_total 500 for its pid, the transfer bytes
+  (40 MiB, direction HtoD, host_memory pageable, mode sync) and seconds, the stream sync blocked
+  seconds, the busy ratio, dropped records and the shim's overhead; no kernel name appears;
+- `promtool check metrics` accepts it (Debian's prometheus package);
+- a real Prometheus, started here on loopback and scraping every second, returns the launch counter
+  from its query API (skipped, with a message, only when the prometheus binary is absent: exit 77);
+- a second collector on the same port: one line on stderr, exit status 1;
+- once the process has ended, its series leave /metrics (after two scrapes of its last figures).
+
+usage: metrics_test.py GPUSPY RING_CLIENT
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+cli, client = sys.argv[1], sys.argv[2]
+failures = []
+skipped = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def curl(url):
+    return subprocess.run(["curl", "-sS", "--max-time", "30", url], capture_output=True, text=True)
+
+
+def series(text, name):
+    """{labels-string: value} of one metric."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^" + name + r"\{(.*)\} (\S+)$", line)
+        if m:
+            out[m.group(1)] = float(m.group(2))
+    return out
+
+
+with tempfile.TemporaryDirectory() as d:
+    sock = os.path.join(d, "sock")
+    port = free_port()
+    err = open(os.path.join(d, "collect.err"), "w")
+    col = subprocess.Popen([cli, "collect", "--socket", sock, "--metrics", str(port), "-o", os.path.join(d, "c.gspy")],
+                           stderr=err, stdout=subprocess.DEVNULL)
+    while True:  # the socket file exists from bind(); wait for listen()
+        try:
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.connect(sock)
+            c.close()
+            break
+        except (FileNotFoundError, ConnectionRefusedError):
+            assert col.poll() is None, open(err.name).read()
+            time.sleep(0.05)
+    app = subprocess.Popen([client, sock, "--hold", "secret_kernel_name=500@0/1000", "copy=40@1/1000", "sync=30@2/1000"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    app.stdout.readline()
+    url = f"http://127.0.0.1:{port}/metrics"
+    # The collector analyzes once a second; no time limit here beyond the test's own (a loaded
+    # machine only makes this slower).
+    while True:
+        r = curl(url)
+        launches = series(r.stdout, "gpuspy_kernel_launches_total")
+        # The stream's last records are the 30 syncs: once all are counted, so is everything before
+        # them (each second's records are analyzed in arrival order).
+        syncs = series(r.stdout, "gpuspy_syncs_total")
+        if any(v == 500 for v in launches.values()) and any('sync_kind="stream"' in k and v == 30 for k, v in syncs.items()):
+            break
+        time.sleep(0.2)
+    text = r.stdout
+    open(os.path.join(d, "metrics.txt"), "w").write(text)
+    check(list(launches.values()) == [500] and 'pid="5151"' in list(launches)[0] and 'command="ring_server"' in list(launches)[0]
+          and 'device="0"' in list(launches)[0], f"launch counter: {launches}")
+    tb = series(text, "gpuspy_transfer_bytes_total")
+    check(len(tb) == 1 and list(tb.values())[0] == 40 * (1 << 20)
+          and all(x in list(tb)[0] for x in ('direction="HtoD"', 'host_memory="pageable"', 'mode="sync"')),
+          f"transfer bytes: {tb}")
+    ts = series(text, "gpuspy_transfer_host_seconds_total")
+    check(len(ts) == 1 and abs(list(ts.values())[0] - 40 * 100e-6) < 1e-9, f"transfer host seconds: {ts}")
+    sb = series(text, "gpuspy_sync_blocked_seconds_total")
+    check(any('sync_kind="stream"' in k and abs(v - 30 * 50e-6) < 1e-9 for k, v in sb.items()), f"sync blocked seconds: {sb}")
+    for name in ("gpuspy_gpu_busy_ratio", "gpuspy_dropped_records_total", "gpuspy_shim_overhead_seconds_total"):
+        check(bool(series(text, name)), f"{name} present")
+    check("secret_kernel_name" not in text, "no kernel names in the labels")
+
+    promtool = shutil.which("promtool")
+    if promtool:
+        r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+        check(r.returncode == 0, f"promtool check metrics: {r.returncode} {r.stdout.strip()} {r.stderr.strip()}")
+    else:
+        skipped.append("promtool not installed (Debian package prometheus; scripts/deps.sh installs it)")
+
+    prometheus = shutil.which("prometheus")
+    if prometheus:
+        pport = free_port()
+        cfg = os.path.join(d, "prometheus.yml")
+        open(cfg, "w").write("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gpuspy\n"
+                             f"    static_configs:\n      - targets: ['127.0.0.1:{port}']\n")
+        plog = open(os.path.join(d, "prometheus.log"), "w")
+        prom = subprocess.Popen([prometheus, f"--config.file={cfg}", f"--storage.tsdb.path={d}/tsdb",
+                                 f"--web.listen-address=127.0.0.1:{pport}"], stdout=plog, stderr=plog)
+        value = None
+        try:
+            q = f"http://127.0.0.1:{pport}/api/v1/query?query=gpuspy_kernel_launches_total"
+            while value is None:
+                assert prom.poll() is None, open(plog.name).read()[-2000:]
+                try:
+                    res = json.load(urllib.request.urlopen(q, timeout=10))
+                    if res["status"] == "success" and res["data"]["result"]:
+                        value = res["data"]["result"][0]
+                except OSError:
+                    pass
+                time.sleep(0.5)
+        finally:
+            prom.terminate()
+            prom.wait()
+        check(value["value"][1] == "500" and value["metric"].get("pid") == "5151" and value["metric"].get("job") == "gpuspy",
+              f"Prometheus's query API: {value}")
+    else:
+        skipped.append("prometheus not installed (Debian package prometheus; scripts/deps.sh installs it)")
+
+    # The port is taken now: a second collector says so in one line.
+    r = subprocess.run([cli, "collect", "--socket", os.path.join(d, "sock2"), "--metrics", f"127.0.0.1:{port}",
+                        "-o", os.path.join(d, "c2.gspy")], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 1 and len(r.stderr.splitlines()) == 1 and f"cannot serve metrics on 127.0.0.1:{port}" in r.stderr
+          and not os.path.exists(os.path.join(d, "sock2")), f"a port in use: {r.returncode} {r.stderr.strip()}")
+
+    # The process ends: its series leave /metrics after two more scrapes (a server whose workers come
+    # and go must not pile up series), the collector's own stay.
+    app.stdin.close()
+    app.wait()
+    scrapes = 0
+    while True:
+        text = curl(url).stdout
+        scrapes += 1
+        if 'pid="5151"' not in text:
+            break
+        time.sleep(0.2)
+    check("gpuspy_connected_processes 0" in text, f"the ended process's series are gone after {scrapes} scrapes")
+    col.send_signal(signal.SIGINT)
+    check(col.wait() == 0, "the collector finishes")
+
+for s in skipped:
+    print("SKIP " + s)
+if failures:
+    sys.exit(1)
+sys.exit(77 if skipped else 0)
