@@ -86,6 +86,14 @@ void catchSnapshotSignal(int wakeFd)
     sigaction(SIGUSR1, &sa, nullptr);
 }
 
+// The collect loop is over: Ctrl-C, SIGTERM and SIGUSR1 back to what they were (SIGUSR1 ignored).
+void stopCatchingSignals()
+{
+    restoreSignalHandlers();
+    signal(SIGUSR1, SIG_IGN);
+    g_snapshotWakeFd = -1;
+}
+
 // The live figures, for `gpuspy top` and --metrics. The analysis runs once a second while someone
 // looks (a metrics endpoint, or a top request in the last kTopLingerNs); otherwise the records of each
 // second are only dropped.
@@ -256,9 +264,7 @@ int collectRing(const std::string& socket, const std::string& output, bool force
         say("gpuspy collect: {}\n", e.what());
         rc = kExitFailure;
     }
-    restoreSignalHandlers();
-    signal(SIGUSR1, SIG_IGN);
-    g_snapshotWakeFd = -1;
+    stopCatchingSignals();
     controls.reset();
     try {
         server->closeAll();
@@ -352,9 +358,7 @@ int runCollect(int argc, char** argv)
         say("gpuspy collect: {}\n", e.what());
         rc = kExitFailure;
     }
-    restoreSignalHandlers();
-    signal(SIGUSR1, SIG_IGN);
-    g_snapshotWakeFd = -1;
+    stopCatchingSignals();
     controls.reset();
 
     try {

@@ -69,6 +69,19 @@ std::string scriptSafe(const std::string& json)
     return out;
 }
 
+// Writes a finished page (`-`: standard output) and says where; false (said) when it could not.
+bool writePage(const std::string& output, const std::string& page, bool force)
+{
+    try {
+        exporting::writeOutputFile(output, page, force);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy view: {}\n", e.what());
+        return false;
+    }
+    if (output != "-") fmt::print(stderr, "gpuspy: wrote {} ({} KiB): open it in a browser\n", output, (page.size() + 1023) / 1024);
+    return true;
+}
+
 // `gpuspy view --diff A B`: the comparison page.
 int writeDiffPage(const std::string& a, const std::string& b, const std::string& output, bool force)
 {
@@ -86,13 +99,7 @@ int writeDiffPage(const std::string& a, const std::string& b, const std::string&
         fmt::print(stderr, "gpuspy view: the embedded viewer is incomplete (viewer/diff.html lacks a marker)\n");
         return kExitFailure;
     }
-    try {
-        exporting::writeOutputFile(output, page, force);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy view: {}\n", e.what());
-        return kExitFailure;
-    }
-    if (output != "-") fmt::print(stderr, "gpuspy: wrote {} ({} KiB): open it in a browser\n", output, (page.size() + 1023) / 1024);
+    if (!writePage(output, page, force)) return kExitFailure;
     return 0;
 #else
     (void)a, (void)b, (void)output, (void)force;
@@ -160,13 +167,7 @@ int runView(int argc, char** argv)
         fmt::print(stderr, "gpuspy view: the embedded viewer is incomplete (viewer/index.html lacks a marker)\n");
         return kExitFailure;
     }
-    try {
-        exporting::writeOutputFile(output, page, force);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy view: {}\n", e.what());
-        return kExitFailure;
-    }
-    if (output != "-") fmt::print(stderr, "gpuspy: wrote {} ({} KiB): open it in a browser\n", output, (page.size() + 1023) / 1024);
+    if (!writePage(output, page, force)) return kExitFailure;
     if (!info.damage.empty()) {
         fmt::print(stderr, "gpuspy view: {}: {}; showing what came before it\n", file, info.damage);
         return kExitFailure;

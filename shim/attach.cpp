@@ -512,22 +512,13 @@ GS_EXPORT int gpuspy_attach(const char* options)
     } else {
         strcpy(g_options, options);
         g_detachRequested = false;
-        // All signals blocked: the app's handlers run on the app's threads.
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         pthread_t thread;
-        if (pthread_create(&thread, &attr, attachMain, nullptr) == 0) {
+        if (startOwnThread(&thread, attachMain)) {
             g_threadRunning = true;
             pthread_setname_np(thread, "gpuspy-attach");
         } else {
             rc = -1;
         }
-        pthread_attr_destroy(&attr);
-        pthread_sigmask(SIG_SETMASK, &old, nullptr);
     }
     pthread_mutex_unlock(&g_lock);
     errno = savedErrno;

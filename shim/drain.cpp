@@ -788,24 +788,30 @@ pthread_t g_thread;
 
 }  // namespace
 
-void drainStart()
+bool startOwnThread(pthread_t* thread, void* (*main)(void*))
 {
-    if (g_running.exchange(true)) return;
-    g_stop.store(false);
-    g_finished.store(false);
-    // All signals blocked in the drain thread: the app's handlers run on the app's threads.
+    // All signals blocked in gpuspy's threads: the app's handlers run on the app's threads.
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&g_thread, &attr, drainMain, nullptr) != 0) {
+    const bool started = pthread_create(thread, &attr, main, nullptr) == 0;
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return started;
+}
+
+void drainStart()
+{
+    if (g_running.exchange(true)) return;
+    g_stop.store(false);
+    g_finished.store(false);
+    if (!startOwnThread(&g_thread, drainMain)) {
         g_running.store(false);
         g_finished.store(true);
     }
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 void drainWake()

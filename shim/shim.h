@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <ctime>
 #include <signal.h>
+#include <pthread.h>
 
 // Exported, and protected: the library's own references (the wrapper table, the address it hands out
 // for cuGetProcAddress) bind to its own definitions. Preloaded, those are the first definitions in the
@@ -282,6 +283,9 @@ void internPostforkChild();
 
 // ---- drain.cpp
 void drainStart();
+// Starts a detached thread of gpuspy's own with every signal blocked (the app's handlers run on the
+// app's threads): the drain thread, the attach thread. False when it could not.
+bool startOwnThread(pthread_t* thread, void* (*main)(void*));
 // Ends the stream (End record, exitReason as in wire::EndBody) and waits, at most timeoutNs, for the
 // drain thread to write it; fast: no waiting for pending GPU spans. Async-signal-safe.
 void drainStopAndFlush(uint64_t timeoutNs, bool fast = false, int exitReason = 0);

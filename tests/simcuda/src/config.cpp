@@ -62,36 +62,21 @@ void parseHostCost(Config& c, const char* s)
     }
 }
 
-// name@N=rc or name@*=rc
-void parseFails(Config& c, const char* s)
+// name@N=value or name@*=value (SIMCUDA_FAIL: the CUresult; SIMCUDA_STALL: how long, in ns, the thread
+// is held up after the call submitted its work, as one preempted right after a driver's doorbell write:
+// a profiler sees the call return late).
+void parseCallRules(std::vector<CallRule>& out, const char* var, const char* s, bool positive)
 {
     for (const std::string& item : splitList(s)) {
         std::string key, value;
         const size_t at = item.find('@');
-        if (at == std::string::npos || !splitKeyValue(item.substr(at + 1), &key, &value)) { warn("SIMCUDA_FAIL", item); continue; }
-        FailRule r;
+        if (at == std::string::npos || !splitKeyValue(item.substr(at + 1), &key, &value)) { warn(var, item); continue; }
+        CallRule r;
         r.name = item.substr(0, at);
         r.nth = key == "*" ? 0 : std::atol(key.c_str());
-        r.rc = static_cast<CUresult>(std::atoi(value.c_str()));
-        if (key != "*" && r.nth <= 0) { warn("SIMCUDA_FAIL", item); continue; }
-        c.fails.push_back(r);
-    }
-}
-
-// name@N=ns or name@*=ns: the thread is held up that long after the call submitted its work, as a
-// thread preempted right after a driver's doorbell write (a profiler sees the call return late).
-void parseStalls(Config& c, const char* s)
-{
-    for (const std::string& item : splitList(s)) {
-        std::string key, value;
-        const size_t at = item.find('@');
-        if (at == std::string::npos || !splitKeyValue(item.substr(at + 1), &key, &value)) { warn("SIMCUDA_STALL", item); continue; }
-        StallRule r;
-        r.name = item.substr(0, at);
-        r.nth = key == "*" ? 0 : std::atol(key.c_str());
-        r.ns = std::atoll(value.c_str());
-        if ((key != "*" && r.nth <= 0) || r.ns <= 0) { warn("SIMCUDA_STALL", item); continue; }
-        c.stalls.push_back(r);
+        r.value = std::atoll(value.c_str());
+        if ((key != "*" && r.nth <= 0) || (positive && r.value <= 0)) { warn(var, item); continue; }
+        out.push_back(r);
     }
 }
 
@@ -121,8 +106,8 @@ Config* load()
     if (const char* e = getenv("SIMCUDA_KERNEL_NS")) parseKernelRules(*c, e);
     if (const char* e = getenv("SIMCUDA_BANDWIDTH")) parseBandwidth(*c, e);
     if (const char* e = getenv("SIMCUDA_HOST_COST")) parseHostCost(*c, e);
-    if (const char* e = getenv("SIMCUDA_FAIL")) parseFails(*c, e);
-    if (const char* e = getenv("SIMCUDA_STALL")) parseStalls(*c, e);
+    if (const char* e = getenv("SIMCUDA_FAIL")) parseCallRules(c->fails, "SIMCUDA_FAIL", e, false);
+    if (const char* e = getenv("SIMCUDA_STALL")) parseCallRules(c->stalls, "SIMCUDA_STALL", e, true);
     if (const char* e = getenv("SIMCUDA_TRACE")) c->tracePath = e;
     if (const char* e = getenv("SIMCUDA_TRACE_CALLS")) c->traceCalls = atoi(e) != 0;
     if (const char* e = getenv("SIMCUDA_QUIET")) c->quiet = atoi(e) != 0;

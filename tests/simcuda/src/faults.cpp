@@ -6,45 +6,42 @@
 
 namespace simcuda {
 
-bool injectFault(ApiInfo& api, CUresult* rc)
+namespace {
+
+// The first of `rules` (indexes into `all`) this call is the chosen one of, or null. Counted per rule
+// name, so 'cuLaunchKernel@3' counts plain and _ptsz launches together.
+const CallRule* chosen(const std::vector<int>& rules, const std::vector<CallRule>& all, std::map<std::string, long>& counters)
 {
-    // Counted per rule name, so 'cuLaunchKernel@3' counts plain and _ptsz launches together.
-    static auto& counters = *new std::map<std::string, long>;
     Lock g(bigLock());  // the model lock, which fork() handles
-    bool hit = false;
+    const CallRule* hit = nullptr;
     std::map<std::string, bool> counted;
-    for (int i : api.failRules) {
-        const FailRule& r = config().fails[i];
+    for (int i : rules) {
+        const CallRule& r = all[i];
         if (!counted[r.name]) {
             ++counters[r.name];
             counted[r.name] = true;
         }
-        if (!hit && (r.nth == 0 || r.nth == counters[r.name])) {
-            *rc = r.rc;
-            hit = true;
-        }
+        if (!hit && (r.nth == 0 || r.nth == counters[r.name])) hit = &r;
     }
     return hit;
+}
+
+}  // namespace
+
+bool injectFault(ApiInfo& api, CUresult* rc)
+{
+    static auto& counters = *new std::map<std::string, long>;
+    const CallRule* r = chosen(api.failRules, config().fails, counters);
+    if (r) *rc = static_cast<CUresult>(r->value);
+    return r != nullptr;
 }
 
 void injectStall(const ApiInfo& api)
 {
     static auto& counters = *new std::map<std::string, long>;
-    Ns ns = 0;
-    {
-        Lock g(bigLock());
-        std::map<std::string, bool> counted;
-        for (int i : api.stallRules) {
-            const StallRule& r = config().stalls[i];
-            if (!counted[r.name]) {
-                ++counters[r.name];
-                counted[r.name] = true;
-            }
-            if (!ns && (r.nth == 0 || r.nth == counters[r.name])) ns = r.ns;
-        }
-    }
-    if (!ns) return;
-    timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
+    const CallRule* r = chosen(api.stallRules, config().stalls, counters);
+    if (!r) return;
+    timespec ts{time_t(r->value / 1000000000), long(r->value % 1000000000)};
     while (nanosleep(&ts, &ts) != 0) {
     }
 }

@@ -34,15 +34,11 @@ struct KernelRule {
     std::regex re;
     Ns ns;
 };
-struct FailRule {
+// SIMCUDA_FAIL and SIMCUDA_STALL: name@N=value, the Nth call (0: every call) of that name.
+struct CallRule {
     std::string name;
-    long nth;  // 0 = every call
-    CUresult rc;
-};
-struct StallRule {  // SIMCUDA_STALL: name@N=ns
-    std::string name;
-    long nth;  // 0 = every call
-    Ns ns;
+    long nth;
+    long long value;  // the CUresult to return (FAIL), the ns to hold the thread up (STALL)
 };
 struct Config {
     int devices = 1;
@@ -53,8 +49,8 @@ struct Config {
     Ns copyFixed = 1000, memsetFixed = 1000, hostFuncNs = 1000;
     bool hostCostOn = true;
     std::map<std::string, Ns> hostCost;  // base name -> ns (overrides)
-    std::vector<FailRule> fails;
-    std::vector<StallRule> stalls;
+    std::vector<CallRule> fails;
+    std::vector<CallRule> stalls;
     std::string tracePath;
     bool traceCalls = false;
     bool quiet = false;
