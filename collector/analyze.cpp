@@ -129,17 +129,11 @@ bool startsWith(const std::string& s, std::string_view p) { return s.compare(0, 
 // report names the user's function, not cudart's internals or a <<<>>> launch stub.
 bool isLibraryFrame(const ReportFrame& f, const ProcView& pv)
 {
-    if (!f.module.empty()) {
-        const std::string m = baseNameOf(f.module);
-        for (std::string_view p : {"libcuda", "libgpuspy", "libsimcuda", "libcublas", "libcudnn", "libcufft", "libcurand",
-                                   "libcusparse", "libcusolver", "libnccl", "libnvrtc", "libnvJitLink", "libnvToolsExt",
-                                   "libnvtx"})
-            if (startsWith(m, p)) return true;
-    }
+    if (isLibraryModule(f.module)) return true;
     const std::string& fn = f.function;
     if (!fn.empty()) {
         // libcudart_static_<hash>: the static runtime's internal functions, as its symbol table names them.
-        for (std::string_view p : {"cudart::", "__cudart", "__device_stub_", "__cuda", "gpuspy::", "libcudart_static_"})
+        for (std::string_view p : {"cudart::", "__cudart", "__device_stub_", "__cuda", "gpuspy::", "libcudart_static_", "_start"})
             if (startsWith(fn, p)) return true;
         std::string base = functionBase(fn);
         // A statically linked runtime's entry points (cudaMemcpy, cudaLaunchKernel<char>) have no line
@@ -148,6 +142,7 @@ bool isLibraryFrame(const ReportFrame& f, const ProcView& pv)
             (f.file.empty() || f.file.find("/cuda_runtime") != std::string::npos))
             return true;
         if (pv.kernelFunctions.count(base)) return true;  // the host stub nvcc names after the kernel
+        if (!libraryCallOf("", fn).empty()) return true;   // a library's C API linked in (ncclAllReduce)
     }
     for (std::string_view p : {".cudafe1.stub.c", "/cuda_runtime.h", "/cuda_runtime_api.h", "/crt/host_runtime.h"})
         if (f.file.find(p) != std::string::npos) return true;
@@ -228,8 +223,11 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId)
         r.frames[i].app = python ? r.frames[i].python : !isLibraryFrame(r.frames[i], pv);
         if (r.frames[i].app && site == r.frames.size()) site = i;
     }
-    // No app frame (a truncated stack, or everything inside a library): the first frame outside the
-    // driver, runtime and gpuspy, else the innermost.
+    // No app frame: a library's own thread or exit handler (NCCL's proxy thread) is named by the
+    // library's outermost frame; else (a truncated stack) the first frame outside the driver, runtime
+    // and gpuspy, else the innermost.
+    for (size_t i = r.frames.size(); site == r.frames.size() && i-- > 0;)
+        if (!libraryCallOf(r.frames[i].module, r.frames[i].function).empty()) site = i;
     if (site == r.frames.size())
         for (size_t i = 0; i < r.frames.size() && site == r.frames.size(); ++i)
             if (!isCoreCudaFrame(r.frames[i])) site = i;
@@ -243,12 +241,24 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId)
         if (!g.file.empty()) s += " (" + baseNameOf(g.file) + (g.line ? ":" + std::to_string(g.line) : "") + ")";
         return s;
     };
-    if (!f.function.empty()) {
+    const std::string libraryCall = f.app ? std::string() : libraryCallOf(f.module, f.function);
+    if (!libraryCall.empty()) {
+        r.label = libraryCall + " (inside the library)";
+    } else if (!f.function.empty()) {
         r.label = named(f);
         // A Python site names its caller too ("to_device (app.py:8) ← step (app.py:10)"): helpers
         // like to_device are called from many places, and a Python stack has no inlining to show it.
         if (f.python && site + 1 < r.frames.size() && r.frames[site + 1].python)
             r.label += " \u2190 " + named(r.frames[site + 1]);
+        // The CUDA call came from inside one of NVIDIA's libraries: which library call the app made
+        // ("main (gemm.cu:41) \u2192 cublasSgemm_v2 (libcublas.so.13)"), the frame nearest the site's.
+        if (f.app)
+            for (size_t i = site; i-- > 0;) {
+                const std::string call = libraryCallOf(r.frames[i].module, r.frames[i].function);
+                if (call.empty()) continue;
+                r.label += " \u2192 " + call;
+                break;
+            }
     } else if (!f.module.empty()) {
         r.label = baseNameOf(f.module) + off;
     } else {

@@ -2,6 +2,8 @@
 // the one users wrote; where several runtime calls share an entry point they are all named.
 #include "collector/api_names.h"
 
+#include <algorithm>
+#include <cctype>
 #include <unordered_map>
 
 namespace gpuspy::collect {
@@ -104,6 +106,45 @@ std::string displayName(std::string_view abiName)
         out += ')';
     }
     return out;
+}
+
+std::string libraryCallOf(std::string_view module, std::string_view function)
+{
+    struct Library {
+        std::string_view module, prefix, name;
+    };
+    static constexpr Library kLibraries[] = {
+        {"libcublasLt", "cublasLt", "cuBLASLt"}, {"libcublas", "cublas", "cuBLAS"},   {"libcudnn", "cudnn", "cuDNN"},
+        {"libcufft", "cufft", "cuFFT"},          {"libcurand", "curand", "cuRAND"},   {"libcusparse", "cusparse", "cuSPARSE"},
+        {"libcusolver", "cusolver", "cuSOLVER"}, {"libnccl", "nccl", "NCCL"},         {"libnvrtc", "nvrtc", "NVRTC"},
+        {"libnvinfer", "", "TensorRT"},
+    };
+    const size_t slash = module.rfind('/');
+    const std::string_view file = slash == std::string_view::npos ? module : module.substr(slash + 1);
+    // The function as written, without a demangled signature.
+    const std::string_view fn = function.substr(0, std::min(function.find('('), function.size()));
+    for (const Library& l : kLibraries) {
+        if (file.substr(0, l.module.size()) == l.module)
+            return (fn.empty() ? std::string("(unnamed)") : std::string(fn)) + " (" + std::string(file) + ")";
+        // Linked in: the library's C API, whose names go on with a capital or a digit (cublasSgemm_v2,
+        // ncclAllReduce, cudnnConvolutionForward), never a user's own cublas_helper.
+        if (!l.prefix.empty() && fn.size() > l.prefix.size() && fn.substr(0, l.prefix.size()) == l.prefix &&
+            (std::isupper(static_cast<unsigned char>(fn[l.prefix.size()])) || std::isdigit(static_cast<unsigned char>(fn[l.prefix.size()]))))
+            return std::string(fn) + " (" + std::string(l.name) + ", linked in)";
+    }
+    return {};
+}
+
+bool isLibraryModule(std::string_view module)
+{
+    const size_t slash = module.rfind('/');
+    const std::string_view m = slash == std::string_view::npos ? module : module.substr(slash + 1);
+    if (m.empty()) return false;
+    for (std::string_view p : {"libcuda", "libgpuspy", "libsimcuda", "libcublas", "libcudnn", "libcufft", "libcurand",
+                               "libcusparse", "libcusolver", "libnccl", "libnvrtc", "libnvJitLink", "libnvToolsExt",
+                               "libnvtx", "libnvinfer", "libc.so", "libc-", "ld-linux", "libstdc++", "libgcc_s", "libpthread"})
+        if (m.substr(0, p.size()) == p) return true;
+    return false;
 }
 
 }  // namespace gpuspy::collect

@@ -43,13 +43,7 @@ std::string hex(uint64_t v)
 // idea (collector/analyze.cpp) to name the user's frame.
 bool isLibraryFrame(const OutFrame& f)
 {
-    if (!f.module.empty()) {
-        const std::string m = baseName(f.module);
-        for (std::string_view p : {"libcuda", "libgpuspy", "libsimcuda", "libcublas", "libcudnn", "libcufft", "libcurand",
-                                   "libcusparse", "libcusolver", "libnccl", "libnvrtc", "libnvJitLink", "libnvToolsExt",
-                                   "libnvtx", "libc.so", "libc-", "ld-linux", "libstdc++", "libgcc_s", "libpthread"})
-            if (startsWith(m, p)) return true;
-    }
+    if (isLibraryModule(f.module)) return true;
     for (std::string_view p : {"cudart::", "__cudart", "__device_stub_", "__cuda", "gpuspy::", "libcudart_static_",
                                "_start", "__libc_start"})
         if (startsWith(f.function, p)) return true;
@@ -58,7 +52,7 @@ bool isLibraryFrame(const OutFrame& f)
         return true;
     for (std::string_view p : {".cudafe1.stub.c", "/cuda_runtime.h", "/cuda_runtime_api.h", "/crt/"})
         if (f.file.find(p) != std::string::npos) return true;
-    return false;
+    return !libraryCallOf("", f.function).empty();  // a library's C API linked in (ncclAllReduce)
 }
 
 WorkKind workKindOf(const wire::CallBody& c)

@@ -3,6 +3,7 @@
 #include "collector/export_perfetto.h"
 
 #include "collector/analyze_internal.h"
+#include "collector/api_names.h"
 #include "collector/export_common.h"
 
 #include <algorithm>
@@ -136,7 +137,8 @@ std::string siteOf(const Process& p, uint32_t stackId, std::unordered_map<uint32
     if (it != cache.end()) return it->second;
     std::string label;
     const std::vector<OutFrame> frames = stackFrames(p, stackId);
-    // The innermost frame of the app's own code names the call site.
+    // The innermost frame of the app's own code names the call site (frames are outermost first),
+    // with the library call below it when the CUDA call came from inside one of NVIDIA's libraries.
     for (auto f = frames.rbegin(); f != frames.rend() && label.empty(); ++f)
         if (f->app) {
             label = f->function;
@@ -144,6 +146,12 @@ std::string siteOf(const Process& p, uint32_t stackId, std::unordered_map<uint32
                 const size_t slash = f->file.rfind('/');
                 label += " (" + f->file.substr(slash == std::string::npos ? 0 : slash + 1) +
                          (f->line ? ":" + std::to_string(f->line) : "") + ")";
+            }
+            for (auto g = f.base(); g != frames.end(); ++g) {
+                const std::string call = libraryCallOf(g->module, g->function);
+                if (call.empty()) continue;
+                label += " \u2192 " + call;
+                break;
             }
         }
     if (label.empty() && !frames.empty()) label = frames.back().function;

@@ -10,7 +10,8 @@
 //             thread creates a stream and events, records and queries them) and are left out.
 //   --expect  findings: lines `present RULE FUNC[|FUNC...]` (the finding must be there, and every one
 //             of its call sites must be named after one of the functions, in a source file under
-//             --app-src) and `absent RULE...`; '#' starts a comment.
+//             --app-src), `absent RULE...` and `library-call NAME...` (a call site in the app's own code,
+//             with a source line, names that library call below it); '#' starts a comment.
 //   --app-src the directory of the apps' sources (tests/apps)
 //   --rel-tol relative allowance on GPU times and busy time on top of the computed bound (default 0.02)
 //
@@ -845,6 +846,22 @@ int main(int argc, char** argv)
                           "finding " + rule + ": call site " + id.dump() + " \"" + c.value("label", "") + "\" is " + funcs +
                               " in the app's source (site frame: function '" + fn + "' file '" + file + "' line " +
                               std::to_string(lineNo) + ")");
+                }
+            } else if (verb == "library-call") {
+                // A call site in the app's source names this library call below it (issue 16):
+                // "main (gemm.cu:41) -> cublasSgemm_v2 (libcublas.so.13)".
+                std::string name;
+                while (ls >> name) {
+                    bool found = false;
+                    for (const auto& [id, c] : sites) {
+                        const std::string label = c->value("label", "");
+                        const size_t sf = c->value("site_frame", size_t(0));
+                        if (sf >= (*c)["frames"].size()) continue;
+                        const Json& f = (*c)["frames"][sf];
+                        const bool inApp = f.value("app", false) && !f.value("file", "").empty() && f.value("line", 0) > 0;
+                        found |= inApp && label.find("\u2192 " + name + " (") != std::string::npos;
+                    }
+                    check(found, "a call site in the app's source names the library call " + name);
                 }
             } else {
                 usage(expectPath + ": unknown line '" + line + "'");

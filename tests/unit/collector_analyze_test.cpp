@@ -609,6 +609,35 @@ TEST(Analyze, KernelLaunchStubIsNotTheCallSite)
     EXPECT_EQ(r.callsites[0].frames.size(), 5u);
 }
 
+// A CUDA call from inside one of NVIDIA's libraries: the site is the app's frame, and it names the
+// library call the app made (the library frame nearest the site), shared or linked in.
+TEST(Analyze, CallSiteNamesTheLibraryCallBelowIt)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4gemmPf";
+    const uint64_t driver = 0x7f0000000300, inner = 0x7f1000001000, entry = 0x7f1000002000, app = 0x401700;
+    b.p.stacks[1] = {driver, inner, entry, app};
+    b.p.symbols[driver] = {Frame{driver, "", "", 0, "/usr/lib/libcuda.so.1", 0x300, false}};
+    b.p.symbols[inner] = {Frame{inner, "", "", 0, "/usr/local/cuda/lib64/libcublasLt.so.13", 0x1000, false}};
+    b.p.symbols[entry] = {Frame{entry, "cublasSgemm_v2", "", 0, "/usr/local/cuda/lib64/libcublas.so.13", 0x2000, false}};
+    b.p.symbols[app] = {Frame{app, "main", "/src/gemm.cu", 41, "/work/gemm", 0x1700, false}};
+    b.launch(1, 0, 10, 10, 20, 1);
+    // Linked in statically: the library's functions are the app binary's, known by their prefix.
+    const uint64_t sEntry = 0x402000, sHelper = 0x402100, sApp = 0x402200;
+    b.p.stacks[2] = {driver, sEntry, sHelper, sApp};
+    b.p.symbols[sEntry] = {Frame{sEntry, "ncclAllReduce", "", 0, "/work/gemm", 0x2000, false}};
+    b.p.symbols[sHelper] = {Frame{sHelper, "nccl_helper(int)", "/src/gemm.cu", 60, "/work/gemm", 0x2100, false}};
+    b.p.symbols[sApp] = {Frame{sApp, "main", "/src/gemm.cu", 70, "/work/gemm", 0x2200, false}};
+    b.launch(1, 30, 40, 40, 50, 2);
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.callsites.size(), 2u);
+    std::set<std::string> labels;
+    for (const CallSite& s : r.callsites) labels.insert(s.label);
+    EXPECT_TRUE(labels.count("main (gemm.cu:41) \u2192 cublasSgemm_v2 (libcublas.so.13)")) << *labels.begin();
+    // ncclAllReduce is the app's own binary's, but NCCL's by name; nccl_helper is the user's (lowercase).
+    EXPECT_TRUE(labels.count("nccl_helper(int) (gemm.cu:60) \u2192 ncclAllReduce (NCCL, linked in)")) << *labels.rbegin();
+}
+
 TEST(Analyze, StaticRuntimeFramesSkippedButUserCudaNamedFunctionsKept)
 {
     ProcBuilder b;
