@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -306,8 +307,25 @@ Write writeChunk(uint16_t kind, const uint8_t* p, size_t n, bool compress)
         body = g_zstd.out;
     }
     wire::CaptureChunkHeader h{wire::kCaptureChunkMagic, kind, uint16_t(compress ? 1 : 0), 0, uint32_t(n), uint32_t(stored), 0};
-    const Write w = writeRaw(reinterpret_cast<const uint8_t*>(&h), sizeof h);
-    return w == Write::Ok ? writeRaw(body, stored) : w;
+    // Header and body in one system call: an app that closes or takes the number between two writes
+    // left a header without its body, and the chunk written again after it made the file unreadable
+    // from there ("corrupt chunk (Unknown frame descriptor)": hardening.guest.fd_closefrom under load).
+    iovec iov[2] = {{&h, sizeof h}, {const_cast<uint8_t*>(body), stored}};
+    int first = 0;
+    while (first < 2) {
+        const ssize_t w = writev(g_out.own.fd, iov + first, 2 - first);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return Write::Failed;
+        g_out.written += uint64_t(w);
+        // Partly written (a full disk, a file size limit): go on from where it stopped.
+        size_t left = size_t(w);
+        while (first < 2 && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+        if (first < 2 && left > 0) {
+            iov[first].iov_base = static_cast<uint8_t*>(iov[first].iov_base) + left;
+            iov[first].iov_len -= left;
+        }
+    }
+    return Write::Ok;
 }
 
 // The stream's next bytes: to the socket or a bare stream file as they are, into a capture file as

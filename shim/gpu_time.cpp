@@ -461,7 +461,11 @@ void gpuAfter(CallScope& scope, CUresult)
     StreamSlot* slot = slotFor(streamKey(reinterpret_cast<CUstream>(uintptr_t(it.call.stream)), scope.perThread(),
                                          end->pool->ctx.load(std::memory_order_relaxed)),
                                false);
-    if (slot && !(it.call.flags & wire::kCallImplicitSync)) {
+    if (slot && (it.call.flags & wire::kCallHeldUp)) {
+        // Its span will be dropped (Pending::heldUp): the stream's last work counts as untimed, so the
+        // next stream sync records a drain mark (the wait's anchor) and the next timed op its own begin.
+        forgetLastEnd(slot);
+    } else if (slot && !(it.call.flags & wire::kCallImplicitSync)) {
         end->refs.fetch_add(1, std::memory_order_relaxed);
         release(swapLastEnd(slot, end));
     }
