@@ -36,7 +36,7 @@ python3 "$GPUSPY_ROOT/tests/package/run_from_tarball.py" "$tarball" \
 # tests, then with ctest the shim on real apps with the sanitizer runtime preloaded before it, and the
 # hardening tests. A sanitizer report fails the test: a unit test exits non-zero, a program under the
 # shim ends differently from its run without gpuspy.
-sanitizer_targets=(gpuspy gpuspy_cli gpuspy_fake_shim simcuda compare_capture wire_tests shim_tests collector_tests
+sanitizer_targets=(gpuspy gpuspy_cli gpuspy_fake_shim simcuda compare_capture ring_client wire_tests shim_tests collector_tests
                    shim_exit_paths shim_threads_churn shim_errno_guest shim_exit_from_thread
                    hardening_storm hardening_families hardening_spawn hardening_quiet_after_burst
                    hardening_fd_takeover hardening_unwind_pipe hardening_sig_guard hardening_sig_default hardening_daemon)
