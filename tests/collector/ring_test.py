@@ -159,6 +159,11 @@ with tempfile.TemporaryDirectory() as d:
         _, status, ru = os.wait4(col.pid, 0)
         col.returncode = 0
         peak = ru.ru_maxrss * 1024
-        check(peak * 4 < sent, f"the collector's peak RSS {peak >> 20} MiB is far below the {sent >> 20} MiB sent")
+        if "ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ:
+            # scripts/test.sh's sanitizer phases: the runtime's shadow memory and ASan's quarantine of
+            # freed blocks (up to 256 MiB) are in the RSS; the ring's own bounds are checked above.
+            print(f"ok   (under a sanitizer the collector's peak RSS, {peak >> 20} MiB, is its runtime's; not checked)")
+        else:
+            check(peak * 4 < sent, f"the collector's peak RSS {peak >> 20} MiB is far below the {sent >> 20} MiB sent")
 
 sys.exit(1 if failures else 0)
