@@ -66,7 +66,9 @@ void finishCaptureWindows(Context& cx, const Process& p, const std::map<uint32_t
         std::copy(e.leftOut, e.leftOut + wire::kWindowCategories, lastOut);
     }
     const uint64_t end = rel(std::max(p.lastNs, p.ended ? p.end.endNs : 0));
-    for (auto& [index, row] : rows) {
+    for (auto& entry : rows) {
+        const uint32_t index = entry.first;
+        auto& row = entry.second;  // a named reference: lambdas may not capture structured bindings (C++17)
         if (row.trigger.empty()) row.trigger = "start";  // recording from the start, stopped at runtime
         if (row.endedBy.empty()) {
             row.endedBy = "exit";
