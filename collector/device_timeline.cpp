@@ -229,7 +229,10 @@ void DeviceTimeline::anchor(Stream& s, size_t count, uint64_t t, Until until, bo
         anchorPass(s, count, t, false, kLo);
         anchorPass(s, count, t, true, kHi);
     } else {
-        for (int k = 0; k < 3; ++k) anchorPass(s, count, t, until == Until::Hard, k);
+        // Work no timed sibling gave a length may have lasted until t: the long pass says so.
+        bool unknown = false;
+        for (size_t i = 0; i < count && !unknown && t != UINT64_MAX; ++i) unknown = s.pending[i].unknown;
+        for (int k = 0; k < 3; ++k) anchorPass(s, count, t, until == Until::Hard || (k == kHi && unknown), k);
     }
     if (!close) return;
     const uint32_t index = uint32_t(&s - m_streams.data());
@@ -326,18 +329,22 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
             e = std::max(e, g.endNs);
             gpu += g.endNs - g.beginNs;
         }
-        bool heldBack = false;
+        bool heldBack = false, unjudged = false;
         if (!upperBound) {
             m_model.learn(c, gpu);
             if (!blocking) {
                 const int64_t x = std::max(int64_t(b) - int64_t(c.endNs), -int64_t(c.endNs - c.beginNs));
-                const int64_t known = lat == INT64_MAX ? x : lat;
+                // The device's first measured op has no latency to be judged by: its begin may lie late
+                // because the untimed work before it held it back, or because the driver was slow to
+                // start it. Either may be: that work may have run until then (Soft).
+                unjudged = lat == INT64_MAX;
+                const int64_t known = unjudged ? x : lat;
                 heldBack = int64_t(b) > int64_t(c.endNs) + known + int64_t(kHeldBackNs);
                 lat = std::min(lat, x);
             }
         }
         r.foundEmpty = !heldBack;
-        anchor(s, s.pending.size(), b, heldBack ? Until::Hard : Until::None, true);
+        anchor(s, s.pending.size(), b, heldBack ? Until::Hard : unjudged ? Until::Soft : Until::None, true);
         // A span that is only an upper bound (a copy or memset that blocked its call on an idle stream:
         // events cannot see when its work began) holds the work somewhere before its end: the estimate and
         // the long pass take all of it (the bound, as the report says), the short pass what measured

@@ -192,6 +192,35 @@ TEST(DeviceTimeline, NothingAlikeTimedIsCountedAndBoundedByTheWait)
     EXPECT_EQ(h.at(1).end[kEst], 50000u);
 }
 
+TEST(DeviceTimeline, TheFirstMeasuredOpMayHaveBeenHeldBackByUntimedWork)
+{
+    // The first launch lost its timing (its end event came late) and nothing alike was timed before
+    // it; the next one, the device's first measured op, began 3 ms after its call returned. No latency
+    // is known yet to judge whether it was held back: the untimed kernel may have run until then.
+    Harness h;
+    const auto r = h.launch(13, 0, 80000);
+    EXPECT_FALSE(r.known);
+    h.launch(13, 90000, 100000, 3000000, 6000000);
+    const Placement& p = h.at(1);
+    EXPECT_EQ(p.end[kEst], 3000000u);
+    EXPECT_EQ(p.end[kHi], 3000000u);
+    EXPECT_EQ(p.end[kLo], p.begin[kLo]);  // the short pass: it may have been over at once
+}
+
+TEST(DeviceTimeline, UntimedWorkOfUnknownLengthSpansTheLongPassToItsAnchor)
+{
+    // Once the latency is known, a measured op that began on time says the stream was empty: the
+    // untimed op of unknown length ended by then, anywhere from at once (estimate, short pass) to then
+    // (long pass).
+    Harness h;
+    h.launch(14, 0, 1000, 1500, 3500);  // the latency: 500 ns
+    h.launch(15, 10000, 11000);         // nothing alike timed
+    h.launch(14, 50000, 51000, 51500, 53500);
+    const Placement& p = h.at(2);
+    EXPECT_EQ(p.end[kEst], p.begin[kEst]);
+    EXPECT_EQ(p.end[kHi], 51500u);
+}
+
 TEST(DeviceTimeline, PendingWorkHoldsBackWhatIsFinal)
 {
     Harness h;
