@@ -1,8 +1,11 @@
 // collector/analyze_graphs.cpp: graph work. The shim marks each launch, copy and memset issued into a
 // stream capture with the CUgraph it joins, cuStreamEndCapture with the graph it made, and each
 // instantiation (and cuGraphExecUpdate) with the exec and its graph; from these the nodes of every
-// executable graph are rebuilt here, and each graph launch counts its nodes in the kernel and transfer
-// rows (at the launch's call site), its measured GPU time split over them as an estimate.
+// executable graph are rebuilt here. Graphs built node by node (cuGraphAdd*Node) are recorded the
+// same way: each node's call is marked with its CUgraph. A child graph node, or a graph launched into
+// a capture, adds the child's nodes; cuGraphExecKernelNodeSetParams changes a node's kernel. Each
+// graph launch counts its nodes in the kernel and transfer rows (at the launch's call site), its
+// measured GPU time split over them as an estimate.
 #include "collector/analyze_internal.h"
 
 #include <algorithm>
@@ -44,6 +47,46 @@ uint64_t standaloneNs(Context& cx, const ProcView& pv, const wire::CallBody& n)
     return uint64_t(double(t.bytes) * double(row.gpuNs) / double(row.timedBytes) + 0.5);
 }
 
+// The nodes of a graph, once known: a captured graph's from its capture's end, a graph built node by
+// node's as they stand (the graph may be instantiated before more nodes are added); null when part of
+// it is unknown (a child graph the collector could not rebuild) or nothing was recorded of it.
+std::shared_ptr<const GraphBook::Nodes> nodesOf(const GraphBook& book, uint64_t graph)
+{
+    if (book.incomplete.count(graph)) return nullptr;
+    auto done = book.graphs.find(graph);
+    if (done != book.graphs.end()) return done->second;
+    auto building = book.capturing.find(graph);
+    if (building == book.capturing.end() || !building->second) return nullptr;
+    return std::make_shared<const GraphBook::Nodes>(*building->second);
+}
+
+// A graph's child (a child graph node, or a graph launched into its capture) adds its nodes to it.
+void addChildNodes(GraphBook& book, uint64_t graph, std::shared_ptr<const GraphBook::Nodes> child)
+{
+    if (!graph) return;
+    if (!child) {
+        book.incomplete.insert(graph);
+        return;
+    }
+    auto& nodes = book.capturing[graph];
+    if (!nodes) nodes = std::make_shared<GraphBook::Nodes>();
+    nodes->insert(nodes->end(), child->begin(), child->end());
+}
+
+// cuGraphExecKernelNodeSetParams: the exec's node added by the call with seq raw[1] runs kernel raw[2]
+// from now on (its grid and block stay as recorded). A node the shim did not see added is left as it was.
+void setExecKernel(GraphBook& book, const wire::CallBody& c)
+{
+    const uint64_t nodeSeq = c.args.raw[1];
+    const uint32_t kernelId = uint32_t(c.args.raw[2]);
+    auto it = book.execs.find(c.args.raw[0]);
+    if (it == book.execs.end() || !nodeSeq || !kernelId) return;
+    auto nodes = std::make_shared<GraphBook::Nodes>(*it->second);
+    for (wire::CallBody& n : *nodes)
+        if (n.seq == nodeSeq && n.category == wire::Category::Launch) n.args.launch.kernelId = kernelId;
+    it->second = std::move(nodes);
+}
+
 }  // namespace
 
 void addGraphCall(Context&, const ProcView& pv, const CallInfo& ci)
@@ -58,21 +101,37 @@ void addGraphCall(Context&, const ProcView& pv, const CallInfo& ci)
         nodes->push_back(c);
         return;
     }
-    if (c.category != wire::Category::Graph || !succeeded(c) || hasFlag(c, wire::kCallDeviceWork)) return;
+    if (c.category != wire::Category::Graph || !succeeded(c)) return;
+    if (hasFlag(c, wire::kCallDeviceWork)) {
+        // A graph launched into a capture ran nothing: its nodes join the graph being captured (a
+        // child graph), and run with each launch of that graph.
+        if (!hasFlag(c, wire::kCallCapturing)) return;
+        auto child = book.execs.find(c.args.sync.object);
+        addChildNodes(book, c.args.raw[wire::kCaptureGraphSlot], child == book.execs.end() ? nullptr : child->second);
+        return;
+    }
     const std::string& api = ci.api->name;
-    if (startsWith(api, "cuStreamEndCapture")) {
+    if (startsWith(api, "cuGraphAddChildGraphNode")) {
+        addChildNodes(book, c.args.raw[wire::kCaptureGraphSlot], nodesOf(book, c.args.raw[0]));
+    } else if (startsWith(api, "cuGraphExecKernelNodeSetParams")) {
+        setExecKernel(book, c);
+    } else if (startsWith(api, "cuStreamEndCapture")) {
         const uint64_t graph = c.args.raw[0];
         if (!graph) return;
         auto it = book.capturing.find(graph);
-        // A capture that recorded no node still makes a graph: an empty one.
-        book.graphs[graph] = it == book.capturing.end() ? std::make_shared<GraphBook::Nodes>() : std::move(it->second);
+        if (book.incomplete.erase(graph)) {
+            // Part of it is a graph whose nodes are unknown: so is the whole (its launches count as unknown).
+            book.graphs.erase(graph);
+        } else {
+            // A capture that recorded no node still makes a graph: an empty one.
+            book.graphs[graph] = it == book.capturing.end() ? std::make_shared<GraphBook::Nodes>() : std::move(it->second);
+        }
         if (it != book.capturing.end()) book.capturing.erase(it);
     } else if (startsWith(api, "cuGraphInstantiate") || startsWith(api, "cuGraphExecUpdate")) {
         const uint64_t exec = c.args.raw[0], graph = c.args.raw[1];
         if (!exec) return;
-        auto it = book.graphs.find(graph);
-        if (it != book.graphs.end()) book.execs[exec] = it->second;
-        else book.execs.erase(exec);  // a graph built node by node: its nodes are unknown
+        if (auto nodes = nodesOf(book, graph)) book.execs[exec] = std::move(nodes);
+        else book.execs.erase(exec);  // its nodes are unknown
     }
 }
 

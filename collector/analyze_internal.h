@@ -36,6 +36,7 @@ struct GraphBook {
     std::unordered_map<uint64_t, std::shared_ptr<Nodes>> capturing;    // CUgraph -> nodes, until its capture ends
     std::unordered_map<uint64_t, std::shared_ptr<const Nodes>> graphs; // CUgraph -> nodes, once it ended
     std::unordered_map<uint64_t, std::shared_ptr<const Nodes>> execs;  // CUgraphExec -> nodes
+    std::unordered_set<uint64_t> incomplete;  // CUgraphs captured around a graph launch of unknown nodes
 };
 
 // A process's definitions, and the questions the sections ask of them (also used by the exports).

@@ -1,6 +1,9 @@
 // shim/hooks/graph.cpp: graph launches (timed as a whole) and stream capture, during which no
 // timing events may be recorded (they would become graph nodes).
-#include "shim/hooks/hook_util.h"
+#include "shim/hooks/graph_nodes.h"
+
+#include <mutex>
+#include <unordered_map>
 
 namespace gpuspy::shim {
 namespace {
@@ -121,7 +124,33 @@ CUresult execUpdate(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo
     return s.finish(rc);
 }
 
+// A child graph node: args.raw[0] the child CUgraph (its nodes, cloned, become the parent's).
+template <Api A>
+CUresult addChildGraphNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n, CUgraph child)
+{
+    using Fn = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUgraph);
+    return addGraphNode<A, Fn>(
+        out, graph, [&](CallScope& s) { s.body().args.raw[0] = uint64_t(uintptr_t(child)); }, deps, n, child);
+}
+
+std::mutex g_nodesLock;
+std::unordered_map<CUgraphNode, uint64_t> g_nodeSeq;  // never shrinks: graph nodes are few
+
 }  // namespace
+
+void noteGraphNode(CUgraphNode node, uint64_t seq)
+{
+    std::lock_guard<std::mutex> g(g_nodesLock);
+    g_nodeSeq[node] = seq;
+}
+
+uint64_t graphNodeSeq(CUgraphNode node)
+{
+    std::lock_guard<std::mutex> g(g_nodesLock);
+    auto it = g_nodeSeq.find(node);
+    return it == g_nodeSeq.end() ? 0 : it->second;
+}
+
 }  // namespace gpuspy::shim
 
 using namespace gpuspy::shim;
@@ -144,3 +173,5 @@ GS_WRAP(instantiateWithParams, cuGraphInstantiateWithParams_ptsz,
 GS_WRAP(execUpdate, cuGraphExecUpdate_v2, (CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo* i), (e, g, i))
 GS_WRAP(beginCaptureV1, cuStreamBeginCapture, (CUstream s), (s))
 GS_WRAP(beginCaptureV1, cuStreamBeginCapture_ptsz, (CUstream s), (s))
+GS_WRAP(addChildGraphNode, cuGraphAddChildGraphNode,
+        (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, CUgraph child), (o, g, d, n, child))

@@ -1,12 +1,12 @@
 // shim/hooks/launch.cpp: kernel launches and host functions: kernel, grid, block, shared memory,
 // stream; kernels may be sampled out of GPU timing when they come too fast.
-#include "shim/hooks/hook_util.h"
+#include "shim/hooks/graph_nodes.h"
 
 namespace gpuspy::shim {
 namespace {
 
-void describeLaunch(CallScope& s, const void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                    unsigned bz, unsigned smem, CUstream stream)
+void fillLaunch(CallScope& s, const void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                unsigned bz, unsigned smem)
 {
     wire::LaunchArgs& l = s.body().args.launch;
     l.kernelId = kernelIdOf(f);
@@ -17,6 +17,13 @@ void describeLaunch(CallScope& s, const void* f, unsigned gx, unsigned gy, unsig
     l.block[1] = by;
     l.block[2] = bz;
     l.sharedMem = smem;
+}
+
+void describeLaunch(CallScope& s, const void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                    unsigned bz, unsigned smem, CUstream stream)
+{
+    fillLaunch(s, f, gx, gy, gz, bx, by, bz, smem);
+    const wire::LaunchArgs& l = s.body().args.launch;
     s.setStream(stream);
     s.setFlags(wire::kCallDeviceWork | wire::kCallAsync);
     // A kernel timed fewer than twice is timed whatever the budget says (and charged to it): every
@@ -78,6 +85,40 @@ CUresult launchHostFunc(CUstream stream, CUhostFn fn, void* user)
     return s.finish(real(stream, fn, user));
 }
 
+// The kernel a node runs: its CUfunction, else its CUkernel.
+const void* nodeKernel(const CUDA_KERNEL_NODE_PARAMS* p) { return p->func ? static_cast<const void*>(p->func) : p->kern; }
+
+using AddKernelNodeFn = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*);
+
+template <Api A>
+CUresult addKernelNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n, const CUDA_KERNEL_NODE_PARAMS* p)
+{
+    return addGraphNode<A, AddKernelNodeFn>(
+        out, graph,
+        [&](CallScope& s) {
+            if (p)
+                fillLaunch(s, nodeKernel(p), p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+                           p->blockDimZ, p->sharedMemBytes);
+        },
+        deps, n, p);
+}
+
+// A kernel node of an executable graph given new parameters: args.raw [0] the exec, [1] the seq of the
+// call that added the node (0: a node the shim did not see added, e.g. one made by stream capture),
+// [2] the kernel id it runs from now on.
+template <Api A>
+CUresult execKernelNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p)
+{
+    using Fn = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*);
+    return forwardCall<A, Fn>(
+        [&](CallScope& s) {
+            s.body().args.raw[0] = uint64_t(uintptr_t(exec));
+            s.body().args.raw[1] = graphNodeSeq(node);
+            s.body().args.raw[2] = p ? kernelIdOf(nodeKernel(p)) : 0;
+        },
+        exec, node, p);
+}
+
 }  // namespace
 }  // namespace gpuspy::shim
 
@@ -95,3 +136,7 @@ GS_WRAP(launchCooperative, cuLaunchCooperativeKernel, GS_COOP_PARAMS, (f, gx, gy
 GS_WRAP(launchCooperative, cuLaunchCooperativeKernel_ptsz, GS_COOP_PARAMS, (f, gx, gy, gz, bx, by, bz, smem, st, p))
 GS_WRAP(launchHostFunc, cuLaunchHostFunc, (CUstream st, CUhostFn fn, void* u), (st, fn, u))
 GS_WRAP(launchHostFunc, cuLaunchHostFunc_ptsz, (CUstream st, CUhostFn fn, void* u), (st, fn, u))
+GS_WRAP(addKernelNode, cuGraphAddKernelNode_v2,
+        (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, const CUDA_KERNEL_NODE_PARAMS* p), (o, g, d, n, p))
+GS_WRAP(execKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2,
+        (CUgraphExec e, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p), (e, node, p))

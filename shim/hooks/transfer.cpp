@@ -1,6 +1,6 @@
 // shim/hooks/transfer.cpp: copies, memsets and prefetches: bytes, direction, host memory kind,
 // sync or async, stream; and the GPU time of each (copies are always timed).
-#include "shim/hooks/hook_util.h"
+#include "shim/hooks/graph_nodes.h"
 
 namespace gpuspy::shim {
 namespace {
@@ -340,6 +340,38 @@ CUresult prefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUm
         dptrs, sizes, count, locs, locIdxs, numLocs, flags, stream);
 }
 
+// ---- graph nodes built by the node API: the copy or memset each launch of the graph runs
+using AddMemcpyNodeFn = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_MEMCPY3D*, CUcontext);
+using AddMemsetNodeFn = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_MEMSET_NODE_PARAMS*,
+                                     CUcontext);
+
+template <Api A>
+CUresult addMemcpyNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n, const CUDA_MEMCPY3D* c,
+                       CUcontext ctx)
+{
+    return addGraphNode<A, AddMemcpyNodeFn>(
+        out, graph, [&](CallScope& s) { describe2D3D(s, c, c ? bytesOf(c) : 0); }, deps, n, c, ctx);
+}
+
+template <Api A>
+CUresult addMemsetNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n, const CUDA_MEMSET_NODE_PARAMS* p,
+                       CUcontext ctx)
+{
+    return addGraphNode<A, AddMemsetNodeFn>(
+        out, graph,
+        [&](CallScope& s) {
+            if (!p) return;
+            wire::TransferArgs& t = s.body().args.transfer;
+            t.bytes = uint64_t(p->elementSize) * p->width * (p->height ? p->height : 1);
+            t.dst = p->dst;
+            t.direction = Direction::Memset;
+            t.dstMem = memKindOf(p->dst, false);
+            if (t.dstMem == MemKind::Pageable) t.dstMem = MemKind::Device;
+            t.srcMem = MemKind::Unknown;
+        },
+        deps, n, p, ctx);
+}
+
 }  // namespace
 }  // namespace gpuspy::shim
 
@@ -417,3 +449,8 @@ GS_MEMSET(32, unsigned int)
 
 GS_WRAP(prefetchAsync, cuMemPrefetchAsync_v2, (CUdeviceptr p, size_t n, CUmemLocation l, unsigned int f, CUstream s), (p, n, l, f, s))
 GS_WRAP(prefetchAsync, cuMemPrefetchAsync_v2_ptsz, (CUdeviceptr p, size_t n, CUmemLocation l, unsigned int f, CUstream s), (p, n, l, f, s))
+GS_WRAP(addMemcpyNode, cuGraphAddMemcpyNode,
+        (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, const CUDA_MEMCPY3D* c, CUcontext x), (o, g, d, n, c, x))
+GS_WRAP(addMemsetNode, cuGraphAddMemsetNode,
+        (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext x),
+        (o, g, d, n, p, x))

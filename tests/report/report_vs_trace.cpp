@@ -30,7 +30,8 @@
 //    calls only. Each replay (one cuGraphLaunch call: same pid, tid and submit time) must be one graph
 //    launch, and its nodes count in busy time.
 //  * kernels: count by name exactly; the trace's mangled names are demangled (__cxa_demangle) and
-//    compared with the report's demangled name (and its "mangled" field with the trace name).
+//    compared with the report's demangled name (and its "mangled" field with the trace name). Trace
+//    host_func ops (cuLaunchHostFunc, graph host nodes) are the report's "[host function]" row, by count.
 //  * syncs: trace "wait" records by api. cuCtxSynchronize/cuStreamSynchronize/cuEventSynchronize are
 //    the explicit rows (implicit == false); every other api that waited is an implicit row whose kind
 //    must fit the reason (copy: sync_copy|pageable_copy, memset: sync_memset, free: free_sync,
@@ -625,11 +626,19 @@ int main(int argc, char** argv)
     checkGpuTimeSources(report, t, bounds, opsOfGroup);
 
     // ---- kernels
+    static const std::string kHostFunctionRow = "[host function]";
     std::map<std::string, std::vector<size_t>> kernelOps;  // run by launch calls: their GPU times are measured
     std::map<std::string, long long> kernelCount, graphKernelCount;
     std::map<std::string, std::set<std::string>> mangledOf;
     for (size_t i = 0; i < t.ops.size(); ++i) {
         const Op& o = t.ops[i];
+        // Host functions (cuLaunchHostFunc, graph host nodes) are the report's "[host function]" row:
+        // their counts are checked, not their times.
+        if (o.op == "host_func") {
+            ++kernelCount[kHostFunctionRow];
+            if (o.graph) ++graphKernelCount[kHostFunctionRow];
+            continue;
+        }
         if (o.op != "kernel") continue;
         const std::string name = demangle(o.name);
         ++kernelCount[name];

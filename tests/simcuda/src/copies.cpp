@@ -134,7 +134,7 @@ CUresult copy2D(const char* api, CUstream h, bool pt, bool async, const CUDA_MEM
 
 // CUDA_MEMCPY3D and CUDA_MEMCPY3D_PEER share these field names.
 template <class T>
-CUresult copy3D(const char* api, CUstream h, bool pt, bool async, const T* c)
+CUresult copy3DOp(const T* c, bool async, Op* out)
 {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
     if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
@@ -152,11 +152,20 @@ CUresult copy3D(const char* api, CUstream h, bool pt, bool async, const T* c)
                 any ? (depth - 1) * dstSlice + (p.Height - 1) * p.dstPitch + p.WidthInBytes : 0))
         return CUDA_ERROR_INVALID_VALUE;
     const Direction d = directionOf(dst, src);
-    return submitCopy(api, h, pt, copyOp(p.WidthInBytes * p.Height * depth, d, async, [p, src, dst, srcSlice, dstSlice, depth] {
+    *out = copyOp(p.WidthInBytes * p.Height * depth, d, async, [p, src, dst, srcSlice, dstSlice, depth] {
         for (size_t z = 0; z < depth; ++z)
             for (size_t y = 0; y < p.Height; ++y)
                 memmove(dst + z * dstSlice + y * p.dstPitch, src + z * srcSlice + y * p.srcPitch, p.WidthInBytes);
-    }));
+    });
+    return CUDA_SUCCESS;
+}
+
+template <class T>
+CUresult copy3D(const char* api, CUstream h, bool pt, bool async, const T* c)
+{
+    Op op;
+    if (CUresult rc = copy3DOp(c, async, &op)) return rc;
+    return submitCopy(api, h, pt, std::move(op));
 }
 
 CUresult batch(const char* api, CUstream h, bool pt, CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
@@ -176,14 +185,11 @@ CUresult batch(const char* api, CUstream h, bool pt, CUdeviceptr* dsts, CUdevice
 }
 
 template <class T>
-CUresult memset2D(const char* api, CUstream h, bool pt, bool async, CUdeviceptr dst, size_t pitch, T value, size_t width,
-                  size_t height)
+CUresult memsetOp(bool async, CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height, Op* out)
 {
     if (width && height && (pitch < width * sizeof(T) || !deviceOk(reinterpret_cast<const void*>(dst),
                                                                    (height - 1) * pitch + width * sizeof(T))))
         return CUDA_ERROR_INVALID_VALUE;
-    Stream* s = nullptr;
-    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     Op op;
     op.kind = OpKind::Memset;
     op.bytes = width * height * sizeof(T);
@@ -197,6 +203,18 @@ CUresult memset2D(const char* api, CUstream h, bool pt, bool async, CUdeviceptr 
             for (size_t x = 0; x < width; ++x) row[x] = value;
         }
     };
+    *out = std::move(op);
+    return CUDA_SUCCESS;
+}
+
+template <class T>
+CUresult memset2D(const char* api, CUstream h, bool pt, bool async, CUdeviceptr dst, size_t pitch, T value, size_t width,
+                  size_t height)
+{
+    Op op;
+    if (CUresult rc = memsetOp<T>(async, dst, pitch, value, width, height, &op)) return rc;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     return submitOp(s, std::move(op), api);
 }
 
@@ -210,6 +228,23 @@ void* vp(CUdeviceptr p) { return reinterpret_cast<void*>(p); }
 const void* cvp(CUdeviceptr p) { return reinterpret_cast<const void*>(p); }
 
 }  // namespace
+
+// Graph nodes (graph.cpp): the op a memcpy or memset node runs at each launch, never blocking the host.
+CUresult memcpyNodeOp(const CUDA_MEMCPY3D* c, Op* out) { return copy3DOp(c, true, out); }
+
+CUresult memsetNodeOp(const CUDA_MEMSET_NODE_PARAMS* p, Op* out)
+{
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    const size_t height = p->height ? p->height : 1;
+    const size_t pitch = height > 1 ? p->pitch : p->width * p->elementSize;
+    switch (p->elementSize) {
+    case 1: return memsetOp<unsigned char>(true, p->dst, pitch, static_cast<unsigned char>(p->value), p->width, height, out);
+    case 2: return memsetOp<unsigned short>(true, p->dst, pitch, static_cast<unsigned short>(p->value), p->width, height, out);
+    case 4: return memsetOp<unsigned int>(true, p->dst, pitch, p->value, p->width, height, out);
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
 }  // namespace simcuda
 
 using namespace simcuda;

@@ -9,6 +9,7 @@ namespace simcuda {
 namespace {
 
 struct GraphExec {
+    Graph* graph = nullptr;  // the graph it was instantiated from (or last updated to)
     std::vector<Op> ops;
     unsigned long long flags = 0;
 };
@@ -99,6 +100,7 @@ CUresult instantiate(CUgraphExec* out, CUgraph hg, unsigned long long flags)
     Graph* graph = asGraph(hg);
     if (!graph) return CUDA_ERROR_INVALID_VALUE;
     auto* ex = new GraphExec;
+    ex->graph = graph;
     ex->ops = graph->ops;
     ex->flags = flags;
     registerHandle(ex, HandleKind::GraphExec);
@@ -136,14 +138,37 @@ CUresult instantiateWithParams(CUgraphExec* out, CUgraph hg, CUDA_GRAPH_INSTANTI
 
 }  // namespace
 
-void captureOp(Graph* g, Op op)
+namespace {
+
+GraphNode* addNode(Graph* g, size_t index, CUgraphNodeType type)
 {
     auto* node = new GraphNode;
     node->graph = g;
-    node->index = g->ops.size();
+    node->index = index;
+    node->type = type;
     registerHandle(node, HandleKind::GraphNode);
-    g->ops.push_back(std::move(op));
     g->nodes.push_back(node);
+    return node;
+}
+
+CUgraphNodeType nodeTypeOf(OpKind kind)
+{
+    switch (kind) {
+    case OpKind::Kernel: return CU_GRAPH_NODE_TYPE_KERNEL;
+    case OpKind::Memcpy: return CU_GRAPH_NODE_TYPE_MEMCPY;
+    case OpKind::Memset: return CU_GRAPH_NODE_TYPE_MEMSET;
+    case OpKind::HostFunc: return CU_GRAPH_NODE_TYPE_HOST;
+    }
+    return CU_GRAPH_NODE_TYPE_EMPTY;
+}
+
+}  // namespace
+
+void captureOp(Graph* g, Op op)
+{
+    const CUgraphNodeType type = nodeTypeOf(op.kind);
+    g->ops.push_back(std::move(op));
+    addNode(g, g->ops.size() - 1, type);
 }
 
 void invalidateCapture(Stream* s)
@@ -225,12 +250,7 @@ SIM_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hn, CUgraphNodeType* type)
     Lock g(bigLock());
     auto* n = liveHandle<GraphNode>(hn, HandleKind::GraphNode);
     if (!n || !type) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    switch (n->graph->ops[n->index].kind) {
-    case OpKind::Kernel: *type = CU_GRAPH_NODE_TYPE_KERNEL; break;
-    case OpKind::Memcpy: *type = CU_GRAPH_NODE_TYPE_MEMCPY; break;
-    case OpKind::Memset: *type = CU_GRAPH_NODE_TYPE_MEMSET; break;
-    case OpKind::HostFunc: *type = CU_GRAPH_NODE_TYPE_HOST; break;
-    }
+    *type = n->type;
     return scope.ret(CUDA_SUCCESS);
 }
 
@@ -273,4 +293,207 @@ SIM_EXPORT CUresult cuGraphExecGetFlags(CUgraphExec e, cuuint64_t* flags)
     if (!ex || !flags) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     *flags = ex->flags;
     return scope.ret(CUDA_SUCCESS);
+}
+
+// ---- graphs built node by node. Ops stay a flat list in the order nodes are added (a node can depend
+// only on nodes added before it, so that order is a valid one); dependencies are checked, not kept. A
+// child graph node copies its graph's ops, as the real driver clones the child graph.
+namespace simcuda {
+namespace {
+
+CUresult checkDeps(Graph* g, const CUgraphNode* deps, size_t n)
+{
+    if (n && !deps) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < n; ++i) {
+        auto* d = liveHandle<GraphNode>(deps[i], HandleKind::GraphNode);
+        if (!d || d->graph != g) return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+// Adds a node running op (none for an empty node) after checking the graph and the dependencies.
+CUresult addOpNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, Op* op, CUgraphNodeType type)
+{
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    Lock g(bigLock());
+    Graph* graph = asGraph(hg);
+    if (!graph) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult rc = checkDeps(graph, deps, n)) return rc;
+    size_t index = SIZE_MAX;
+    if (op) {
+        graph->ops.push_back(std::move(*op));
+        index = graph->ops.size() - 1;
+    }
+    *out = reinterpret_cast<CUgraphNode>(addNode(graph, index, type));
+    return CUDA_SUCCESS;
+}
+
+CUresult kernelNodeOp(const CUDA_KERNEL_NODE_PARAMS* p, Op* op)
+{
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ}, block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+    return kernelOp(p->func ? p->func : reinterpret_cast<CUfunction>(p->kern), grid, block, p->sharedMemBytes, op);
+}
+
+// The v1 params are the v2 ones without kern and ctx.
+CUresult kernelNodeOpV1(const CUDA_KERNEL_NODE_PARAMS_v1* p, Op* op)
+{
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ}, block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+    return kernelOp(p->func, grid, block, p->sharedMemBytes, op);
+}
+
+CUresult addKernelNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, CUresult made, Op* op)
+{
+    if (made) return made;
+    return addOpNode(out, hg, deps, n, op, CU_GRAPH_NODE_TYPE_KERNEL);
+}
+
+CUresult addChildNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, CUgraph hchild)
+{
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    Lock g(bigLock());
+    Graph *graph = asGraph(hg), *child = asGraph(hchild);
+    if (!graph || !child || graph == child) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult rc = checkDeps(graph, deps, n)) return rc;
+    const size_t first = child->ops.empty() ? SIZE_MAX : graph->ops.size();
+    graph->ops.insert(graph->ops.end(), child->ops.begin(), child->ops.end());
+    *out = reinterpret_cast<CUgraphNode>(addNode(graph, first, CU_GRAPH_NODE_TYPE_GRAPH));
+    return CUDA_SUCCESS;
+}
+
+// A kernel node's new parameters: in the graph (exec null) or in an executable graph made from it.
+CUresult setKernelParams(GraphExec* ex, CUgraphNode hn, CUresult made, Op* op)
+{
+    if (made) return made;
+    Lock g(bigLock());
+    auto* n = liveHandle<GraphNode>(hn, HandleKind::GraphNode);
+    if (!n || n->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
+    if (ex && ex->graph != n->graph) return CUDA_ERROR_INVALID_VALUE;
+    std::vector<Op>& ops = ex ? ex->ops : n->graph->ops;
+    if (n->index >= ops.size()) return CUDA_ERROR_INVALID_VALUE;
+    ops[n->index] = std::move(*op);
+    return CUDA_SUCCESS;
+}
+
+// The exec takes the graph's ops when they are the same kinds in the same order (kernels may change
+// function, copies and memsets their parameters); anything else is a topology change.
+CUresult execUpdate(CUgraphExec he, CUgraph hg, CUgraphExecUpdateResult* result, CUgraphNode* errNode)
+{
+    Lock g(bigLock());
+    GraphExec* ex = asExec(he);
+    Graph* graph = asGraph(hg);
+    if (errNode) *errNode = nullptr;
+    if (!ex || !graph) return CUDA_ERROR_INVALID_VALUE;
+    bool same = graph->ops.size() == ex->ops.size();
+    for (size_t i = 0; same && i < ex->ops.size(); ++i) same = graph->ops[i].kind == ex->ops[i].kind;
+    if (!same) {
+        if (result) *result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+        return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    }
+    ex->graph = graph;
+    ex->ops = graph->ops;
+    if (result) *result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    return CUDA_SUCCESS;
+}
+
+}  // namespace
+}  // namespace simcuda
+
+SIM_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n,
+                                         const CUDA_KERNEL_NODE_PARAMS_v1* p)
+{
+    SIM_API(cuGraphAddKernelNode);
+    Op op;
+    return scope.ret(addKernelNode(out, g, deps, n, kernelNodeOpV1(p, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n,
+                                            const CUDA_KERNEL_NODE_PARAMS* p)
+{
+    SIM_API(cuGraphAddKernelNode_v2);
+    Op op;
+    return scope.ret(addKernelNode(out, g, deps, n, kernelNodeOp(p, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n,
+                                         const CUDA_MEMCPY3D* c, CUcontext)
+{
+    SIM_API(cuGraphAddMemcpyNode);
+    Op op;
+    if (CUresult rc = memcpyNodeOp(c, &op)) return scope.ret(rc);
+    return scope.ret(addOpNode(out, g, deps, n, &op, CU_GRAPH_NODE_TYPE_MEMCPY));
+}
+
+SIM_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n,
+                                         const CUDA_MEMSET_NODE_PARAMS* p, CUcontext)
+{
+    SIM_API(cuGraphAddMemsetNode);
+    Op op;
+    if (CUresult rc = memsetNodeOp(p, &op)) return scope.ret(rc);
+    return scope.ret(addOpNode(out, g, deps, n, &op, CU_GRAPH_NODE_TYPE_MEMSET));
+}
+
+SIM_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, CUgraph child)
+{
+    SIM_API(cuGraphAddChildGraphNode);
+    return scope.ret(addChildNode(out, g, deps, n, child));
+}
+
+SIM_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n)
+{
+    SIM_API(cuGraphAddEmptyNode);
+    return scope.ret(addOpNode(out, g, deps, n, nullptr, CU_GRAPH_NODE_TYPE_EMPTY));
+}
+
+SIM_EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v1* p)
+{
+    SIM_API(cuGraphKernelNodeSetParams);
+    Op op;
+    return scope.ret(setKernelParams(nullptr, node, kernelNodeOpV1(p, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p)
+{
+    SIM_API(cuGraphKernelNodeSetParams_v2);
+    Op op;
+    return scope.ret(setKernelParams(nullptr, node, kernelNodeOp(p, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v1* p)
+{
+    SIM_API(cuGraphExecKernelNodeSetParams);
+    GraphExec* ex = asExec(e);
+    if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    Op op;
+    return scope.ret(setKernelParams(ex, node, kernelNodeOpV1(p, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p)
+{
+    SIM_API(cuGraphExecKernelNodeSetParams_v2);
+    GraphExec* ex = asExec(e);
+    if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    Op op;
+    return scope.ret(setKernelParams(ex, node, kernelNodeOp(p, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphExecUpdate(CUgraphExec e, CUgraph g, CUgraphNode* errNode, CUgraphExecUpdateResult* result)
+{
+    SIM_API(cuGraphExecUpdate);
+    return scope.ret(execUpdate(e, g, result, errNode));
+}
+
+SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo* info)
+{
+    SIM_API(cuGraphExecUpdate_v2);
+    CUgraphExecUpdateResult result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    CUgraphNode errNode = nullptr;
+    const CUresult rc = execUpdate(e, g, &result, &errNode);
+    if (info) {
+        info->result = result;
+        info->errorNode = errNode;
+        info->errorFromNode = nullptr;
+    }
+    return scope.ret(rc);
 }

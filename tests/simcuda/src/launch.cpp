@@ -30,15 +30,14 @@ Ns kernelDuration(Kernel* k)
     return ns;
 }
 
-CUresult launch(const char* api, CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned smem, CUstream h,
-                bool pt)
+}  // namespace
+
+CUresult kernelOp(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned smem, Op* out)
 {
     Kernel* k = asKernel(f);
     if (!k) return CUDA_ERROR_INVALID_HANDLE;
     if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2]) return CUDA_ERROR_INVALID_VALUE;
     if (static_cast<unsigned long long>(block[0]) * block[1] * block[2] > 1024) return CUDA_ERROR_INVALID_VALUE;
-    Stream* s = nullptr;
-    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     Op op;
     op.kind = OpKind::Kernel;
     op.name = k->name;
@@ -51,6 +50,19 @@ CUresult launch(const char* api, CUfunction f, const unsigned grid[3], const uns
         op.block[i] = block[i];
     }
     op.smem = smem;
+    *out = std::move(op);
+    return CUDA_SUCCESS;
+}
+
+namespace {
+
+CUresult launch(const char* api, CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned smem, CUstream h,
+                bool pt)
+{
+    Op op;
+    if (CUresult rc = kernelOp(f, grid, block, smem, &op)) return rc;
+    Stream* s = nullptr;
+    if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     return submitOp(s, std::move(op), api);
 }
 

@@ -275,6 +275,12 @@ struct Op {
     std::function<void()> hostFn;  // host_func: called on the host at the op's start
 };
 
+// The op a launch of f (a CUfunction or CUkernel) would run (launch.cpp), a memcpy or memset graph node
+// runs (copies.cpp).
+CUresult kernelOp(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned smem, Op* out);
+CUresult memcpyNodeOp(const CUDA_MEMCPY3D* c, Op* out);
+CUresult memsetNodeOp(const CUDA_MEMSET_NODE_PARAMS* p, Op* out);
+
 // Submits or captures an op; blocks when op.sync. apiName is the ABI name of the submitting call.
 CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph = false);
 Ns streamReadyTime(Stream* s, Ns submit);  // start time an op submitted now would get
@@ -295,7 +301,8 @@ CUresult moduleKernels(CUmodule m, std::vector<Kernel*>* out);
 // ---- capture (graph.cpp)
 struct GraphNode {
     Graph* graph = nullptr;
-    size_t index = 0;
+    size_t index = 0;  // its op in graph->ops (a child graph node: the first of its graph's ops); none: SIZE_MAX
+    CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL;
 };
 struct Graph {
     std::vector<Op> ops;

@@ -283,14 +283,18 @@ CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph)
     Lock g(bigLock());
     // A call that returns once its work is queued submits at its return (submissionInstant); one that
     // blocks (a synchronous copy, a host function run here) submits now and waits after that.
-    const Ns submit = op.sync || op.hostFn ? nowNs() : submissionInstant(1);
+    // A graph's host node does not block its launch (a real driver runs it on a thread of its own): it
+    // runs at once, as copies move their bytes at submission; its time on the stream is the modelled one.
+    const bool hostWaits = op.hostFn && !fromGraph;
+    const Ns submit = op.sync || hostWaits ? nowNs() : submissionInstant(1);
     const Ns start = streamReadyTime(s, submit);
     const Ns end = start + op.duration;
     s->tail = end;
     const int dev = s->ctx->dev;
     traceOp(op, apiName, dev, s->ctx->id, s->id, submit, start, end, fromGraph);
     g.unlock();
-    if (op.hostFn) {
+    if (op.hostFn && !hostWaits) op.hostFn();
+    if (hostWaits) {
         // Host functions run on the submitting thread once their simulated start time has come.
         waitUntil(start);
         op.hostFn();
