@@ -529,6 +529,96 @@ TEST(Graphs, CaptureRecordsAndLaunchReplays)
     ASSERT_EQ(FN(cuMemHostUnregister)(host.data()), CUDA_SUCCESS);
 }
 
+TEST(Graphs, NodesAddedOneByOneRunAtEachLaunch)
+{
+    Fixture fx;
+    CUstream s;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr d;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&d, 1024), CUDA_SUCCESS);
+    std::vector<unsigned char> host(1024, 0);
+    using AddKernel = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*);
+    using SetExecKernel = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*);
+    using Update = CUresult (*)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*);
+    // As cudart asks for them: by base name and version.
+    auto addKernel = reinterpret_cast<AddKernel>(proc("cuGraphAddKernelNode", 12000));
+    auto setExecKernel = reinterpret_cast<SetExecKernel>(proc("cuGraphExecKernelNodeSetParams", 12000));
+    auto update = reinterpret_cast<Update>(proc("cuGraphExecUpdate", 12000));
+    ASSERT_TRUE(addKernel && setExecKernel && update);
+
+    CUgraph child, graph;
+    ASSERT_EQ(FN(cuGraphCreate)(&child, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphCreate)(&graph, 0), CUDA_SUCCESS);
+    CUDA_KERNEL_NODE_PARAMS kp{};
+    kp.func = fx.kernel("ten_us_kernel");
+    kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = 32;
+    kp.blockDimY = kp.blockDimZ = 1;
+    CUgraphNode childKernel, memset, kernel, join, childNode, copy;
+    ASSERT_EQ(addKernel(&childKernel, child, nullptr, 0, &kp), CUDA_SUCCESS);
+    CUDA_MEMSET_NODE_PARAMS mp{};
+    mp.dst = d;
+    mp.value = 0x42;
+    mp.elementSize = 1;
+    mp.width = 1024;
+    mp.height = 1;
+    ASSERT_EQ(FN(cuGraphAddMemsetNode)(&memset, graph, nullptr, 0, &mp, fx.ctx), CUDA_SUCCESS);
+    ASSERT_EQ(addKernel(&kernel, graph, &memset, 1, &kp), CUDA_SUCCESS);
+    EXPECT_EQ(addKernel(&join, graph, &childKernel, 1, &kp), CUDA_ERROR_INVALID_VALUE) << "a dependency in another graph";
+    ASSERT_EQ(FN(cuGraphAddEmptyNode)(&join, graph, &kernel, 1), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphAddChildGraphNode)(&childNode, graph, &join, 1, child), CUDA_SUCCESS);
+    CUDA_MEMCPY3D cp{};
+    cp.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    cp.srcDevice = d;
+    cp.dstMemoryType = CU_MEMORYTYPE_HOST;
+    cp.dstHost = host.data();
+    cp.WidthInBytes = 1024;
+    cp.Height = cp.Depth = 1;
+    ASSERT_EQ(FN(cuGraphAddMemcpyNode)(&copy, graph, &childNode, 1, &cp, fx.ctx), CUDA_SUCCESS);
+    size_t nodes = 0;
+    ASSERT_EQ(FN(cuGraphGetNodes)(graph, nullptr, &nodes), CUDA_SUCCESS);
+    EXPECT_EQ(nodes, 5u);
+    CUgraphNodeType type;
+    ASSERT_EQ(FN(cuGraphNodeGetType)(join, &type), CUDA_SUCCESS);
+    EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_EMPTY);
+    ASSERT_EQ(FN(cuGraphNodeGetType)(childNode, &type), CUDA_SUCCESS);
+    EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_GRAPH);
+
+    CUgraphExec exec;
+    ASSERT_EQ(FN(cuGraphInstantiateWithFlags)(&exec, graph, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphLaunch)(exec, s), CUDA_SUCCESS);
+    kp.func = fx.kernel("other_kernel");
+    ASSERT_EQ(setExecKernel(exec, kernel, &kp), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphLaunch)(exec, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamSynchronize)(s), CUDA_SUCCESS);
+    EXPECT_EQ(host[1000], 0x42) << "the memset and the copy ran";
+    auto ops = opsOn(fx.streamId(s));
+    ASSERT_EQ(ops.size(), 8u) << "memset, kernel, the child's kernel, copy: twice; the empty node runs nothing";
+    const char* kinds[] = {"memset", "kernel", "kernel", "memcpy"};
+    for (size_t i = 0; i < ops.size(); ++i) {
+        EXPECT_EQ(ops[i]["op"], kinds[i % 4]) << i;
+        EXPECT_EQ(ops[i]["graph"], true);
+    }
+    EXPECT_EQ(ops[1]["name"], "ten_us_kernel");
+    EXPECT_EQ(ops[5]["name"], "other_kernel") << "the exec's node was given another kernel";
+    EXPECT_EQ(ops[6]["name"], "ten_us_kernel") << "the child's kernel is its own";
+
+    // An update from a graph of other node kinds is refused; from one of the same kinds it is taken.
+    CUgraphExecUpdateResultInfo info{};
+    EXPECT_EQ(update(exec, child, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    EXPECT_EQ(update(exec, graph, &info), CUDA_SUCCESS);
+    EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    ASSERT_EQ(FN(cuGraphLaunch)(exec, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamSynchronize)(s), CUDA_SUCCESS);
+    ops = opsOn(fx.streamId(s));
+    ASSERT_EQ(ops.size(), 12u);
+    EXPECT_EQ(ops[9]["name"], "ten_us_kernel") << "the update brought back the graph's kernel";
+    ASSERT_EQ(FN(cuGraphExecDestroy)(exec), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphDestroy)(graph), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphDestroy)(child), CUDA_SUCCESS);
+}
+
 TEST(Graphs, SynchronizingACapturingStreamInvalidatesTheCapture)
 {
     Fixture fx;
