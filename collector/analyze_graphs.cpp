@@ -3,7 +3,7 @@
 // instantiation (and cuGraphExecUpdate) with the exec and its graph; from these the nodes of every
 // executable graph are rebuilt here. Graphs built node by node (cuGraphAdd*Node) are recorded the
 // same way: each node's call is marked with its CUgraph. A child graph node, or a graph launched into
-// a capture, adds the child's nodes; cuGraphExecKernelNodeSetParams changes a node's kernel. Each
+// a capture, adds the child's nodes; cuGraph(Exec)KernelNodeSetParams changes a node's kernel. Each
 // graph launch counts its nodes in the kernel and transfer rows (at the launch's call site), its
 // measured GPU time split over them as an estimate.
 #include "collector/analyze_internal.h"
@@ -73,18 +73,40 @@ void addChildNodes(GraphBook& book, uint64_t graph, std::shared_ptr<const GraphB
     nodes->insert(nodes->end(), child->begin(), child->end());
 }
 
-// cuGraphExecKernelNodeSetParams: the exec's node added by the call with seq raw[1] runs kernel raw[2]
-// from now on (its grid and block stay as recorded). A node the shim did not see added is left as it was.
-void setExecKernel(GraphBook& book, const wire::CallBody& c)
+// The kernel node added by the call with seq nodeSeq runs kernelId instead (its grid and block stay
+// as recorded); false if nodes holds no such node.
+bool setKernel(GraphBook::Nodes& nodes, uint64_t nodeSeq, uint32_t kernelId)
 {
-    const uint64_t nodeSeq = c.args.raw[1];
+    bool found = false;
+    for (wire::CallBody& n : nodes)
+        if (n.seq == nodeSeq && n.category == wire::Category::Launch) {
+            n.args.launch.kernelId = kernelId;
+            found = true;
+        }
+    return found;
+}
+
+// cuGraphExecKernelNodeSetParams (raw[0] the exec) and cuGraphKernelNodeSetParams (raw[0] 0: the
+// graph holding the node, for later instantiations and updates): the node added by the call with seq
+// raw[1] runs kernel raw[2]. A node the shim did not see added is left as it was.
+void setNodeKernel(GraphBook& book, const wire::CallBody& c)
+{
+    const uint64_t exec = c.args.raw[0], nodeSeq = c.args.raw[1];
     const uint32_t kernelId = uint32_t(c.args.raw[2]);
-    auto it = book.execs.find(c.args.raw[0]);
-    if (it == book.execs.end() || !nodeSeq || !kernelId) return;
-    auto nodes = std::make_shared<GraphBook::Nodes>(*it->second);
-    for (wire::CallBody& n : *nodes)
-        if (n.seq == nodeSeq && n.category == wire::Category::Launch) n.args.launch.kernelId = kernelId;
-    it->second = std::move(nodes);
+    if (!nodeSeq || !kernelId) return;
+    if (exec) {
+        auto it = book.execs.find(exec);
+        if (it == book.execs.end()) return;
+        auto nodes = std::make_shared<GraphBook::Nodes>(*it->second);
+        if (setKernel(*nodes, nodeSeq, kernelId)) it->second = std::move(nodes);
+        return;
+    }
+    for (auto& building : book.capturing)
+        if (building.second) setKernel(*building.second, nodeSeq, kernelId);
+    for (auto& done : book.graphs) {
+        auto copy = std::make_shared<GraphBook::Nodes>(*done.second);
+        if (setKernel(*copy, nodeSeq, kernelId)) done.second = std::move(copy);
+    }
 }
 
 }  // namespace
@@ -113,8 +135,8 @@ void addGraphCall(Context&, const ProcView& pv, const CallInfo& ci)
     const std::string& api = ci.api->name;
     if (startsWith(api, "cuGraphAddChildGraphNode")) {
         addChildNodes(book, c.args.raw[wire::kCaptureGraphSlot], nodesOf(book, c.args.raw[0]));
-    } else if (startsWith(api, "cuGraphExecKernelNodeSetParams")) {
-        setExecKernel(book, c);
+    } else if (startsWith(api, "cuGraphExecKernelNodeSetParams") || startsWith(api, "cuGraphKernelNodeSetParams")) {
+        setNodeKernel(book, c);
     } else if (startsWith(api, "cuStreamEndCapture")) {
         const uint64_t graph = c.args.raw[0];
         if (!graph) return;

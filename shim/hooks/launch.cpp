@@ -119,6 +119,20 @@ CUresult execKernelNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_
         exec, node, p);
 }
 
+// A kernel node of a graph given new parameters (later instantiations and cuGraphExecUpdate take them):
+// args.raw [0] 0 (no exec), [1] and [2] as for an exec's node.
+template <Api A>
+CUresult kernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p)
+{
+    using Fn = CUresult (*)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*);
+    return forwardCall<A, Fn>(
+        [&](CallScope& s) {
+            s.body().args.raw[1] = graphNodeSeq(node);
+            s.body().args.raw[2] = p ? kernelIdOf(nodeKernel(p)) : 0;
+        },
+        node, p);
+}
+
 }  // namespace
 }  // namespace gpuspy::shim
 
@@ -140,3 +154,4 @@ GS_WRAP(addKernelNode, cuGraphAddKernelNode_v2,
         (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, const CUDA_KERNEL_NODE_PARAMS* p), (o, g, d, n, p))
 GS_WRAP(execKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2,
         (CUgraphExec e, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p), (e, node, p))
+GS_WRAP(kernelNodeSetParams, cuGraphKernelNodeSetParams_v2, (CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p), (node, p))

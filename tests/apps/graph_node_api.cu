@@ -1,11 +1,14 @@
 // graph_node_api: a graph built node by node (cudaGraphAdd*Node, with dependencies), no stream capture:
 // an HtoD copy (pinned), a memset, two kernels, an empty node joining them, a child graph (one kernel),
-// a DtoH copy. Launched kReplays times; then its first kernel node is switched to another kernel
-// (cudaGraphExecKernelNodeSetParams) and the graph launched kReplaysAfterSwitch more times.
+// a DtoH copy. Launched kReplays times; then its api_scale node is switched to api_shift in the exec
+// (cudaGraphExecKernelNodeSetParams) and launched kReplaysAfterSwitch times; then the graph's api_add
+// node is switched to api_shift (cudaGraphKernelNodeSetParams) and the exec updated from the graph
+// (cudaGraphExecUpdate: api_scale is back, api_add is api_shift) and launched kReplaysAfterUpdate times.
 #include "app_common.h"
 
 constexpr int kReplays = 40;
 constexpr int kReplaysAfterSwitch = 10;
+constexpr int kReplaysAfterUpdate = 5;
 constexpr int kElems = 1 << 12;
 constexpr size_t kBytes = kElems * sizeof(float);
 constexpr int kThreads = 128;
@@ -104,7 +107,15 @@ int main()
     CK(cudaGraphExecKernelNodeSetParams(exec, scale, &shiftParams));
     for (int r = 0; r < kReplaysAfterSwitch; ++r) CK(cudaGraphLaunch(exec, s));
     CK(cudaStreamSynchronize(s));
-    std::printf("graph_node_api: %d + %d replays, host[1]=%g\n", kReplays, kReplaysAfterSwitch, double(host[1]));
+
+    cudaKernelNodeParams shiftScratchParams = kernelParams(reinterpret_cast<void*>(api_shift), scratchArgs);
+    CK(cudaGraphKernelNodeSetParams(add, &shiftScratchParams));
+    cudaGraphExecUpdateResultInfo info{};
+    CK(cudaGraphExecUpdate(exec, graph, &info));
+    for (int r = 0; r < kReplaysAfterUpdate; ++r) CK(cudaGraphLaunch(exec, s));
+    CK(cudaStreamSynchronize(s));
+    std::printf("graph_node_api: %d + %d + %d replays of %d kernel nodes, host[1]=%g\n", kReplays, kReplaysAfterSwitch,
+                kReplaysAfterUpdate, kKernelNodes, double(host[1]));
 
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
