@@ -415,6 +415,74 @@ TEST(Analyze, LaunchesKernelsAndLaunchBound)
     EXPECT_TRUE(tiny.launchBound);
 }
 
+// Graphs made of graphs, and graphs built node by node: a graph launched into a capture adds its nodes
+// to the captured graph (one whose nodes are unknown makes the parent unknown); nodes added with
+// cuGraphAdd*Node (and a child graph node's) are the graph's at instantiation; an exec's kernel node
+// given another kernel (cuGraphExecKernelNodeSetParams: the node by its add call's seq) counts as that.
+TEST(Analyze, ChildGraphsAndNodesAddedOneByOne)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    b.p.kernels[2] = "_Z4normPf";
+    const uint64_t child = 0x6000, parent = 0x6100, built = 0x6200, orphan = 0x6300;
+    const uint64_t childExec = 0xe000, parentExec = 0xe100, builtExec = 0xe200, orphanExec = 0xe300;
+    const uint16_t capturedLaunch = uint16_t(wire::kCallDeviceWork | wire::kCallAsync | wire::kCallCapturing);
+    auto graphCall = [&](const std::string& name, uint64_t t, uint64_t a0, uint64_t a1, uint64_t into = 0,
+                         uint16_t flags = 0) -> wire::CallBody& {
+        wire::CallBody& c = b.call(name, Category::Graph, t, t + 5, flags);
+        c.args.raw[0] = a0;
+        c.args.raw[1] = a1;
+        c.args.raw[wire::kCaptureGraphSlot] = into;
+        return c;
+    };
+    // child: a captured step kernel.
+    b.launch(1, 10, 15, 0, 0, 0, wire::kCallCapturing);
+    b.p.calls.back().args.raw[wire::kCaptureGraphSlot] = child;
+    graphCall("cuStreamEndCapture", 20, child, 0);
+    graphCall("cuGraphInstantiateWithFlags", 25, childExec, child);
+    // parent: a captured norm kernel, then the child's exec launched into the capture.
+    b.launch(2, 30, 35, 0, 0, 0, wire::kCallCapturing);
+    b.p.calls.back().args.raw[wire::kCaptureGraphSlot] = parent;
+    graphCall("cuGraphLaunch", 40, childExec, 0, parent, capturedLaunch);
+    graphCall("cuStreamEndCapture", 45, parent, 0);
+    graphCall("cuGraphInstantiateWithFlags", 50, parentExec, parent);
+    // orphan: an exec never seen made, launched into its capture.
+    graphCall("cuGraphLaunch", 55, 0xdead, 0, orphan, capturedLaunch);
+    graphCall("cuStreamEndCapture", 60, orphan, 0);
+    graphCall("cuGraphInstantiateWithFlags", 62, orphanExec, orphan);
+    // built: a step kernel node, then a child graph node of child; its step node switched to norm.
+    wire::CallBody& node = b.call("cuGraphAddKernelNode_v2", Category::Launch, 70, 75, wire::kCallCapturing);
+    node.args.launch.kernelId = 1;
+    node.args.raw[wire::kCaptureGraphSlot] = built;
+    const uint64_t stepNode = node.seq;
+    graphCall("cuGraphAddChildGraphNode", 80, child, 0, built, wire::kCallCapturing);
+    graphCall("cuGraphInstantiateWithFlags", 85, builtExec, built);
+    graphCall("cuGraphExecKernelNodeSetParams_v2", 90, builtExec, stepNode).args.raw[2] = 2;
+    for (uint64_t exec : {parentExec, builtExec, orphanExec}) {
+        wire::CallBody& c = b.call("cuGraphLaunch", Category::Graph, 100 + exec % 0x1000, 105 + exec % 0x1000,
+                                   uint16_t(wire::kCallDeviceWork | wire::kCallAsync));
+        c.args.sync.object = exec;
+    }
+
+    const Report r = analyze(b.capture(), {});
+    const LaunchSummary& L = r.launches;
+    EXPECT_EQ(L.graphLaunches, 3u) << "launches into a capture ran nothing";
+    EXPECT_EQ(L.graphsUnknown, 1u);
+    EXPECT_EQ(L.graphNodes, 4u);
+    auto kernel = [&](const std::string& name) -> const KernelRow* {
+        for (const KernelRow& k : r.kernels)
+            if (k.name == name) return &k;
+        return nullptr;
+    };
+    const KernelRow* step = kernel("step(float*)");
+    const KernelRow* norm = kernel("norm(float*)");
+    ASSERT_TRUE(step && norm);
+    EXPECT_EQ(step->count, 2u);  // the child's, in the parent and in built
+    EXPECT_EQ(step->graphCount, 2u);
+    EXPECT_EQ(norm->count, 2u);  // the parent's own, and built's switched node
+    EXPECT_EQ(norm->graphCount, 2u);
+}
+
 // Graph work: the nodes captured into a graph count in the kernel and transfer tables at every launch
 // of an exec instantiated from it (at the launch's call site), its measured time split over them.
 TEST(Analyze, GraphLaunchesCountTheirNodes)
