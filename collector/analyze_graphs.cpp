@@ -25,9 +25,12 @@ bool startsWith(const std::string& s, const char* prefix)
     return s.compare(0, std::char_traits<char>::length(prefix), prefix) == 0;
 }
 
+// A host function captured into a graph, or a host node added to one.
 bool isHostFunction(const ProcView& pv, const wire::CallBody& c)
 {
-    return c.args.launch.kernelId == 0 && startsWith(pv.apiName(c), "cuLaunchHostFunc");
+    if (c.args.launch.kernelId != 0) return false;
+    const std::string api = pv.apiName(c);
+    return startsWith(api, "cuLaunchHostFunc") || startsWith(api, "cuGraphAddHostNode");
 }
 
 // What a node would take on its own, from the same kernel's standalone timings or the bandwidth of

@@ -103,6 +103,14 @@ CUresult addKernelNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps,
         deps, n, p);
 }
 
+// A host node: recorded as a captured host function (kernel id 0) into its graph.
+template <Api A>
+CUresult addHostNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n, const CUDA_HOST_NODE_PARAMS* p)
+{
+    using Fn = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_HOST_NODE_PARAMS*);
+    return addGraphNode<A, Fn>(out, graph, [](CallScope&) {}, deps, n, p);
+}
+
 // A kernel node of an executable graph given new parameters: args.raw [0] the exec, [1] the seq of the
 // call that added the node (0: a node the shim did not see added, e.g. one made by stream capture),
 // [2] the kernel id it runs from now on.
@@ -155,3 +163,5 @@ GS_WRAP(addKernelNode, cuGraphAddKernelNode_v2,
 GS_WRAP(execKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2,
         (CUgraphExec e, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p), (e, node, p))
 GS_WRAP(kernelNodeSetParams, cuGraphKernelNodeSetParams_v2, (CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p), (node, p))
+GS_WRAP(addHostNode, cuGraphAddHostNode,
+        (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, const CUDA_HOST_NODE_PARAMS* p), (o, g, d, n, p))

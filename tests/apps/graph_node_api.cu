@@ -1,6 +1,6 @@
 // graph_node_api: a graph built node by node (cudaGraphAdd*Node, with dependencies), no stream capture:
 // an HtoD copy (pinned), a memset, two kernels, an empty node joining them, a child graph (one kernel),
-// a DtoH copy. Launched kReplays times; then its api_scale node is switched to api_shift in the exec
+// a DtoH copy, a host node. Launched kReplays times; then its api_scale node is switched to api_shift in the exec
 // (cudaGraphExecKernelNodeSetParams) and launched kReplaysAfterSwitch times; then the graph's api_add
 // node is switched to api_shift (cudaGraphKernelNodeSetParams) and the exec updated from the graph
 // (cudaGraphExecUpdate: api_scale is back, api_add is api_shift) and launched kReplaysAfterUpdate times.
@@ -20,8 +20,10 @@ constexpr int kChildKernels = 1;
 constexpr int kCopiesIn = 1;
 constexpr int kCopiesOut = 1;
 constexpr int kMemsets = 1;
+constexpr int kHostNodes = 1;
 constexpr int kKernelNodes = kScaleNodes + kAddNodes + kChildKernels;
-static_assert(kScaleNodes == 1 && kAddNodes == 1 && kChildKernels == 1 && kCopiesIn == 1 && kCopiesOut == 1 && kMemsets == 1,
+static_assert(kScaleNodes == 1 && kAddNodes == 1 && kChildKernels == 1 && kCopiesIn == 1 && kCopiesOut == 1 && kMemsets == 1 &&
+                  kHostNodes == 1,
               "main() adds one node of each");
 
 __global__ void api_scale(float* x, int n)
@@ -47,6 +49,8 @@ __global__ void api_shift(float* x, int n)
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] += 1.0f;
 }
+
+void CUDART_CB countCall(void* p) { ++*static_cast<int*>(p); }
 
 cudaKernelNodeParams kernelParams(void* func, void** args)
 {
@@ -97,6 +101,12 @@ int main()
     CK(cudaGraphAddEmptyNode(&join, graph, both, 2));
     CK(cudaGraphAddChildGraphNode(&childNode, graph, &join, 1, child));
     CK(cudaGraphAddMemcpyNode1D(&copyOut, graph, &childNode, 1, host, dev, kBytes, cudaMemcpyDeviceToHost));
+    int hostCalls = 0;
+    cudaHostNodeParams hp{};
+    hp.fn = countCall;
+    hp.userData = &hostCalls;
+    cudaGraphNode_t hostNode;
+    CK(cudaGraphAddHostNode(&hostNode, graph, &copyOut, 1, &hp));
 
     cudaGraphExec_t exec;
     CK(cudaGraphInstantiate(&exec, graph, 0));
@@ -114,8 +124,8 @@ int main()
     CK(cudaGraphExecUpdate(exec, graph, &info));
     for (int r = 0; r < kReplaysAfterUpdate; ++r) CK(cudaGraphLaunch(exec, s));
     CK(cudaStreamSynchronize(s));
-    std::printf("graph_node_api: %d + %d + %d replays of %d kernel nodes, host[1]=%g\n", kReplays, kReplaysAfterSwitch,
-                kReplaysAfterUpdate, kKernelNodes, double(host[1]));
+    std::printf("graph_node_api: %d + %d + %d replays of %d kernel nodes, host[1]=%g, host node ran %d times\n", kReplays,
+                kReplaysAfterSwitch, kReplaysAfterUpdate, kKernelNodes, double(host[1]), hostCalls);
 
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));

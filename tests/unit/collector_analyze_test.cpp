@@ -520,7 +520,7 @@ TEST(Analyze, GraphLaunchesCountTheirNodes)
     };
     graphLaunch(200, exec, true);
     graphLaunch(400, exec, true);
-    graphLaunch(600, 0xf000, true);  // an exec whose graph was built node by node
+    graphLaunch(600, 0xf000, true);  // an exec never seen made: its nodes are unknown
     // The exec updated to a graph of one norm node: later launches run that.
     graphCall("cuStreamBeginCapture_v2", 700, 0, 0);
     b.launch(2, 710, 715, 0, 0, 0, wire::kCallCapturing);

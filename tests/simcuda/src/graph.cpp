@@ -497,3 +497,17 @@ SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUp
     }
     return scope.ret(rc);
 }
+
+SIM_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n,
+                                       const CUDA_HOST_NODE_PARAMS* p)
+{
+    SIM_API(cuGraphAddHostNode);
+    if (!p || !p->fn) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    Op op;
+    op.kind = OpKind::HostFunc;
+    op.duration = config().hostFuncNs;
+    const CUhostFn fn = p->fn;
+    void* user = p->userData;
+    op.hostFn = [fn, user] { fn(user); };
+    return scope.ret(addOpNode(out, g, deps, n, &op, CU_GRAPH_NODE_TYPE_HOST));
+}
