@@ -100,11 +100,11 @@ static_assert(sizeof(CallArgs) == 40);
 // the CUgraph it was captured into (0: unknown); transfer and launch args end before it.
 // A Graph-category call's args.raw: cuStreamEndCapture: [0] the CUgraph made; cuGraphInstantiate*:
 // [0] the CUgraphExec made, [1] its CUgraph; cuGraphExecUpdate: [0] the exec, [1] its new CUgraph;
-// cuGraphLaunch: [0] the exec (args.sync.object). Graphs built node by node: cuGraphAddKernelNode
-// (Launch), cuGraphAddMemcpyNode/MemsetNode (Transfer) and cuGraphAddChildGraphNode (Graph, [0] the
-// child CUgraph) are flagged kCallCapturing with their CUgraph in raw[kCaptureGraphSlot], like
-// captured work; cuGraphExecKernelNodeSetParams: [0] the exec, [1] the seq of the call that added
-// the node (0: unknown), [2] its new kernel id.
+// cuGraphLaunch: [0] the exec (args.sync.object). Graphs built node by node: cuGraphAddKernelNode and
+// cuGraphAddHostNode (Launch), cuGraphAddMemcpyNode/MemsetNode (Transfer) and cuGraphAddChildGraphNode
+// (Graph, [0] the child CUgraph) are flagged kCallCapturing with their CUgraph in
+// raw[kCaptureGraphSlot], like captured work; cuGraph(Exec)KernelNodeSetParams: [0] the exec (0: the
+// graph's node), [1] the seq of the call that added the node (0: unknown), [2] its new kernel id.
 inline constexpr size_t kCaptureGraphSlot = 4;
 static_assert(sizeof(TransferArgs) <= kCaptureGraphSlot * 8 && sizeof(LaunchArgs) <= kCaptureGraphSlot * 8);
 
