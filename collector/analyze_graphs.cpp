@@ -136,7 +136,13 @@ void addGraphCall(Context&, const ProcView& pv, const CallInfo& ci)
         return;
     }
     const std::string& api = ci.api->name;
-    if (startsWith(api, "cuGraphAddChildGraphNode")) {
+    if (startsWith(api, "cuGraphCreate")) {
+        // A new, empty graph; its handle may be a destroyed graph's.
+        const uint64_t graph = c.args.raw[0];
+        book.capturing[graph] = std::make_shared<GraphBook::Nodes>();
+        book.graphs.erase(graph);
+        book.incomplete.erase(graph);
+    } else if (startsWith(api, "cuGraphAddChildGraphNode")) {
         addChildNodes(book, c.args.raw[wire::kCaptureGraphSlot], nodesOf(book, c.args.raw[0]));
     } else if (startsWith(api, "cuGraphExecKernelNodeSetParams") || startsWith(api, "cuGraphKernelNodeSetParams")) {
         setNodeKernel(book, c);

@@ -124,6 +124,19 @@ CUresult execUpdate(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo
     return s.finish(rc);
 }
 
+// A new graph (args.raw[0]): a destroyed graph's handle may come back, and must not bring its nodes.
+template <Api A>
+CUresult graphCreate(CUgraph* graph, unsigned flags)
+{
+    CallScope s(A);
+    auto real = realAs<CUresult (*)(CUgraph*, unsigned)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    s.beforeReal();
+    const CUresult rc = real(graph, flags);
+    if (s.active() && rc == CUDA_SUCCESS && graph) s.body().args.raw[0] = uint64_t(uintptr_t(*graph));
+    return s.finish(rc);
+}
+
 // A child graph node: args.raw[0] the child CUgraph (its nodes, cloned, become the parent's).
 template <Api A>
 CUresult addChildGraphNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n, CUgraph child)
@@ -175,3 +188,4 @@ GS_WRAP(beginCaptureV1, cuStreamBeginCapture, (CUstream s), (s))
 GS_WRAP(beginCaptureV1, cuStreamBeginCapture_ptsz, (CUstream s), (s))
 GS_WRAP(addChildGraphNode, cuGraphAddChildGraphNode,
         (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, CUgraph child), (o, g, d, n, child))
+GS_WRAP(graphCreate, cuGraphCreate, (CUgraph* g, unsigned f), (g, f))

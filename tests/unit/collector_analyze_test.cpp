@@ -483,6 +483,36 @@ TEST(Analyze, ChildGraphsAndNodesAddedOneByOne)
     EXPECT_EQ(norm->graphCount, 2u);
 }
 
+// cuGraphCreate starts a graph empty: a destroyed graph's handle handed out again does not bring back
+// the nodes added to it before.
+TEST(Analyze, AGraphHandleMadeAgainStartsEmpty)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    b.p.kernels[2] = "_Z4normPf";
+    const uint64_t graph = 0x7000;
+    uint64_t t = 10;
+    for (uint32_t kernel : {1u, 2u}) {
+        const uint64_t exec = 0xe000 + kernel;
+        b.call("cuGraphCreate", Category::Graph, t, t + 5).args.raw[0] = graph;
+        wire::CallBody& node = b.call("cuGraphAddKernelNode_v2", Category::Launch, t + 10, t + 15, wire::kCallCapturing);
+        node.args.launch.kernelId = kernel;
+        node.args.raw[wire::kCaptureGraphSlot] = graph;
+        wire::CallBody& inst = b.call("cuGraphInstantiateWithFlags", Category::Graph, t + 20, t + 25);
+        inst.args.raw[0] = exec;
+        inst.args.raw[1] = graph;
+        b.call("cuGraphLaunch", Category::Graph, t + 30, t + 35, uint16_t(wire::kCallDeviceWork | wire::kCallAsync))
+            .args.sync.object = exec;
+        b.call("cuGraphDestroy", Category::Other, t + 40, t + 45);
+        t += 100;
+    }
+    const Report r = analyze(b.capture(), {});
+    EXPECT_EQ(r.launches.graphLaunches, 2u);
+    EXPECT_EQ(r.launches.graphNodes, 2u);
+    EXPECT_EQ(r.launches.graphsUnknown, 0u);
+    for (const KernelRow& k : r.kernels) EXPECT_EQ(k.count, 1u) << k.name;
+}
+
 // Graph work: the nodes captured into a graph count in the kernel and transfer tables at every launch
 // of an exec instantiated from it (at the launch's call site), its measured time split over them.
 TEST(Analyze, GraphLaunchesCountTheirNodes)
