@@ -104,7 +104,8 @@ static_assert(sizeof(CallArgs) == 40);
 // cuGraphAddHostNode (Launch), cuGraphAddMemcpyNode/MemsetNode (Transfer) and cuGraphAddChildGraphNode
 // (Graph, [0] the child CUgraph) are flagged kCallCapturing with their CUgraph in
 // raw[kCaptureGraphSlot], like captured work; cuGraph(Exec)KernelNodeSetParams: [0] the exec (0: the
-// graph's node), [1] the seq of the call that added the node (0: unknown), [2] its new kernel id.
+// graph's node), [1] the seq of the call that added the node (0: unknown), [2] its new kernel id;
+// cuGraphCreate: [0] the CUgraph made.
 inline constexpr size_t kCaptureGraphSlot = 4;
 static_assert(sizeof(TransferArgs) <= kCaptureGraphSlot * 8 && sizeof(LaunchArgs) <= kCaptureGraphSlot * 8);
 
