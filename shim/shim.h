@@ -204,7 +204,7 @@ void addOwnTime(ThreadState* ts, uint64_t ns);  // gpuspy's time outside a CallS
 uint64_t nextSeq(ThreadState* ts);  // unique per process, from 1; handed to threads in blocks
 // The calling thread's room for python.cpp's frame memo (kPyMemoBytes, zeroed at first); null when it
 // has no state (out of memory).
-constexpr size_t kPyMemoBytes = 1536;
+constexpr size_t kPyMemoBytes = 5760;
 unsigned char* threadPyMemo();
 
 // What every wrapper opens first. Inert (everything a no-op) when nested inside another hook,
