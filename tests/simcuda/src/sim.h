@@ -165,7 +165,8 @@ unsigned forkGeneration();  // changes in a forked child: thread-local caches co
 void traceAfterFork();      // trace.cpp
 
 // Every handle given out is registered; lookups take no lock. Objects are never freed.
-enum class HandleKind : uint8_t { Context = 1, Stream, Event, Library, Kernel, Graph, GraphExec, GraphNode, Pool, Phys };
+enum class HandleKind : uint8_t { Context = 1, Stream, Event, Library, Kernel, Graph, GraphExec, GraphNode, Pool, Phys,
+                                  Array, Mipmap, GreenCtx };
 enum class HandleState { Unknown, Live, Destroyed };
 void registerHandle(const void* p, HandleKind kind);
 void retireHandle(const void* p);  // destroyed: recognised, but no longer usable
@@ -320,6 +321,15 @@ struct Range {
 bool findRange(uintptr_t p, uintptr_t* base, Range* out);
 bool rangeCovers(uintptr_t p, size_t n);  // every byte of [p, p + n) lies in known ranges; never for p == 0
 CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags = 0);
+
+// ---- CUDA arrays (arrays.cpp): host memory of the descriptor's size, rows packed (pitch = width x element)
+struct SimArray {
+    CUDA_ARRAY3D_DESCRIPTOR desc{};
+    size_t rowBytes = 0, height = 1, depth = 1;  // height and depth at least 1 (1D, 2D arrays)
+    char* data = nullptr;                        // freed by cuArrayDestroy; the handle stays recognisable
+    size_t bytes() const { return rowBytes * height * depth; }
+};
+SimArray* asArray(CUarray a);  // a live array, or nullptr
 
 // Which side of a copy a pointer lives on, for direction, bandwidth and the trace's host_mem.
 enum class PtrKind { Pageable, Pinned, Managed, Device };
