@@ -1,9 +1,13 @@
 // array_copies: CUDA arrays through cudart: cudaMallocArray and cudaMalloc3DArray, 2D copies into, out of
 // and between arrays from pageable, pinned and device memory (cudaMemcpy2DToArray, cudaMemcpy2DFromArray,
 // cudaMemcpy2DArrayToArray and their Async forms), a 3D copy into and out of a 3D array, cudaFreeArray;
-// then discards of managed memory (cudaMemDiscardBatchAsync, cudaMemDiscardAndPrefetchBatchAsync).
-// The bytes really move on the simulated driver, so the round trip is checked.
+// then discards of managed memory (cudaMemDiscardBatchAsync, cudaMemDiscardAndPrefetchBatchAsync), and a
+// green context (driver API through cudaGetDriverEntryPointByVersion, as cuDNN finds it): an SM partition,
+// a stream in it, an event recorded on its work and waited for. The bytes really move on the simulated
+// driver, so the round trips are checked.
 #include "app_common.h"
+
+#include <cuda.h>
 
 #include <cstring>
 #include <vector>
@@ -20,6 +24,67 @@ constexpr size_t kHeight3 = 16;
 constexpr size_t kDepth3 = 8;
 constexpr size_t kBytes3D = kWidth3 * sizeof(float) * kHeight3 * kDepth3;
 constexpr size_t kManagedBytes = 1 << 16;            // discarded in two halves
+constexpr unsigned kGreenSms = 16;                   // the green context's SM partition
+
+// A driver entry point as cudart finds it for a given CUDA version.
+template <class Fn>
+Fn driverEntry(const char* name, int version)
+{
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    CK(cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &found));
+    if (!fn || found != cudaDriverEntryPointSuccess) {
+        std::fprintf(stderr, "driver entry point %s not found\n", name);
+        std::exit(1);
+    }
+    return reinterpret_cast<Fn>(fn);
+}
+
+#define CU(call)                                                                        \
+    do {                                                                                \
+        const CUresult cu_rc_ = (call);                                                 \
+        if (cu_rc_ != CUDA_SUCCESS) {                                                   \
+            std::fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, (int)cu_rc_); \
+            std::exit(1);                                                               \
+        }                                                                               \
+    } while (0)
+
+// A green context of kGreenSms SMs, a stream in it, an event recorded on its work and waited for.
+void greenContext()
+{
+    auto getResource = driverEntry<decltype(&cuDeviceGetDevResource)>("cuDeviceGetDevResource", 12040);
+    auto split = driverEntry<decltype(&cuDevSmResourceSplitByCount)>("cuDevSmResourceSplitByCount", 12040);
+    auto makeDesc = driverEntry<decltype(&cuDevResourceGenerateDesc)>("cuDevResourceGenerateDesc", 12040);
+    auto create = driverEntry<decltype(&cuGreenCtxCreate)>("cuGreenCtxCreate", 12040);
+    auto toContext = driverEntry<decltype(&cuCtxFromGreenCtx)>("cuCtxFromGreenCtx", 12040);
+    auto streamCreate = driverEntry<decltype(&cuGreenCtxStreamCreate)>("cuGreenCtxStreamCreate", 12050);
+    auto record = driverEntry<decltype(&cuGreenCtxRecordEvent)>("cuGreenCtxRecordEvent", 12040);
+    auto wait = driverEntry<decltype(&cuGreenCtxWaitEvent)>("cuGreenCtxWaitEvent", 12040);
+    auto streamDestroy = driverEntry<decltype(&cuStreamDestroy_v2)>("cuStreamDestroy", 12040);
+    auto destroy = driverEntry<decltype(&cuGreenCtxDestroy)>("cuGreenCtxDestroy", 12040);
+
+    CUdevResource all, part;
+    CU(getResource(0, &all, CU_DEV_RESOURCE_TYPE_SM));
+    unsigned groups = 1;
+    CU(split(&part, &groups, &all, nullptr, 0, kGreenSms));
+    CUdevResourceDesc desc;
+    CU(makeDesc(&desc, &part, 1));
+    CUgreenCtx green;
+    CU(create(&green, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+    CUcontext ctx;
+    CU(toContext(&ctx, green));
+    CUstream stream;
+    CU(streamCreate(&stream, green, CU_STREAM_NON_BLOCKING, 0));
+    cudaEvent_t done;
+    CK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    CU(record(green, done));
+    CU(wait(green, done));
+    CK(cudaEventSynchronize(done));
+    CK(cudaEventDestroy(done));
+    CU(streamDestroy(stream));
+    CU(destroy(green));
+    std::printf("green context: %u of %u SMs\n", part.sm.smCount, all.sm.smCount);
+}
 
 int main()
 {
@@ -84,6 +149,8 @@ int main()
     size_t firstOp = 0;
     CK(cudaMemDiscardAndPrefetchBatchAsync(ranges, sizes, 2, &to, &firstOp, 1, 0, s));
     CK(cudaStreamSynchronize(s));
+
+    greenContext();
 
     CK(cudaFree(managed));
     CK(cudaStreamDestroy(s));

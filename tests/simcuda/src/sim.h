@@ -166,7 +166,7 @@ void traceAfterFork();      // trace.cpp
 
 // Every handle given out is registered; lookups take no lock. Objects are never freed.
 enum class HandleKind : uint8_t { Context = 1, Stream, Event, Library, Kernel, Graph, GraphExec, GraphNode, Pool, Phys,
-                                  Array, Mipmap, GreenCtx };
+                                  Array, Mipmap, GreenCtx, ResourceDesc };
 enum class HandleState { Unknown, Live, Destroyed };
 void registerHandle(const void* p, HandleKind kind);
 void retireHandle(const void* p);  // destroyed: recognised, but no longer usable
@@ -237,6 +237,9 @@ Context* currentContext();
 CUresult noContextError();
 Context* primaryContext(int ordinal);  // creates it on first use
 Context* asContext(CUcontext c);       // a live context, or nullptr
+// A green context's own context (green_ctx.cpp); destroyed like cuCtxDestroy, without waiting for its work.
+Context* newBackingContext(int dev);
+void destroyBackingContext(Context* ctx);
 CUresult contextError(CUcontext c);    // why asContext(c) failed: CONTEXT_IS_DESTROYED or INVALID_CONTEXT
 pid_t threadId();
 pid_t processId();
