@@ -1,8 +1,8 @@
 // array_copies: CUDA arrays through cudart: cudaMallocArray and cudaMalloc3DArray, 2D copies into, out of
 // and between arrays from pageable, pinned and device memory (cudaMemcpy2DToArray, cudaMemcpy2DFromArray,
-// cudaMemcpy2DArrayToArray and their Async forms), a 3D copy into and out of a 3D array, cudaFreeArray;
-// then discards of managed memory (cudaMemDiscardBatchAsync, cudaMemDiscardAndPrefetchBatchAsync), and a
-// green context (driver API through cudaGetDriverEntryPointByVersion, as cuDNN finds it): an SM partition,
+// cudaMemcpy2DArrayToArray and their Async forms), a 3D copy into and out of a 3D array, cudaFreeArray, a
+// mipmapped array; then discards of managed memory (cudaMemDiscardBatchAsync,
+// cudaMemDiscardAndPrefetchBatchAsync), and a green context (driver API through cudaGetDriverEntryPointByVersion, as cuDNN finds it): an SM partition,
 // a stream in it, an event recorded on its work and waited for. The bytes really move on the simulated
 // driver, so the round trips are checked.
 #include "app_common.h"
@@ -25,6 +25,7 @@ constexpr size_t kDepth3 = 8;
 constexpr size_t kBytes3D = kWidth3 * sizeof(float) * kHeight3 * kDepth3;
 constexpr size_t kManagedBytes = 1 << 16;            // discarded in two halves
 constexpr unsigned kGreenSms = 16;                   // the green context's SM partition
+constexpr unsigned kMipLevels = 3;
 
 // A driver entry point as cudart finds it for a given CUDA version.
 template <class Fn>
@@ -137,6 +138,11 @@ int main()
         std::fprintf(stderr, "round trip through the 3D array changed the data\n");
         return 1;
     }
+
+    // A mipmapped array of kMipLevels levels (cuMipmappedArrayCreate / cuMipmappedArrayDestroy).
+    cudaMipmappedArray_t mip = nullptr;
+    CK(cudaMallocMipmappedArray(&mip, &desc, make_cudaExtent(kWidth3, kHeight3, 0), kMipLevels));
+    CK(cudaFreeMipmappedArray(mip));
 
     char* managed = nullptr;
     CK(cudaMallocManaged(&managed, kManagedBytes));
