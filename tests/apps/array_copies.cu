@@ -2,9 +2,9 @@
 // and between arrays from pageable, pinned and device memory (cudaMemcpy2DToArray, cudaMemcpy2DFromArray,
 // cudaMemcpy2DArrayToArray and their Async forms), a 3D copy into and out of a 3D array, cudaFreeArray, a
 // mipmapped array; then discards of managed memory (cudaMemDiscardBatchAsync,
-// cudaMemDiscardAndPrefetchBatchAsync), and a green context (driver API through cudaGetDriverEntryPointByVersion, as cuDNN finds it): an SM partition,
-// a stream in it, an event recorded on its work and waited for. The bytes really move on the simulated
-// driver, so the round trips are checked.
+// cudaMemDiscardAndPrefetchBatchAsync), and a green context (driver API through
+// cudaGetDriverEntryPointByVersion, as cuDNN finds it): an SM partition, a stream in it, an event recorded
+// on its work and waited for. The bytes really move on the simulated driver, so the round trips are checked.
 #include "app_common.h"
 
 #include <cuda.h>
