@@ -187,6 +187,9 @@ TEST(ApiNames, RuntimeNamesBesideDriverNames)
     EXPECT_EQ(displayName("cuMemcpyHtoDAsync_v2_ptsz"), "cuMemcpyHtoDAsync_v2_ptsz (cudaMemcpyAsync)");
     EXPECT_EQ(displayName("cuMemcpy_ptds"), "cuMemcpy_ptds (cudaMemcpy)");
     EXPECT_EQ(displayName("cuMemsetD32_v2"), "cuMemsetD32_v2");  // no runtime call reaches it
+    EXPECT_EQ(runtimeNameOf("cuArray3DCreate_v2"), "cudaMallocArray / cudaMalloc3DArray");
+    EXPECT_EQ(runtimeNameOf("cuMemcpy3D_v2_ptds"), "cudaMemcpy3D / cudaMemcpy*Array");
+    EXPECT_EQ(runtimeNameOf("cuMemDiscardBatchAsync_ptsz"), "cudaMemDiscardBatchAsync");
     EXPECT_EQ(driverBaseName("cuStreamSynchronize_ptsz"), "cuStreamSynchronize");
     EXPECT_EQ(runtimeNameOf("cuModuleLoadData"), "");
 }
