@@ -183,6 +183,7 @@ struct FindingAccs {
     Matched syncMemcpy, pageableAsync, pinnedAsync, launches, small, pooled, hotAll;
     std::map<uint32_t, LoopSyncAcc> loopSyncs;  // by raw site
     std::map<uint32_t, HotAllocAcc> hotAllocs;  // by raw site
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> syncMemcpySpan;  // by pid: first begin, last end of syncMemcpy
 };
 
 struct Context {
