@@ -307,7 +307,8 @@ void syncMemcpy(Builder& b)
     f.evidence = {{"copies", double(m.count)}, {"bytes", double(m.bytes)}, {"blocked_ns", double(m.hostNs)},
                   {"gpu_busy_ns", double(m.busyNs)}, {"copy_gpu_ns", double(m.timedGpuNs)},
                   {"upper_bound_copies", double(m.bounded)}, {"upper_bound_gpu_ns", double(m.boundedGpuNs)},
-                  {"upper_bound_tight_gpu_ns", double(m.boundedTightNs())}, {"host_work_between_ns", double(other)}};
+                  {"upper_bound_tight_gpu_ns", double(m.boundedTightNs())}, {"host_work_between_ns", double(other)},
+                  {"busy_wait_capped", capped ? 1.0 : 0.0}};
 }
 
 void pageableAsyncMemcpy(Builder& b)
