@@ -1204,6 +1204,28 @@ TEST(Findings, SyncMemcpyOnABusyGpuSavesNoMoreThanTheHostsWork)
     EXPECT_EQ(f->savingsBound, "estimate");
 }
 
+// A synchronous copy's end is stamped once the host is back: a host descheduled on its way back
+// stretches the copy's span. Each copy's own time is the shortest of its kind; the rest of the stretched
+// span is a wait the GPU spent idle, which the fix removes (tests/savings: sync-copy with CPU hogs).
+TEST(Findings, SyncMemcpyLateEndStampsAreWaits)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    for (uint64_t i = 0, t = 0; i < 10; ++i, t += 2000) {
+        const uint64_t late = i % 2 ? 500 : 0;  // every other copy's host came back 500 ns late
+        b.launch(1, t, t + 10, t + 10, t + 1010);
+        b.copy("cuMemcpyDtoH_v2", Direction::DtoH, MemKind::Device, MemKind::Pinned, KiB, t + 10, t + 1030 + late,
+               false, t + 1010, t + 1020 + late);
+    }
+    const Finding* f = findingOf(analyze(b.capture(), {}), "sync-memcpy");
+    ASSERT_TRUE(f);
+    // Each copy's own time is 10 ns; waits beyond it: 1000 on the kernel, then 10, or 510 for the late
+    // ones: 5 * 10 + 5 * 510 after the GPU was done, plus the host's work between the copies (at most
+    // the 1000 a copy waited on the kernel): 9 steps of 2000 - 1020 - late and launch, over 5 late.
+    const uint64_t hostBetween = (9 * 2000 + 1030 + 500 - 10) - (5 * 1020 + 5 * 1520);
+    EXPECT_EQ(f->estimatedSavingsNs, 5u * 10 + 5 * 510 + hostBetween);
+}
+
 // A free after a long kernel waits for it; allocating once outside the loop lets the host's work
 // overlap the kernel, which saves no more than the GPU's idle time (tests/savings: free-loop -> free-once).
 TEST(Findings, ImplicitSyncOnABusyGpuSavesNoMoreThanItsIdleTime)
