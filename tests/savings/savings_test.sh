@@ -15,7 +15,9 @@
 # true saving. Pairs marked strict are asserted only with GPUSPY_SAVINGS_STRICT=1 (a quiet machine), printed
 # otherwise: launch-bound (its saving is the time the host took between launches, load-dependent in the bad
 # and the fixed run alike: with a CPU hog on each core the fixed run's gaps swung the truth from +136 ms to
-# -72 ms).
+# -72 ms). Pairs marked bound have their stated bound asserted always and the 2x only when strict:
+# implicit-sync and sync-memcpy (with a CPU hog at the tests' own priority on each core the bad runs' waits
+# stretched: estimate/true 2.30 and 2.52 in one run, 1.06-1.43 and 0.96-1.40 on a quieter machine).
 # SAVINGS_ONLY='bad-mode ...' runs only those pairs (for debugging).
 # usage: savings_test.sh GPUSPY SAVINGS_PAIRS
 set -uo pipefail
@@ -27,8 +29,8 @@ export SIMCUDA_KERNEL_NS=step=20000000,tiny=2000
 fail=0
 # bad fixed rule truth checked
 for pair in "pageable pinned pageable-memcpy copies always" "sync-loop sync-once sync-in-loop gaps always" \
-            "tiny graph launch-bound-kernels gaps strict" "free-loop free-once implicit-sync gaps always" \
-            "sync-copy async-copy sync-memcpy gaps always" "small-copies batched small-transfers calls always"; do
+            "tiny graph launch-bound-kernels gaps strict" "free-loop free-once implicit-sync gaps bound" \
+            "sync-copy async-copy sync-memcpy gaps bound" "small-copies batched small-transfers calls always"; do
     set -- $pair
     [ -n "${SAVINGS_ONLY:-}" ] && [[ " $SAVINGS_ONLY " != *" $1 "* ]] && continue
     calls=0
@@ -40,9 +42,10 @@ for pair in "pageable pinned pageable-memcpy copies always" "sync-loop sync-once
     done
     "$cli" report --format json "$1.gspy" > "$1.json" && "$cli" diff --format json "$1.gspy" "$2.gspy" > "$1.diff.json" ||
         { echo "FAIL: report/diff of $1"; fail=1; continue; }
-    python3 - "$1" "$2" "$3" "$4" "$([ "$5" = always ] && echo 1 || echo "${GPUSPY_SAVINGS_STRICT:-0}")" <<'PY' || fail=1
+    python3 - "$1" "$2" "$3" "$4" "$([ "$5" = always ] && echo 1 || echo "${GPUSPY_SAVINGS_STRICT:-0}")" "$([ "$5" = strict ] && echo "${GPUSPY_SAVINGS_STRICT:-0}" || echo 1)" <<'PY' || fail=1
 import glob, json, statistics, sys
 bad, fixed, rule, kind, strict = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "1"
+bound_checked = sys.argv[6] == "1"  # the stated direction (at most / at least)
 
 def truth(mode):
     """Median over the runs of the copies' device time, the device's idle time between operations or the
@@ -87,10 +90,11 @@ if not errors:
     holds = {"at_most": true <= estimate * 1.05, "at_least": true >= estimate * 0.95}.get(bound, True)
     print(f"{rule:22} {bad:>9} -> {fixed:<9} estimate {bound:8} {estimate / 1e6:9.2f} ms "
           f"[{spread[rule]['min'] / 1e6:.2f}-{spread[rule]['max'] / 1e6:.2f}]  true saving {true / 1e6:9.2f} ms "
-          f"({kind})  estimate/true {ratio:5.2f}  bound {'holds' if holds else 'BROKEN'}{'' if strict else '  (not asserted)'}")
+          f"({kind})  estimate/true {ratio:5.2f}  bound {'holds' if holds else 'BROKEN'}"
+          f"{'' if strict else '  (bound asserted, 2x not)' if bound_checked else '  (not asserted)'}")
+    if bound_checked and not holds:
+        errors.append(f"{rule}: the estimate says {bound} {estimate / 1e6:.2f} ms, the fix saved {true / 1e6:.2f} ms")
     if strict:
-        if not holds:
-            errors.append(f"{rule}: the estimate says {bound} {estimate / 1e6:.2f} ms, the fix saved {true / 1e6:.2f} ms")
         if not 0.5 <= ratio <= 2:
             errors.append(f"{rule}: estimate {estimate / 1e6:.2f} ms is not within 2x of the saving {true / 1e6:.2f} ms")
 for e in errors:
