@@ -102,8 +102,14 @@ struct Matched {
         uint64_t count = 0, minGpuNs = UINT64_MAX;
     };
     static constexpr size_t kMaxBoundedGroups = 4096;
-    std::map<std::tuple<uint8_t, uint8_t, uint8_t, uint64_t>, BoundedGroup> boundedGroups;
+    using GroupKey = std::tuple<uint8_t, uint8_t, uint8_t, uint64_t>;
+    std::map<GroupKey, BoundedGroup> boundedGroups;
     uint64_t boundedLooseNs = 0;
+    // The measured copies alike, the same way: per kind, count x the shortest GPU time
+    // (measuredTightNs), the copies' own device time where a late end stamp stretched some spans.
+    std::map<GroupKey, BoundedGroup> measuredGroups;
+    uint64_t measuredLooseNs = 0;
+    uint64_t measuredTightNs() const;
     // The bounded copies' device time, at most: per kind, count x the shortest bound.
     uint64_t boundedTightNs() const;
     uint64_t measured() const { return timed - bounded; }
@@ -184,6 +190,7 @@ struct FindingAccs {
     Matched syncMemcpy, pageableAsync, pinnedAsync, launches, small, pooled, hotAll;
     std::map<uint32_t, LoopSyncAcc> loopSyncs;  // by raw site
     std::map<uint32_t, HotAllocAcc> hotAllocs;  // by raw site
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> syncMemcpySpan;  // by pid: first begin, last end of syncMemcpy
 };
 
 struct Context {

@@ -32,8 +32,9 @@ const std::unordered_map<std::string_view, std::string_view>& table()
         {"cuMemcpy2D", "cudaMemcpy2D"},
         {"cuMemcpy2DUnaligned", "cudaMemcpy2D"},
         {"cuMemcpy2DAsync", "cudaMemcpy2DAsync"},
-        {"cuMemcpy3D", "cudaMemcpy3D"},
-        {"cuMemcpy3DAsync", "cudaMemcpy3DAsync"},
+        // cudart 13 copies to, from and between CUDA arrays with cuMemcpy3D(Async)
+        {"cuMemcpy3D", "cudaMemcpy3D / cudaMemcpy*Array"},
+        {"cuMemcpy3DAsync", "cudaMemcpy3DAsync / cudaMemcpy*ArrayAsync"},
         {"cuMemcpy3DPeer", "cudaMemcpy3DPeer"},
         {"cuMemcpy3DPeerAsync", "cudaMemcpy3DPeerAsync"},
         {"cuMemsetD8", "cudaMemset"},
@@ -76,6 +77,12 @@ const std::unordered_map<std::string_view, std::string_view>& table()
         {"cuMemAllocAsync", "cudaMallocAsync"},
         {"cuMemFreeAsync", "cudaFreeAsync"},
         {"cuMemAllocFromPoolAsync", "cudaMallocFromPoolAsync"},
+        {"cuArray3DCreate", "cudaMallocArray / cudaMalloc3DArray"},
+        {"cuArrayDestroy", "cudaFreeArray"},
+        {"cuMipmappedArrayCreate", "cudaMallocMipmappedArray"},
+        {"cuMipmappedArrayDestroy", "cudaFreeMipmappedArray"},
+        {"cuMemDiscardBatchAsync", "cudaMemDiscardBatchAsync"},
+        {"cuMemDiscardAndPrefetchBatchAsync", "cudaMemDiscardAndPrefetchBatchAsync"},
     };
     return k;
 }

@@ -84,7 +84,17 @@ struct ReportRequest {
     size_t top = 10;
     int pid = -1;  // only this process; -1 for all
     bool color = false;
+    long run = 0;  // only this run (1-based) of a repeated capture (record --repeat); 0 for the default
 };
+
+// The runs of a repeated capture (`record --repeat N`) in the commands that show processes (report,
+// export, view): `--run K` keeps run K's processes only (a capture of one run is its own run 1); run 0
+// keeps them all (the exports then label each process with its run: mergedRunOfProcesses). Throws
+// std::runtime_error for a run the capture lacks.
+void selectRun(Capture& capture, long run);
+// "the capture holds N runs of the command (record --repeat), merged here: --run K shows one" for a
+// capture whose runs are all kept, else "".
+std::string mergedRunsNote(const Capture& capture);
 // What was read to make a report: the processes' definitions and totals (not their records), and what
 // the reader noticed (damage, an unfinished capture).
 // A capture of repeated runs (`record --repeat N`) is reported as its run of median wall time, and
@@ -93,6 +103,7 @@ struct ReportSource {
     Capture capture;
     ReadInfo info;
     RunsSummary runs;
+    size_t runsInCapture = 0;  // the capture's runs before --run chose one (0: not recorded with --repeat)
 };
 // The report of the capture at `path` as `gpuspy report` prints it (ending in a newline), read through
 // the streaming analysis: the records go from the reader to the analysis and are not kept, so memory

@@ -207,7 +207,12 @@ bool startMetrics(Live& live, const std::string& hostPort)
 {
     if (hostPort.empty()) return true;
     try {
-        live.metrics = std::make_unique<MetricsServer>(hostPort);
+        metricsAddress(hostPort);  // a typo is told before a missing plugin
+        const std::string dir = exeDir();
+        const std::string plugin = locate("GPUSPY_METRICS_PLUGIN",
+                                          {dir + "/../lib/libgpuspy_metrics.so", dir + "/../lib/gpuspy/libgpuspy_metrics.so"},
+                                          "", "the metrics plugin libgpuspy_metrics.so");
+        live.metrics = std::make_unique<MetricsServer>(hostPort, plugin);
     } catch (const std::exception& e) {
         say("gpuspy collect: {}\n", e.what());
         return false;

@@ -221,6 +221,18 @@ Report analyzeCapture(const std::string& path, const ReportRequest& request, Rep
     ReportOptions options;
     options.top = request.top;
     options.pid = request.pid;
+    if (request.run > 0) {
+        // One run of a repeated capture (or a capture of one run, its own run 1): its processes alone.
+        source.capture = readCapture(path, ReadOptions{}, &source.info);
+        source.runsInCapture = source.capture.runs.size();
+        selectRun(source.capture, request.run);
+        Report report = analyze(source.capture, options);
+        if (source.runsInCapture >= 2)
+            report.notes.push_back(fmt::format("the capture holds {} runs of the command (record --repeat): this report "
+                                               "is run {}'s (--run)",
+                                               source.runsInCapture, request.run));
+        return report;
+    }
     StreamAnalyzer analyzer(options);
 #if GPUSPY_HAVE_SYMBOLIZE
     LateSymbols lateSymbols;
@@ -236,6 +248,7 @@ Report analyzeCapture(const std::string& path, const ReportRequest& request, Rep
 #endif
     read.onProcess = [&](const Process& p) { analyzer.onProcess(p); };
     source.capture = readCapture(path, read, &source.info);
+    source.runsInCapture = source.capture.runs.size();
     Report report = analyzer.finish(source.capture.badStreams);
 #if GPUSPY_HAVE_SYMBOLIZE
     lateSymbols.addNotes(report.notes);
@@ -257,7 +270,15 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
     } else if (request.format == "json") {
         out = renderJson(report);
     } else if (request.format == "csv") {
-        out = renderCsv(report);
+        // CSV has no notes: a first comment line says which run of a repeated capture the tables are.
+        if (source.runs.count())
+            out = fmt::format("# the capture holds {} runs of the command (record --repeat): these tables are run {}'s, "
+                              "the run of median wall time; --run K for another\n",
+                              source.runs.count(), source.runs.runs[source.runs.medianRun].run + 1);
+        else if (request.run > 0 && source.runsInCapture >= 2)
+            out = fmt::format("# the capture holds {} runs of the command (record --repeat): these tables are run {}'s\n",
+                              source.runsInCapture, request.run);
+        out += renderCsv(report);
     } else {
         out = renderText(report, request.color);
         if (source.runs.count()) {

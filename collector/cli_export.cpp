@@ -18,7 +18,7 @@ namespace gpuspy::collect::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy export FILE --format perfetto|folded|csv|json [-o OUT] [-f] [--metric M]\n"
+    "usage: gpuspy export FILE --format perfetto|folded|csv|json [-o OUT] [-f] [--metric M] [--run K]\n"
     "\n"
     "The capture FILE in a format other tools open:\n"
     "  perfetto   Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing: a track per host\n"
@@ -37,6 +37,9 @@ constexpr const char* kUsage =
     "                 transfer  bytes moved by copies and memsets\n"
     "                 launch    ns of host time spent launching kernels and graphs\n"
     "                 calls     number of CUDA calls\n"
+    "  --run K      only run K (1-based) of a capture of repeated runs (record --repeat); without it the\n"
+    "               runs are merged: each process is labelled with its run (perfetto: 'app (pid 12, run 2)';\n"
+    "               folded: a root frame 'run 2'; csv: a first line; json: a note)\n"
     "  -h, --help   this text\n";
 
 std::string defaultOutput(const std::string& file, const std::string& format)
@@ -55,9 +58,14 @@ std::string defaultOutput(const std::string& file, const std::string& format)
 int runExport(int argc, char** argv)
 {
     ArgReader args("export", argc, argv);
-    std::string file, format, output, metricName = "blocked";
+    std::string file, format, output, value, metricName = "blocked";
     bool force = false, metricGiven = false;
+    long run = 0;
     while (!args.done()) {
+        if (args.value({"--run"}, value)) {
+            run = parseNumber("gpuspy export: --run", value, 1, 1000000);
+            continue;
+        }
         if (args.flag({"-h", "--help"})) {
             fmt::print("{}", kUsage);
             return 0;
@@ -90,8 +98,9 @@ int runExport(int argc, char** argv)
     Capture capture;
     try {
         capture = readCapture(file, {}, &info);
+        selectRun(capture, run);
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy export: {}\n", e.what());
+        fmt::print(stderr, "gpuspy export: {}: {}\n", file, e.what());
         return kExitFailure;
     }
 
@@ -108,8 +117,10 @@ int runExport(int argc, char** argv)
         out = exportFolded(capture, metric);
     } else {
 #if GPUSPY_HAVE_REPORT
-        const Report report = analyze(capture, ReportOptions{});
-        out = format == "csv" ? renderCsv(report) : renderJson(report);
+        Report report = analyze(capture, ReportOptions{});
+        const std::string merged = mergedRunsNote(capture);
+        if (!merged.empty()) report.notes.push_back(merged);
+        out = format == "csv" ? (merged.empty() ? "" : "# " + merged + "\n") + renderCsv(report) : renderJson(report);
 #else
         fmt::print(stderr, "gpuspy export: the report is not built in this gpuspy (collector/analyze, collector/report)\n");
         return kExitFailure;

@@ -13,7 +13,7 @@ namespace gpuspy::collect::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy report FILE [--format text|json|csv] [--top N] [--process PID]\n"
+    "usage: gpuspy report FILE [--format text|json|csv] [--top N] [--process PID] [--run K]\n"
     "\n"
     "The report of a capture: made by `gpuspy record` or `gpuspy collect`, or a file the shim wrote\n"
     "alone (gpuspy-<pid>.gspy). A damaged file is reported up to the damage, which is then named on\n"
@@ -23,6 +23,9 @@ constexpr const char* kUsage =
     "  --format F      text (default; colour on a terminal unless NO_COLOR is set), json or csv\n"
     "  --top N         rows per table and call sites per finding (default 10)\n"
     "  --process PID   only this process of the capture\n"
+    "  --run K         only run K (1-based) of a capture of repeated runs (record --repeat); without it\n"
+    "                  such a capture is reported as its run of median wall time with every figure's\n"
+    "                  spread over the runs (csv: a first line says which run)\n"
     "  -h, --help      this text\n";
 
 }  // namespace
@@ -31,7 +34,7 @@ int runReport(int argc, char** argv)
 {
     ArgReader args("report", argc, argv);
     std::string file, format = "text", value;
-    long top = 10, pid = -1;
+    long top = 10, pid = -1, run = 0;
     while (!args.done()) {
         if (args.flag({"-h", "--help"})) {
             fmt::print("{}", kUsage);
@@ -43,6 +46,10 @@ int runReport(int argc, char** argv)
         }
         if (args.value({"--top"}, value)) {
             top = parseNumber("gpuspy report: --top", value, 1, 1000000);
+            continue;
+        }
+        if (args.value({"--run"}, value)) {
+            run = parseNumber("gpuspy report: --run", value, 1, 1000000);
             continue;
         }
         if (args.value({"--process"}, value)) {
@@ -61,6 +68,7 @@ int runReport(int argc, char** argv)
     request.format = format;
     request.top = size_t(top);
     request.pid = int(pid);
+    request.run = run;
     request.color = stdoutIsTerminal();
     ReportSource source;
     std::string out;

@@ -22,7 +22,7 @@ namespace gpuspy::collect::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy view FILE [-o OUT.html] [-f]\n"
+    "usage: gpuspy view FILE [-o OUT.html] [-f] [--run K]\n"
     "       gpuspy view --diff A.gspy B.gspy [-o OUT.html] [-f]\n"
     "\n"
     "Writes one self-contained HTML page for the capture FILE: the findings and headline numbers, an\n"
@@ -36,6 +36,8 @@ constexpr const char* kUsage =
     "  -o OUT       the page to write (default: FILE with .html for its extension); '-' for stdout\n"
     "  -f, --force  overwrite OUT if it exists\n"
     "  --diff       compare the two captures A and B (before and after a change)\n"
+    "  --run K      only run K (1-based) of a capture of repeated runs (record --repeat); without it the\n"
+    "               runs are merged, each process labelled with its run and a note saying so\n"
     "  -h, --help   this text\n";
 
 std::string defaultOutput(const std::string& file, const char* suffix = ".html")
@@ -113,10 +115,15 @@ int writeDiffPage(const std::string& a, const std::string& b, const std::string&
 int runView(int argc, char** argv)
 {
     ArgReader args("view", argc, argv);
-    std::string file, output;
+    std::string file, output, value;
     std::vector<std::string> diffFiles;
     bool force = false, diff = false;
+    long run = 0;
     while (!args.done()) {
+        if (args.value({"--run"}, value)) {
+            run = parseNumber("gpuspy view: --run", value, 1, 1000000);
+            continue;
+        }
         if (args.flag({"-h", "--help"})) {
             fmt::print("{}", kUsage);
             return 0;
@@ -136,6 +143,7 @@ int runView(int argc, char** argv)
         }
         args.fileOperand(file);
     }
+    if (diff && run) throw UsageError("gpuspy view: --run shows one capture's run; not with --diff");
     if (diff) {
         if (!file.empty()) diffFiles.insert(diffFiles.begin(), file);
         if (diffFiles.size() != 2)
@@ -152,11 +160,13 @@ int runView(int argc, char** argv)
     Capture capture;
     try {
         capture = readCapture(file, {}, &info);
+        selectRun(capture, run);
     } catch (const std::exception& e) {
-        fmt::print(stderr, "gpuspy view: {}\n", e.what());
+        fmt::print(stderr, "gpuspy view: {}: {}\n", file, e.what());
         return kExitFailure;
     }
-    const Report report = analyze(capture, ReportOptions{});
+    Report report = analyze(capture, ReportOptions{});
+    if (const std::string merged = mergedRunsNote(capture); !merged.empty()) report.notes.push_back(merged);
     const std::string data = exportViewerData(capture, report, file);
 
     std::string page(viewer::asset("index.html"));

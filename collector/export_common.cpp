@@ -206,9 +206,20 @@ std::vector<OutFrame> stackFrames(const Process& p, uint32_t stackId)
     return out;
 }
 
+std::vector<uint32_t> mergedRunOfProcesses(const Capture& capture)
+{
+    std::vector<uint32_t> runs(capture.processes.size(), 0);
+    if (capture.runs.size() < 2) return runs;
+    for (const RunInfo& r : capture.runs)
+        for (size_t i : r.processes)
+            if (i < runs.size()) runs[i] = r.run + 1;
+    return runs;
+}
+
 Index buildIndex(const Capture& capture)
 {
     Index ix;
+    const std::vector<uint32_t> runOf = mergedRunOfProcesses(capture);
     bool any = false;
     auto seen = [&](uint64_t t) {
         if (!t) return;
@@ -221,6 +232,7 @@ Index buildIndex(const Capture& capture)
         ProcIndex px;
         px.proc = &p;
         px.label = processLabel(p);
+        if (runOf[pi]) px.label.insert(px.label.size() - 1, ", run " + std::to_string(runOf[pi]));
         for (const wire::CallBody& c : p.calls) px.calls.push_back(&c);
         std::stable_sort(px.calls.begin(), px.calls.end(), [](auto* a, auto* b) { return a->beginNs < b->beginNs; });
 

@@ -80,6 +80,10 @@ struct Index {
 
 Index buildIndex(const Capture& capture);
 
+// Each process's 1-based run where a repeated capture's runs are shown merged (two or more runs in
+// capture.runs), by process index; 0 for every process otherwise. The exports label processes with it.
+std::vector<uint32_t> mergedRunOfProcesses(const Capture& capture);
+
 // The API's name as users know it: "cudaMemcpy" when the runtime call is unambiguous, else the
 // driver entry point without ABI suffixes ("cuLaunchKernel").
 std::string apiLabel(const Process& p, const wire::CallBody& c);

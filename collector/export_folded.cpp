@@ -46,7 +46,11 @@ bool parseFoldedMetric(std::string_view name, FoldedMetric& out)
 std::string exportFolded(const Capture& capture, FoldedMetric metric)
 {
     std::map<std::string, uint64_t> weights;
-    for (const Process& p : capture.processes) {
+    // A repeated capture's runs shown merged: each run's stacks under a root frame of its own.
+    const std::vector<uint32_t> runOf = mergedRunOfProcesses(capture);
+    for (size_t pi = 0; pi < capture.processes.size(); ++pi) {
+        const Process& p = capture.processes[pi];
+        const std::string runFrame = runOf[pi] ? "run " + std::to_string(runOf[pi]) + ";" : "";
         std::unordered_map<uint32_t, std::string> prefixOfStack;
         ProcNames names(p);
         for (const wire::CallBody& c : p.calls) {
@@ -74,9 +78,9 @@ std::string exportFolded(const Capture& capture, FoldedMetric metric)
             if (!weight) continue;
             auto it = prefixOfStack.find(c.stackId);
             if (it == prefixOfStack.end()) {
-                std::string prefix;
+                std::string prefix = runFrame;
                 for (const OutFrame& f : stackFrames(p, c.stackId)) prefix += frameText(foldedName(f)) + ";";
-                if (prefix.empty()) prefix = "[no stack];";
+                if (prefix == runFrame) prefix += "[no stack];";
                 it = prefixOfStack.emplace(c.stackId, std::move(prefix)).first;
             }
             weights[it->second + leaf] += weight;

@@ -1,24 +1,24 @@
 // collector/metrics.h: `gpuspy collect --metrics HOST:PORT`, the live figures (LiveStats) served as
-// Prometheus text at /metrics by prometheus-cpp. Built only where prometheus-cpp is linked
-// (GPUSPY_HAVE_METRICS): Debian has no static library of it, so the release tarball, whose binaries
-// may need nothing beyond glibc and libstdc++, is built without it.
+// Prometheus text at /metrics by the plugin libgpuspy_metrics.so (prometheus-cpp, behind the C seam of
+// collector/metrics_plugin.h), which gpuspy loads only here: Debian has no static prometheus-cpp, and
+// bin/gpuspy itself may need nothing beyond glibc and libstdc++ (the release tarball ships the plugin
+// and its libraries in lib/gpuspy/).
 #pragma once
 
 #include "collector/live_stats.h"
 
-#include <memory>
 #include <string>
+
+struct gpuspy_metrics;
 
 namespace gpuspy::collect {
 
-// Whether this gpuspy was built with the metrics endpoint.
-bool metricsBuilt();
-
 class MetricsServer {
 public:
-    // Listens on `hostPort` ("HOST:PORT", "PORT" or ":PORT": loopback). Throws std::runtime_error with
-    // one line saying why it cannot (a port in use, a bad address, not built).
-    explicit MetricsServer(const std::string& hostPort);
+    // Loads the plugin at `pluginPath` and listens on `hostPort` ("HOST:PORT", "PORT" or ":PORT":
+    // loopback). Throws std::runtime_error with one line saying why it cannot (the plugin does not
+    // load, a port in use, a bad address).
+    MetricsServer(const std::string& hostPort, const std::string& pluginPath);
     ~MetricsServer();
     MetricsServer(const MetricsServer&) = delete;
     MetricsServer& operator=(const MetricsServer&) = delete;
@@ -27,10 +27,13 @@ public:
     // Copies the figures of the last tick into the metrics (after LiveStats::tick).
     void update(const LiveStats& live, size_t connected);
 
+    struct Plugin;  // the plugin's entry points
+
 private:
-    struct Impl;
-    std::unique_ptr<Impl> m;
+    const Plugin* m_plugin = nullptr;
+    gpuspy_metrics* m_server = nullptr;
     std::string m_address;
+    bool m_failed = false;  // an update failed (said once)
 };
 
 // "HOST:PORT" from what the user typed: a bare port, or ":PORT", is on 127.0.0.1. Throws

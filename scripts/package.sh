@@ -11,6 +11,9 @@
 #   gpuspy-<version>/lib/gpuspy/libgpuspy.so           the injected shim
 #   gpuspy-<version>/lib/gpuspy/libunwind.so.8         the unwinder the shim dlopen()s (Debian's; its .a is not PIC)
 #   gpuspy-<version>/lib/gpuspy/simcuda/libcuda.so.1   the simulated driver (`gpuspy record --sim`)
+#   gpuspy-<version>/lib/gpuspy/libgpuspy_metrics.so   the `collect --metrics` plugin, which gpuspy dlopen()s
+#                                                      only then, and next to it what it needs (RUNPATH $ORIGIN):
+#                                                      Debian's prometheus-cpp core and pull, civetweb(-cpp), zlib
 #   gpuspy-<version>/README.md  LICENSES/             this project's README, the bundled code's licences
 #   gpuspy-<version>/scripts/gpu-check.sh (+ gpu_check/, tests/apps/*.cu and sim_env.txt, tests/report/expect/)
 #                                                      the real-GPU check, run where the tarball travels
@@ -30,8 +33,9 @@ start=$(date +%s)
 cmake -S "$GPUSPY_ROOT" -B "$build" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DGPUSPY_STATIC_DEPS=ON -DGPUSPY_SANITIZE= \
       -DGPUSPY_BUILD_APPS=OFF -DGPUSPY_BUILD_BENCH=OFF >/dev/null
-# Only what ships: the CLI (its target is gpuspy_cli when the shim's is gpuspy), the shim, the driver.
-targets=(gpuspy simcuda)
+# Only what ships: the CLI (its target is gpuspy_cli when the shim's is gpuspy), the shim, the driver,
+# the metrics plugin.
+targets=(gpuspy simcuda gpuspy_metrics)
 if grep -qw gpuspy_cli <<<"$(cmake --build "$build" --target help)"; then targets+=(gpuspy_cli); fi
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >&2
 
@@ -52,6 +56,23 @@ install -m 755 "$build/lib/simcuda/libcuda.so.1" "$root/lib/gpuspy/simcuda/libcu
 unwind=$(readlink -f "$(gcc -print-file-name=libunwind.so.8)")
 [ -f "$unwind" ] || unwind=$(readlink -f /usr/lib/x86_64-linux-gnu/libunwind.so.8)
 install -m 644 "$unwind" "$root/lib/gpuspy/libunwind.so.8"
+# The metrics plugin and the shared libraries it needs (Debian has no static prometheus-cpp): each
+# library its NEEDED names beyond glibc and the C++ runtime, from where the loader finds it here.
+install -m 755 "$build/lib/libgpuspy_metrics.so" "$root/lib/gpuspy/libgpuspy_metrics.so"
+metrics_libs=(libprometheus-cpp-core.so.1.0 libprometheus-cpp-pull.so.1.0 libcivetweb.so.1 libcivetweb-cpp.so.1 libz.so.1)
+needed=$(readelf -d -W "$build/lib/libgpuspy_metrics.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+for lib in $needed; do
+  case $lib in libc.so.*|libm.so.*|libstdc++.so.*|libgcc_s.so.*|ld-linux*) continue ;; esac
+  grep -qxF "$lib" <(printf '%s\n' "${metrics_libs[@]}") ||
+    { echo "package.sh: the metrics plugin needs $lib, which this script does not bundle (nor its licence)" >&2; exit 1; }
+done
+for lib in "${metrics_libs[@]}"; do
+  grep -qxF "$lib" <<<"$needed" ||
+    { echo "package.sh: the metrics plugin does not name $lib in its NEEDED: the bundled copy would not be found" >&2; exit 1; }
+  path=$(ldd "$build/lib/libgpuspy_metrics.so" | awk -v l="$lib" '$1 == l {print $3}')
+  [ -f "$path" ] || { echo "package.sh: cannot find $lib for the metrics plugin" >&2; exit 1; }
+  install -m 644 "$(readlink -f "$path")" "$root/lib/gpuspy/$lib"
+done
 install -m 644 "$GPUSPY_ROOT/README.md" "$root/README.md"
 # The real-GPU check travels with the kit (GPU machines often have nvcc but no package registry):
 # its script, the test programs' sources it builds with nvcc, their simulated settings (sim_env.txt,
@@ -78,6 +99,9 @@ licence zstd libzstd1 "bin/gpuspy, linked statically (BSD-3-Clause or GPL-2)"
 licence zlib zlib1g "bin/gpuspy, linked statically (Zlib)"
 licence xz liblzma5 "bin/gpuspy, liblzma linked statically (public domain)"
 licence bzip2 libbz2-1.0 "bin/gpuspy, linked statically (BSD-style)"
+licence prometheus-cpp libprometheus-cpp-pull1.0 "lib/gpuspy/libprometheus-cpp-{core,pull}.so.1.0, as shipped by Debian (MIT)"
+licence civetweb libcivetweb1 "lib/gpuspy/libcivetweb{,-cpp}.so.1, as shipped by Debian (MIT)"
+licence zlib-shared zlib1g "lib/gpuspy/libz.so.1, as shipped by Debian (Zlib)"
 licence concurrentqueue libconcurrentqueue-dev "lib/gpuspy/libgpuspy.so, header-only (BSD-2-Clause or BSL-1.0)"
 cat >>"$root/LICENSES/README" <<'EOF'
 

@@ -22,13 +22,14 @@ ctest --output-on-failure -j 1 --timeout 300 -L 'shim|report|hardening|attach' -
 # --- release tarball (scripts/package.sh, tests/package/) ---
 # The field kit is built in its own Release tree, unpacked into an empty directory and run from there
 # with a clean environment on a program copied out of build/; its ELF files are checked for what they need.
-# From the same unpacked folder, the real-GPU check it carries runs on the simulated driver
+# `collect --metrics` is scraped from there with the plugin and libraries it bundles (ring_client plays the
+# traced process). From the same unpacked folder, the real-GPU check it carries runs on the simulated driver
 # (scripts/gpu-check.sh --sim: builds the tests/apps programs with nvcc, results in build/gpu-check-sim).
 tarball=$("$GPUSPY_ROOT/scripts/package.sh")
 python3 "$GPUSPY_ROOT/tests/package/check_linkage.py" "$tarball" "$GPUSPY_ROOT/shim/exports.map"
 python3 "$GPUSPY_ROOT/tests/package/run_from_tarball.py" "$tarball" \
   "$GPUSPY_ROOT/build/bin/apps/pageable_sync_copies.static" "$GPUSPY_ROOT/tests/apps/pageable_sync_copies.cu" \
-  --gpu-check-sim "$GPUSPY_ROOT/build/gpu-check-sim"
+  --metrics "$GPUSPY_ROOT/build/bin/ring_client" --gpu-check-sim "$GPUSPY_ROOT/build/gpu-check-sim"
 # --- end of the release tarball ---
 # --- sanitizers (README "Reliability") ---
 # ASan+UBSan, then TSan, builds of the shim, the collector and their tests (the simulated driver and

@@ -105,12 +105,15 @@ void release(Ev* ev)
 }
 
 // What we know of a stream: its last end event, valid as the next start while nothing we did
-// not time ran in between.
+// not time ran in between. Outside a capture window nothing is timed and nothing is told (the dormant
+// path): work launched there joins the stream unseen, so the end event is valid only within the
+// window its operation was recorded in (`window`, the calls' CallBody::window; 0 without windows).
 struct StreamSlot {
     std::atomic<uint64_t> key{0};
     std::atomic_flag busy = ATOMIC_FLAG_INIT;
     // Written under `busy`; read without it only to skip taking it when there is nothing to forget.
     std::atomic<Ev*> lastEnd{nullptr};
+    std::atomic<uint32_t> window{0};
     bool capturing = false;
 };
 constexpr size_t kSlots = 4096;
@@ -144,15 +147,25 @@ StreamSlot* slotFor(uint64_t key, bool create)
     return nullptr;
 }
 
-// Puts `with` as the stream's last end event and returns the one it replaces, under the slot's lock.
-Ev* swapLastEnd(StreamSlot* s, Ev* with)
+// Puts `with` (recorded in `window`) as the stream's last end event and returns the one it replaces,
+// under the slot's lock; `oldWindow` gets the window that one was recorded in.
+Ev* swapLastEnd(StreamSlot* s, Ev* with, uint32_t window = 0, uint32_t* oldWindow = nullptr)
 {
     while (s->busy.test_and_set(std::memory_order_acquire)) {
     }
     Ev* old = s->lastEnd.load(std::memory_order_relaxed);
+    if (oldWindow) *oldWindow = s->window.load(std::memory_order_relaxed);
     s->lastEnd.store(with, std::memory_order_relaxed);
+    s->window.store(window, std::memory_order_relaxed);
     s->busy.clear(std::memory_order_release);
     return old;
+}
+
+// Whether the stream has a last end event recorded in `window`: one from an earlier window may have
+// had a dormant gap's work queued after it (read without the lock, as a hint).
+bool hasLastEndIn(const StreamSlot* s, uint32_t window)
+{
+    return s->lastEnd.load(std::memory_order_relaxed) && s->window.load(std::memory_order_relaxed) == window;
 }
 
 thread_local TimingBudget t_budget GS_TLS;
@@ -381,7 +394,15 @@ void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
     // but the record itself (no lock, no event creation, no allocation).
     Ev* end = acquire(pool);
     if (!end) return;
-    Ev* begin = swapLastEnd(slot, nullptr);  // the previous operation's end, if nothing untimed ran since
+    // The previous operation's end, if nothing untimed ran since: not one from an earlier window, whose
+    // dormant gap may have queued unseen work behind it (the first span after the gap would start
+    // before that work, stretched over it).
+    uint32_t beganIn = 0;
+    Ev* begin = swapLastEnd(slot, nullptr, 0, &beganIn);
+    if (begin && beganIn != scope.body().window) {
+        release(begin);
+        begin = nullptr;
+    }
     if (!begin) {
         begin = acquire(pool);
         const uint64_t t0 = nowNs();
@@ -405,7 +426,7 @@ void gpuMarkDrain(CallScope& scope, CUstream stream)
     const bool pt = scope.perThread();
     // A stream whose last operation was timed has its end already; one never seen has nothing queued.
     StreamSlot* slot = slotFor(streamKey(stream, pt, ctx), false);
-    if (!slot || slot->lastEnd.load(std::memory_order_relaxed)) return;
+    if (!slot || hasLastEndIn(slot, scope.body().window)) return;
     if (!t_budget.allows(scope.entryNs(), true, g_budgetPpm)) return;
     Pool* pool = poolFor(ctx, dev);
     Ev* ev = pool ? acquire(pool) : nullptr;
@@ -467,7 +488,7 @@ void gpuAfter(CallScope& scope, CUresult)
         forgetLastEnd(slot);
     } else if (slot && !(it.call.flags & wire::kCallImplicitSync)) {
         end->refs.fetch_add(1, std::memory_order_relaxed);
-        release(swapLastEnd(slot, end));
+        release(swapLastEnd(slot, end, it.call.window));
     }
 }
 

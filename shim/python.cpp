@@ -253,35 +253,52 @@ uint32_t internFrame(uint32_t codeId, uint64_t code, int32_t lasti)
 // Each thread's last frames, direct-mapped by (code, offset): a loop calls CUDA from the same few
 // lines, and a hit costs a few loads from the code object (hot: the interpreter runs it) instead of
 // two probes of tables that are megabytes apart. An entry holds what findCode compares, so a code
-// object freed and another made at its address is a miss. Kept in the thread's state (threadPyMemo),
-// zero-initialised.
+// object freed and another made at its address is a miss. Before it, the frame the last walk found at
+// the same depth (a loop's stack is the same from one call to the next: no hash, no scattered lines).
+// Kept in the thread's state (threadPyMemo), zero-initialised, with the last merged stack and its id
+// (pythonLastStack).
 struct FrameMemo {
     uint64_t code, name, file, linetable;
     int32_t firstLine, lasti;
     uint32_t id, pad;
+    bool matches(uint64_t c, uint64_t n, uint64_t f, uint64_t t, int32_t first, int32_t l) const
+    {
+        return code == c && lasti == l && name == n && file == f && linetable == t && firstLine == first;
+    }
 };
 constexpr uint32_t kMemoBits = 5;
-static_assert(sizeof(FrameMemo) << kMemoBits <= kPyMemoBytes, "the memo fits the thread state's room");
+struct ThreadMemo {
+    FrameMemo byLine[1u << kMemoBits];
+    FrameMemo byDepth[kMaxPyFrames];
+    uint32_t lastCount, lastId;  // the last merged stack the thread interned, and its id
+    uint64_t last[wire::kMaxStackDepth];
+};
+static_assert(sizeof(ThreadMemo) <= kPyMemoBytes, "the memo fits the thread state's room");
 
-// The id of the frame at lasti in the checked code object; 0 when the tables are full.
-uint32_t frameId(uint64_t code, int32_t lasti)
+// The id of the frame at lasti in the checked code object, the depth-th of its walk; 0 when the tables
+// are full.
+uint32_t frameId(ThreadMemo* memo, uint32_t depth, uint64_t code, int32_t lasti)
 {
     const Layout& L = *g_layout;
     const uint64_t name = at<uint64_t>(code, L.codeName), file = at<uint64_t>(code, L.codeFilename);
     const uint64_t linetable = at<uint64_t>(code, L.codeLinetable);
     const int32_t firstLine = at<int32_t>(code, L.codeFirstLine);
-    FrameMemo* memo = reinterpret_cast<FrameMemo*>(threadPyMemo());
     if (!memo) {
         const uint32_t codeId = internCode(code);
         return codeId ? internFrame(codeId, code, lasti) : 0;
     }
-    FrameMemo& m = memo[mix(code ^ uint64_t(uint32_t(lasti)) << 47) >> (64 - kMemoBits)];
-    if (m.code == code && m.lasti == lasti && m.name == name && m.file == file && m.linetable == linetable &&
-        m.firstLine == firstLine)
-        return m.id;
-    const uint32_t codeId = internCode(code);
-    const uint32_t id = codeId ? internFrame(codeId, code, lasti) : 0;
-    if (id) m = FrameMemo{code, name, file, linetable, firstLine, lasti, id, 0};
+    FrameMemo& d = memo->byDepth[depth];
+    if (d.matches(code, name, file, linetable, firstLine, lasti)) return d.id;
+    FrameMemo& m = memo->byLine[mix(code ^ uint64_t(uint32_t(lasti)) << 47) >> (64 - kMemoBits)];
+    uint32_t id = 0;
+    if (m.matches(code, name, file, linetable, firstLine, lasti)) {
+        id = m.id;
+    } else {
+        const uint32_t codeId = internCode(code);
+        id = codeId ? internFrame(codeId, code, lasti) : 0;
+        if (id) m = FrameMemo{code, name, file, linetable, firstLine, lasti, id, 0};
+    }
+    if (id) d = FrameMemo{code, name, file, linetable, firstLine, lasti, id, 0};
     return id;
 }
 
@@ -304,6 +321,7 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
         if (!plausible(frame)) return 0;
         frame = at<uint64_t>(frame, L.cframeCurrent);
     }
+    auto* memo = reinterpret_cast<ThreadMemo*>(threadPyMemo());  // once a walk: a TLS lookup
     uint32_t n = 0;
     for (uint32_t steps = 0; frame != 0 && n < cap; ++steps) {
         if (!plausible(frame) || steps >= 4 * cap) {
@@ -331,7 +349,7 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
             const uint64_t first = code + L.codeAdaptive;
             if (instr >= first && instr - first < (1ull << 30)) lasti = int32_t((instr - first) / 2);
         }
-        const uint32_t id = frameId(code, lasti);
+        const uint32_t id = frameId(memo, n, code, lasti);
         if (id == 0) break;  // full
         // 3.9/3.10: every frame runs in an eval loop of its own; 3.11: is_entry says which do.
         const bool entry = L.frameIsEntry != kNone ? at<uint8_t>(frame, L.frameIsEntry) != 0 : L.frameOwner == kNone;
@@ -470,6 +488,22 @@ uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t ca
     // Frames of eval loops beyond the captured native depth: outer to every native frame taken.
     while (next < count && m < cap) out[m++] = wire::kPyFrameTag | py[next++].id;
     return m;
+}
+
+uint32_t pythonLastStack(const uint64_t* merged, uint32_t m)
+{
+    const auto* memo = reinterpret_cast<const ThreadMemo*>(threadPyMemo());
+    if (!memo || memo->lastCount != m || m > wire::kMaxStackDepth) return 0;
+    return std::memcmp(memo->last, merged, m * sizeof(uint64_t)) == 0 ? memo->lastId : 0;
+}
+
+void pythonRememberStack(const uint64_t* merged, uint32_t m, uint32_t id)
+{
+    auto* memo = reinterpret_cast<ThreadMemo*>(threadPyMemo());
+    if (!memo || m > wire::kMaxStackDepth || id == 0) return;
+    std::memcpy(memo->last, merged, m * sizeof(uint64_t));
+    memo->lastCount = m;
+    memo->lastId = id;
 }
 
 size_t pythonDrainDefs(uint8_t* out, size_t cap)

@@ -23,6 +23,12 @@ bool pythonActive();
 // Returns how many, or 0 when the thread has no Python frames (the caller keeps the native stack).
 uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t cap);
 
+// App thread: the id the calling thread last interned for exactly this merged stack, else 0 (a loop's
+// stack is the same from one call to the next: no hash of it, no probe of the stack table); and
+// remembering one. Stack ids stay valid for the process's life.
+uint32_t pythonLastStack(const uint64_t* merged, uint32_t m);
+void pythonRememberStack(const uint64_t* merged, uint32_t m, uint32_t id);
+
 // Drain thread: pending PyCodeDef and PyFrameDef records into out; bytes written (0: none pending or
 // no room for the next one).
 size_t pythonDrainDefs(uint8_t* out, size_t cap);

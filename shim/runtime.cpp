@@ -395,10 +395,9 @@ size_t snapshotThreadStats(wire::ThreadStatsBody* out, size_t cap)
     return n;
 }
 
-CallScope::CallScope(Api api)
+void CallScope::open(Api api)
 {
     const int savedErrno = errno;
-    if (t_depth++ != 0) return;
     if (g_state.load(std::memory_order_acquire) != int(State::On) && !ensureStarted()) {
         errno = savedErrno;
         return;
@@ -415,6 +414,8 @@ CallScope::CallScope(Api api)
         errno = savedErrno;
         return;
     }
+    m_t0 = m_begin = m_wallBegin = m_cpuBegin = 0;
+    m_measure = Measure::No;
     m_tsc = clockUsesTsc();
     if (m_ts->exactCalls.load(std::memory_order_relaxed) < kOwnTimeExact) {
         m_measure = Measure::Exact;
@@ -459,9 +460,8 @@ uint64_t CallScope::entryNs()
     return clockMapFor(m_tsc, m_t0).toNs(m_t0);
 }
 
-void CallScope::beforeReal()
+void CallScope::beforeRealActive()
 {
-    if (!m_active) return;
     if (m_item.evBegin && m_item.evBegin != m_item.evEnd) {
         // A timed call: whether the thread was held up inside it (gpuRecordEnd). The thread CPU clock
         // is a system call (~1 us on a VM): the budget pays for both readings.
@@ -472,9 +472,8 @@ void CallScope::beforeReal()
     errno = m_errno;
 }
 
-CUresult CallScope::finish(CUresult rc)
+CUresult CallScope::finishActive(CUresult rc)
 {
-    if (!m_active) return rc;
     const uint64_t end = clockStamp(m_tsc);
     m_errno = errno;  // what the driver left is what the app must see
     wire::CallBody& b = m_item.call;
@@ -504,12 +503,6 @@ CUresult CallScope::finish(CUresult rc)
     if (!m_tsc) clockWarmUp(end);
     errno = m_errno;
     return rc;
-}
-
-CallScope::~CallScope()
-{
-    --t_depth;
-    if (m_active) errno = m_errno;
 }
 
 }  // namespace gpuspy::shim

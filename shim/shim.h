@@ -132,7 +132,25 @@ int appSigaction(int sig, const struct sigaction* act, struct sigaction* old);
 inline constexpr uint32_t kNoWindows = 0xffffffffu;
 extern std::atomic<uint32_t> g_window;
 void windowConfigure();                        // GPUSPY_CAPTURE_RANGE, _END, DELAY, DURATION, PAUSED
-void countLeftOut(Api api);                    // the dormant path: one call not recorded
+// The dormant path: one call not recorded, counted in the thread's slot of per-category counters (a
+// thread-local pointer, a table read and a plain add; window.cpp registers the slot on first use).
+struct alignas(64) LeftOutSlot {
+    std::atomic<uint64_t> n[wire::kWindowCategories];
+};
+extern thread_local LeftOutSlot* t_leftOutSlot GS_TLS;
+extern thread_local unsigned t_leftOutGen GS_TLS;
+extern unsigned g_leftOutGen;  // bumped in a forked child: its threads register again
+void countLeftOutSlow(Api api);
+inline void countLeftOut(Api api)
+{
+    LeftOutSlot* s = t_leftOutSlot;
+    if (__builtin_expect(s != nullptr && t_leftOutGen == g_leftOutGen + 1, 1)) {
+        std::atomic<uint64_t>& n = s->n[size_t(kApis[size_t(api)].category) % wire::kWindowCategories];
+        n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        return;
+    }
+    countLeftOutSlow(api);
+}
 bool windowOpen(wire::WindowTrigger trigger, uint64_t atNs, uint32_t tid);   // false: not opened now
 bool windowClose(wire::WindowTrigger trigger, uint64_t atNs, uint32_t tid);  // false: none was open
 void windowOnProfilerApi(bool start);          // cuProfilerStart/Stop (after the real call succeeded)
@@ -204,15 +222,29 @@ void addOwnTime(ThreadState* ts, uint64_t ns);  // gpuspy's time outside a CallS
 uint64_t nextSeq(ThreadState* ts);  // unique per process, from 1; handed to threads in blocks
 // The calling thread's room for python.cpp's frame memo (kPyMemoBytes, zeroed at first); null when it
 // has no state (out of memory).
-constexpr size_t kPyMemoBytes = 1536;
+constexpr size_t kPyMemoBytes = 5760;
 unsigned char* threadPyMemo();
 
 // What every wrapper opens first. Inert (everything a no-op) when nested inside another hook,
 // on the drain thread, or when gpuspy is not recording.
 class CallScope {
 public:
-    explicit CallScope(Api api);
-    ~CallScope();
+    explicit CallScope(Api api)
+    {
+        if (t_depth++ != 0) return;
+        // The dormant path (outside a capture window): counted, nothing else: no errno touched, no
+        // clock, stack or record, not even this scope's other members (bench/dormant_instructions.sh).
+        if (g_window.load(std::memory_order_relaxed) == 0 && g_state.load(std::memory_order_acquire) == int(State::On)) {
+            countLeftOut(api);
+            return;
+        }
+        open(api);
+    }
+    ~CallScope()
+    {
+        --t_depth;
+        if (m_active) errno = m_errno;
+    }
     CallScope(const CallScope&) = delete;
     CallScope& operator=(const CallScope&) = delete;
 
@@ -231,22 +263,30 @@ public:
     // entry stamp (taken here when this call's own time is not measured).
     uint64_t entryNs();
     // Call right before the real function: the host begin time.
-    void beforeReal();
+    void beforeReal()
+    {
+        if (m_active) beforeRealActive();
+    }
     // Call right after it with its result; queues the record. Returns rc untouched.
-    CUresult finish(CUresult rc);
+    CUresult finish(CUresult rc) { return m_active ? finishActive(rc) : rc; }
 
 private:
-    Item m_item;
-    ThreadState* m_ts = nullptr;
-    uint64_t m_t0 = 0;     // clock stamps (shim/clock.h): entry (0: not taken), and right before the real call
-    uint64_t m_begin = 0;
-    uint64_t m_wallBegin = 0, m_cpuBegin = 0;  // a timed call's clocks before the real call (kCallHeldUp)
-    int m_errno = 0;
+    void open(Api api);  // not nested, not dormant: everything else the constructor does
+    void beforeRealActive();
+    CUresult finishActive(CUresult rc);
+
+    // Only m_active is set on every path; open() sets the rest (the dormant path leaves them).
     bool m_active = false;
-    bool m_perThread = false;
-    bool m_tsc = false;    // the stamps are TSC ticks, not ns
+    bool m_perThread;
+    bool m_tsc;  // the stamps are TSC ticks, not ns
     enum class Measure : uint8_t { No, Exact, Sampled };
-    Measure m_measure = Measure::No;  // how this call's own time counts (kOwnTimeExact, runtime.cpp)
+    Measure m_measure;  // how this call's own time counts (kOwnTimeExact, runtime.cpp)
+    int m_errno;
+    ThreadState* m_ts;
+    uint64_t m_t0;     // clock stamps (shim/clock.h): entry (0: not taken), and right before the real call
+    uint64_t m_begin;
+    uint64_t m_wallBegin, m_cpuBegin;  // a timed call's clocks before the real call (kCallHeldUp)
+    Item m_item;
 };
 
 // ---- intern.cpp: names, memory kinds, devices

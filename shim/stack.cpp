@@ -423,7 +423,9 @@ uint32_t internCaptured(const uint64_t* pcs, unsigned n, unsigned skipFrames, un
         const uint32_t m = pythonMerge(pcs + first, count, merged, wire::kMaxStackDepth);
         if (m > 0) {
             if (nativeId) *nativeId = intern(pcs + first, count);
-            return intern(merged, m);
+            uint32_t id = pythonLastStack(merged, m);
+            if (!id) pythonRememberStack(merged, m, id = intern(merged, m));
+            return id;
         }
     }
     const uint32_t id = intern(pcs + first, count);

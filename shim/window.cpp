@@ -12,21 +12,19 @@
 namespace gpuspy::shim {
 
 std::atomic<uint32_t> g_window{kNoWindows};
+thread_local LeftOutSlot* t_leftOutSlot GS_TLS = nullptr;
+thread_local unsigned t_leftOutGen GS_TLS = 0;
+unsigned g_leftOutGen = 0;
 
 namespace {
 
 // Calls left out, per thread: a slot of per-category counters that only its thread writes (plain
 // stores), summed by whoever emits a Window record. Slots are never given back (a thread's counts stay
-// in the process total); past kSlots threads, the rest share one slot with locked adds.
-struct alignas(64) LeftOutSlot {
-    std::atomic<uint64_t> n[wire::kWindowCategories];
-};
+// in the process total); past kSlots threads, the rest share one slot with locked adds. The dormant
+// path itself (countLeftOut) is inline in shim.h.
 constexpr uint32_t kSlots = 1024;
 LeftOutSlot g_slots[kSlots + 1];  // [kSlots]: the shared one
 std::atomic<uint32_t> g_slotsUsed{0};
-thread_local LeftOutSlot* t_slot GS_TLS = nullptr;
-thread_local unsigned t_slotGen GS_TLS = 0;
-unsigned g_forkGen = 0;  // a forked child's threads register again
 
 enum class Mode : uint8_t { None, ProfilerApi, Nvtx, Time };
 struct Config {
@@ -90,31 +88,20 @@ void post(wire::WindowEdge edge, wire::WindowTrigger trigger, uint32_t index, ui
 
 void countLeftOutSlow(Api api)
 {
-    if (t_slotGen != g_forkGen + 1 || !t_slot) {
+    if (t_leftOutGen != g_leftOutGen + 1 || !t_leftOutSlot) {
         const uint32_t i = g_slotsUsed.fetch_add(1, std::memory_order_acq_rel);
-        t_slot = i < kSlots ? &g_slots[i] : nullptr;
-        t_slotGen = g_forkGen + 1;
+        t_leftOutSlot = i < kSlots ? &g_slots[i] : nullptr;
+        t_leftOutGen = g_leftOutGen + 1;
     }
     const size_t c = size_t(kApis[size_t(api)].category) % wire::kWindowCategories;
-    if (t_slot) {
-        std::atomic<uint64_t>& n = t_slot->n[c];
+    if (t_leftOutSlot) {
+        std::atomic<uint64_t>& n = t_leftOutSlot->n[c];
         n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     } else {
         g_slots[kSlots].n[c].fetch_add(1, std::memory_order_relaxed);
     }
 }
 
-void countLeftOut(Api api)
-{
-    // The dormant path: a thread-local pointer, a table read and a plain add.
-    LeftOutSlot* s = t_slot;
-    if (__builtin_expect(s != nullptr && t_slotGen == g_forkGen + 1, 1)) {
-        std::atomic<uint64_t>& n = s->n[size_t(kApis[size_t(api)].category) % wire::kWindowCategories];
-        n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        return;
-    }
-    countLeftOutSlow(api);
-}
 
 // --duration without --delay: recording from the start (not from the drain thread's first pass,
 // which comes after the first calls).
@@ -278,7 +265,7 @@ size_t drainWindowRecords(uint8_t* out, size_t cap, bool final)
 void windowAfterForkChild()
 {
     // A new process: its own counts and windows, as configured at load.
-    ++g_forkGen;
+    ++g_leftOutGen;
     for (auto& s : g_slots)
         for (auto& c : s.n) c.store(0, std::memory_order_relaxed);
     g_slotsUsed.store(0);

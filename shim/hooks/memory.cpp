@@ -211,6 +211,78 @@ CUresult memRelease(CUmemGenericAllocationHandle h)
                                                      h);
 }
 
+// ---- CUDA arrays: opaque handles, not addresses (no memory range); recorded as allocations of the
+// descriptor's bytes (width x height x depth x channels x element, the driver's padding unknown) with
+// the handle as their address
+uint64_t arrayBytes(size_t width, size_t height, size_t depth, CUarray_format format, unsigned int channels)
+{
+    uint64_t elem = 0;
+    switch (format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: elem = 1; break;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: elem = 2; break;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: elem = 4; break;
+    default: break;  // planar, packed and block-compressed formats: size unknown here
+    }
+    return elem * channels * width * (height ? height : 1) * (depth ? depth : 1);
+}
+
+void describeArray(CallScope& s, CUresult rc, const void* handle, uint64_t bytes)
+{
+    if (s.active()) describeAlloc(s, rc == CUDA_SUCCESS ? addressOf(handle) : 0, bytes, MemKind::Array);
+}
+
+template <Api A>
+CUresult arrayCreate(CUarray* out, const CUDA_ARRAY_DESCRIPTOR* d)
+{
+    return forwardThen<A, decltype(&::cuArrayCreate_v2)>(
+        nothingBefore,
+        [&](CallScope& s, CUresult rc) {
+            describeArray(s, rc, rc == CUDA_SUCCESS && out ? *out : nullptr,
+                          d ? arrayBytes(d->Width, d->Height, 0, d->Format, d->NumChannels) : 0);
+        },
+        out, d);
+}
+
+template <Api A>
+CUresult array3DCreate(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* d)
+{
+    return forwardThen<A, decltype(&::cuArray3DCreate_v2)>(
+        nothingBefore,
+        [&](CallScope& s, CUresult rc) {
+            describeArray(s, rc, rc == CUDA_SUCCESS && out ? *out : nullptr,
+                          d ? arrayBytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels) : 0);
+        },
+        out, d);
+}
+
+// Each level halves the extents of the one before (at least 1; a layered array keeps its layers).
+template <Api A>
+CUresult mipmappedArrayCreate(CUmipmappedArray* out, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned int levels)
+{
+    return forwardThen<A, decltype(&::cuMipmappedArrayCreate)>(
+        nothingBefore,
+        [&](CallScope& s, CUresult rc) {
+            uint64_t bytes = 0;
+            if (d) {
+                size_t w = d->Width, h = d->Height, z = d->Depth;
+                for (unsigned int i = 0; i < levels; ++i) {
+                    bytes += arrayBytes(w, h, z, d->Format, d->NumChannels);
+                    w = w > 1 ? w / 2 : 1;
+                    if (h) h = h > 1 ? h / 2 : 1;
+                    if (z && !(d->Flags & CUDA_ARRAY3D_LAYERED)) z = z > 1 ? z / 2 : 1;
+                }
+            }
+            describeArray(s, rc, rc == CUDA_SUCCESS && out ? *out : nullptr, bytes);
+        },
+        out, d, levels);
+}
+
+template <Api A, class Fn, class H>
+CUresult arrayDestroy(H handle)
+{
+    return forwardCall<A, Fn>([&](CallScope& s) { describeAlloc(s, addressOf(handle), 0, MemKind::Array); }, handle);
+}
+
 }  // namespace
 }  // namespace gpuspy::shim
 
@@ -235,3 +307,9 @@ GS_WRAP(memCreate, cuMemCreate, (CUmemGenericAllocationHandle* h, size_t n, cons
 GS_WRAP(memMap, cuMemMap, (CUdeviceptr p, size_t n, size_t o, CUmemGenericAllocationHandle h, unsigned long long f), (p, n, o, h, f))
 GS_WRAP(memUnmap, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n))
 GS_WRAP(memRelease, cuMemRelease, (CUmemGenericAllocationHandle h), (h))
+GS_WRAP(arrayCreate, cuArrayCreate_v2, (CUarray* a, const CUDA_ARRAY_DESCRIPTOR* d), (a, d))
+GS_WRAP(array3DCreate, cuArray3DCreate_v2, (CUarray* a, const CUDA_ARRAY3D_DESCRIPTOR* d), (a, d))
+GS_WRAP_TYPED(arrayDestroy, cuArrayDestroy, cuArrayDestroy, (CUarray a), (a))
+GS_WRAP(mipmappedArrayCreate, cuMipmappedArrayCreate, (CUmipmappedArray* m, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned int n),
+        (m, d, n))
+GS_WRAP_TYPED(arrayDestroy, cuMipmappedArrayDestroy, cuMipmappedArrayDestroy, (CUmipmappedArray m), (m))

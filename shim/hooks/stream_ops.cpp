@@ -66,6 +66,38 @@ CUresult ctxEvent(CUcontext ctx, CUevent event)
         [&](CallScope& s) { s.body().args.sync.object = uint64_t(uintptr_t(event)); }, ctx, event);
 }
 
+// Discards name their first range as the object (the API summary's row; no bytes move).
+template <Api A>
+CUresult discardBatch(CUdeviceptr* d, size_t* sizes, size_t n, unsigned long long flags, CUstream stream)
+{
+    return onStream<A, decltype(&::cuMemDiscardBatchAsync)>(stream, d && n ? reinterpret_cast<const void*>(d[0]) : nullptr,
+                                                            d, sizes, n, flags, stream);
+}
+
+template <Api A>
+CUresult discardAndPrefetchBatch(CUdeviceptr* d, size_t* sizes, size_t n, CUmemLocation* locs, size_t* locIdxs,
+                                 size_t numLocs, unsigned long long flags, CUstream stream)
+{
+    return onStream<A, decltype(&::cuMemDiscardAndPrefetchBatchAsync)>(
+        stream, d && n ? reinterpret_cast<const void*>(d[0]) : nullptr, d, sizes, n, locs, locIdxs, numLocs, flags, stream);
+}
+
+// Green contexts (cuDNN): record and wait act on the green context's work as cuCtxRecordEvent and
+// cuCtxWaitEvent do on a context's (recorded the same way: the event as the object); creation,
+// destruction, its streams and its context are recorded with the handle they act on.
+template <Api A>
+CUresult greenEvent(CUgreenCtx ctx, CUevent event)
+{
+    return forwardCall<A, decltype(&::cuGreenCtxRecordEvent)>(
+        [&](CallScope& s) { s.body().args.sync.object = uint64_t(uintptr_t(event)); }, ctx, event);
+}
+
+template <Api A, class Fn, class Handle, class... Args>
+CUresult onHandle(Handle h, Args... args)
+{
+    return forwardCall<A, Fn>([&](CallScope& s) { s.body().args.sync.object = uint64_t(uintptr_t(h)); }, args...);
+}
+
 template <Api A>
 CUresult addressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags)
 {
@@ -130,3 +162,31 @@ GS_WRAP(ctxEvent, cuCtxWaitEvent, (CUcontext c, CUevent e), (c, e))
 GS_WRAP(addressReserve, cuMemAddressReserve, (CUdeviceptr* p, size_t n, size_t a, CUdeviceptr at, unsigned long long f),
         (p, n, a, at, f))
 GS_WRAP(setAccess, cuMemSetAccess, (CUdeviceptr p, size_t n, const CUmemAccessDesc* d, size_t c), (p, n, d, c))
+GS_WRAP(discardBatch, cuMemDiscardBatchAsync, (CUdeviceptr* d, size_t* sz, size_t n, unsigned long long f, CUstream s),
+        (d, sz, n, f, s))
+GS_WRAP(discardBatch, cuMemDiscardBatchAsync_ptsz, (CUdeviceptr* d, size_t* sz, size_t n, unsigned long long f, CUstream s),
+        (d, sz, n, f, s))
+GS_WRAP(discardAndPrefetchBatch, cuMemDiscardAndPrefetchBatchAsync,
+        (CUdeviceptr* d, size_t* sz, size_t n, CUmemLocation* l, size_t* li, size_t nl, unsigned long long f, CUstream s),
+        (d, sz, n, l, li, nl, f, s))
+GS_WRAP(discardAndPrefetchBatch, cuMemDiscardAndPrefetchBatchAsync_ptsz,
+        (CUdeviceptr* d, size_t* sz, size_t n, CUmemLocation* l, size_t* li, size_t nl, unsigned long long f, CUstream s),
+        (d, sz, n, l, li, nl, f, s))
+GS_WRAP(greenEvent, cuGreenCtxRecordEvent, (CUgreenCtx c, CUevent e), (c, e))
+GS_WRAP(greenEvent, cuGreenCtxWaitEvent, (CUgreenCtx c, CUevent e), (c, e))
+GS_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx* g, CUdevResourceDesc d, CUdevice dev, unsigned int f)
+{
+    return onHandle<Api::cuGreenCtxCreate, decltype(&::cuGreenCtxCreate)>(d, g, d, dev, f);
+}
+GS_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx g)
+{
+    return onHandle<Api::cuGreenCtxDestroy, decltype(&::cuGreenCtxDestroy)>(g, g);
+}
+GS_EXPORT CUresult cuGreenCtxStreamCreate(CUstream* s, CUgreenCtx g, unsigned int f, int p)
+{
+    return onHandle<Api::cuGreenCtxStreamCreate, decltype(&::cuGreenCtxStreamCreate)>(g, s, g, f, p);
+}
+GS_EXPORT CUresult cuCtxFromGreenCtx(CUcontext* c, CUgreenCtx g)
+{
+    return onHandle<Api::cuCtxFromGreenCtx, decltype(&::cuCtxFromGreenCtx)>(g, c, g);
+}

@@ -63,16 +63,41 @@ const void* addr(CUmemorytype type, const void* host, CUdeviceptr dev, const P& 
     return type == CU_MEMORYTYPE_HOST ? host : reinterpret_cast<const void*>(dev);
 }
 
+// A CUDA array is device memory (MemKind::Array): a copy with an array side is HtoD, DtoH or DtoD. The
+// entry point's name gives the direction (`forced`: HtoA, AtoD...), else the other side's pointer does
+// (device or managed memory: DtoD), as the driver decides it. The array side's address is its handle.
+void describeArrayCopy(CallScope& s, CUarray dstArray, const void* dst, CUarray srcArray, const void* src, size_t n,
+                       Direction forced)
+{
+    wire::TransferArgs& t = s.body().args.transfer;
+    t.bytes = n;
+    t.dst = dstArray ? uint64_t(uintptr_t(dstArray)) : uint64_t(uintptr_t(dst));
+    t.src = srcArray ? uint64_t(uintptr_t(srcArray)) : uint64_t(uintptr_t(src));
+    t.dstMem = dstArray ? MemKind::Array : kindOf(dst);
+    t.srcMem = srcArray ? MemKind::Array : kindOf(src);
+    if (dstArray && srcArray) {
+        t.direction = Direction::DtoD;
+        return;
+    }
+    MemKind& other = dstArray ? t.srcMem : t.dstMem;
+    const bool otherOnDevice = other == MemKind::Device || other == MemKind::Managed;
+    t.direction = forced != Direction::Unknown ? forced : otherOnDevice ? Direction::DtoD : dstArray ? Direction::HtoD : Direction::DtoH;
+    if (t.direction != Direction::DtoD && other == MemKind::Device) other = MemKind::Pinned;  // mapped pinned memory
+    if (t.direction == Direction::DtoD && !otherOnDevice) other = MemKind::Device;
+}
+
 template <class C>
 void describe2D3D(CallScope& s, const C* c, size_t bytes)
 {
     if (!c) return;
     const void* src = addr(c->srcMemoryType, c->srcHost, c->srcDevice, *c);
     const void* dst = addr(c->dstMemoryType, c->dstHost, c->dstDevice, *c);
+    const bool srcArray = c->srcMemoryType == CU_MEMORYTYPE_ARRAY, dstArray = c->dstMemoryType == CU_MEMORYTYPE_ARRAY;
+    if (srcArray || dstArray) {
+        describeArrayCopy(s, dstArray ? c->dstArray : nullptr, dst, srcArray ? c->srcArray : nullptr, src, bytes, Direction::Unknown);
+        return;
+    }
     describeUnified(s, dst, src, bytes);
-    wire::TransferArgs& t = s.body().args.transfer;
-    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY) t.srcMem = MemKind::Array;
-    if (c->dstMemoryType == CU_MEMORYTYPE_ARRAY) t.dstMem = MemKind::Array;
 }
 
 // The body every copy and memset shares: `describe(CallScope&)` fills the transfer's arguments, then
@@ -166,6 +191,15 @@ CUresult memcpyExplicitAsync(Direction dir, Dst dst, Src src, size_t n, CUstream
 {
     return copyCall<A, Fn>(stream, true, [&](CallScope& s) { describeExplicit(s, dir, ptr(dst), ptr(src), n); }, dst, src,
                            n, stream);
+}
+
+// ---- the linear array copies: byte offsets into an array, the direction in the name
+template <Api A, class Fn, class... Args>
+CUresult memcpyArray(Direction dir, CUarray dstArray, const void* dst, CUarray srcArray, const void* src, size_t n, bool async,
+                     CUstream stream, Args... args)
+{
+    return copyCall<A, Fn>(
+        stream, async, [&](CallScope& s) { describeArrayCopy(s, dstArray, dst, srcArray, src, n, dir); }, args...);
 }
 
 // ---- 2D / 3D: a descriptor says where each side is; no descriptor, nothing to describe (the
@@ -454,3 +488,27 @@ GS_WRAP(addMemcpyNode, cuGraphAddMemcpyNode,
 GS_WRAP(addMemsetNode, cuGraphAddMemsetNode,
         (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext x),
         (o, g, d, n, p, x))
+
+// CUDA arrays (cudart 13 copies to and from arrays with cuMemcpy3D/3DAsync; these are the driver API's own)
+#define GS_ARRAY_COPY(abi, typed, params, dir, dArr, dPtr, sArr, sPtr, n, async, stream, args)                         \
+    GS_EXPORT CUresult abi params                                                                                   \
+    {                                                                                                               \
+        return memcpyArray<Api::abi, decltype(&::typed)>(dir, dArr, dPtr, sArr, sPtr, n, async, stream, GS_UNPAREN args); \
+    }
+#define GS_UNPAREN(...) __VA_ARGS__
+GS_ARRAY_COPY(cuMemcpyHtoA_v2, cuMemcpyHtoA_v2, (CUarray d, size_t o, const void* s, size_t n), Direction::HtoD, d, nullptr, nullptr, s, n, false, nullptr, (d, o, s, n))
+GS_ARRAY_COPY(cuMemcpyHtoA_v2_ptds, cuMemcpyHtoA_v2, (CUarray d, size_t o, const void* s, size_t n), Direction::HtoD, d, nullptr, nullptr, s, n, false, nullptr, (d, o, s, n))
+GS_ARRAY_COPY(cuMemcpyAtoH_v2, cuMemcpyAtoH_v2, (void* d, CUarray s, size_t o, size_t n), Direction::DtoH, nullptr, d, s, nullptr, n, false, nullptr, (d, s, o, n))
+GS_ARRAY_COPY(cuMemcpyAtoH_v2_ptds, cuMemcpyAtoH_v2, (void* d, CUarray s, size_t o, size_t n), Direction::DtoH, nullptr, d, s, nullptr, n, false, nullptr, (d, s, o, n))
+GS_ARRAY_COPY(cuMemcpyDtoA_v2, cuMemcpyDtoA_v2, (CUarray d, size_t o, CUdeviceptr s, size_t n), Direction::DtoD, d, nullptr, nullptr, ptr(s), n, false, nullptr, (d, o, s, n))
+GS_ARRAY_COPY(cuMemcpyDtoA_v2_ptds, cuMemcpyDtoA_v2, (CUarray d, size_t o, CUdeviceptr s, size_t n), Direction::DtoD, d, nullptr, nullptr, ptr(s), n, false, nullptr, (d, o, s, n))
+GS_ARRAY_COPY(cuMemcpyAtoD_v2, cuMemcpyAtoD_v2, (CUdeviceptr d, CUarray s, size_t o, size_t n), Direction::DtoD, nullptr, ptr(d), s, nullptr, n, false, nullptr, (d, s, o, n))
+GS_ARRAY_COPY(cuMemcpyAtoD_v2_ptds, cuMemcpyAtoD_v2, (CUdeviceptr d, CUarray s, size_t o, size_t n), Direction::DtoD, nullptr, ptr(d), s, nullptr, n, false, nullptr, (d, s, o, n))
+GS_ARRAY_COPY(cuMemcpyAtoA_v2, cuMemcpyAtoA_v2, (CUarray d, size_t dO, CUarray s, size_t sO, size_t n), Direction::DtoD, d, nullptr, s, nullptr, n, false, nullptr, (d, dO, s, sO, n))
+GS_ARRAY_COPY(cuMemcpyAtoA_v2_ptds, cuMemcpyAtoA_v2, (CUarray d, size_t dO, CUarray s, size_t sO, size_t n), Direction::DtoD, d, nullptr, s, nullptr, n, false, nullptr, (d, dO, s, sO, n))
+GS_ARRAY_COPY(cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2, (CUarray d, size_t o, const void* s, size_t n, CUstream st), Direction::HtoD, d, nullptr, nullptr, s, n, true, st, (d, o, s, n, st))
+GS_ARRAY_COPY(cuMemcpyHtoAAsync_v2_ptsz, cuMemcpyHtoAAsync_v2, (CUarray d, size_t o, const void* s, size_t n, CUstream st), Direction::HtoD, d, nullptr, nullptr, s, n, true, st, (d, o, s, n, st))
+GS_ARRAY_COPY(cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2, (void* d, CUarray s, size_t o, size_t n, CUstream st), Direction::DtoH, nullptr, d, s, nullptr, n, true, st, (d, s, o, n, st))
+GS_ARRAY_COPY(cuMemcpyAtoHAsync_v2_ptsz, cuMemcpyAtoHAsync_v2, (void* d, CUarray s, size_t o, size_t n, CUstream st), Direction::DtoH, nullptr, d, s, nullptr, n, true, st, (d, s, o, n, st))
+#undef GS_ARRAY_COPY
+#undef GS_UNPAREN

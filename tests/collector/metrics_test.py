@@ -10,6 +10,8 @@ host-to-device copies and 30 stream synchronizes, and stays connected. Then:
 - a real Prometheus, started here on loopback and scraping every second, returns the launch counter
   from its query API (skipped, with a message, only when the prometheus binary is absent: exit 77);
 - a second collector on the same port: one line on stderr, exit status 1;
+- the plugin libgpuspy_metrics.so (prometheus-cpp, loaded only for --metrics) missing or not loadable
+  (GPUSPY_METRICS_PLUGIN pointing at nothing, or at a file that is no library): one line, exit status 1;
 - once the process has ended, its series leave /metrics (after two scrapes of its last figures).
 
 usage: metrics_test.py GPUSPY RING_CLIENT
@@ -146,6 +148,17 @@ with tempfile.TemporaryDirectory() as d:
                         "-o", os.path.join(d, "c2.gspy")], capture_output=True, text=True, timeout=60)
     check(r.returncode == 1 and len(r.stderr.splitlines()) == 1 and f"cannot serve metrics on 127.0.0.1:{port}" in r.stderr
           and not os.path.exists(os.path.join(d, "sock2")), f"a port in use: {r.returncode} {r.stderr.strip()}")
+
+    # Without a working plugin: one line, and the collector does not start.
+    junk = os.path.join(d, "libjunk.so")
+    open(junk, "w").write("not a library\n")
+    for plugin, says in ((os.path.join(d, "absent.so"), "does not point at the metrics plugin"),
+                         (junk, "cannot load the metrics plugin")):
+        r = subprocess.run([cli, "collect", "--socket", os.path.join(d, "sock3"), "--metrics", str(free_port()),
+                            "-o", os.path.join(d, "c3.gspy")], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, GPUSPY_METRICS_PLUGIN=plugin))
+        check(r.returncode == 1 and len(r.stderr.splitlines()) == 1 and says in r.stderr
+              and not os.path.exists(os.path.join(d, "sock3")), f"plugin {os.path.basename(plugin)}: {r.returncode} {r.stderr.strip()}")
 
     # The process ends: its series leave /metrics after two more scrapes (a server whose workers come
     # and go must not pile up series), the collector's own stay.

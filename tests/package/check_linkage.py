@@ -10,6 +10,9 @@ For each shared object and executable in the unpacked tarball:
     (glibc 2.34 and GCC 11's libstdc++: RHEL 9, Ubuntu 22.04). Building on Debian 12 (glibc 2.36) keeps
     newer symbols out of reach anyway; this catches a call or a static runtime that raises the floor.
     Raise MAX_VERSION only together with the README's "Using gpuspy on a server".
+bin/gpuspy itself needs nothing beyond glibc and the C++ runtime: the `collect --metrics` plugin
+(lib/gpuspy/libgpuspy_metrics.so) and the libraries it needs are dlopen()ed, only for --metrics, and the
+plugin exports only its gpuspy_metrics_* entry points.
 And libgpuspy.so exports nothing that shim/exports.map's `global:` patterns do not name: a preloaded
 library's symbols interpose on the whole process.
 
@@ -61,7 +64,8 @@ def export_patterns(map_path):
 def check_object(path, name, shipped):
     dynamic = output(["readelf", "-d", "-W", path])
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
-    allowed = ALLOWED_NEEDED | set(shipped) | ALLOWED_INDIRECT.get(name, set())
+    # bin/gpuspy loads the shipped libraries by dlopen() only (the metrics plugin, for --metrics).
+    allowed = ALLOWED_NEEDED | (set() if name == "gpuspy" else set(shipped)) | ALLOWED_INDIRECT.get(name, set())
     for lib in needed:
         if lib not in allowed:
             fail(f"{name} needs {lib}, which the target may lack")
@@ -90,7 +94,7 @@ def check_object(path, name, shipped):
     return needed
 
 
-def check_exports(path, patterns):
+def check_exports(path, patterns, name="libgpuspy.so", allowed_by="shim/exports.map"):
     exported = []
     for line in output(["readelf", "--dyn-syms", "-W", path]).splitlines():
         fields = line.split()
@@ -103,8 +107,8 @@ def check_exports(path, patterns):
         symbol = symbol.split("@")[0]
         exported.append(symbol)
         if not any(fnmatch.fnmatchcase(symbol, p) for p in patterns):
-            fail(f"libgpuspy.so exports {symbol}, which shim/exports.map does not allow")
-    if not any(s.startswith("cu") for s in exported):
+            fail(f"{name} exports {symbol}, which {allowed_by} does not allow")
+    if name == "libgpuspy.so" and not any(s.startswith("cu") for s in exported):
         fail("libgpuspy.so exports no cu* symbol: the export list could not be read or the shim is empty")
     return exported
 
@@ -124,7 +128,7 @@ def main():
                 if not os.path.islink(path) and is_elf(path):
                     objects.append(path)
         shipped = {os.path.basename(p) for p in objects}
-        for must in ("gpuspy", "libgpuspy.so", "libunwind.so.8", "libcuda.so.1"):
+        for must in ("gpuspy", "libgpuspy.so", "libunwind.so.8", "libcuda.so.1", "libgpuspy_metrics.so"):
             if must not in shipped:
                 fail(f"the tarball has no {must}")
         for path in sorted(objects):
@@ -134,6 +138,10 @@ def main():
             if name == "libgpuspy.so":
                 exported = check_exports(path, patterns)
                 print(f"check_linkage: libgpuspy.so exports {len(exported)} symbols, all within {exports_map}")
+            if name == "libgpuspy_metrics.so":
+                exported = check_exports(path, ["gpuspy_metrics_*"], name, "the plugin's seam (collector/metrics_plugin.h)")
+                if "gpuspy_metrics_open" not in exported:
+                    fail("libgpuspy_metrics.so does not export gpuspy_metrics_open")
     if failures:
         print(f"check_linkage: {len(failures)} problem(s)", file=sys.stderr)
         return 1

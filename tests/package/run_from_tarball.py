@@ -12,7 +12,14 @@ folder on the simulated driver (`scripts/gpu-check.sh --sim --out OUT`, same cle
 nvcc at /usr/local/cuda/bin) and must pass: the kit a GPU machine gets is proven whole (sources,
 settings, expectations and script).
 
-Usage: run_from_tarball.py TARBALL APP_BINARY APP_SOURCE [--gpu-check-sim OUT]
+With --metrics RING_CLIENT, `gpuspy collect --metrics 127.0.0.1:PORT` runs from the unpacked folder (same
+clean environment: no LD_LIBRARY_PATH) while RING_CLIENT (tests/collector/ring_client, a stand-in for a
+traced process) makes a known number of launches, and /metrics, scraped with curl, must count them;
+LD_DEBUG must show the plugin and every library it needs loaded from the kit's lib/gpuspy/, and none of
+them loaded by the commands without --metrics. With the plugin removed, `collect --metrics` says so in
+one line and exits non-zero.
+
+Usage: run_from_tarball.py TARBALL APP_BINARY APP_SOURCE [--gpu-check-sim OUT] [--metrics RING_CLIENT]
   APP_BINARY  e.g. build/bin/apps/pageable_sync_copies.static (static cudart: needs only libcuda)
   APP_SOURCE  its source, tests/apps/pageable_sync_copies.cu
   OUT         gpu-check's results folder (its summary.md and every run's files)
@@ -21,9 +28,12 @@ import json
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def fail(message):
@@ -70,12 +80,115 @@ def run_gpu_check(kit, out, env):
              f"(its table: {os.path.join(out, 'summary.md')}, every run under {os.path.join(out, 'runs')})")
 
 
+# The plugin and what it needs, as scripts/package.sh bundles them.
+METRICS_LIBS = ("libgpuspy_metrics.so", "libprometheus-cpp-core.so.1.0", "libprometheus-cpp-pull.so.1.0",
+                "libcivetweb.so.1", "libcivetweb-cpp.so.1", "libz.so.1")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def loaded_from(log_dir, prefix):
+    """{library file name: [paths]} of every library the LD_DEBUG logs named PREFIX* say was initialized."""
+    out = {}
+    for n in os.listdir(log_dir):
+        if n.startswith(prefix):
+            for path in re.findall(r"calling init: (\S+)", open(os.path.join(log_dir, n), errors="replace").read()):
+                out.setdefault(os.path.basename(path), []).append(path)
+    return out
+
+
+def run_metrics(kit, ring_client, tmp, env):
+    """`collect --metrics` from the kit, scraped with curl; then the same without the plugin."""
+    gpuspy = os.path.join(kit, "bin", "gpuspy")
+    work = os.path.join(tmp, "metrics")
+    os.mkdir(work)
+    sock = os.path.join(work, "sock")
+    port = free_port()
+    launches = 321
+    err = open(os.path.join(work, "collect.err"), "w")
+    collect_env = dict(env, LD_DEBUG="libs", LD_DEBUG_OUTPUT=os.path.join(work, "ld"))
+    col = subprocess.Popen([gpuspy, "collect", "--socket", sock, "--metrics", f"127.0.0.1:{port}", "-o", "c.gspy"],
+                           cwd=work, env=collect_env, stdout=subprocess.DEVNULL, stderr=err)
+    app = None
+    try:
+        while True:  # the socket file exists from bind(); wait for listen()
+            if col.poll() is not None:
+                fail(f"gpuspy collect --metrics from the tarball ended ({col.returncode}): {open(err.name).read()}")
+            try:
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                c.connect(sock)
+                c.close()
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                time.sleep(0.05)
+        app = subprocess.Popen([ring_client, sock, "--hold", f"tarball_kernel={launches}@0/1000"], env=env,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        app.stdout.readline()
+        url = f"http://127.0.0.1:{port}/metrics"
+        counted = None
+        # The collector analyzes once a second; a generous bound only so that a broken kit cannot hang CI.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            r = subprocess.run(["curl", "-sS", "--max-time", "30", url], capture_output=True, text=True)
+            counted = re.findall(r"^gpuspy_kernel_launches_total\{[^}]*\} (\S+)$", r.stdout, re.M)
+            if counted == [str(launches)]:
+                break
+            time.sleep(0.2)
+        if counted != [str(launches)]:
+            fail(f"/metrics from the tarball's gpuspy counts launches {counted}, the client made {launches}:\n"
+                 f"{r.stdout[-2000:]}{r.stderr[-1000:]}")
+    finally:
+        if app:
+            app.stdin.close()
+            app.wait()
+        col.send_signal(signal.SIGINT)
+        rc = col.wait()
+    if rc != 0:
+        fail(f"gpuspy collect --metrics exit status {rc}: {open(err.name).read()}")
+    libs = loaded_from(work, "ld.")
+    where = os.path.realpath(os.path.join(kit, "lib", "gpuspy"))
+    for lib in METRICS_LIBS:
+        paths = libs.get(lib, [])
+        if not paths:
+            fail(f"collect --metrics never loaded {lib} (LD_DEBUG shows no init of it)")
+        if any(os.path.dirname(os.path.realpath(p)) != where for p in paths):
+            fail(f"collect --metrics loaded {lib} from {sorted(set(paths))}, not from the tarball's {where}")
+
+    # Without the plugin: one line, a non-zero exit, no socket.
+    plugin = os.path.join(kit, "lib", "gpuspy", "libgpuspy_metrics.so")
+    os.rename(plugin, plugin + ".away")
+    try:
+        r = subprocess.run([gpuspy, "collect", "--socket", sock + "2", "--metrics", str(free_port()), "-o", "d.gspy"],
+                           cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    finally:
+        os.rename(plugin + ".away", plugin)
+    if r.returncode == 0 or len(r.stderr.splitlines()) != 1 or "libgpuspy_metrics.so" not in r.stderr \
+            or os.path.exists(sock + "2"):
+        fail(f"collect --metrics without the plugin: exit status {r.returncode}, stderr {r.stderr!r}")
+    return launches
+
+
 def main():
     args = sys.argv[1:]
-    gpu_check_out = None
-    if len(args) == 5 and args[3] == "--gpu-check-sim":
-        gpu_check_out = os.path.abspath(args[4])
-        args = args[:3]
+    gpu_check_out = metrics_client = None
+    for flag in ("--gpu-check-sim", "--metrics"):
+        if flag in args[3:]:
+            i = args.index(flag, 3)
+            if i + 1 >= len(args):
+                print(__doc__, file=sys.stderr)
+                return 2
+            value = os.path.abspath(args[i + 1])
+            if flag == "--metrics":
+                metrics_client = value
+            else:
+                gpu_check_out = value
+            del args[i:i + 2]
     if len(args) != 3:
         print(__doc__, file=sys.stderr)
         return 2
@@ -137,17 +250,23 @@ def main():
             fail("the app never loaded libunwind.so.8 (LD_DEBUG shows no init of it)")
         if any(os.path.realpath(p) != os.path.realpath(bundled) for p in loaded):
             fail(f"libunwind.so.8 was loaded from {sorted(set(loaded))}, not from the tarball's {bundled}")
+        plugin_loaded = sorted(set(loaded_from(tmp, "ld.")) & set(METRICS_LIBS))
+        if plugin_loaded:
+            fail(f"gpuspy record (no --metrics) loaded {plugin_loaded}: only collect --metrics may")
 
         with open(os.path.join(work, "page.html"), errors="replace") as f:
             page = f.read()
         if "<html" not in page.lower() or "touch" not in page:
             fail("gpuspy view wrote no page that names the app's kernel")
 
+        metrics_launches = run_metrics(kit, metrics_client, tmp, env) if metrics_client else None
+
         if gpu_check_out:
             run_gpu_check(kit, gpu_check_out, env)
 
     print(f"run_from_tarball: ok ({iters} HtoD + {iters} DtoH pageable sync copies of {nbytes} bytes, "
           f"{kernels} kernels, {len(sites)} frames in {source_name}, libunwind from the tarball"
+          f"{f', /metrics counted {metrics_launches} launches with the bundled plugin' if metrics_client else ''}"
           f"{', gpu-check --sim passed' if gpu_check_out else ''})")
     return 0
 

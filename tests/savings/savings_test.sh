@@ -2,41 +2,63 @@
 # tests/savings/savings_test.sh: each finding's estimated saving against the saving its recommended fix
 # brings on the simulated GPU. For each bad/fixed pair of savings_pairs, both programs are recorded three
 # times (record --repeat 3) with the simulated driver's trace on; the true saving is taken from the trace,
-# median over the runs: the copies' device time (pageable -> pinned: the driver's modelled durations, the
-# same on a busy machine) or the GPU's idle time between its operations (the other pairs: how much sooner
-# the device work completes). Checked always: the bad program's report has the finding with a saving, and
-# `gpuspy diff bad fixed` shows it resolved; pageable -> pinned's "at most" holds the true saving and is
-# within 2x of it. With GPUSPY_SAVINGS_STRICT=1 (a quiet machine, or a real GPU's): every estimate within 2x
-# of the true saving and every stated bound holding. On a loaded machine the idle-time truths carry the
-# host's scheduling delays, so they are printed, not asserted, by default.
+# median over the runs, as one of:
+#   copies  the copies' device time (the driver's modelled durations: the same on a busy machine);
+#   gaps    the GPU's idle time between its operations (how much sooner the device work completes). The
+#           pairs' GPU work dominates (20 ms kernels against 0.3 ms of host work a step), so the fixed
+#           programs' GPU never waits, even for a host descheduled for milliseconds: the saving is the bad
+#           program's idle time, measured in the same runs the estimate comes from, whatever the load;
+#   calls   the host's time inside the copy calls as the driver saw it (SIMCUDA_TRACE_CALLS): what batching
+#           removes from the host's path (the app's own per-call work outside the driver comes on top).
+# Checked for every pair: the bad program's report has the finding with a saving, `gpuspy diff bad fixed`
+# shows it resolved, every stated bound (at most / at least) holds and the estimate is within 2x of the
+# true saving. Pairs marked strict are asserted only with GPUSPY_SAVINGS_STRICT=1 (a quiet machine), printed
+# otherwise: launch-bound (its saving is the time the host took between launches, load-dependent in the bad
+# and the fixed run alike: with a CPU hog on each core the fixed run's gaps swung the truth from +136 ms to
+# -72 ms). Pairs marked bound have their stated bound asserted always and the 2x only when strict:
+# implicit-sync and sync-memcpy (with a CPU hog at the tests' own priority on each core the bad runs' waits
+# stretched: estimate/true 2.30 and 2.52 in one run, 1.06-1.43 and 0.96-1.40 on a quieter machine).
+# SAVINGS_ONLY='bad-mode ...' runs only those pairs (for debugging).
 # usage: savings_test.sh GPUSPY SAVINGS_PAIRS
 set -uo pipefail
 cli=$1 prog=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$dir"
-export SIMCUDA_KERNEL_NS=step=400000,tiny=2000
+export SIMCUDA_KERNEL_NS=step=20000000,tiny=2000
 fail=0
-for pair in "pageable pinned pageable-memcpy copies" "sync-loop sync-once sync-in-loop gaps" \
-            "tiny graph launch-bound-kernels gaps" "free-loop free-once implicit-sync gaps"; do
+# bad fixed rule truth checked
+for pair in "pageable pinned pageable-memcpy copies always" "sync-loop sync-once sync-in-loop gaps always" \
+            "tiny graph launch-bound-kernels gaps strict" "free-loop free-once implicit-sync gaps bound" \
+            "sync-copy async-copy sync-memcpy gaps bound" "small-copies batched small-transfers calls always"; do
     set -- $pair
+    [ -n "${SAVINGS_ONLY:-}" ] && [[ " $SAVINGS_ONLY " != *" $1 "* ]] && continue
+    calls=0
+    [ "$4" = calls ] && calls=1
     for mode in "$1" "$2"; do
         mkdir -p "trace.$mode"
-        SIMCUDA_TRACE="$dir/trace.$mode/%p.jsonl" "$cli" record --sim --repeat 3 -f -o "$mode.gspy" -- "$prog" "$mode" \
+        SIMCUDA_TRACE_CALLS=$calls SIMCUDA_TRACE="$dir/trace.$mode/%p.jsonl" "$cli" record --sim --repeat 3 -f -o "$mode.gspy" -- "$prog" "$mode" \
             >/dev/null 2>"$mode.err" || { echo "FAIL: record $mode"; cat "$mode.err"; fail=1; continue 2; }
     done
     "$cli" report --format json "$1.gspy" > "$1.json" && "$cli" diff --format json "$1.gspy" "$2.gspy" > "$1.diff.json" ||
         { echo "FAIL: report/diff of $1"; fail=1; continue; }
-    python3 - "$1" "$2" "$3" "$4" "${GPUSPY_SAVINGS_STRICT:-0}" <<'PY' || fail=1
+    python3 - "$1" "$2" "$3" "$4" "$([ "$5" = always ] && echo 1 || echo "${GPUSPY_SAVINGS_STRICT:-0}")" "$([ "$5" = strict ] && echo "${GPUSPY_SAVINGS_STRICT:-0}" || echo 1)" <<'PY' || fail=1
 import glob, json, statistics, sys
 bad, fixed, rule, kind, strict = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "1"
+bound_checked = sys.argv[6] == "1"  # the stated direction (at most / at least)
 
 def truth(mode):
-    """Median over the runs of the copies' device time or of the device's idle time between operations."""
+    """Median over the runs of the copies' device time, the device's idle time between operations or the
+    host's time in copy calls."""
     values = []
     for path in glob.glob(f"trace.{mode}/*.jsonl"):
-        ops = sorted((json.loads(l) for l in open(path) if '"type":"op"' in l), key=lambda o: o["start"])
+        lines = [json.loads(l) for l in open(path)]
+        ops = sorted((o for o in lines if o["type"] == "op"), key=lambda o: o["start"])
         if not ops:
+            continue
+        if kind == "calls":
+            values.append(sum(c["end"] - c["start"] for c in lines
+                              if c["type"] == "call" and c["api"].startswith("cuMemcpy")))
             continue
         if kind == "copies":
             values.append(sum(o["end"] - o["start"] for o in ops if o["op"] == "memcpy"))
@@ -68,10 +90,11 @@ if not errors:
     holds = {"at_most": true <= estimate * 1.05, "at_least": true >= estimate * 0.95}.get(bound, True)
     print(f"{rule:22} {bad:>9} -> {fixed:<9} estimate {bound:8} {estimate / 1e6:9.2f} ms "
           f"[{spread[rule]['min'] / 1e6:.2f}-{spread[rule]['max'] / 1e6:.2f}]  true saving {true / 1e6:9.2f} ms "
-          f"({kind})  estimate/true {ratio:5.2f}  bound {'holds' if holds else 'BROKEN'}")
-    if strict or kind == "copies":
-        if not holds:
-            errors.append(f"{rule}: the estimate says {bound} {estimate / 1e6:.2f} ms, the fix saved {true / 1e6:.2f} ms")
+          f"({kind})  estimate/true {ratio:5.2f}  bound {'holds' if holds else 'BROKEN'}"
+          f"{'' if strict else '  (bound asserted, 2x not)' if bound_checked else '  (not asserted)'}")
+    if bound_checked and not holds:
+        errors.append(f"{rule}: the estimate says {bound} {estimate / 1e6:.2f} ms, the fix saved {true / 1e6:.2f} ms")
+    if strict:
         if not 0.5 <= ratio <= 2:
             errors.append(f"{rule}: estimate {estimate / 1e6:.2f} ms is not within 2x of the saving {true / 1e6:.2f} ms")
 for e in errors:

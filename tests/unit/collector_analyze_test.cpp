@@ -187,6 +187,9 @@ TEST(ApiNames, RuntimeNamesBesideDriverNames)
     EXPECT_EQ(displayName("cuMemcpyHtoDAsync_v2_ptsz"), "cuMemcpyHtoDAsync_v2_ptsz (cudaMemcpyAsync)");
     EXPECT_EQ(displayName("cuMemcpy_ptds"), "cuMemcpy_ptds (cudaMemcpy)");
     EXPECT_EQ(displayName("cuMemsetD32_v2"), "cuMemsetD32_v2");  // no runtime call reaches it
+    EXPECT_EQ(runtimeNameOf("cuArray3DCreate_v2"), "cudaMallocArray / cudaMalloc3DArray");
+    EXPECT_EQ(runtimeNameOf("cuMemcpy3D_v2_ptds"), "cudaMemcpy3D / cudaMemcpy*Array");
+    EXPECT_EQ(runtimeNameOf("cuMemDiscardBatchAsync_ptsz"), "cudaMemDiscardBatchAsync");
     EXPECT_EQ(driverBaseName("cuStreamSynchronize_ptsz"), "cuStreamSynchronize");
     EXPECT_EQ(runtimeNameOf("cuModuleLoadData"), "");
 }
@@ -1045,7 +1048,8 @@ TEST(Findings, SmallTransfers)
     const Finding* f = findingOf(r, "small-transfers");
     ASSERT_TRUE(f);
     EXPECT_EQ(f->count, 100u);
-    EXPECT_EQ(f->estimatedSavingsNs, 99u * 2);  // all but one copy, each its median GPU time
+    // All but one copy, each the longer of its median GPU time (2) and its call's mean host time (3).
+    EXPECT_EQ(f->estimatedSavingsNs, 99u * 3);
     // 63 are not many.
     ProcBuilder few;
     for (int i = 0; i < 63; ++i)
@@ -1054,7 +1058,7 @@ TEST(Findings, SmallTransfers)
 }
 
 // Small synchronous copies on an idle stream have only upper bounds for GPU times: the fixed cost of a
-// copy is then their median host time, and the finding says why.
+// copy is then their mean host time, and the finding says why.
 TEST(Findings, SmallTransfersWithBoundedGpuTimesUseHostTime)
 {
     ProcBuilder b;
@@ -1064,8 +1068,8 @@ TEST(Findings, SmallTransfersWithBoundedGpuTimesUseHostTime)
     const Report r = analyze(b.capture(), {});
     const Finding* f = findingOf(r, "small-transfers");
     ASSERT_TRUE(f);
-    EXPECT_EQ(f->estimatedSavingsNs, 99u * 7);  // all but one copy, each its median host time
-    EXPECT_NE(f->message.find("median host time"), std::string::npos) << f->message;
+    EXPECT_EQ(f->estimatedSavingsNs, 99u * 7);  // all but one copy, each its mean host time
+    EXPECT_NE(f->message.find("mean host time"), std::string::npos) << f->message;
     EXPECT_NE(f->message.find("upper bounds"), std::string::npos) << f->message;
 }
 
@@ -1244,8 +1248,10 @@ TEST(Findings, SyncInLoop)
     ASSERT_TRUE(f);
     EXPECT_EQ(f->count, 20u);
     EXPECT_EQ(f->ns, 20u * 32);
-    // Span of the waits: first begin 10, last end 19*50+42 = 992 -> 982; host work between = 982 - 640.
-    EXPECT_EQ(f->estimatedSavingsNs, 982u - 640);
+    // Span of the waits: first begin 10, last end 19*50+42 = 992 -> 982; host work between = 982 - 640,
+    // and each wait's 2 ns after the GPU was done go too: 982 - 640 + 20 * 2 = 382, no more than the
+    // GPU's idle time from the first wait to the last (10 to 990, its last work's end: 980 - 20 * 30).
+    EXPECT_EQ(f->estimatedSavingsNs, 980u - 20 * 30);
     EXPECT_NE(f->message.find("cuCtxSynchronize (cudaDeviceSynchronize) 20 times from step (app.cu:21)"), std::string::npos);
     ASSERT_EQ(f->callsites.size(), 1u);
     EXPECT_EQ(r.callsites[f->callsites[0]].label, "step (app.cu:21)");
@@ -1276,6 +1282,86 @@ TEST(Findings, ImplicitSyncAllocFreeInHotPath)
     ASSERT_EQ(f->callsites.size(), 2u);
     EXPECT_EQ(r.callsites[f->callsites[0]].label, "loop (app.cu:25)");
     EXPECT_NE(f->message.find("cudaMallocAsync"), std::string::npos);
+}
+
+// A synchronous copy after a long kernel waits for the kernel; with an async copy the host's work
+// overlaps it, which saves no more than that work (tests/savings: sync-copy -> async-copy).
+TEST(Findings, SyncMemcpyOnABusyGpuSavesNoMoreThanTheHostsWork)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    for (uint64_t i = 0, t = 0; i < 10; ++i, t += 1100) {
+        b.launch(1, t, t + 10, t + 10, t + 1010);
+        b.copy("cuMemcpyDtoH_v2", Direction::DtoH, MemKind::Device, MemKind::Pinned, KiB, t + 10, t + 1030, false,
+               t + 1010, t + 1020);
+    }
+    const Report r = analyze(b.capture(), {});
+    const Finding* f = findingOf(r, "sync-memcpy");
+    ASSERT_TRUE(f);
+    // Each copy waited 1010 ns beyond its own 10: 1000 on the busy kernel, 10 after the copy was done.
+    // Between the copies the host worked 80 ns a step (to the next launch's end): 9 * 80.
+    EXPECT_EQ(f->estimatedSavingsNs, 10u * 10 + 9 * 80);
+    EXPECT_NE(f->message.find("waited on a busy GPU"), std::string::npos) << f->message;
+    EXPECT_EQ(f->savingsBound, "estimate");
+}
+
+// A synchronous copy's end is stamped once the host is back: a host descheduled on its way back
+// stretches the copy's span. Each copy's own time is the shortest of its kind; the rest of the stretched
+// span is a wait the GPU spent idle, which the fix removes (tests/savings: sync-copy with CPU hogs).
+TEST(Findings, SyncMemcpyLateEndStampsAreWaits)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    for (uint64_t i = 0, t = 0; i < 10; ++i, t += 2000) {
+        const uint64_t late = i % 2 ? 500 : 0;  // every other copy's host came back 500 ns late
+        b.launch(1, t, t + 10, t + 10, t + 1010);
+        b.copy("cuMemcpyDtoH_v2", Direction::DtoH, MemKind::Device, MemKind::Pinned, KiB, t + 10, t + 1030 + late,
+               false, t + 1010, t + 1020 + late);
+    }
+    const Finding* f = findingOf(analyze(b.capture(), {}), "sync-memcpy");
+    ASSERT_TRUE(f);
+    // Each copy's own time is 10 ns; waits beyond it: 1000 on the kernel, then 10, or 510 for the late
+    // ones: 5 * 10 + 5 * 510 after the GPU was done, plus the host's work between the copies (at most
+    // the 1000 a copy waited on the kernel): 9 steps of 2000 - 1020 - late and launch, over 5 late.
+    const uint64_t hostBetween = (9 * 2000 + 1030 + 500 - 10) - (5 * 1020 + 5 * 1520);
+    EXPECT_EQ(f->estimatedSavingsNs, 5u * 10 + 5 * 510 + hostBetween);
+}
+
+// A free after a long kernel waits for it; allocating once outside the loop lets the host's work
+// overlap the kernel, which saves no more than the GPU's idle time (tests/savings: free-loop -> free-once).
+TEST(Findings, ImplicitSyncOnABusyGpuSavesNoMoreThanItsIdleTime)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    const uint32_t a = b.site("loop", 22), fr = b.site("loop", 25);
+    for (uint64_t i = 0, t = 0; i < 10; ++i, t += 1100) {
+        b.call("cuMemAlloc_v2", Category::Alloc, t, t + 20, 0, a);
+        b.launch(1, t + 20, t + 30, t + 30, t + 1030);
+        b.call("cuMemFree_v2", Category::Alloc, t + 30, t + 1040, wire::kCallImplicitSync, fr);
+    }
+    const Report r = analyze(b.capture(), {});
+    const Finding* f = findingOf(r, "implicit-sync");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->ns, 10u * (20 + 1010));
+    // The GPU idled 100 ns a step (the free's last 10, the allocation, the launch) and 40 before the first
+    // kernel and after the last one (the device's active span is the process's first to last call):
+    // 10940 - 10 * 1000, against 10 * 1030 of calls.
+    EXPECT_EQ(f->estimatedSavingsNs, 10940u - 10 * 1000);
+    EXPECT_EQ(f->savingsBound, "at_most");
+    EXPECT_NE(f->message.find("waited on a busy GPU"), std::string::npos) << f->message;
+}
+
+// Small copies' calls count at their mean host time: the slow ones go with batching too.
+TEST(Findings, SmallTransfersCountTheSlowCalls)
+{
+    ProcBuilder b;
+    for (uint64_t i = 0, t = 0; i < 100; ++i, t += 1000)
+        b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 4 * KiB, t,
+               t + (i == 50 ? 503 : 3), true, t + 600, t + 602);
+    const Finding* f = findingOf(analyze(b.capture(), {}), "small-transfers");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->estimatedSavingsNs, 99u * 8);  // mean host time (99 * 3 + 503) / 100 = 8, over the GPU's 2
+    EXPECT_NE(f->message.find("mean host time"), std::string::npos) << f->message;
 }
 
 TEST(Findings, DroppedRecords)

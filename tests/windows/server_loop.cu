@@ -6,6 +6,11 @@
 //                          10 launches outside every bracket between them
 //   server_loop timed MS   one launch and a 1 ms sleep per iteration for MS milliseconds (--delay, --duration)
 //   server_loop serve MS   the same, until a file named by argv[3] exists or MS pass (ctl start/stop)
+//   server_loop gap        kGapRounds cudaProfilerStart/Stop brackets of kGapLaunches launches on one
+//                          stream; between two brackets, outside both, gap_long on that stream and no
+//                          sync: each bracket after the first opens while the stream still works through
+//                          the dormant gap, and its first launch queues behind gap_long (SIMCUDA_KERNEL_NS
+//                          makes it long)
 #include "../apps/app_common.h"
 
 #include <cuda_profiler_api.h>
@@ -19,6 +24,34 @@
 __global__ void step_kernel(int* x)
 {
     if (threadIdx.x == 0) *x += 1;
+}
+
+__global__ void gap_long(int* x)
+{
+    if (threadIdx.x == 0) *x += 2;
+}
+
+constexpr int kGapRounds = 8;
+constexpr int kGapLaunches = 3;
+
+int gap(int* x)
+{
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    for (int r = 0; r < kGapRounds; ++r) {
+        CK(cudaProfilerStart());
+        for (int i = 0; i < kGapLaunches; ++i) {
+            step_kernel<<<1, 32, 0, s>>>(x);
+            CK_LAUNCH();
+        }
+        CK(cudaStreamSynchronize(s));
+        CK(cudaProfilerStop());
+        gap_long<<<1, 32, 0, s>>>(x);  // dormant: neither timed nor recorded, only counted
+        CK_LAUNCH();
+    }
+    CK(cudaStreamSynchronize(s));
+    CK(cudaStreamDestroy(s));
+    return 0;
 }
 
 void launch(int* x, int n)
@@ -49,6 +82,11 @@ int main(int argc, char** argv)
     if (strcmp(mode, "timed") == 0 || strcmp(mode, "serve") == 0) {
         const long ms = argc > 2 ? atol(argv[2]) : 1000;
         loop(x, ms, argc > 3 ? argv[3] : nullptr);
+        CK(cudaFree(x));
+        return 0;
+    }
+    if (strcmp(mode, "gap") == 0) {
+        gap(x);
         CK(cudaFree(x));
         return 0;
     }

@@ -99,36 +99,65 @@ CUresult peer(const char* api, CUstream h, bool pt, bool async, CUdeviceptr dst,
     return submitCopy(api, h, pt, copyOp(n, d, async, [dp, sp, n] { memmove(dp, sp, n); }));
 }
 
-template <class T>
-const char* basePtr(CUmemorytype type, const T* host, CUdeviceptr dev)
+// One side of a 2D/3D copy: a host or device address with the caller's pitch and height, or a CUDA array
+// (its buffer, with the array's packed pitch and height).
+struct Side {
+    const char* base = nullptr;
+    size_t pitch = 0, height = 0;
+    const SimArray* array = nullptr;
+};
+
+Side sideOf(CUmemorytype type, const void* host, CUdeviceptr dev, CUarray arr, size_t pitch, size_t height)
 {
-    return type == CU_MEMORYTYPE_HOST ? reinterpret_cast<const char*>(host) : reinterpret_cast<const char*>(dev);
+    Side s;
+    if (type == CU_MEMORYTYPE_ARRAY) {
+        s.array = asArray(arr);
+        if (s.array) s.base = s.array->data, s.pitch = s.array->rowBytes, s.height = s.array->height;
+        return s;
+    }
+    s.base = type == CU_MEMORYTYPE_HOST ? static_cast<const char*>(host) : reinterpret_cast<const char*>(dev);
+    s.pitch = pitch;
+    s.height = height;
+    return s;
 }
 
-// One side of a 2D/3D copy: `first` is its first byte, `extent` the bytes from there to its last one.
-bool sideOk(CUmemorytype type, const char* base, const char* first, size_t extent)
+// `first` is the side's first byte, `extent` the bytes from there to its last one.
+bool sideOk(CUmemorytype type, const Side& s, const char* first, size_t extent)
 {
     if (!extent) return true;
-    if (!base) return false;
+    if (!s.base) return false;
+    if (s.array) return first >= s.base && first + extent <= s.base + s.array->bytes();
     return type == CU_MEMORYTYPE_DEVICE ? deviceOk(first, extent) : unifiedOk(first, extent);
+}
+
+// An array is device memory: the other side's pointer decides host or device (as for unified addresses).
+Direction directionOfSides(const Side& dst, const char* dp, const Side& src, const char* sp)
+{
+    if (!dst.array && !src.array) return directionOf(dp, sp);
+    if (dst.array && src.array) return {"DtoD", PtrKind::Device};
+    const PtrKind other = classifyPtr(dst.array ? sp : dp);
+    if (other == PtrKind::Device || other == PtrKind::Managed) return {"DtoD", PtrKind::Device};
+    return {dst.array ? "HtoD" : "DtoH", other};
 }
 
 CUresult copy2D(const char* api, CUstream h, bool pt, bool async, const CUDA_MEMCPY2D* c)
 {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
-    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
     const CUDA_MEMCPY2D p = *c;
-    const char* src = basePtr(p.srcMemoryType, p.srcHost, p.srcDevice) + p.srcY * p.srcPitch + p.srcXInBytes;
-    char* dst = const_cast<char*>(basePtr(p.dstMemoryType, p.dstHost, p.dstDevice)) + p.dstY * p.dstPitch + p.dstXInBytes;
+    const Side ss = sideOf(p.srcMemoryType, p.srcHost, p.srcDevice, p.srcArray, p.srcPitch, 0);
+    const Side ds = sideOf(p.dstMemoryType, p.dstHost, p.dstDevice, p.dstArray, p.dstPitch, 0);
+    if ((p.srcMemoryType == CU_MEMORYTYPE_ARRAY && !ss.array) || (p.dstMemoryType == CU_MEMORYTYPE_ARRAY && !ds.array))
+        return CUDA_ERROR_INVALID_HANDLE;
+    const size_t sPitch = ss.pitch, dPitch = ds.pitch;
+    const char* src = ss.base + p.srcY * sPitch + p.srcXInBytes;
+    char* dst = const_cast<char*>(ds.base) + p.dstY * dPitch + p.dstXInBytes;
     const size_t rows = p.WidthInBytes && p.Height ? p.Height : 0;
-    if (!sideOk(p.srcMemoryType, basePtr(p.srcMemoryType, p.srcHost, p.srcDevice), src,
-                rows ? (rows - 1) * p.srcPitch + p.WidthInBytes : 0) ||
-        !sideOk(p.dstMemoryType, basePtr(p.dstMemoryType, p.dstHost, p.dstDevice), dst,
-                rows ? (rows - 1) * p.dstPitch + p.WidthInBytes : 0))
+    if (!sideOk(p.srcMemoryType, ss, src, rows ? (rows - 1) * sPitch + p.WidthInBytes : 0) ||
+        !sideOk(p.dstMemoryType, ds, dst, rows ? (rows - 1) * dPitch + p.WidthInBytes : 0))
         return CUDA_ERROR_INVALID_VALUE;
-    const Direction d = directionOf(dst, src);
-    return submitCopy(api, h, pt, copyOp(p.WidthInBytes * p.Height, d, async, [p, src, dst] {
-        for (size_t y = 0; y < p.Height; ++y) memmove(dst + y * p.dstPitch, src + y * p.srcPitch, p.WidthInBytes);
+    const Direction d = directionOfSides(ds, dst, ss, src);
+    return submitCopy(api, h, pt, copyOp(p.WidthInBytes * p.Height, d, async, [p, src, dst, sPitch, dPitch] {
+        for (size_t y = 0; y < p.Height; ++y) memmove(dst + y * dPitch, src + y * sPitch, p.WidthInBytes);
     }));
 }
 
@@ -137,25 +166,25 @@ template <class T>
 CUresult copy3DOp(const T* c, bool async, Op* out)
 {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
-    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
     const T p = *c;
-    const size_t srcSlice = p.srcPitch * (p.srcHeight ? p.srcHeight : p.Height);
-    const size_t dstSlice = p.dstPitch * (p.dstHeight ? p.dstHeight : p.Height);
-    const char* src = basePtr(p.srcMemoryType, p.srcHost, p.srcDevice) + p.srcZ * srcSlice + p.srcY * p.srcPitch + p.srcXInBytes;
-    char* dst = const_cast<char*>(basePtr(p.dstMemoryType, p.dstHost, p.dstDevice)) + p.dstZ * dstSlice +
-                p.dstY * p.dstPitch + p.dstXInBytes;
+    const Side ss = sideOf(p.srcMemoryType, p.srcHost, p.srcDevice, p.srcArray, p.srcPitch, p.srcHeight ? p.srcHeight : p.Height);
+    const Side ds = sideOf(p.dstMemoryType, p.dstHost, p.dstDevice, p.dstArray, p.dstPitch, p.dstHeight ? p.dstHeight : p.Height);
+    if ((p.srcMemoryType == CU_MEMORYTYPE_ARRAY && !ss.array) || (p.dstMemoryType == CU_MEMORYTYPE_ARRAY && !ds.array))
+        return CUDA_ERROR_INVALID_HANDLE;
+    const size_t sPitch = ss.pitch, dPitch = ds.pitch;
+    const size_t srcSlice = sPitch * ss.height, dstSlice = dPitch * ds.height;
+    const char* src = ss.base + p.srcZ * srcSlice + p.srcY * sPitch + p.srcXInBytes;
+    char* dst = const_cast<char*>(ds.base) + p.dstZ * dstSlice + p.dstY * dPitch + p.dstXInBytes;
     const size_t depth = p.Depth ? p.Depth : 1;
     const bool any = p.WidthInBytes && p.Height;
-    if (!sideOk(p.srcMemoryType, basePtr(p.srcMemoryType, p.srcHost, p.srcDevice), src,
-                any ? (depth - 1) * srcSlice + (p.Height - 1) * p.srcPitch + p.WidthInBytes : 0) ||
-        !sideOk(p.dstMemoryType, basePtr(p.dstMemoryType, p.dstHost, p.dstDevice), dst,
-                any ? (depth - 1) * dstSlice + (p.Height - 1) * p.dstPitch + p.WidthInBytes : 0))
+    if (!sideOk(p.srcMemoryType, ss, src, any ? (depth - 1) * srcSlice + (p.Height - 1) * sPitch + p.WidthInBytes : 0) ||
+        !sideOk(p.dstMemoryType, ds, dst, any ? (depth - 1) * dstSlice + (p.Height - 1) * dPitch + p.WidthInBytes : 0))
         return CUDA_ERROR_INVALID_VALUE;
-    const Direction d = directionOf(dst, src);
-    *out = copyOp(p.WidthInBytes * p.Height * depth, d, async, [p, src, dst, srcSlice, dstSlice, depth] {
+    const Direction d = directionOfSides(ds, dst, ss, src);
+    *out = copyOp(p.WidthInBytes * p.Height * depth, d, async, [p, src, dst, sPitch, dPitch, srcSlice, dstSlice, depth] {
         for (size_t z = 0; z < depth; ++z)
             for (size_t y = 0; y < p.Height; ++y)
-                memmove(dst + z * dstSlice + y * p.dstPitch, src + z * srcSlice + y * p.srcPitch, p.WidthInBytes);
+                memmove(dst + z * dstSlice + y * dPitch, src + z * srcSlice + y * sPitch, p.WidthInBytes);
     });
     return CUDA_SUCCESS;
 }
@@ -166,6 +195,49 @@ CUresult copy3D(const char* api, CUstream h, bool pt, bool async, const T* c)
     Op op;
     if (CUresult rc = copy3DOp(c, async, &op)) return rc;
     return submitCopy(api, h, pt, std::move(op));
+}
+
+// The linear array copies (HtoA, AtoH, DtoA, AtoD, AtoA): byte offsets into an array's packed buffer; the
+// array side is device memory, the other side's kind decides pinned/pageable (a device pointer given as host
+// memory is mapped pinned memory, as for cuMemcpyHtoD).
+CUresult arrayBytes(CUarray h, size_t offset, size_t n, char** out)
+{
+    SimArray* a = asArray(h);
+    if (!a) return CUDA_ERROR_INVALID_HANDLE;
+    if (offset > a->bytes() || n > a->bytes() - offset) return CUDA_ERROR_INVALID_VALUE;
+    *out = a->data + offset;
+    return CUDA_SUCCESS;
+}
+
+PtrKind hostKind(const void* p)
+{
+    const PtrKind k = classifyPtr(p);
+    return k == PtrKind::Device ? PtrKind::Pinned : k;
+}
+
+CUresult arrayCopy(const char* api, CUstream h, bool pt, bool async, CUarray dstArray, size_t dstOffset, void* dstPtr,
+                   CUarray srcArray, size_t srcOffset, const void* srcPtr, size_t n, bool deviceOther)
+{
+    char* dst = static_cast<char*>(dstPtr);
+    const char* src = static_cast<const char*>(srcPtr);
+    if (dstArray) {
+        char* p = nullptr;
+        if (CUresult rc = arrayBytes(dstArray, dstOffset, n, &p)) return rc;
+        dst = p;
+    }
+    if (srcArray) {
+        char* p = nullptr;
+        if (CUresult rc = arrayBytes(srcArray, srcOffset, n, &p)) return rc;
+        src = p;
+    }
+    if ((!dst || !src) && n) return CUDA_ERROR_INVALID_VALUE;
+    Direction d{"DtoD", PtrKind::Device};
+    if (!dstArray || !srcArray) {
+        const void* other = dstArray ? static_cast<const void*>(src) : dst;
+        if (deviceOther ? !deviceOk(other, n) : !unifiedOk(other, n)) return CUDA_ERROR_INVALID_VALUE;
+        if (!deviceOther) d = {dstArray ? "HtoD" : "DtoH", hostKind(other)};
+    }
+    return submitCopy(api, h, pt, copyOp(n, d, async, [dst, src, n] { memmove(dst, src, n); }));
 }
 
 CUresult batch(const char* api, CUstream h, bool pt, CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
@@ -284,6 +356,21 @@ SIM_PAIR(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D* c, C
          copy3D(scope.name(), h, pt, true, c))
 SIM_PAIR(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz, (const CUDA_MEMCPY3D_PEER* c, CUstream h),
          copy3D(scope.name(), h, pt, true, c))
+// ---- CUDA arrays (linear offsets into the array; 2D/3D copies with CU_MEMORYTYPE_ARRAY sides are above)
+SIM_PAIR(cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds, (CUarray dst, size_t off, const void* src, size_t n),
+         arrayCopy(scope.name(), nullptr, pt, false, dst, off, nullptr, nullptr, 0, src, n, false))
+SIM_PAIR(cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds, (void* dst, CUarray src, size_t off, size_t n),
+         arrayCopy(scope.name(), nullptr, pt, false, nullptr, 0, dst, src, off, nullptr, n, false))
+SIM_PAIR(cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds, (CUarray dst, size_t off, CUdeviceptr src, size_t n),
+         arrayCopy(scope.name(), nullptr, pt, false, dst, off, nullptr, nullptr, 0, cvp(src), n, true))
+SIM_PAIR(cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds, (CUdeviceptr dst, CUarray src, size_t off, size_t n),
+         arrayCopy(scope.name(), nullptr, pt, false, nullptr, 0, vp(dst), src, off, nullptr, n, true))
+SIM_PAIR(cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds, (CUarray dst, size_t doff, CUarray src, size_t soff, size_t n),
+         arrayCopy(scope.name(), nullptr, pt, false, dst, doff, nullptr, src, soff, nullptr, n, true))
+SIM_PAIR(cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz, (CUarray dst, size_t off, const void* src, size_t n, CUstream h),
+         arrayCopy(scope.name(), h, pt, true, dst, off, nullptr, nullptr, 0, src, n, false))
+SIM_PAIR(cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz, (void* dst, CUarray src, size_t off, size_t n, CUstream h),
+         arrayCopy(scope.name(), h, pt, true, nullptr, 0, dst, src, off, nullptr, n, false))
 // 12080 ABI (with failIdx) and 13000 ABI (without)
 SIM_PAIR(cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz,
          (CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes*, size_t*, size_t,

@@ -219,6 +219,19 @@ int deviceAttribute(CUdevice_attribute a, int ordinal)
     }
 }
 
+// Green contexts (green_ctx.cpp) are backed by an ordinary context of their own, destroyed as cuCtxDestroy
+// destroys one, without its wait: cuda.h does not say that cuGreenCtxDestroy waits for the work (cuCtxDestroy's
+// does), and the work already queued completes on the timeline regardless.
+Context* newBackingContext(int dev) { return newContext(dev, 0, false); }
+
+void destroyBackingContext(Context* ctx)
+{
+    Lock g(bigLock());
+    if (t_current == ctx) t_current = nullptr;
+    ctx->destroyed.store(true, std::memory_order_release);
+    retireHandle(ctx);
+}
+
 }  // namespace simcuda
 
 using namespace simcuda;

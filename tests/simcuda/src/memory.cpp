@@ -428,6 +428,36 @@ SIM_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr, size_t, CUmemLocatio
     return scope.ret(streamStatus(h, true));
 }
 
+// Discards (CUDA 13): managed ranges only (this driver reports no pageable memory access), flags zero, not
+// the legacy NULL stream. Like prefetches they queue no traced device op: the bytes stay where they are
+// (discarded contents are undefined, so keeping them is allowed).
+static CUresult discardBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned long long flags, CUstream h, bool pt)
+{
+    if (!dptrs || !sizes || !count || flags) return CUDA_ERROR_INVALID_VALUE;
+    if (h == CU_STREAM_LEGACY || (!h && !pt)) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; ++i) {
+        Range r;
+        if (!sizes[i] || !findRange(dptrs[i], nullptr, &r) || r.kind != MemKind::Managed || !rangeCovers(dptrs[i], sizes[i]))
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    return streamStatus(h, pt);
+}
+
+static CUresult discardAndPrefetchBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* locs, size_t* locIdxs,
+                                 size_t numLocs, unsigned long long flags, CUstream h, bool pt)
+{
+    if (!locs || !locIdxs || !numLocs || numLocs > count || locIdxs[0] != 0) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 1; i < numLocs; ++i)
+        if (locIdxs[i] <= locIdxs[i - 1] || locIdxs[i] >= count) return CUDA_ERROR_INVALID_VALUE;
+    return discardBatch(dptrs, sizes, count, flags, h, pt);
+}
+
+SIM_PAIR(cuMemDiscardBatchAsync, cuMemDiscardBatchAsync_ptsz,
+         (CUdeviceptr* d, size_t* sz, size_t n, unsigned long long f, CUstream h), discardBatch(d, sz, n, f, h, pt))
+SIM_PAIR(cuMemDiscardAndPrefetchBatchAsync, cuMemDiscardAndPrefetchBatchAsync_ptsz,
+         (CUdeviceptr* d, size_t* sz, size_t n, CUmemLocation* l, size_t* li, size_t nl, unsigned long long f, CUstream h),
+         discardAndPrefetchBatch(d, sz, n, l, li, nl, f, h, pt))
+
 SIM_EXPORT CUresult cuMemAdvise(CUdeviceptr, size_t, CUmem_advise, CUdevice)
 {
     SIM_API(cuMemAdvise);

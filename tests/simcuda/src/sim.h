@@ -165,7 +165,8 @@ unsigned forkGeneration();  // changes in a forked child: thread-local caches co
 void traceAfterFork();      // trace.cpp
 
 // Every handle given out is registered; lookups take no lock. Objects are never freed.
-enum class HandleKind : uint8_t { Context = 1, Stream, Event, Library, Kernel, Graph, GraphExec, GraphNode, Pool, Phys };
+enum class HandleKind : uint8_t { Context = 1, Stream, Event, Library, Kernel, Graph, GraphExec, GraphNode, Pool, Phys,
+                                  Array, Mipmap, GreenCtx, ResourceDesc };
 enum class HandleState { Unknown, Live, Destroyed };
 void registerHandle(const void* p, HandleKind kind);
 void retireHandle(const void* p);  // destroyed: recognised, but no longer usable
@@ -236,6 +237,9 @@ Context* currentContext();
 CUresult noContextError();
 Context* primaryContext(int ordinal);  // creates it on first use
 Context* asContext(CUcontext c);       // a live context, or nullptr
+// A green context's own context (green_ctx.cpp); destroyed like cuCtxDestroy, without waiting for its work.
+Context* newBackingContext(int dev);
+void destroyBackingContext(Context* ctx);
 CUresult contextError(CUcontext c);    // why asContext(c) failed: CONTEXT_IS_DESTROYED or INVALID_CONTEXT
 pid_t threadId();
 pid_t processId();
@@ -327,6 +331,15 @@ struct Range {
 bool findRange(uintptr_t p, uintptr_t* base, Range* out);
 bool rangeCovers(uintptr_t p, size_t n);  // every byte of [p, p + n) lies in known ranges; never for p == 0
 CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags = 0);
+
+// ---- CUDA arrays (arrays.cpp): host memory of the descriptor's size, rows packed (pitch = width x element)
+struct SimArray {
+    CUDA_ARRAY3D_DESCRIPTOR desc{};
+    size_t rowBytes = 0, height = 1, depth = 1;  // height and depth at least 1 (1D, 2D arrays)
+    char* data = nullptr;                        // freed by cuArrayDestroy; the handle stays recognisable
+    size_t bytes() const { return rowBytes * height * depth; }
+};
+SimArray* asArray(CUarray a);  // a live array, or nullptr
 
 // Which side of a copy a pointer lives on, for direction, bandwidth and the trace's host_mem.
 enum class PtrKind { Pageable, Pinned, Managed, Device };

@@ -1195,3 +1195,275 @@ TEST(Fork, ForksWhileOtherThreadsUseTheDriver)
 }
 
 }  // namespace
+
+// ---- CUDA arrays (i16arr): host memory of the descriptor's size behind an opaque handle; every copy to,
+// from or between arrays moves real bytes and is traced as a copy with the array as device memory.
+TEST(Arrays, CreateCopyAndDestroy)
+{
+    Fixture fx;
+    constexpr size_t kW = 64, kH = 8, kBytes = kW * kH * sizeof(float);
+    CUDA_ARRAY_DESCRIPTOR d{};
+    d.Width = kW;
+    d.Height = kH;
+    d.Format = CU_AD_FORMAT_FLOAT;
+    d.NumChannels = 1;
+    CUarray a = nullptr, b = nullptr;
+    ASSERT_EQ(FN(cuArrayCreate_v2)(&a, &d), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuArrayCreate_v2)(&b, &d), CUDA_SUCCESS);
+    CUDA_ARRAY3D_DESCRIPTOR d3{};
+    ASSERT_EQ(FN(cuArray3DGetDescriptor_v2)(&d3, a), CUDA_SUCCESS);
+    EXPECT_EQ(d3.Width, kW);
+    EXPECT_EQ(d3.Height, kH);
+    EXPECT_EQ(d3.Depth, 0u);
+    EXPECT_EQ(d3.Format, CU_AD_FORMAT_FLOAT);
+    EXPECT_EQ(proc("cuArray3DCreate", 13000), sym("cuArray3DCreate_v2"));
+    EXPECT_EQ(proc("cuMemcpyHtoA", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), sym("cuMemcpyHtoA_v2_ptds"));
+    EXPECT_EQ(proc("cuMemcpyAtoHAsync", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+              sym("cuMemcpyAtoHAsync_v2_ptsz"));
+
+    std::vector<unsigned char> in(kBytes), out(kBytes, 0);
+    for (size_t i = 0; i < kBytes; ++i) in[i] = static_cast<unsigned char>(i * 7);
+    CUdeviceptr dev;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&dev, kBytes), CUDA_SUCCESS);
+    const unsigned long long legacy = fx.streamId(nullptr);
+    const size_t before = opsOn(legacy).size();
+    ASSERT_EQ(FN(cuMemcpyHtoA_v2)(a, 0, in.data(), kBytes), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemcpyAtoA_v2)(b, 0, a, 0, kBytes), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemcpyAtoD_v2)(dev, b, 0, kBytes), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemcpyDtoA_v2)(a, kBytes / 2, dev + kBytes / 2, kBytes / 2), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemcpyAtoH_v2)(out.data(), a, 0, kBytes), CUDA_SUCCESS);
+    EXPECT_EQ(in, out) << "the bytes went through both arrays and device memory";
+
+    const auto ops = opsOn(legacy);
+    ASSERT_EQ(ops.size(), before + 5);
+    const char* dirs[] = {"HtoD", "DtoD", "DtoD", "DtoD", "DtoH"};
+    const char* mems[] = {"pageable", "device", "device", "device", "pageable"};
+    const size_t bytes[] = {kBytes, kBytes, kBytes, kBytes / 2, kBytes};
+    for (size_t i = 0; i < 5; ++i) {
+        const json& op = ops[before + i];
+        EXPECT_EQ(op["op"], "memcpy");
+        EXPECT_EQ(op["dir"], dirs[i]) << i;
+        EXPECT_EQ(op["host_mem"], mems[i]) << i;
+        EXPECT_EQ(op["bytes"], bytes[i]) << i;
+        EXPECT_EQ(op["sync"], true) << i;
+    }
+    EXPECT_EQ(waitsFor("cuMemcpyAtoH_v2").back()["reason"], "sync_copy");
+
+    // Async forms with pinned memory do not block.
+    void* pinned;
+    ASSERT_EQ(FN(cuMemAllocHost_v2)(&pinned, kBytes), CUDA_SUCCESS);
+    CUstream s;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemcpyHtoAAsync_v2)(b, 0, pinned, kBytes, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemcpyAtoHAsync_v2)(pinned, b, 0, kBytes, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamSynchronize)(s), CUDA_SUCCESS);
+    const auto async = opsOn(fx.streamId(s));
+    ASSERT_EQ(async.size(), 2u);
+    EXPECT_EQ(async[0]["dir"], "HtoD");
+    EXPECT_EQ(async[1]["dir"], "DtoH");
+    for (const json& op : async) {
+        EXPECT_EQ(op["host_mem"], "pinned");
+        EXPECT_EQ(op["sync"], false);
+    }
+
+    // A 2D copy into an array at an offset: the array's rows are packed (pitch = width x element).
+    std::vector<unsigned char> row(8, 0xab);
+    CUDA_MEMCPY2D c{};
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c.srcHost = row.data();
+    c.srcPitch = 4;
+    c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    c.dstArray = a;
+    c.dstXInBytes = 8;
+    c.dstY = 3;
+    c.WidthInBytes = 4;
+    c.Height = 2;
+    ASSERT_EQ(FN(cuMemcpy2D_v2)(&c), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemcpyAtoH_v2)(out.data(), a, 0, kBytes), CUDA_SUCCESS);
+    const size_t pitch = kW * sizeof(float);
+    EXPECT_EQ(out[3 * pitch + 8], 0xab);
+    EXPECT_EQ(out[4 * pitch + 11], 0xab);
+    EXPECT_EQ(out[3 * pitch + 12], in[3 * pitch + 12]) << "nothing past the copied width";
+    EXPECT_EQ(opsOn(legacy).back()["dir"], "DtoH");
+    c.dstY = kH - 1;  // the second row would lie past the array
+    EXPECT_EQ(FN(cuMemcpy2D_v2)(&c), CUDA_ERROR_INVALID_VALUE);
+
+    // Bad input: overruns, wild and destroyed handles, unsupported layouts.
+    EXPECT_EQ(FN(cuMemcpyHtoA_v2)(a, kBytes - 4, in.data(), 8), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(FN(cuMemcpyAtoH_v2)(out.data(), reinterpret_cast<CUarray>(out.data()), 0, 8), CUDA_ERROR_INVALID_HANDLE);
+    d.NumChannels = 3;
+    CUarray bad = nullptr;
+    EXPECT_EQ(FN(cuArrayCreate_v2)(&bad, &d), CUDA_ERROR_INVALID_VALUE);
+    ASSERT_EQ(FN(cuArrayDestroy)(b), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuArrayDestroy)(b), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(FN(cuMemcpyAtoA_v2)(a, 0, b, 0, 4), CUDA_ERROR_INVALID_HANDLE);
+    ASSERT_EQ(FN(cuArrayDestroy)(a), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamDestroy_v2)(s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemFreeHost)(pinned), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemFree_v2)(dev), CUDA_SUCCESS);
+}
+
+TEST(Arrays, ThreeDimensionalAndMipmapped)
+{
+    Fixture fx;
+    CUDA_ARRAY3D_DESCRIPTOR d{};
+    d.Width = 16;
+    d.Height = 4;
+    d.Depth = 3;
+    d.Format = CU_AD_FORMAT_UNSIGNED_INT16;
+    d.NumChannels = 2;
+    CUarray v = nullptr;
+    ASSERT_EQ(FN(cuArray3DCreate_v2)(&v, &d), CUDA_SUCCESS);
+    constexpr size_t kRow = 16 * 2 * 2, kBytes = kRow * 4 * 3;
+    std::vector<unsigned char> in(kBytes), out(kBytes, 0);
+    for (size_t i = 0; i < kBytes; ++i) in[i] = static_cast<unsigned char>(i);
+    CUDA_MEMCPY3D c{};
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c.srcHost = in.data();
+    c.srcPitch = kRow;
+    c.srcHeight = 4;
+    c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    c.dstArray = v;
+    c.WidthInBytes = kRow;
+    c.Height = 4;
+    c.Depth = 3;
+    ASSERT_EQ(FN(cuMemcpy3D_v2)(&c), CUDA_SUCCESS);
+    EXPECT_EQ(opsOn(fx.streamId(nullptr)).back()["dir"], "HtoD");
+    CUDA_MEMCPY3D back{};
+    back.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    back.srcArray = v;
+    back.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+    back.dstDevice = reinterpret_cast<CUdeviceptr>(out.data());  // unified addressing: the pointer says host
+    back.dstPitch = kRow;
+    back.dstHeight = 4;
+    back.WidthInBytes = kRow;
+    back.Height = 4;
+    back.Depth = 3;
+    ASSERT_EQ(FN(cuMemcpy3D_v2)(&back), CUDA_SUCCESS);
+    EXPECT_EQ(in, out);
+    const json last = opsOn(fx.streamId(nullptr)).back();
+    EXPECT_EQ(last["dir"], "DtoH");
+    EXPECT_EQ(last["bytes"], kBytes);
+    back.Depth = 4;  // one slice too many
+    EXPECT_EQ(FN(cuMemcpy3D_v2)(&back), CUDA_ERROR_INVALID_VALUE);
+    ASSERT_EQ(FN(cuArrayDestroy)(v), CUDA_SUCCESS);
+
+    CUmipmappedArray m = nullptr;
+    d.Depth = 0;
+    ASSERT_EQ(FN(cuMipmappedArrayCreate)(&m, &d, 3), CUDA_SUCCESS);
+    CUarray level = nullptr;
+    ASSERT_EQ(FN(cuMipmappedArrayGetLevel)(&level, m, 2), CUDA_SUCCESS);
+    CUDA_ARRAY3D_DESCRIPTOR ld{};
+    ASSERT_EQ(FN(cuArray3DGetDescriptor_v2)(&ld, level), CUDA_SUCCESS);
+    EXPECT_EQ(ld.Width, 4u);
+    EXPECT_EQ(ld.Height, 1u);
+    EXPECT_EQ(FN(cuMipmappedArrayGetLevel)(&level, m, 3), CUDA_ERROR_INVALID_VALUE);
+    ASSERT_EQ(FN(cuMipmappedArrayDestroy)(m), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuArray3DGetDescriptor_v2)(&ld, level), CUDA_ERROR_INVALID_HANDLE) << "levels go with their mipmap";
+}
+
+// Discards (CUDA 13): managed ranges on a stream other than the legacy NULL stream; no device op is traced.
+TEST(Arrays, DiscardBatches)
+{
+    Fixture fx;
+    CUdeviceptr m, dev;
+    ASSERT_EQ(FN(cuMemAllocManaged)(&m, 1 << 16, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&dev, 1 << 16), CUDA_SUCCESS);
+    CUstream s;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr ptrs[2] = {m, m + (1 << 15)};
+    size_t sizes[2] = {1 << 15, 1 << 15};
+    EXPECT_EQ(proc("cuMemDiscardBatchAsync", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+              sym("cuMemDiscardBatchAsync_ptsz"));
+    EXPECT_EQ(FN(cuMemDiscardBatchAsync)(ptrs, sizes, 2, 0, s), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuMemDiscardBatchAsync_ptsz)(ptrs, sizes, 2, 0, nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuMemDiscardBatchAsync)(ptrs, sizes, 2, 0, nullptr), CUDA_ERROR_INVALID_VALUE) << "legacy NULL stream";
+    EXPECT_EQ(FN(cuMemDiscardBatchAsync)(ptrs, sizes, 2, 1, s), CUDA_ERROR_INVALID_VALUE) << "flags must be 0";
+    CUdeviceptr notManaged[1] = {dev};
+    EXPECT_EQ(FN(cuMemDiscardBatchAsync)(notManaged, sizes, 1, 0, s), CUDA_ERROR_INVALID_VALUE);
+    CUmemLocation loc{};
+    loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    size_t idx[1] = {0};
+    EXPECT_EQ(FN(cuMemDiscardAndPrefetchBatchAsync)(ptrs, sizes, 2, &loc, idx, 1, 0, s), CUDA_SUCCESS);
+    idx[0] = 1;
+    EXPECT_EQ(FN(cuMemDiscardAndPrefetchBatchAsync)(ptrs, sizes, 2, &loc, idx, 1, 0, s), CUDA_ERROR_INVALID_VALUE)
+        << "the first location applies from operation 0";
+    EXPECT_TRUE(opsOn(fx.streamId(s)).empty());
+    ASSERT_EQ(FN(cuStreamDestroy_v2)(s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemFree_v2)(m), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemFree_v2)(dev), CUDA_SUCCESS);
+}
+
+// ---- green contexts (i16arr): an SM partition, its context and streams; an event recorded on the green
+// context completes after all of its work, and waiting on one holds back every stream of it.
+TEST(GreenCtx, PartitionStreamsAndEvents)
+{
+    Fixture fx;
+    CUdevResource all{}, parts[32], rest{};
+    ASSERT_EQ(FN(cuDeviceGetDevResource)(0, &all, CU_DEV_RESOURCE_TYPE_SM), CUDA_SUCCESS);
+    EXPECT_EQ(all.type, CU_DEV_RESOURCE_TYPE_SM);
+    EXPECT_EQ(all.sm.smCount, 132u);
+    EXPECT_EQ(all.sm.minSmPartitionSize, 8u);
+    unsigned groups = 0;
+    ASSERT_EQ(FN(cuDevSmResourceSplitByCount)(nullptr, &groups, &all, nullptr, 0, 20), CUDA_SUCCESS);
+    EXPECT_EQ(groups, 132u / 24) << "20 SMs round up to a multiple of 8";
+    groups = 2;
+    ASSERT_EQ(FN(cuDevSmResourceSplitByCount)(parts, &groups, &all, &rest, 0, 16), CUDA_SUCCESS);
+    EXPECT_EQ(groups, 2u);
+    EXPECT_EQ(parts[0].sm.smCount, 16u);
+    EXPECT_EQ(rest.sm.smCount, 132u - 32u);
+    EXPECT_EQ(FN(cuDevSmResourceSplitByCount)(parts, &groups, &all, nullptr, 0, 200), CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION);
+    CUdevResourceDesc desc = nullptr;
+    ASSERT_EQ(FN(cuDevResourceGenerateDesc)(&desc, parts, 1), CUDA_SUCCESS);
+    CUgreenCtx green = nullptr;
+    EXPECT_EQ(FN(cuGreenCtxCreate)(&green, desc, 0, 0), CUDA_ERROR_INVALID_VALUE) << "CU_GREEN_CTX_DEFAULT_STREAM is required";
+    ASSERT_EQ(FN(cuGreenCtxCreate)(&green, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_SUCCESS);
+    EXPECT_EQ(proc("cuGreenCtxCreate", 13000), sym("cuGreenCtxCreate"));
+    CUdevResource mine{};
+    ASSERT_EQ(FN(cuGreenCtxGetDevResource)(green, &mine, CU_DEV_RESOURCE_TYPE_SM), CUDA_SUCCESS);
+    EXPECT_EQ(mine.sm.smCount, 16u);
+    CUcontext ctx = nullptr;
+    ASSERT_EQ(FN(cuCtxFromGreenCtx)(&ctx, green), CUDA_SUCCESS);
+    EXPECT_NE(ctx, fx.ctx);
+    ASSERT_EQ(FN(cuCtxGetDevResource)(ctx, &mine, CU_DEV_RESOURCE_TYPE_SM), CUDA_SUCCESS);
+    EXPECT_EQ(mine.sm.smCount, 16u);
+
+    CUstream gs = nullptr;
+    EXPECT_EQ(FN(cuGreenCtxStreamCreate)(&gs, green, 0, 0), CUDA_ERROR_INVALID_VALUE) << "CU_STREAM_NON_BLOCKING is required";
+    ASSERT_EQ(FN(cuGreenCtxStreamCreate)(&gs, green, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+    CUcontext streamCtx = nullptr;
+    ASSERT_EQ(FN(cuStreamGetCtx)(gs, &streamCtx), CUDA_SUCCESS);
+    EXPECT_EQ(streamCtx, ctx);
+    CUgreenCtx back = nullptr;
+    ASSERT_EQ(FN(cuStreamGetGreenCtx)(gs, &back), CUDA_SUCCESS);
+    EXPECT_EQ(back, green);
+
+    // A 2 ms kernel on the green stream: the event recorded on the green context completes after it, and a
+    // green-context wait on an event holds back its streams' next work.
+    CUevent done, later;
+    ASSERT_EQ(FN(cuEventCreate)(&done, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventCreate)(&later, 0), CUDA_SUCCESS);
+    ASSERT_EQ(fx.launch(fx.kernel("slow2ms"), gs), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGreenCtxRecordEvent)(green, done), CUDA_SUCCESS);
+    const auto kernelOp = opsOn(fx.streamId(gs)).back();
+    CUstream other = nullptr;
+    ASSERT_EQ(FN(cuGreenCtxStreamCreate)(&other, green, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGreenCtxWaitEvent)(green, done), CUDA_SUCCESS);
+    ASSERT_EQ(fx.launch(fx.kernel("ten_us"), other), CUDA_SUCCESS);
+    const auto next = opsOn(fx.streamId(other)).back();
+    EXPECT_GE(next["start"].get<int64_t>(), kernelOp["end"].get<int64_t>()) << "the other green stream waited for the event";
+    ASSERT_EQ(FN(cuEventSynchronize)(done), CUDA_SUCCESS);
+    float ms = 0;
+    ASSERT_EQ(FN(cuEventRecord)(later, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventSynchronize)(later), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuEventElapsedTime)(&ms, done, later), CUDA_SUCCESS);
+
+    EXPECT_EQ(FN(cuGreenCtxRecordEvent)(reinterpret_cast<CUgreenCtx>(&ms), done), CUDA_ERROR_INVALID_HANDLE);
+    ASSERT_EQ(FN(cuStreamDestroy_v2)(gs), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamDestroy_v2)(other), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGreenCtxDestroy)(green), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuGreenCtxDestroy)(green), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(FN(cuCtxFromGreenCtx)(&ctx, green), CUDA_ERROR_INVALID_HANDLE);
+    ASSERT_EQ(FN(cuEventDestroy_v2)(done), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventDestroy_v2)(later), CUDA_SUCCESS);
+}
