@@ -147,13 +147,18 @@ CUresult addChildGraphNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
 }
 
 std::mutex g_nodesLock;
-std::unordered_map<CUgraphNode, uint64_t> g_nodeSeq;  // never shrinks: graph nodes are few
+// Node handle -> the call that added it. Bounded: a server that builds graphs node by node for every
+// request for days must not grow it without end; past the bound it starts again (a parameter change
+// on a node added before that is then not tied to its node: counted under the node's old kernel).
+std::unordered_map<CUgraphNode, uint64_t> g_nodeSeq;
+constexpr size_t kMaxNodes = 1u << 16;
 
 }  // namespace
 
 void noteGraphNode(CUgraphNode node, uint64_t seq)
 {
     std::lock_guard<std::mutex> g(g_nodesLock);
+    if (g_nodeSeq.size() >= kMaxNodes) g_nodeSeq.clear();
     g_nodeSeq[node] = seq;
 }
 
