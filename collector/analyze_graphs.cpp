@@ -78,6 +78,13 @@ void addChildNodes(GraphBook& book, uint64_t graph, std::shared_ptr<const GraphB
 
 // The kernel node added by the call with seq nodeSeq runs kernelId instead (its grid and block stay
 // as recorded); false if nodes holds no such node.
+bool holdsNode(const GraphBook::Nodes& nodes, uint64_t nodeSeq)
+{
+    for (const wire::CallBody& n : nodes)
+        if (n.seq == nodeSeq && n.category == wire::Category::Launch) return true;
+    return false;
+}
+
 bool setKernel(GraphBook::Nodes& nodes, uint64_t nodeSeq, uint32_t kernelId)
 {
     bool found = false;
@@ -99,16 +106,20 @@ void setNodeKernel(GraphBook& book, const wire::CallBody& c)
     if (!nodeSeq || !kernelId) return;
     if (exec) {
         auto it = book.execs.find(exec);
-        if (it == book.execs.end()) return;
+        if (it == book.execs.end() || !holdsNode(*it->second, nodeSeq)) return;
+        // Copied before the change: other execs and graphs may share the node list.
         auto nodes = std::make_shared<GraphBook::Nodes>(*it->second);
-        if (setKernel(*nodes, nodeSeq, kernelId)) it->second = std::move(nodes);
+        setKernel(*nodes, nodeSeq, kernelId);
+        it->second = std::move(nodes);
         return;
     }
     for (auto& building : book.capturing)
         if (building.second) setKernel(*building.second, nodeSeq, kernelId);
     for (auto& done : book.graphs) {
+        if (!holdsNode(*done.second, nodeSeq)) continue;  // a copy only of the graphs that hold it
         auto copy = std::make_shared<GraphBook::Nodes>(*done.second);
-        if (setKernel(*copy, nodeSeq, kernelId)) done.second = std::move(copy);
+        setKernel(*copy, nodeSeq, kernelId);
+        done.second = std::move(copy);
     }
 }
 
