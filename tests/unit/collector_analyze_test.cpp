@@ -1318,7 +1318,8 @@ TEST(Findings, SyncMemcpyLateEndStampsAreWaits)
         b.copy("cuMemcpyDtoH_v2", Direction::DtoH, MemKind::Device, MemKind::Pinned, KiB, t + 10, t + 1030 + late,
                false, t + 1010, t + 1020 + late);
     }
-    const Finding* f = findingOf(analyze(b.capture(), {}), "sync-memcpy");
+    const Report r = analyze(b.capture(), {});  // the finding lives in the report
+    const Finding* f = findingOf(r, "sync-memcpy");
     ASSERT_TRUE(f);
     // Each copy's own time is 10 ns; waits beyond it: 1000 on the kernel, then 10, or 510 for the late
     // ones: 5 * 10 + 5 * 510 after the GPU was done, plus the host's work between the copies (at most
@@ -1358,7 +1359,8 @@ TEST(Findings, SmallTransfersCountTheSlowCalls)
     for (uint64_t i = 0, t = 0; i < 100; ++i, t += 1000)
         b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 4 * KiB, t,
                t + (i == 50 ? 503 : 3), true, t + 600, t + 602);
-    const Finding* f = findingOf(analyze(b.capture(), {}), "small-transfers");
+    const Report r = analyze(b.capture(), {});  // the finding lives in the report
+    const Finding* f = findingOf(r, "small-transfers");
     ASSERT_TRUE(f);
     EXPECT_EQ(f->estimatedSavingsNs, 99u * 8);  // mean host time (99 * 3 + 503) / 100 = 8, over the GPU's 2
     EXPECT_NE(f->message.find("mean host time"), std::string::npos) << f->message;
