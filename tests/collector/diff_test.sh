@@ -8,19 +8,7 @@
 # usage: diff_test.sh GPUSPY APPS_DIR
 set -uo pipefail
 cli=$1 apps=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cd "$dir"
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-# expect STATUS CMD...: runs CMD into out/err and checks its exit status.
-expect() {
-    local want=$1; shift
-    "$@" >out 2>err
-    local rc=$?
-    [ "$rc" -eq "$want" ] || { bad "exit $rc, not $want: $*"; sed 's/^/  | /' err out | head -30; }
-}
-has() { grep -Eq -- "$2" "$1" || { bad "$1 lacks /$2/"; sed 's/^/  | /' "$1" | head -60; }; }
+source "$(dirname "${BASH_SOURCE[0]}")/script_checks.sh"
 
 for run in "few 100" "many 40000"; do
     set -- $run

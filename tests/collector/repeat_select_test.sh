@@ -9,19 +9,7 @@
 # usage: repeat_select_test.sh GPUSPY APPS_DIR
 set -uo pipefail
 cli=$1 apps=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cd "$dir"
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-expect() {
-    local want=$1; shift
-    "$@" >out 2>err
-    local rc=$?
-    [ "$rc" -eq "$want" ] || { bad "exit $rc, not $want: $*"; sed 's/^/  | /' err out | head -30; }
-}
-has() { grep -Eq -- "$2" "$1" || { bad "$1 lacks /$2/"; sed 's/^/  | /' "$1" | head -40; }; }
-lacks() { ! grep -Eq -- "$2" "$1" || { bad "$1 has /$2/"; grep -E -- "$2" "$1" | head -5 | sed 's/^/  | /'; }; }
+source "$(dirname "${BASH_SOURCE[0]}")/script_checks.sh"
 export SIMCUDA_KERNEL_NS=tiny_add=2000
 
 cat > runs.sh <<SH
