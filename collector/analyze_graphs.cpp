@@ -76,8 +76,7 @@ void addChildNodes(GraphBook& book, uint64_t graph, std::shared_ptr<const GraphB
     nodes->insert(nodes->end(), child->begin(), child->end());
 }
 
-// The kernel node added by the call with seq nodeSeq runs kernelId instead (its grid and block stay
-// as recorded); false if nodes holds no such node.
+// Whether nodes holds the kernel node added by the call with seq nodeSeq.
 bool holdsNode(const GraphBook::Nodes& nodes, uint64_t nodeSeq)
 {
     for (const wire::CallBody& n : nodes)
@@ -85,15 +84,11 @@ bool holdsNode(const GraphBook::Nodes& nodes, uint64_t nodeSeq)
     return false;
 }
 
-bool setKernel(GraphBook::Nodes& nodes, uint64_t nodeSeq, uint32_t kernelId)
+// That node runs kernelId instead (its grid and block stay as recorded).
+void setKernel(GraphBook::Nodes& nodes, uint64_t nodeSeq, uint32_t kernelId)
 {
-    bool found = false;
     for (wire::CallBody& n : nodes)
-        if (n.seq == nodeSeq && n.category == wire::Category::Launch) {
-            n.args.launch.kernelId = kernelId;
-            found = true;
-        }
-    return found;
+        if (n.seq == nodeSeq && n.category == wire::Category::Launch) n.args.launch.kernelId = kernelId;
 }
 
 // cuGraphExecKernelNodeSetParams (raw[0] the exec) and cuGraphKernelNodeSetParams (raw[0] 0: the
