@@ -83,6 +83,7 @@ struct FrameDef {
 
 // Zero-initialised; set by pythonConfigure before any capture.
 bool g_active = false;
+bool g_hintOn = false;  // GPUSPY_PYTHON_HINT: pythonNativeHint answers
 const Layout* g_layout = nullptr;
 TstateFn g_ownTstate = nullptr, g_currentTstate = nullptr;
 uint64_t g_codeType = 0, g_strType = 0, g_bytesType = 0;
@@ -272,7 +273,10 @@ struct ThreadMemo {
     FrameMemo byDepth[kMaxPyFrames];
     uint32_t lastCount, lastId;  // the last merged stack the thread interned, and its id
     uint64_t last[wire::kMaxStackDepth];
+    uint32_t hint;              // pythonNativeHint; kHintOff: this thread asks for the full depth
+    uint32_t hinted, retaken;   // captures that asked for the hint's depth, and of those taken again
 };
+constexpr uint32_t kHintOff = ~0u;
 static_assert(sizeof(ThreadMemo) <= kPyMemoBytes, "the memo fits the thread state's room");
 
 // The id of the frame at lasti in the checked code object, the depth-th of its walk; 0 when the tables
@@ -459,13 +463,16 @@ void pythonConfigure()
     g_currentTstate = reinterpret_cast<TstateFn>(dlsym(RTLD_DEFAULT, "_PyThreadState_UncheckedGet"));
     if (!g_currentTstate) g_currentTstate = reinterpret_cast<TstateFn>(dlsym(RTLD_DEFAULT, "PyThreadState_GetUnchecked"));
     g_layout = layout;
+    const char* hint = setting("GPUSPY_PYTHON_HINT");
+    g_hintOn = !(hint && hint[0] == '0');
     g_active = true;
 }
 
 bool pythonActive() { return g_active; }
 
-uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t cap)
+uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t cap, uint32_t* placed)
 {
+    *placed = 0;
     PyFrame py[kMaxPyFrames];
     const uint32_t count = walkFrames(py, kMaxPyFrames);
     if (count == 0) return 0;
@@ -476,6 +483,10 @@ uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t ca
             do {
                 out[m++] = wire::kPyFrameTag | py[next].id;
             } while (!py[next++].entry && next < count && m < cap);
+            if (next == count) {  // the outermost Python frame: the stack ends here
+                *placed = i + 1;
+                return m;
+            }
             continue;
         }
         // The interpreter's own frames between two Python frames (3.9/3.10 call each Python function
@@ -488,6 +499,32 @@ uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t ca
     // Frames of eval loops beyond the captured native depth: outer to every native frame taken.
     while (next < count && m < cap) out[m++] = wire::kPyFrameTag | py[next++].id;
     return m;
+}
+
+uint32_t pythonNativeHint()
+{
+    if (!g_hintOn) return 0;
+    const auto* memo = reinterpret_cast<const ThreadMemo*>(threadPyMemo());
+    return memo && memo->hint != kHintOff ? memo->hint : 0;
+}
+
+void pythonLearnHint(uint32_t need, bool retaken)
+{
+    if (!g_hintOn) return;
+    auto* memo = reinterpret_cast<ThreadMemo*>(threadPyMemo());
+    if (!memo || memo->hint == kHintOff) return;
+    if (memo->hint != 0) {
+        ++memo->hinted;
+        memo->retaken += retaken;
+        // More than one capture in 8 taken twice, over at least 64: cheaper to always take the full depth.
+        if (memo->hinted >= 64 && memo->retaken * 8 > memo->hinted) {
+            memo->hint = kHintOff;
+            return;
+        }
+    }
+    // The deepest outermost eval loop seen: a loop whose stacks alternate between two depths asks for
+    // the deeper one (a few frames more) rather than being taken twice every other call.
+    if (need > memo->hint) memo->hint = need;
 }
 
 uint32_t pythonLastStack(const uint64_t* merged, uint32_t m)

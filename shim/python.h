@@ -20,8 +20,22 @@ bool pythonActive();
 // App thread, in a hook: pcs[0..n) are the native frames, innermost first, already trimmed. Writes
 // them to out with each return address into the eval loop replaced by the Python frames it runs
 // (kPyFrameTag | id), Python frames outer to the last native one appended; at most cap entries.
-// Returns how many, or 0 when the thread has no Python frames (the caller keeps the native stack).
-uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t cap);
+// The merged stack ends at the thread's outermost Python frame: the native frames outward of the eval
+// loop that runs it (the interpreter's start-up, main, a thread's bootstrap, or native code that
+// called into Python first) are left out. *placed: how many of pcs the merge took to place every
+// Python frame (the outermost eval loop's frame is pcs[*placed - 1]), or 0 where Python frames were
+// appended (the native frames ran out first). Returns how many entries, or 0 when the thread has no
+// Python frames (the caller keeps the native stack).
+uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t cap, uint32_t* placed);
+
+// App thread: how many native frames (from stackCapture's caller outwards, gpuspy's own included) the
+// calling thread's last capture took to reach its outermost eval loop, so that the next capture asks
+// unw_backtrace for no more (0: ask for the full depth); and what a capture learnt: need 0 for a
+// capture that did not place every Python frame, retaken when a capture asked for too few frames and
+// was taken again in full. A thread whose captures are retaken too often (its stacks' depth changes
+// from one call to the next) asks for the full depth from then on.
+uint32_t pythonNativeHint();
+void pythonLearnHint(uint32_t need, bool retaken);
 
 // App thread: the id the calling thread last interned for exactly this merged stack, else 0 (a loop's
 // stack is the same from one call to the next: no hash of it, no probe of the stack table); and

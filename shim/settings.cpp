@@ -15,7 +15,7 @@ namespace {
 // The names read at load; the values are copied (the environment may be cleared or rewritten).
 const char* const kNames[] = {"GPUSPY_DISABLE",    "GPUSPY_OUTPUT",     "GPUSPY_SOCKET",   "GPUSPY_GPU_TIME",
                               "GPUSPY_GPU_BUDGET", "GPUSPY_QUEUE_ITEMS", "GPUSPY_STACK_DEPTH", "GPUSPY_STACK_FP",
-                              "GPUSPY_MAX_BYTES", "GPUSPY_PYTHON", "GPUSPY_CAPTURE_RANGE", "GPUSPY_CAPTURE_END",
+                              "GPUSPY_MAX_BYTES", "GPUSPY_PYTHON", "GPUSPY_PYTHON_HINT", "GPUSPY_CAPTURE_RANGE", "GPUSPY_CAPTURE_END",
                               "GPUSPY_DELAY", "GPUSPY_DURATION", "GPUSPY_PAUSED"};
 constexpr size_t kCount = sizeof kNames / sizeof kNames[0];
 constexpr size_t kMaxValue = 4096;

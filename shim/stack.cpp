@@ -409,9 +409,11 @@ void* loadLibunwind()
 
 // The frames from stackCapture's caller outwards (pcs[0] is the return address into it): drops
 // skipFrames of them and gpuspy's own, keeps depth, interns. In a Python process the stack interned
-// is the merged one (the calling thread's Python frames in place of the eval loop's), and *nativeId,
+// is the merged one (the calling thread's Python frames in place of the eval loop's), *pyNeed (when
+// asked for) how many of pcs it took to place every Python frame (0: not all were), and *nativeId,
 // when asked for, is the native stack's own id (what the frame-pointer cache keeps).
-uint32_t internCaptured(const uint64_t* pcs, unsigned n, unsigned skipFrames, unsigned depth, uint32_t* nativeId = nullptr)
+uint32_t internCaptured(const uint64_t* pcs, unsigned n, unsigned skipFrames, unsigned depth, uint32_t* nativeId = nullptr,
+                        uint32_t* pyNeed = nullptr)
 {
     unsigned first = skipFrames;
     while (first < n && pcs[first] - g_selfLo < g_selfHi - g_selfLo) ++first;
@@ -420,7 +422,9 @@ uint32_t internCaptured(const uint64_t* pcs, unsigned n, unsigned skipFrames, un
     if (count > depth) count = depth;
     if (pythonActive()) {
         uint64_t merged[wire::kMaxStackDepth];
-        const uint32_t m = pythonMerge(pcs + first, count, merged, wire::kMaxStackDepth);
+        uint32_t placed = 0;
+        const uint32_t m = pythonMerge(pcs + first, count, merged, wire::kMaxStackDepth, &placed);
+        if (pyNeed && placed) *pyNeed = first + placed;
         if (m > 0) {
             if (nativeId) *nativeId = intern(pcs + first, count);
             uint32_t id = pythonLastStack(merged, m);
@@ -531,18 +535,35 @@ uint32_t stackCapture(unsigned skipFrames)
     // buf[0] is the return address inside stackCapture itself (unw_backtrace's caller); buf[1] on
     // are the frames the walk read, from our caller outwards.
     void* buf[1 + kMaxFrames];
-    int n;
-    {
-        // libunwind remakes its validation pipe when the app closed it: above the floor again.
-        OwnPipesScope ownPipes;
-        n = g_backtrace(buf, int(1 + wanted));
+    const bool judge = verdict == FpVerdict::Unknown;  // the cache keeps the native stack's id: in full
+    // A Python thread's stack ends at its outermost eval loop (pythonMerge): no more frames are asked
+    // for than the thread's last captures took to get there (unw_backtrace's cost is per frame), and a
+    // capture that falls short of it is taken again in full, so the stack is the same either way.
+    const bool py = pythonActive();
+    unsigned ask = wanted;
+    if (py && !judge) {
+        const unsigned hint = pythonNativeHint();
+        if (hint != 0 && hint < wanted) ask = hint;
     }
-    if (n <= 1) return 0;
-    const auto* pcs = reinterpret_cast<const uint64_t*>(buf + 1);
-    uint32_t nativeId = 0;
-    const bool judge = verdict == FpVerdict::Unknown;  // the cache keeps the native stack's id
-    const uint32_t id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth, judge ? &nativeId : nullptr);
-    if (judge && nativeId != 0) fpRecord(walk, pcs, uint32_t(n - 1), nativeId);
+    uint32_t nativeId = 0, need = 0, id = 0;
+    bool retaken = false;
+    for (;;) {
+        int n;
+        {
+            // libunwind remakes its validation pipe when the app closed it: above the floor again.
+            OwnPipesScope ownPipes;
+            n = g_backtrace(buf, int(1 + ask));
+        }
+        if (n <= 1) return 0;
+        const auto* pcs = reinterpret_cast<const uint64_t*>(buf + 1);
+        id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth, judge ? &nativeId : nullptr, py ? &need : nullptr);
+        if (judge && nativeId != 0) fpRecord(walk, pcs, uint32_t(n - 1), nativeId);
+        // Short: the stack went on past the frames asked for, and they did not hold every Python frame.
+        if (ask == wanted || unsigned(n - 1) < ask || need != 0) break;
+        ask = wanted;
+        retaken = true;
+    }
+    if (need != 0 || retaken) pythonLearnHint(need, retaken);
     return id;
 }
 

@@ -2,7 +2,7 @@
 # try does: a synchronous copy from pageable memory inside to_device(), called from step(). The report
 # must name to_device and its line, not libffi or the interpreter (issue 18).
 # Usage: python3 cuda_copies.py MODE   (MODE: main, threads, threads_free, mp [spawn|fork], driver, callback,
-#                                        native_thread LIBRARY, churn N)
+#                                        native_thread LIBRARY, churn N, depths N)
 import ctypes
 import sys
 import threading
@@ -119,6 +119,27 @@ def run_churn(functions):
         del scope
 
 
+def query(rt):
+    check(rt.cudaStreamQuery(None), "cudaStreamQuery")  # the query
+
+
+def query_nested(rt, levels):
+    # Each level calls the next through map(), from C: one more eval loop and a few interpreter frames
+    # on the native stack, so the native depth to the outermost Python frame changes from call to call
+    # (on 3.11+ the 3-level one passes a 24-frame capture: its outer Python frames are appended).
+    if levels == 0:
+        query(rt)
+    else:
+        list(map(lambda _: query_nested(rt, levels - 1), range(1)))
+
+
+def run_depths(iterations):
+    rt = runtime()
+    rt.cudaStreamQuery.argtypes = [ctypes.c_void_p]
+    for i in range(iterations):
+        query_nested(rt, i % 4)
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "main"
     if mode == "main":
@@ -160,6 +181,8 @@ def main():
         run_callback()
     elif mode == "churn":
         run_churn(int(sys.argv[2]))
+    elif mode == "depths":
+        run_depths(int(sys.argv[2]))
     elif mode == "native_thread":
         run_native_thread(sys.argv[2])
     else:

@@ -86,6 +86,12 @@ add_test(NAME report.python.code_churn
          COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${_py_ldpath}
                  bash ${_py_src}/check_churn.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${GPUSPY_PYTHON3} ${_py_work}/python.code_churn 300)
 set_tests_properties(report.python.code_churn PROPERTIES LABELS report TIMEOUT 600)
+# Stacks whose native depth to the outermost Python frame changes from call to call: the same stacks
+# with the per-thread depth hint as without, each rooted at the module's frame.
+add_test(NAME report.python.depths
+         COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${_py_ldpath}
+                 bash ${_py_src}/check_depths.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${GPUSPY_PYTHON3} ${_py_work}/python.depths 200)
+set_tests_properties(report.python.depths PROPERTIES LABELS report TIMEOUT 600)
 # Every CPython minor version the shim knows (shim/python_layouts.h), where pyenv has one
 # ($PYENV_ROOT/versions/3.N.*, or ~/.pyenv): its row checked against its own headers
 # (report.python.layout.3.N: offsetof, compiled at test time), and the main and threads cases run on it
@@ -145,6 +151,11 @@ foreach(_minor 9 10 11 12 13)
                      ${_outer})
     set_tests_properties(report.${_name}.lines PROPERTIES LABELS report FIXTURES_REQUIRED ${_name})
   endforeach()
+  add_test(NAME report.python.${_ver}.depths
+           COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${_py_ldpath}
+                   bash ${_py_src}/check_depths.sh $<TARGET_FILE:${GPUSPY_CLI_TARGET}> ${_found}/bin/python${_ver}
+                   ${_py_work}/python.${_ver}.depths 200)
+  set_tests_properties(report.python.${_ver}.depths PROPERTIES LABELS report TIMEOUT 600)
   # The shim read this interpreter by its own version's row.
   add_test(NAME report.python.${_ver}.main.layout_used
            COMMAND grep -q "Notice code=1 \"python: .*; read by the CPython ${_ver} frame layout\"" ${_py_work}/python.${_ver}.main/dump.txt)
