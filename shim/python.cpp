@@ -280,10 +280,11 @@ constexpr uint32_t kHintOff = ~0u;
 static_assert(sizeof(ThreadMemo) <= kPyMemoBytes, "the memo fits the thread state's room");
 
 // The id of the frame at lasti in the checked code object, the depth-th of its walk; 0 when the tables
-// are full.
+// are full. Row: the layout's row in kGpuspyPyLayouts (its offsets compiled in).
+template <size_t Row>
 uint32_t frameId(ThreadMemo* memo, uint32_t depth, uint64_t code, int32_t lasti)
 {
-    const Layout& L = *g_layout;
+    constexpr Layout L = kGpuspyPyLayouts[Row];
     const uint64_t name = at<uint64_t>(code, L.codeName), file = at<uint64_t>(code, L.codeFilename);
     const uint64_t linetable = at<uint64_t>(code, L.codeLinetable);
     const int32_t firstLine = at<int32_t>(code, L.codeFirstLine);
@@ -311,7 +312,9 @@ struct PyFrame {
     bool entry;  // the outermost Python frame its native eval-loop frame runs
 };
 
-// The calling thread's Python frames, innermost first, into out; how many.
+// The calling thread's Python frames, innermost first, into out; how many. One instance per layout
+// row: the offsets and the version's branches are constants (the walk runs in every capture).
+template <size_t Row>
 uint32_t walkFrames(PyFrame* out, uint32_t cap)
 {
     const uint64_t tstate = reinterpret_cast<uint64_t>(g_ownTstate());
@@ -319,9 +322,9 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
         g_noThreadState.fetch_add(1, std::memory_order_relaxed);
         return 0;
     }
-    const Layout& L = *g_layout;
+    constexpr Layout L = kGpuspyPyLayouts[Row];
     uint64_t frame = at<uint64_t>(tstate, L.tstateFrame);
-    if (L.cframeCurrent != kNone) {
+    if constexpr (L.cframeCurrent != kNone) {
         if (!plausible(frame)) return 0;
         frame = at<uint64_t>(frame, L.cframeCurrent);
     }
@@ -333,10 +336,12 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
             break;
         }
         // 3.12+: an eval loop's entry is a frame of its own on the C stack, under the frames it runs.
-        if (L.frameOwner != kNone && at<uint8_t>(frame, L.frameOwner) == GPUSPY_PY_FRAME_OWNED_BY_CSTACK) {
-            if (n > 0) out[n - 1].entry = true;
-            frame = at<uint64_t>(frame, L.framePrevious);
-            continue;
+        if constexpr (L.frameOwner != kNone) {
+            if (at<uint8_t>(frame, L.frameOwner) == GPUSPY_PY_FRAME_OWNED_BY_CSTACK) {
+                if (n > 0) out[n - 1].entry = true;
+                frame = at<uint64_t>(frame, L.framePrevious);
+                continue;
+            }
         }
         const uint64_t code = at<uint64_t>(frame, L.frameCode);
         if (!isA(code, g_codeType)) {
@@ -344,7 +349,7 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
             break;
         }
         int32_t lasti = -1;
-        if (L.codeAdaptive == kNone) {
+        if constexpr (L.codeAdaptive == kNone) {
             // 3.9/3.10: int f_lasti, -1 before the first instruction.
             const int32_t raw = at<int32_t>(frame, L.frameInstr);
             if (raw >= 0 && raw < (1 << 29)) lasti = int32_t(int64_t(raw) * L.lastiBytes / 2);
@@ -353,10 +358,11 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
             const uint64_t first = code + L.codeAdaptive;
             if (instr >= first && instr - first < (1ull << 30)) lasti = int32_t((instr - first) / 2);
         }
-        const uint32_t id = frameId(memo, n, code, lasti);
+        const uint32_t id = frameId<Row>(memo, n, code, lasti);
         if (id == 0) break;  // full
         // 3.9/3.10: every frame runs in an eval loop of its own; 3.11: is_entry says which do.
-        const bool entry = L.frameIsEntry != kNone ? at<uint8_t>(frame, L.frameIsEntry) != 0 : L.frameOwner == kNone;
+        bool entry = L.frameOwner == kNone;
+        if constexpr (L.frameIsEntry != kNone) entry = at<uint8_t>(frame, L.frameIsEntry) != 0;
         out[n++] = PyFrame{id, entry};
         frame = at<uint64_t>(frame, L.framePrevious);
     }
@@ -367,6 +373,12 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
     }
     return n;
 }
+
+using WalkFn = uint32_t (*)(PyFrame*, uint32_t);
+constexpr WalkFn kWalks[] = {walkFrames<0>, walkFrames<1>, walkFrames<2>, walkFrames<3>, walkFrames<4>};
+static_assert(sizeof kWalks / sizeof kWalks[0] == sizeof kGpuspyPyLayouts / sizeof kGpuspyPyLayouts[0],
+              "a walk for every layout row");
+WalkFn g_walk = nullptr;  // pythonConfigure's row's
 
 void* reserve(size_t bytes)
 {
@@ -427,9 +439,10 @@ void pythonConfigure()
         return;
     }
     const Layout* layout = nullptr;
+    WalkFn walk = nullptr;
     const uint32_t minor = pythonMinor(version);
-    for (const Layout& L : kGpuspyPyLayouts)
-        if (L.minor == minor) layout = &L;
+    for (size_t row = 0; row < sizeof kGpuspyPyLayouts / sizeof kGpuspyPyLayouts[0]; ++row)
+        if (kGpuspyPyLayouts[row].minor == minor) layout = &kGpuspyPyLayouts[row], walk = kWalks[row];
     if (!layout) {
         say("gpuspy: this CPython's frame layout is not one gpuspy knows (3.9 to 3.13); native stacks only\n");
         return;
@@ -463,6 +476,7 @@ void pythonConfigure()
     g_currentTstate = reinterpret_cast<TstateFn>(dlsym(RTLD_DEFAULT, "_PyThreadState_UncheckedGet"));
     if (!g_currentTstate) g_currentTstate = reinterpret_cast<TstateFn>(dlsym(RTLD_DEFAULT, "PyThreadState_GetUnchecked"));
     g_layout = layout;
+    g_walk = walk;
     const char* hint = setting("GPUSPY_PYTHON_HINT");
     g_hintOn = !(hint && hint[0] == '0');
     g_active = true;
@@ -474,7 +488,7 @@ uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t ca
 {
     *placed = 0;
     PyFrame py[kMaxPyFrames];
-    const uint32_t count = walkFrames(py, kMaxPyFrames);
+    const uint32_t count = g_walk(py, kMaxPyFrames);
     if (count == 0) return 0;
     uint32_t m = 0, next = 0;
     for (uint32_t i = 0; i < n && m < cap; ++i) {

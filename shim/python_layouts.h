@@ -36,7 +36,14 @@ struct GpuspyPyLayout {
     uint32_t strState, strAsciiData, strCompactData;
 };
 
-static const struct GpuspyPyLayout kGpuspyPyLayouts[] = {
+/* C++: constant expressions, so that python.cpp's frame walk is compiled once per row with its offsets
+   as immediates. */
+#ifdef __cplusplus
+#define GPUSPY_PY_LAYOUTS_CONST constexpr
+#else
+#define GPUSPY_PY_LAYOUTS_CONST static const
+#endif
+GPUSPY_PY_LAYOUTS_CONST struct GpuspyPyLayout kGpuspyPyLayouts[] = {
     {9, 24, GPUSPY_PY_NONE, 32, 24, 104, GPUSPY_PY_NONE, GPUSPY_PY_NONE, 1, GPUSPY_PY_NONE, 112, 104, 40, 120, GPUSPY_PY_LNOTAB, 32, 48, 72},
     {10, 24, GPUSPY_PY_NONE, 32, 24, 96, GPUSPY_PY_NONE, GPUSPY_PY_NONE, 2, GPUSPY_PY_NONE, 112, 104, 40, 120, GPUSPY_PY_LINETABLE, 32, 48, 72},
     {11, 56, 8, 32, 48, 56, 68, GPUSPY_PY_NONE, 0, 184, 128, 112, 72, 136, GPUSPY_PY_LOCATIONS, 32, 48, 72},
