@@ -12,7 +12,10 @@
 set -uo pipefail
 cli=$1 apps=$2
 source "$(dirname "${BASH_SOURCE[0]}")/script_checks.sh"
-export SIMCUDA_KERNEL_NS=tiny_add=2000
+# 50 us kernels: a 2000-launch run spends ~100 ms on the device, a 200-launch one ~10 ms, so that the noisy
+# capture's shortest run stays shorter than the steady ones on a loaded machine (the wall verdict below
+# asks that the two captures' wall ranges overlap; with 2 us kernels process start-up was most of a run).
+export SIMCUDA_KERNEL_NS=tiny_add=50000
 
 expect 0 "$cli" record --sim --repeat 3 -f -o steady.gspy -- "$apps/tiny_kernels.static" 2000
 has err 'wrote steady\.gspy: 3 process\(es\)'
