@@ -98,7 +98,7 @@ uint32_t g_nameUsed = 0;
 std::atomic<uint32_t> g_codeCount{0}, g_frameCount{0};  // published: defs below are complete
 uint32_t g_drainCode = 0, g_drainFrame = 0;
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-std::atomic<uint64_t> g_withFrames{0}, g_withoutGil{0}, g_noThreadState{0}, g_badFrames{0};
+std::atomic<uint64_t> g_badFrames{0};  // rare; the per-capture counts are each thread's (ThreadMemo)
 
 inline bool plausible(uint64_t p) { return p >= 4096 && p < (1ull << 47) && (p & 7) == 0; }
 
@@ -109,6 +109,8 @@ inline T at(uint64_t base, uint32_t offset)
     std::memcpy(&v, reinterpret_cast<const void*>(base + offset), sizeof v);
     return v;
 }
+
+inline void bump(std::atomic<uint64_t>& n) { n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
 
 inline bool isA(uint64_t object, uint64_t type) { return plausible(object) && at<uint64_t>(object, kObType) == type; }
 
@@ -275,6 +277,9 @@ struct ThreadMemo {
     uint64_t last[wire::kMaxStackDepth];
     uint32_t hint;              // pythonNativeHint; kHintOff: this thread asks for the full depth
     uint32_t hinted, retaken;   // captures that asked for the hint's depth, and of those taken again
+    // pythonStats' counts of this thread's captures: written by it alone (no locked add on a line that
+    // every capturing thread shares), summed over every thread state by the drain thread.
+    std::atomic<uint64_t> withFrames, withoutGil, noThreadState;
 };
 constexpr uint32_t kHintOff = ~0u;
 static_assert(sizeof(ThreadMemo) <= kPyMemoBytes, "the memo fits the thread state's room");
@@ -317,9 +322,10 @@ struct PyFrame {
 template <size_t Row>
 uint32_t walkFrames(PyFrame* out, uint32_t cap)
 {
+    auto* memo = reinterpret_cast<ThreadMemo*>(threadPyMemo());  // once a walk: a TLS lookup
     const uint64_t tstate = reinterpret_cast<uint64_t>(g_ownTstate());
     if (!plausible(tstate)) {
-        g_noThreadState.fetch_add(1, std::memory_order_relaxed);
+        if (memo) bump(memo->noThreadState);
         return 0;
     }
     constexpr Layout L = kGpuspyPyLayouts[Row];
@@ -328,7 +334,6 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
         if (!plausible(frame)) return 0;
         frame = at<uint64_t>(frame, L.cframeCurrent);
     }
-    auto* memo = reinterpret_cast<ThreadMemo*>(threadPyMemo());  // once a walk: a TLS lookup
     uint32_t n = 0;
     for (uint32_t steps = 0; frame != 0 && n < cap; ++steps) {
         if (!plausible(frame) || steps >= 4 * cap) {
@@ -367,9 +372,10 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
         frame = at<uint64_t>(frame, L.framePrevious);
     }
     if (n > 0) {
-        g_withFrames.fetch_add(1, std::memory_order_relaxed);
-        if (g_currentTstate && reinterpret_cast<uint64_t>(g_currentTstate()) != tstate)
-            g_withoutGil.fetch_add(1, std::memory_order_relaxed);
+        if (memo) {
+            bump(memo->withFrames);
+            if (g_currentTstate && reinterpret_cast<uint64_t>(g_currentTstate()) != tstate) bump(memo->withoutGil);
+        }
     }
     return n;
 }
@@ -591,8 +597,14 @@ void pythonAfterForkChild(bool forked)
 
 PythonStats pythonStats()
 {
-    return PythonStats{g_withFrames.load(), g_withoutGil.load(), g_noThreadState.load(), g_badFrames.load(),
-                       g_codeCount.load(), g_frameCount.load()};
+    PythonStats s{0, 0, 0, g_badFrames.load(), g_codeCount.load(), g_frameCount.load()};
+    forEachPyMemo([&s](const unsigned char* room) {
+        const auto* memo = reinterpret_cast<const ThreadMemo*>(room);
+        s.withFrames += memo->withFrames.load(std::memory_order_relaxed);
+        s.withoutGil += memo->withoutGil.load(std::memory_order_relaxed);
+        s.noThreadState += memo->noThreadState.load(std::memory_order_relaxed);
+    });
+    return s;
 }
 
 size_t pythonNotice(uint8_t* out, size_t cap)

@@ -359,6 +359,13 @@ void addOwnTime(ThreadState* ts, uint64_t ns)
     if (ts) bump(ts->exactNs, ns);
 }
 
+void forEachPyMemoImpl(void (*fn)(const unsigned char*, void*), void* arg)
+{
+    pthread_mutex_lock(&g_threadsLock);
+    for (ThreadState* s = g_threads; s; s = s->next) fn(s->pyMemo, arg);
+    pthread_mutex_unlock(&g_threadsLock);
+}
+
 namespace {
 // A per-state counter summed over every state, live or free (states are reused, never freed).
 uint64_t sumOverStates(std::atomic<uint64_t> ThreadState::*counter)

@@ -224,6 +224,14 @@ uint64_t nextSeq(ThreadState* ts);  // unique per process, from 1; handed to thr
 // has no state (out of memory).
 constexpr size_t kPyMemoBytes = 5760;
 unsigned char* threadPyMemo();
+// Calls fn(room) with every thread state's room (live or free: states are reused, never freed), under
+// the thread list's lock: python.cpp sums its per-thread counts.
+void forEachPyMemoImpl(void (*fn)(const unsigned char*, void*), void* arg);
+template <class Fn>
+void forEachPyMemo(Fn&& fn)
+{
+    forEachPyMemoImpl([](const unsigned char* room, void* arg) { (*static_cast<Fn*>(arg))(room); }, &fn);
+}
 
 // What every wrapper opens first. Inert (everything a no-op) when nested inside another hook,
 // on the drain thread, or when gpuspy is not recording.
