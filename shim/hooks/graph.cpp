@@ -162,6 +162,31 @@ void noteGraphNode(CUgraphNode node, uint64_t seq)
     g_nodeSeq[node] = seq;
 }
 
+void noteCapturedNode(CallScope& s, CUresult rc)
+{
+    const wire::CallBody& c = s.body();
+    // Work issued into a stream only (kCallDeviceWork): a node added by the node API has no stream
+    // to ask, and asking the legacy stream during a global capture would invalidate that capture.
+    const uint16_t both = wire::kCallCapturing | wire::kCallDeviceWork;
+    if (rc != CUDA_SUCCESS || (c.flags & both) != both || !c.args.raw[wire::kCaptureGraphSlot]) return;
+    if (c.category != wire::Category::Launch && c.category != wire::Category::Transfer) return;
+    // Right after a captured call, its stream's capture depends on exactly the node that call added
+    // (CUDA: the set the next captured node will depend on); the ABI the app used names the stream.
+    const Driver& d = driver();
+    const bool pt = s.perThread();
+    auto info3 = pt && d.streamGetCaptureInfo3Ptsz ? d.streamGetCaptureInfo3Ptsz : d.streamGetCaptureInfo3;
+    auto info = pt && d.streamGetCaptureInfoPtsz ? d.streamGetCaptureInfoPtsz : d.streamGetCaptureInfo;
+    const CUstream stream = reinterpret_cast<CUstream>(uintptr_t(c.stream));
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    const CUgraphNode* deps = nullptr;
+    size_t n = 0;
+    CUresult q = CUDA_ERROR_NOT_SUPPORTED;
+    if (info3) q = info3(stream, &st, nullptr, nullptr, &deps, nullptr, &n);
+    else if (info) q = info(stream, &st, nullptr, nullptr, &deps, &n);
+    if (q == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_ACTIVE && n == 1 && deps && deps[0])
+        noteGraphNode(deps[0], c.seq);
+}
+
 uint64_t graphNodeSeq(CUgraphNode node)
 {
     std::lock_guard<std::mutex> g(g_nodesLock);
