@@ -105,7 +105,10 @@ static_assert(sizeof(CallArgs) == 40);
 // (Graph, [0] the child CUgraph) are flagged kCallCapturing with their CUgraph in
 // raw[kCaptureGraphSlot], like captured work; cuGraph(Exec)KernelNodeSetParams: [0] the exec (0: the
 // graph's node), [1] the seq of the call that added the node (0: unknown), [2] its new kernel id;
-// cuGraphCreate: [0] the CUgraph made.
+// cuGraphCreate: [0] the CUgraph made; cuGraphClone: [0] the clone, [1] the original.
+// A node made by stream capture is named by the seq of the call captured into it.
+// cuGraph(Exec)MemcpyNodeSetParams, cuGraph(Exec)MemsetNodeSetParams: the node's new transfer in
+// args.transfer, except dst: the exec (0: the graph's node) and src: the seq of the call that made it.
 inline constexpr size_t kCaptureGraphSlot = 4;
 static_assert(sizeof(TransferArgs) <= kCaptureGraphSlot * 8 && sizeof(LaunchArgs) <= kCaptureGraphSlot * 8);
 

@@ -137,6 +137,34 @@ CUresult graphCreate(CUgraph* graph, unsigned flags)
     return s.finish(rc);
 }
 
+// A clone (args.raw[0]) of a graph (args.raw[1]): it runs the original's nodes.
+template <Api A>
+CUresult graphClone(CUgraph* clone, CUgraph original)
+{
+    CallScope s(A);
+    auto real = realAs<CUresult (*)(CUgraph*, CUgraph)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    s.beforeReal();
+    const CUresult rc = real(clone, original);
+    if (s.active() && rc == CUDA_SUCCESS && clone) {
+        s.body().args.raw[0] = uint64_t(uintptr_t(*clone));
+        s.body().args.raw[1] = uint64_t(uintptr_t(original));
+    }
+    return s.finish(rc);
+}
+
+// A clone's node found from the original's: it is named as the original's node is (the same call
+// made both), so that an exec of the clone can have it changed.
+template <Api A>
+CUresult nodeFindInClone(CUgraphNode* out, CUgraphNode original, CUgraph clone)
+{
+    using Fn = CUresult (*)(CUgraphNode*, CUgraphNode, CUgraph);
+    const CUresult rc = forwardCall<A, Fn>([](CallScope&) {}, out, original, clone);
+    if (rc == CUDA_SUCCESS && out && *out)
+        if (const uint64_t seq = graphNodeSeq(original)) noteGraphNode(*out, seq);
+    return rc;
+}
+
 // A child graph node: args.raw[0] the child CUgraph (its nodes, cloned, become the parent's).
 template <Api A>
 CUresult addChildGraphNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n, CUgraph child)
@@ -219,3 +247,5 @@ GS_WRAP(beginCaptureV1, cuStreamBeginCapture_ptsz, (CUstream s), (s))
 GS_WRAP(addChildGraphNode, cuGraphAddChildGraphNode,
         (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, CUgraph child), (o, g, d, n, child))
 GS_WRAP(graphCreate, cuGraphCreate, (CUgraph* g, unsigned f), (g, f))
+GS_WRAP(graphClone, cuGraphClone, (CUgraph* c, CUgraph g), (c, g))
+GS_WRAP(nodeFindInClone, cuGraphNodeFindInClone, (CUgraphNode* o, CUgraphNode n, CUgraph c), (o, n, c))

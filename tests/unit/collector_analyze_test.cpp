@@ -516,6 +516,75 @@ TEST(Analyze, AGraphHandleMadeAgainStartsEmpty)
     for (const KernelRow& k : r.kernels) EXPECT_EQ(k.count, 1u) << k.name;
 }
 
+// Copy and memset nodes given new parameters (cuGraph(Exec)MemcpyNodeSetParams, cuGraph(Exec)MemsetNodeSetParams:
+// the new transfer, dst the exec or 0, src the seq of the call that made the node) and a clone of the graph
+// (cuGraphClone: it runs the original's nodes as they stood when it was cloned).
+TEST(Analyze, EditedCopyAndMemsetNodesAndClonedGraphs)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    const uint64_t graph = 0x6000, clone = 0x6100, exec = 0xe000, cloneExec = 0xe100;
+    const uint16_t capturing = wire::kCallCapturing;
+    auto graphCall = [&](const std::string& name, uint64_t t, uint64_t a0, uint64_t a1) -> wire::CallBody& {
+        wire::CallBody& c = b.call(name, Category::Graph, t, t + 5);
+        c.args.raw[0] = a0;
+        c.args.raw[1] = a1;
+        return c;
+    };
+    auto edit = [&](const std::string& name, uint64_t t, uint64_t execOf, uint64_t nodeSeq, Direction dir, MemKind src,
+                    MemKind dst, uint64_t bytes) {
+        b.call(name, Category::Graph, t, t + 5).args.transfer = wire::TransferArgs{bytes, execOf, nodeSeq, dir, src, dst, 0, 0};
+    };
+    auto captured = [&](uint64_t seq) {
+        b.p.calls.back().args.raw[wire::kCaptureGraphSlot] = graph;
+        return seq;
+    };
+    const uint64_t in = captured(b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 4 * KiB,
+                                        10, 15, true, 0, 0, 0, capturing));
+    const uint64_t set = captured(b.copy("cuMemsetD32Async", Direction::Memset, MemKind::Unknown, MemKind::Device, 1 * KiB,
+                                         20, 25, true, 0, 0, 0, capturing));
+    const uint64_t out = captured(b.copy("cuMemcpyDtoHAsync_v2", Direction::DtoH, MemKind::Device, MemKind::Pinned, 4 * KiB,
+                                         30, 35, true, 0, 0, 0, capturing));
+    captured(b.launch(1, 40, 45, 0, 0, 0, capturing));
+    graphCall("cuStreamEndCapture", 50, graph, 0);
+    // In the graph: the memset halved, the DtoH copy made a DtoD copy of 2 KiB.
+    edit("cuGraphMemsetNodeSetParams", 60, 0, set, Direction::Memset, MemKind::Unknown, MemKind::Device, 512);
+    edit("cuGraphMemcpyNodeSetParams", 65, 0, out, Direction::DtoD, MemKind::Device, MemKind::Device, 2 * KiB);
+    graphCall("cuGraphClone", 70, clone, graph);
+    // Made after the clone: the clone keeps the original's HtoD copy of 4 KiB.
+    edit("cuGraphMemcpyNodeSetParams", 75, 0, in, Direction::HtoD, MemKind::Pinned, MemKind::Device, 3 * KiB);
+    graphCall("cuGraphInstantiateWithFlags", 80, exec, graph);
+    graphCall("cuGraphInstantiateWithFlags", 85, cloneExec, clone);
+    auto launch = [&](uint64_t t, uint64_t e) {
+        b.call("cuGraphLaunch", Category::Graph, t, t + 10, uint16_t(wire::kCallDeviceWork | wire::kCallAsync)).args.sync.object = e;
+    };
+    launch(100, exec);
+    // In the exec only: the HtoD copy 1 KiB long, the memset 1 KiB again; a node of no known call is left.
+    edit("cuGraphExecMemcpyNodeSetParams", 120, exec, in, Direction::HtoD, MemKind::Pinned, MemKind::Device, 1 * KiB);
+    edit("cuGraphExecMemsetNodeSetParams", 125, exec, set, Direction::Memset, MemKind::Unknown, MemKind::Device, 1 * KiB);
+    edit("cuGraphExecMemsetNodeSetParams", 126, exec, 0, Direction::Memset, MemKind::Unknown, MemKind::Device, 7);
+    launch(140, exec);
+    launch(160, cloneExec);
+
+    const Report r = analyze(b.capture(), {});
+    EXPECT_EQ(r.launches.graphLaunches, 3u);
+    EXPECT_EQ(r.launches.graphsUnknown, 0u);
+    EXPECT_EQ(r.launches.graphNodes, 12u);
+    const TransferRow* htod = transferOf(r, "HtoD", "pinned", "graph");
+    ASSERT_TRUE(htod);
+    EXPECT_EQ(htod->count, 3u);
+    EXPECT_EQ(htod->bytes, 3 * KiB + 1 * KiB + 4 * KiB);
+    const TransferRow* memset = transferOf(r, "Memset", "device", "graph");
+    ASSERT_TRUE(memset);
+    EXPECT_EQ(memset->count, 3u);
+    EXPECT_EQ(memset->bytes, 512u + 1 * KiB + 512u);
+    const TransferRow* dtod = transferOf(r, "DtoD", "device", "graph");
+    ASSERT_TRUE(dtod);
+    EXPECT_EQ(dtod->count, 3u);
+    EXPECT_EQ(dtod->bytes, 3 * 2 * KiB);
+    EXPECT_FALSE(transferOf(r, "DtoH", "pinned", "graph"));
+}
+
 // Graph work: the nodes captured into a graph count in the kernel and transfer tables at every launch
 // of an exec instantiated from it (at the launch's call site), its measured time split over them.
 TEST(Analyze, GraphLaunchesCountTheirNodes)

@@ -4,6 +4,7 @@
 #include "sim.h"
 
 #include <atomic>
+#include <cstring>
 
 namespace simcuda {
 namespace {
@@ -362,17 +363,45 @@ CUresult addChildNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, siz
     return CUDA_SUCCESS;
 }
 
-// A kernel node's new parameters: in the graph (exec null) or in an executable graph made from it.
-CUresult setKernelParams(GraphExec* ex, CUgraphNode hn, CUresult made, Op* op)
+// A node's new parameters (a node of that type): in the graph (exec null) or in an executable graph
+// made from it. In an exec, a copy stays a copy between the same kinds of memory and is not empty
+// (CUDA: the operands' contexts and mappings may not change, zero-length copies are not supported).
+CUresult setNodeOp(GraphExec* ex, CUgraphNode hn, CUgraphNodeType type, CUresult made, Op* op)
 {
     if (made) return made;
     Lock g(bigLock());
     auto* n = liveHandle<GraphNode>(hn, HandleKind::GraphNode);
-    if (!n || n->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
+    if (!n || n->type != type) return CUDA_ERROR_INVALID_VALUE;
     if (ex && ex->graph != n->graph) return CUDA_ERROR_INVALID_VALUE;
     std::vector<Op>& ops = ex ? ex->ops : n->graph->ops;
     if (n->index >= ops.size()) return CUDA_ERROR_INVALID_VALUE;
+    if (ex && type == CU_GRAPH_NODE_TYPE_MEMCPY &&
+        (!op->bytes || std::strcmp(op->dir, ops[n->index].dir) != 0 || std::strcmp(op->hostMem, ops[n->index].hostMem) != 0))
+        return CUDA_ERROR_INVALID_VALUE;
     ops[n->index] = std::move(*op);
+    return CUDA_SUCCESS;
+}
+
+CUresult setKernelParams(GraphExec* ex, CUgraphNode hn, CUresult made, Op* op)
+{
+    return setNodeOp(ex, hn, CU_GRAPH_NODE_TYPE_KERNEL, made, op);
+}
+
+// A copy of a graph: the same ops, and a node for each of the original's (same types, same ops), which
+// cuGraphNodeFindInClone pairs with the original's.
+CUresult cloneGraph(CUgraph* out, CUgraph hg)
+{
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    Lock g(bigLock());
+    Graph* from = asGraph(hg);
+    if (!from) return CUDA_ERROR_INVALID_VALUE;
+    Graph* to = newGraph();
+    to->ops = from->ops;
+    for (GraphNode* n : from->nodes) {
+        GraphNode* copy = addNode(to, n->index, n->type);
+        copy->original = n;
+    }
+    *out = reinterpret_cast<CUgraph>(to);
     return CUDA_SUCCESS;
 }
 
@@ -476,6 +505,58 @@ SIM_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode
     if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     Op op;
     return scope.ret(setKernelParams(ex, node, kernelNodeOp(p, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode node, const CUDA_MEMCPY3D* c)
+{
+    SIM_API(cuGraphMemcpyNodeSetParams);
+    Op op;
+    return scope.ret(setNodeOp(nullptr, node, CU_GRAPH_NODE_TYPE_MEMCPY, memcpyNodeOp(c, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode node, const CUDA_MEMCPY3D* c, CUcontext)
+{
+    SIM_API(cuGraphExecMemcpyNodeSetParams);
+    GraphExec* ex = asExec(e);
+    if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    Op op;
+    return scope.ret(setNodeOp(ex, node, CU_GRAPH_NODE_TYPE_MEMCPY, memcpyNodeOp(c, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphMemsetNodeSetParams(CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p)
+{
+    SIM_API(cuGraphMemsetNodeSetParams);
+    Op op;
+    return scope.ret(setNodeOp(nullptr, node, CU_GRAPH_NODE_TYPE_MEMSET, memsetNodeOp(p, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext)
+{
+    SIM_API(cuGraphExecMemsetNodeSetParams);
+    GraphExec* ex = asExec(e);
+    if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    Op op;
+    return scope.ret(setNodeOp(ex, node, CU_GRAPH_NODE_TYPE_MEMSET, memsetNodeOp(p, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphClone(CUgraph* out, CUgraph original)
+{
+    SIM_API(cuGraphClone);
+    return scope.ret(cloneGraph(out, original));
+}
+
+SIM_EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode* out, CUgraphNode original, CUgraph hclone)
+{
+    SIM_API(cuGraphNodeFindInClone);
+    Lock g(bigLock());
+    Graph* clone = asGraph(hclone);
+    if (!out || !clone) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    for (GraphNode* n : clone->nodes)
+        if (n->original && n->original == liveHandle<GraphNode>(original, HandleKind::GraphNode)) {
+            *out = reinterpret_cast<CUgraphNode>(n);
+            return scope.ret(CUDA_SUCCESS);
+        }
+    return scope.ret(CUDA_ERROR_INVALID_VALUE);
 }
 
 SIM_EXPORT CUresult cuGraphExecUpdate(CUgraphExec e, CUgraph g, CUgraphNode* errNode, CUgraphExecUpdateResult* result)
