@@ -25,12 +25,14 @@ bool startsWith(const std::string& s, const char* prefix)
     return s.compare(0, std::char_traits<char>::length(prefix), prefix) == 0;
 }
 
-// A host function captured into a graph, or a host node added to one.
+// A host function captured into a graph, or a host node added to one (by cuGraphAddNode: grid 0, which
+// no kernel node has).
 bool isHostFunction(const ProcView& pv, const wire::CallBody& c)
 {
     if (c.args.launch.kernelId != 0) return false;
     const std::string api = pv.apiName(c);
-    return startsWith(api, "cuLaunchHostFunc") || startsWith(api, "cuGraphAddHostNode");
+    return startsWith(api, "cuLaunchHostFunc") || startsWith(api, "cuGraphAddHostNode") ||
+           (startsWith(api, "cuGraphAddNode") && c.args.launch.grid[0] == 0);
 }
 
 // What a node would take on its own, from the same kernel's standalone timings or the bandwidth of
@@ -180,13 +182,18 @@ void addGraphCall(Context&, const ProcView& pv, const CallInfo& ci)
         book.capturing[graph] = std::make_shared<GraphBook::Nodes>();
         book.graphs.erase(graph);
         book.incomplete.erase(graph);
-    } else if (startsWith(api, "cuGraphAddChildGraphNode")) {
+    } else if (startsWith(api, "cuGraphAddChildGraphNode") || startsWith(api, "cuGraphAddNode")) {
+        // cuGraphAddNode is a Graph call only for a child graph node (its other kinds are Launch or
+        // Transfer nodes, or run nothing counted: Other).
         addChildNodes(book, c.args.raw[wire::kCaptureGraphSlot], nodesOf(book, c.args.raw[0]));
     } else if (startsWith(api, "cuGraphExecKernelNodeSetParams") || startsWith(api, "cuGraphKernelNodeSetParams")) {
         setNodeKernel(book, c);
     } else if (startsWith(api, "cuGraphExecMemcpyNodeSetParams") || startsWith(api, "cuGraphMemcpyNodeSetParams") ||
                startsWith(api, "cuGraphExecMemsetNodeSetParams") || startsWith(api, "cuGraphMemsetNodeSetParams")) {
         setNodeTransfer(book, c);
+    } else if (startsWith(api, "cuGraphNodeSetParams") || startsWith(api, "cuGraphExecNodeSetParams")) {
+        if (c.args.raw[4] == wire::kNodeEditKernel) setNodeKernel(book, c);
+        else if (c.args.raw[4] == wire::kNodeEditTransfer) setNodeTransfer(book, c);
     } else if (startsWith(api, "cuGraphClone")) {
         // A new graph holding the original's nodes (nodes may be added to it later, as to any graph).
         const uint64_t clone = c.args.raw[0];

@@ -174,6 +174,83 @@ CUresult addChildGraphNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
         out, graph, [&](CallScope& s) { s.body().args.raw[0] = uint64_t(uintptr_t(child)); }, deps, n, child);
 }
 
+// ---- the generic node API (cuGraphAddNode, cuGraph(Exec)NodeSetParams, 12.2): each kind recorded as its
+// own entry point records it. A kernel or host node is a Launch (a host node: kernel id 0, grid 0), a
+// copy or memset node a Transfer, a child graph node a Graph call with the child in args.raw[0]; other
+// kinds run no work the report counts.
+void describeGenericNode(CallScope& s, const CUgraphNodeParams* p)
+{
+    if (!p) return;
+    wire::CallBody& b = s.body();
+    switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        b.category = wire::Category::Launch;
+        describeKernelNodeV3(s, p->kernel);
+        break;
+    case CU_GRAPH_NODE_TYPE_HOST: b.category = wire::Category::Launch; break;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+        b.category = wire::Category::Transfer;
+        describeCopyNode(s, p->memcpy.copyParams);
+        break;
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+        b.category = wire::Category::Transfer;
+        describeMemsetNodeV2(s, p->memset);
+        break;
+    case CU_GRAPH_NODE_TYPE_GRAPH: b.args.raw[0] = uint64_t(uintptr_t(p->graph.graph)); break;
+    default: b.category = wire::Category::Other; break;
+    }
+}
+
+template <Api A>
+CUresult addNodeV1(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n, CUgraphNodeParams* p)
+{
+    using Fn = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUgraphNodeParams*);
+    return addGraphNode<A, Fn>(out, graph, [&](CallScope& s) { describeGenericNode(s, p); }, deps, n, p);
+}
+
+template <Api A>
+CUresult addNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* edges, size_t n,
+                 CUgraphNodeParams* p)
+{
+    using Fn = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t, CUgraphNodeParams*);
+    return addGraphNode<A, Fn>(out, graph, [&](CallScope& s) { describeGenericNode(s, p); }, deps, edges, n, p);
+}
+
+// A node's new parameters through the generic API: recorded as the per-kind entry points record them
+// (a kernel: raw [0] the exec, [1] the node's seq, [2] the kernel id; a copy or memset: the transfer with
+// dst the exec and src the node's seq), with raw[4] saying which (wire::kNodeEditKernel, kNodeEditTransfer).
+void describeNodeEdit(CallScope& s, CUgraphExec exec, CUgraphNode node, const CUgraphNodeParams* p)
+{
+    if (!p) return;
+    wire::CallBody& b = s.body();
+    if (p->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+        b.args.raw[0] = uint64_t(uintptr_t(exec));
+        b.args.raw[1] = graphNodeSeq(node);
+        b.args.raw[2] = kernelIdOf(p->kernel.func ? static_cast<const void*>(p->kernel.func) : p->kernel.kern);
+        b.args.raw[4] = wire::kNodeEditKernel;
+    } else if (p->type == CU_GRAPH_NODE_TYPE_MEMCPY || p->type == CU_GRAPH_NODE_TYPE_MEMSET) {
+        if (p->type == CU_GRAPH_NODE_TYPE_MEMCPY) describeCopyNode(s, p->memcpy.copyParams);
+        else describeMemsetNodeV2(s, p->memset);
+        b.args.transfer.dst = uint64_t(uintptr_t(exec));
+        b.args.transfer.src = graphNodeSeq(node);
+        b.args.raw[4] = wire::kNodeEditTransfer;
+    }
+}
+
+template <Api A>
+CUresult nodeSetParams(CUgraphNode node, CUgraphNodeParams* p)
+{
+    using Fn = CUresult (*)(CUgraphNode, CUgraphNodeParams*);
+    return forwardCall<A, Fn>([&](CallScope& s) { describeNodeEdit(s, nullptr, node, p); }, node, p);
+}
+
+template <Api A>
+CUresult execNodeSetParams(CUgraphExec exec, CUgraphNode node, CUgraphNodeParams* p)
+{
+    using Fn = CUresult (*)(CUgraphExec, CUgraphNode, CUgraphNodeParams*);
+    return forwardCall<A, Fn>([&](CallScope& s) { describeNodeEdit(s, exec, node, p); }, exec, node, p);
+}
+
 std::mutex g_nodesLock;
 // Node handle -> the call that added it. Bounded: a server that builds graphs node by node for every
 // request for days must not grow it without end; past the bound it starts again (a parameter change
@@ -249,3 +326,10 @@ GS_WRAP(addChildGraphNode, cuGraphAddChildGraphNode,
 GS_WRAP(graphCreate, cuGraphCreate, (CUgraph* g, unsigned f), (g, f))
 GS_WRAP(graphClone, cuGraphClone, (CUgraph* c, CUgraph g), (c, g))
 GS_WRAP(nodeFindInClone, cuGraphNodeFindInClone, (CUgraphNode* o, CUgraphNode n, CUgraph c), (o, n, c))
+GS_WRAP(addNodeV1, cuGraphAddNode, (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, CUgraphNodeParams* p),
+        (o, g, d, n, p))
+GS_WRAP(addNode, cuGraphAddNode_v2,
+        (CUgraphNode* o, CUgraph g, const CUgraphNode* d, const CUgraphEdgeData* e, size_t n, CUgraphNodeParams* p),
+        (o, g, d, e, n, p))
+GS_WRAP(nodeSetParams, cuGraphNodeSetParams, (CUgraphNode node, CUgraphNodeParams* p), (node, p))
+GS_WRAP(execNodeSetParams, cuGraphExecNodeSetParams, (CUgraphExec e, CUgraphNode node, CUgraphNodeParams* p), (e, node, p))

@@ -142,6 +142,13 @@ CUresult kernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p)
 }
 
 }  // namespace
+
+void describeKernelNodeV3(CallScope& s, const CUDA_KERNEL_NODE_PARAMS_v3& p)
+{
+    fillLaunch(s, p.func ? static_cast<const void*>(p.func) : p.kern, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX,
+               p.blockDimY, p.blockDimZ, p.sharedMemBytes);
+}
+
 }  // namespace gpuspy::shim
 
 using namespace gpuspy::shim;

@@ -466,6 +466,19 @@ CUresult execMemsetNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_
 }
 
 }  // namespace
+
+void describeCopyNode(CallScope& s, const CUDA_MEMCPY3D& c) { describe2D3D(s, &c, bytesOf(&c)); }
+
+void describeMemsetNodeV2(CallScope& s, const CUDA_MEMSET_NODE_PARAMS_v2& p)
+{
+    CUDA_MEMSET_NODE_PARAMS v1{};
+    v1.dst = p.dst;
+    v1.elementSize = p.elementSize;
+    v1.width = p.width;
+    v1.height = p.height;
+    describeMemsetNode(s, &v1);
+}
+
 }  // namespace gpuspy::shim
 
 using namespace gpuspy::shim;

@@ -585,6 +585,74 @@ TEST(Analyze, EditedCopyAndMemsetNodesAndClonedGraphs)
     EXPECT_FALSE(transferOf(r, "DtoH", "pinned", "graph"));
 }
 
+// The generic node API (cuGraphAddNode) recorded as the kind's own entry point: a kernel node a Launch, a
+// host node a Launch of kernel 0 and grid 0, a copy node a Transfer, a child graph node a Graph call (the
+// child in raw[0]); cuGraph(Exec)NodeSetParams say in raw[4] which edit layout they carry.
+TEST(Analyze, GenericNodeApi)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    b.p.kernels[2] = "_Z4normPf";
+    const uint64_t child = 0x6000, graph = 0x6100, exec = 0xe000;
+    auto node = [&](uint64_t into, Category cat, uint64_t t) -> wire::CallBody& {
+        wire::CallBody& c = b.call("cuGraphAddNode_v2", cat, t, t + 5, wire::kCallCapturing);
+        c.args.raw[wire::kCaptureGraphSlot] = into;
+        return c;
+    };
+    b.call("cuGraphCreate", Category::Graph, 1, 2).args.raw[0] = child;
+    wire::CallBody& childKernel = node(child, Category::Launch, 5);
+    childKernel.args.launch.kernelId = 2;
+    childKernel.args.launch.grid[0] = 8;
+    b.call("cuGraphCreate", Category::Graph, 10, 12).args.raw[0] = graph;
+    wire::CallBody& step = node(graph, Category::Launch, 20);
+    step.args.launch.kernelId = 1;
+    step.args.launch.grid[0] = 8;
+    const uint64_t stepSeq = step.seq;
+    node(graph, Category::Transfer, 30).args.transfer = wire::TransferArgs{4 * KiB, 0xd000, 0xa000, Direction::HtoD,
+                                                                            MemKind::Pinned, MemKind::Device, 0, 0};
+    const uint64_t copySeq = b.p.calls.back().seq;
+    node(graph, Category::Graph, 40).args.raw[0] = child;
+    node(graph, Category::Launch, 50);  // a host node: kernel 0, grid 0
+    node(graph, Category::Other, 55);   // an empty or event node: nothing counted
+    wire::CallBody& inst = b.call("cuGraphInstantiateWithFlags", Category::Graph, 60, 65);
+    inst.args.raw[0] = exec;
+    inst.args.raw[1] = graph;
+    auto launch = [&](uint64_t t) {
+        b.call("cuGraphLaunch", Category::Graph, t, t + 10, uint16_t(wire::kCallDeviceWork | wire::kCallAsync)).args.sync.object = exec;
+    };
+    launch(100);
+    wire::CallBody& k = b.call("cuGraphExecNodeSetParams", Category::Graph, 120, 125);
+    k.args.raw[0] = exec;
+    k.args.raw[1] = stepSeq;
+    k.args.raw[2] = 2;
+    k.args.raw[4] = wire::kNodeEditKernel;
+    wire::CallBody& c = b.call("cuGraphExecNodeSetParams", Category::Graph, 130, 135);
+    c.args.transfer = wire::TransferArgs{1 * KiB, exec, copySeq, Direction::HtoD, MemKind::Pinned, MemKind::Device, 0, 0};
+    c.args.raw[4] = wire::kNodeEditTransfer;
+    launch(140);
+
+    const Report r = analyze(b.capture(), {});
+    EXPECT_EQ(r.launches.graphLaunches, 2u);
+    EXPECT_EQ(r.launches.graphsUnknown, 0u);
+    EXPECT_EQ(r.launches.graphNodes, 8u);
+    auto kernel = [&](const std::string& name) -> const KernelRow* {
+        for (const KernelRow& row : r.kernels)
+            if (row.name == name) return &row;
+        return nullptr;
+    };
+    const KernelRow* stepRow = kernel("step(float*)");
+    const KernelRow* normRow = kernel("norm(float*)");
+    const KernelRow* hostRow = kernel("[host function]");
+    ASSERT_TRUE(stepRow && normRow && hostRow);
+    EXPECT_EQ(stepRow->graphCount, 1u);
+    EXPECT_EQ(normRow->graphCount, 3u);  // the child's, twice, and step switched to norm once
+    EXPECT_EQ(hostRow->graphCount, 2u);
+    const TransferRow* htod = transferOf(r, "HtoD", "pinned", "graph");
+    ASSERT_TRUE(htod);
+    EXPECT_EQ(htod->count, 2u);
+    EXPECT_EQ(htod->bytes, 4 * KiB + 1 * KiB);
+}
+
 // Graph work: the nodes captured into a graph count in the kernel and transfer tables at every launch
 // of an exec instantiated from it (at the launch's call site), its measured time split over them.
 TEST(Analyze, GraphLaunchesCountTheirNodes)
