@@ -25,12 +25,14 @@ bool startsWith(const std::string& s, const char* prefix)
     return s.compare(0, std::char_traits<char>::length(prefix), prefix) == 0;
 }
 
-// A host function captured into a graph, or a host node added to one.
+// A host function captured into a graph, or a host node added to one (by cuGraphAddNode: grid 0, which
+// no kernel node has).
 bool isHostFunction(const ProcView& pv, const wire::CallBody& c)
 {
     if (c.args.launch.kernelId != 0) return false;
     const std::string api = pv.apiName(c);
-    return startsWith(api, "cuLaunchHostFunc") || startsWith(api, "cuGraphAddHostNode");
+    return startsWith(api, "cuLaunchHostFunc") || startsWith(api, "cuGraphAddHostNode") ||
+           (startsWith(api, "cuGraphAddNode") && c.args.launch.grid[0] == 0);
 }
 
 // What a node would take on its own, from the same kernel's standalone timings or the bandwidth of
@@ -76,46 +78,78 @@ void addChildNodes(GraphBook& book, uint64_t graph, std::shared_ptr<const GraphB
     nodes->insert(nodes->end(), child->begin(), child->end());
 }
 
-// Whether nodes holds the kernel node added by the call with seq nodeSeq.
-bool holdsNode(const GraphBook::Nodes& nodes, uint64_t nodeSeq)
+// The node of category cat made by the call with seq nodeSeq; in a graph's own list (graph != 0) only
+// where it was made in that graph: the copies a child graph node or a clone took of it are other nodes.
+bool isNode(const wire::CallBody& n, uint64_t nodeSeq, wire::Category cat, uint64_t graph)
+{
+    return n.seq == nodeSeq && n.category == cat && (!graph || n.args.raw[wire::kCaptureGraphSlot] == graph);
+}
+
+bool holdsNode(const GraphBook::Nodes& nodes, uint64_t nodeSeq, wire::Category cat, uint64_t graph)
 {
     for (const wire::CallBody& n : nodes)
-        if (n.seq == nodeSeq && n.category == wire::Category::Launch) return true;
+        if (isNode(n, nodeSeq, cat, graph)) return true;
     return false;
 }
 
-// That node runs kernelId instead (its grid and block stay as recorded).
-void setKernel(GraphBook::Nodes& nodes, uint64_t nodeSeq, uint32_t kernelId)
+// That node changed by edit(wire::CallBody&).
+template <class Edit>
+void editIn(GraphBook::Nodes& nodes, uint64_t nodeSeq, wire::Category cat, uint64_t graph, const Edit& edit)
 {
     for (wire::CallBody& n : nodes)
-        if (n.seq == nodeSeq && n.category == wire::Category::Launch) n.args.launch.kernelId = kernelId;
+        if (isNode(n, nodeSeq, cat, graph)) edit(n);
 }
 
-// cuGraphExecKernelNodeSetParams (raw[0] the exec) and cuGraphKernelNodeSetParams (raw[0] 0: the
-// graph holding the node, for later instantiations and updates): the node added by the call with seq
-// raw[1] runs kernel raw[2]. A node the shim did not see added is left as it was.
-void setNodeKernel(GraphBook& book, const wire::CallBody& c)
+// A node given new parameters: in the exec `exec`, or (exec 0) in the graph that holds it, for later
+// instantiations and updates. The node is the one added (or captured) by the call with seq nodeSeq; one
+// the shim did not see made (nodeSeq 0) is left as it was.
+template <class Edit>
+void editNode(GraphBook& book, uint64_t exec, uint64_t nodeSeq, wire::Category cat, const Edit& edit)
 {
-    const uint64_t exec = c.args.raw[0], nodeSeq = c.args.raw[1];
-    const uint32_t kernelId = uint32_t(c.args.raw[2]);
-    if (!nodeSeq || !kernelId) return;
+    if (!nodeSeq) return;
     if (exec) {
         auto it = book.execs.find(exec);
-        if (it == book.execs.end() || !holdsNode(*it->second, nodeSeq)) return;
+        if (it == book.execs.end() || !holdsNode(*it->second, nodeSeq, cat, 0)) return;
         // Copied before the change: other execs and graphs may share the node list.
         auto nodes = std::make_shared<GraphBook::Nodes>(*it->second);
-        setKernel(*nodes, nodeSeq, kernelId);
+        editIn(*nodes, nodeSeq, cat, 0, edit);
         it->second = std::move(nodes);
         return;
     }
     for (auto& building : book.capturing)
-        if (building.second) setKernel(*building.second, nodeSeq, kernelId);
+        if (building.second) editIn(*building.second, nodeSeq, cat, building.first, edit);
     for (auto& done : book.graphs) {
-        if (!holdsNode(*done.second, nodeSeq)) continue;  // a copy only of the graphs that hold it
+        if (!holdsNode(*done.second, nodeSeq, cat, done.first)) continue;  // a copy only of the graph that holds it
         auto copy = std::make_shared<GraphBook::Nodes>(*done.second);
-        setKernel(*copy, nodeSeq, kernelId);
+        editIn(*copy, nodeSeq, cat, done.first, edit);
         done.second = std::move(copy);
     }
+}
+
+// cuGraphExecKernelNodeSetParams (raw[0] the exec) and cuGraphKernelNodeSetParams (raw[0] 0): the node
+// made by the call with seq raw[1] runs kernel raw[2] (its grid and block stay as recorded).
+void setNodeKernel(GraphBook& book, const wire::CallBody& c)
+{
+    const uint32_t kernelId = uint32_t(c.args.raw[2]);
+    if (!kernelId) return;
+    editNode(book, c.args.raw[0], c.args.raw[1], wire::Category::Launch,
+             [&](wire::CallBody& n) { n.args.launch.kernelId = kernelId; });
+}
+
+// cuGraph(Exec)MemcpyNodeSetParams and cuGraph(Exec)MemsetNodeSetParams: the node's new transfer (bytes,
+// direction, memory kinds); the record's dst is the exec (0: the graph's node), its src the seq of the
+// call that made the node.
+void setNodeTransfer(GraphBook& book, const wire::CallBody& c)
+{
+    const wire::TransferArgs& t = c.args.transfer;
+    editNode(book, t.dst, t.src, wire::Category::Transfer, [&](wire::CallBody& n) {
+        wire::TransferArgs& to = n.args.transfer;
+        to.bytes = t.bytes;
+        to.direction = t.direction;
+        to.srcMem = t.srcMem;
+        to.dstMem = t.dstMem;
+        to.peerDevice = t.peerDevice;
+    });
 }
 
 }  // namespace
@@ -148,10 +182,30 @@ void addGraphCall(Context&, const ProcView& pv, const CallInfo& ci)
         book.capturing[graph] = std::make_shared<GraphBook::Nodes>();
         book.graphs.erase(graph);
         book.incomplete.erase(graph);
-    } else if (startsWith(api, "cuGraphAddChildGraphNode")) {
+    } else if (startsWith(api, "cuGraphAddChildGraphNode") || startsWith(api, "cuGraphAddNode")) {
+        // cuGraphAddNode is a Graph call only for a child graph node (its other kinds are Launch or
+        // Transfer nodes, or run nothing counted: Other).
         addChildNodes(book, c.args.raw[wire::kCaptureGraphSlot], nodesOf(book, c.args.raw[0]));
     } else if (startsWith(api, "cuGraphExecKernelNodeSetParams") || startsWith(api, "cuGraphKernelNodeSetParams")) {
         setNodeKernel(book, c);
+    } else if (startsWith(api, "cuGraphExecMemcpyNodeSetParams") || startsWith(api, "cuGraphMemcpyNodeSetParams") ||
+               startsWith(api, "cuGraphExecMemsetNodeSetParams") || startsWith(api, "cuGraphMemsetNodeSetParams")) {
+        setNodeTransfer(book, c);
+    } else if (startsWith(api, "cuGraphNodeSetParams") || startsWith(api, "cuGraphExecNodeSetParams")) {
+        if (c.args.raw[4] == wire::kNodeEditKernel) setNodeKernel(book, c);
+        else if (c.args.raw[4] == wire::kNodeEditTransfer) setNodeTransfer(book, c);
+    } else if (startsWith(api, "cuGraphClone")) {
+        // A new graph holding the original's nodes (nodes may be added to it later, as to any graph).
+        const uint64_t clone = c.args.raw[0];
+        if (!clone) return;
+        book.graphs.erase(clone);
+        book.incomplete.erase(clone);
+        if (auto nodes = nodesOf(book, c.args.raw[1])) {
+            book.capturing[clone] = std::make_shared<GraphBook::Nodes>(*nodes);
+        } else {
+            book.capturing.erase(clone);
+            book.incomplete.insert(clone);
+        }
     } else if (startsWith(api, "cuStreamEndCapture")) {
         const uint64_t graph = c.args.raw[0];
         if (!graph) return;

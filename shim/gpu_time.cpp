@@ -470,9 +470,10 @@ void gpuRecordEnd(CallScope& scope, CUresult rc, uint64_t returnedNs)
     it.evEnd = nullptr;
 }
 
-void gpuAfter(CallScope& scope, CUresult)
+void gpuAfter(CallScope& scope, CUresult rc)
 {
     Item& it = scope.item();
+    if (it.call.flags & wire::kCallCapturing) noteCapturedNode(scope, rc);
     if (!it.evBegin) return;
     Ev* end = reinterpret_cast<Ev*>(it.evEnd);
     it.call.flags |= wire::kCallGpuTimed;

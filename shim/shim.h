@@ -386,6 +386,10 @@ void gpuAfter(CallScope& scope, CUresult rc);
 void gpuMarkDrain(CallScope& scope, CUstream stream);
 void gpuDropped(const Item& item);  // a timed record its lane could not take: events back to the pool
 void gpuStreamTouched(CUstream stream, bool perThread);  // untimed work joined the stream
+// ---- hooks/graph.cpp, from gpuAfter: a launch, copy or memset just captured into a stream capture has
+// its node (made by the driver) tied to the call's seq, like a node added by the node API, so that a
+// later cuGraph(Exec)*SetParams on that node names the recorded node it changes.
+void noteCapturedNode(CallScope& scope, CUresult rc);
 void gpuCaptureBegin(CUstream stream, bool perThread);
 // Before a context may be destroyed (app thread, not in a hook): waits, bounded, until the drain
 // thread resolved every pending span, then forgets every pooled event and clock anchor.

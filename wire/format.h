@@ -105,7 +105,18 @@ static_assert(sizeof(CallArgs) == 40);
 // (Graph, [0] the child CUgraph) are flagged kCallCapturing with their CUgraph in
 // raw[kCaptureGraphSlot], like captured work; cuGraph(Exec)KernelNodeSetParams: [0] the exec (0: the
 // graph's node), [1] the seq of the call that added the node (0: unknown), [2] its new kernel id;
-// cuGraphCreate: [0] the CUgraph made.
+// cuGraphCreate: [0] the CUgraph made; cuGraphClone: [0] the clone, [1] the original. cuGraphAddNode
+// (the generic node API) is recorded as the entry point of the node's kind: a kernel or host node (host:
+// kernel id 0, grid 0) as a Launch, a copy or memset node as a Transfer, a child graph node as a Graph
+// call with the child in [0], each flagged kCallCapturing with its CUgraph like the others.
+// A node made by stream capture is named by the seq of the call captured into it.
+// cuGraph(Exec)MemcpyNodeSetParams, cuGraph(Exec)MemsetNodeSetParams: the node's new transfer in
+// args.transfer, except dst: the exec (0: the graph's node) and src: the seq of the call that made it.
+// cuGraphNodeSetParams / cuGraphExecNodeSetParams (the generic node API): raw[4] says which of the two
+// layouts above the record has (a kernel node's or a copy or memset node's); other kinds are not edits
+// the report follows (0).
+inline constexpr uint64_t kNodeEditKernel = 1;
+inline constexpr uint64_t kNodeEditTransfer = 2;
 inline constexpr size_t kCaptureGraphSlot = 4;
 static_assert(sizeof(TransferArgs) <= kCaptureGraphSlot * 8 && sizeof(LaunchArgs) <= kCaptureGraphSlot * 8);
 

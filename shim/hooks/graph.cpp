@@ -137,6 +137,34 @@ CUresult graphCreate(CUgraph* graph, unsigned flags)
     return s.finish(rc);
 }
 
+// A clone (args.raw[0]) of a graph (args.raw[1]): it runs the original's nodes.
+template <Api A>
+CUresult graphClone(CUgraph* clone, CUgraph original)
+{
+    CallScope s(A);
+    auto real = realAs<CUresult (*)(CUgraph*, CUgraph)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    s.beforeReal();
+    const CUresult rc = real(clone, original);
+    if (s.active() && rc == CUDA_SUCCESS && clone) {
+        s.body().args.raw[0] = uint64_t(uintptr_t(*clone));
+        s.body().args.raw[1] = uint64_t(uintptr_t(original));
+    }
+    return s.finish(rc);
+}
+
+// A clone's node found from the original's: it is named as the original's node is (the same call
+// made both), so that an exec of the clone can have it changed.
+template <Api A>
+CUresult nodeFindInClone(CUgraphNode* out, CUgraphNode original, CUgraph clone)
+{
+    using Fn = CUresult (*)(CUgraphNode*, CUgraphNode, CUgraph);
+    const CUresult rc = forwardCall<A, Fn>([](CallScope&) {}, out, original, clone);
+    if (rc == CUDA_SUCCESS && out && *out)
+        if (const uint64_t seq = graphNodeSeq(original)) noteGraphNode(*out, seq);
+    return rc;
+}
+
 // A child graph node: args.raw[0] the child CUgraph (its nodes, cloned, become the parent's).
 template <Api A>
 CUresult addChildGraphNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n, CUgraph child)
@@ -144,6 +172,83 @@ CUresult addChildGraphNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
     using Fn = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUgraph);
     return addGraphNode<A, Fn>(
         out, graph, [&](CallScope& s) { s.body().args.raw[0] = uint64_t(uintptr_t(child)); }, deps, n, child);
+}
+
+// ---- the generic node API (cuGraphAddNode, cuGraph(Exec)NodeSetParams, 12.2): each kind recorded as its
+// own entry point records it. A kernel or host node is a Launch (a host node: kernel id 0, grid 0), a
+// copy or memset node a Transfer, a child graph node a Graph call with the child in args.raw[0]; other
+// kinds run no work the report counts.
+void describeGenericNode(CallScope& s, const CUgraphNodeParams* p)
+{
+    if (!p) return;
+    wire::CallBody& b = s.body();
+    switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        b.category = wire::Category::Launch;
+        describeKernelNodeV3(s, p->kernel);
+        break;
+    case CU_GRAPH_NODE_TYPE_HOST: b.category = wire::Category::Launch; break;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+        b.category = wire::Category::Transfer;
+        describeCopyNode(s, p->memcpy.copyParams);
+        break;
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+        b.category = wire::Category::Transfer;
+        describeMemsetNodeV2(s, p->memset);
+        break;
+    case CU_GRAPH_NODE_TYPE_GRAPH: b.args.raw[0] = uint64_t(uintptr_t(p->graph.graph)); break;
+    default: b.category = wire::Category::Other; break;
+    }
+}
+
+template <Api A>
+CUresult addNodeV1(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n, CUgraphNodeParams* p)
+{
+    using Fn = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUgraphNodeParams*);
+    return addGraphNode<A, Fn>(out, graph, [&](CallScope& s) { describeGenericNode(s, p); }, deps, n, p);
+}
+
+template <Api A>
+CUresult addNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* edges, size_t n,
+                 CUgraphNodeParams* p)
+{
+    using Fn = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t, CUgraphNodeParams*);
+    return addGraphNode<A, Fn>(out, graph, [&](CallScope& s) { describeGenericNode(s, p); }, deps, edges, n, p);
+}
+
+// A node's new parameters through the generic API: recorded as the per-kind entry points record them
+// (a kernel: raw [0] the exec, [1] the node's seq, [2] the kernel id; a copy or memset: the transfer with
+// dst the exec and src the node's seq), with raw[4] saying which (wire::kNodeEditKernel, kNodeEditTransfer).
+void describeNodeEdit(CallScope& s, CUgraphExec exec, CUgraphNode node, const CUgraphNodeParams* p)
+{
+    if (!p) return;
+    wire::CallBody& b = s.body();
+    if (p->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+        b.args.raw[0] = uint64_t(uintptr_t(exec));
+        b.args.raw[1] = graphNodeSeq(node);
+        b.args.raw[2] = kernelIdOf(p->kernel.func ? static_cast<const void*>(p->kernel.func) : p->kernel.kern);
+        b.args.raw[4] = wire::kNodeEditKernel;
+    } else if (p->type == CU_GRAPH_NODE_TYPE_MEMCPY || p->type == CU_GRAPH_NODE_TYPE_MEMSET) {
+        if (p->type == CU_GRAPH_NODE_TYPE_MEMCPY) describeCopyNode(s, p->memcpy.copyParams);
+        else describeMemsetNodeV2(s, p->memset);
+        b.args.transfer.dst = uint64_t(uintptr_t(exec));
+        b.args.transfer.src = graphNodeSeq(node);
+        b.args.raw[4] = wire::kNodeEditTransfer;
+    }
+}
+
+template <Api A>
+CUresult nodeSetParams(CUgraphNode node, CUgraphNodeParams* p)
+{
+    using Fn = CUresult (*)(CUgraphNode, CUgraphNodeParams*);
+    return forwardCall<A, Fn>([&](CallScope& s) { describeNodeEdit(s, nullptr, node, p); }, node, p);
+}
+
+template <Api A>
+CUresult execNodeSetParams(CUgraphExec exec, CUgraphNode node, CUgraphNodeParams* p)
+{
+    using Fn = CUresult (*)(CUgraphExec, CUgraphNode, CUgraphNodeParams*);
+    return forwardCall<A, Fn>([&](CallScope& s) { describeNodeEdit(s, exec, node, p); }, exec, node, p);
 }
 
 std::mutex g_nodesLock;
@@ -160,6 +265,31 @@ void noteGraphNode(CUgraphNode node, uint64_t seq)
     std::lock_guard<std::mutex> g(g_nodesLock);
     if (g_nodeSeq.size() >= kMaxNodes) g_nodeSeq.clear();
     g_nodeSeq[node] = seq;
+}
+
+void noteCapturedNode(CallScope& s, CUresult rc)
+{
+    const wire::CallBody& c = s.body();
+    // Work issued into a stream only (kCallDeviceWork): a node added by the node API has no stream
+    // to ask, and asking the legacy stream during a global capture would invalidate that capture.
+    const uint16_t both = wire::kCallCapturing | wire::kCallDeviceWork;
+    if (rc != CUDA_SUCCESS || (c.flags & both) != both || !c.args.raw[wire::kCaptureGraphSlot]) return;
+    if (c.category != wire::Category::Launch && c.category != wire::Category::Transfer) return;
+    // Right after a captured call, its stream's capture depends on exactly the node that call added
+    // (CUDA: the set the next captured node will depend on); the ABI the app used names the stream.
+    const Driver& d = driver();
+    const bool pt = s.perThread();
+    auto info3 = pt && d.streamGetCaptureInfo3Ptsz ? d.streamGetCaptureInfo3Ptsz : d.streamGetCaptureInfo3;
+    auto info = pt && d.streamGetCaptureInfoPtsz ? d.streamGetCaptureInfoPtsz : d.streamGetCaptureInfo;
+    const CUstream stream = reinterpret_cast<CUstream>(uintptr_t(c.stream));
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    const CUgraphNode* deps = nullptr;
+    size_t n = 0;
+    CUresult q = CUDA_ERROR_NOT_SUPPORTED;
+    if (info3) q = info3(stream, &st, nullptr, nullptr, &deps, nullptr, &n);
+    else if (info) q = info(stream, &st, nullptr, nullptr, &deps, &n);
+    if (q == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_ACTIVE && n == 1 && deps && deps[0])
+        noteGraphNode(deps[0], c.seq);
 }
 
 uint64_t graphNodeSeq(CUgraphNode node)
@@ -194,3 +324,12 @@ GS_WRAP(beginCaptureV1, cuStreamBeginCapture_ptsz, (CUstream s), (s))
 GS_WRAP(addChildGraphNode, cuGraphAddChildGraphNode,
         (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, CUgraph child), (o, g, d, n, child))
 GS_WRAP(graphCreate, cuGraphCreate, (CUgraph* g, unsigned f), (g, f))
+GS_WRAP(graphClone, cuGraphClone, (CUgraph* c, CUgraph g), (c, g))
+GS_WRAP(nodeFindInClone, cuGraphNodeFindInClone, (CUgraphNode* o, CUgraphNode n, CUgraph c), (o, n, c))
+GS_WRAP(addNodeV1, cuGraphAddNode, (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, CUgraphNodeParams* p),
+        (o, g, d, n, p))
+GS_WRAP(addNode, cuGraphAddNode_v2,
+        (CUgraphNode* o, CUgraph g, const CUgraphNode* d, const CUgraphEdgeData* e, size_t n, CUgraphNodeParams* p),
+        (o, g, d, e, n, p))
+GS_WRAP(nodeSetParams, cuGraphNodeSetParams, (CUgraphNode node, CUgraphNodeParams* p), (node, p))
+GS_WRAP(execNodeSetParams, cuGraphExecNodeSetParams, (CUgraphExec e, CUgraphNode node, CUgraphNodeParams* p), (e, node, p))

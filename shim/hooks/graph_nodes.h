@@ -11,6 +11,12 @@ namespace gpuspy::shim {
 void noteGraphNode(CUgraphNode node, uint64_t seq);
 uint64_t graphNodeSeq(CUgraphNode node);  // 0: not one the shim saw added
 
+// The generic node API's kinds described as the per-kind entry points describe them (launch.cpp,
+// transfer.cpp): a kernel node's launch, a copy or memset node's transfer.
+void describeKernelNodeV3(CallScope& s, const CUDA_KERNEL_NODE_PARAMS_v3& p);
+void describeCopyNode(CallScope& s, const CUDA_MEMCPY3D& c);
+void describeMemsetNodeV2(CallScope& s, const CUDA_MEMSET_NODE_PARAMS_v2& p);
+
 // A node added by the node API (no stream): recorded like work issued into a stream capture
 // (kCallCapturing, the CUgraph in raw[kCaptureGraphSlot]), which the collector adds to that graph's
 // nodes. Once made, the node is tied to the call's seq so that a later change of its parameters names

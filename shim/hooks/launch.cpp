@@ -112,7 +112,7 @@ CUresult addHostNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, s
 }
 
 // A kernel node of an executable graph given new parameters: args.raw [0] the exec, [1] the seq of the
-// call that added the node (0: a node the shim did not see added, e.g. one made by stream capture),
+// call that added the node, or that was captured into it (0: a node the shim did not see made),
 // [2] the kernel id it runs from now on.
 template <Api A>
 CUresult execKernelNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p)
@@ -142,6 +142,13 @@ CUresult kernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p)
 }
 
 }  // namespace
+
+void describeKernelNodeV3(CallScope& s, const CUDA_KERNEL_NODE_PARAMS_v3& p)
+{
+    fillLaunch(s, p.func ? static_cast<const void*>(p.func) : p.kern, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX,
+               p.blockDimY, p.blockDimZ, p.sharedMemBytes);
+}
+
 }  // namespace gpuspy::shim
 
 using namespace gpuspy::shim;

@@ -387,26 +387,98 @@ CUresult addMemcpyNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps,
         out, graph, [&](CallScope& s) { describe2D3D(s, c, c ? bytesOf(c) : 0); }, deps, n, c, ctx);
 }
 
+void describeMemsetNode(CallScope& s, const CUDA_MEMSET_NODE_PARAMS* p)
+{
+    if (!p) return;
+    wire::TransferArgs& t = s.body().args.transfer;
+    t.bytes = uint64_t(p->elementSize) * p->width * (p->height ? p->height : 1);
+    t.dst = p->dst;
+    t.direction = Direction::Memset;
+    t.dstMem = memKindOf(p->dst, false);
+    if (t.dstMem == MemKind::Pageable) t.dstMem = MemKind::Device;
+    t.srcMem = MemKind::Unknown;
+}
+
 template <Api A>
 CUresult addMemsetNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n, const CUDA_MEMSET_NODE_PARAMS* p,
                        CUcontext ctx)
 {
-    return addGraphNode<A, AddMemsetNodeFn>(
-        out, graph,
+    return addGraphNode<A, AddMemsetNodeFn>(out, graph, [&](CallScope& s) { describeMemsetNode(s, p); }, deps, n, p, ctx);
+}
+
+// ---- a copy or memset node given new parameters (cuGraph(Exec)MemcpyNodeSetParams,
+// cuGraph(Exec)MemsetNodeSetParams): a Graph-category record whose args are the node's new transfer,
+// except that dst holds the exec (0: the graph's node) and src the seq of the call that made the node
+// (wire/format.h); no device work.
+void nameEditedNode(CallScope& s, CUgraphExec exec, CUgraphNode node)
+{
+    wire::TransferArgs& t = s.body().args.transfer;
+    t.dst = uint64_t(uintptr_t(exec));
+    t.src = graphNodeSeq(node);
+}
+
+template <Api A>
+CUresult memcpyNodeSetParams(CUgraphNode node, const CUDA_MEMCPY3D* c)
+{
+    using Fn = CUresult (*)(CUgraphNode, const CUDA_MEMCPY3D*);
+    return forwardCall<A, Fn>(
         [&](CallScope& s) {
-            if (!p) return;
-            wire::TransferArgs& t = s.body().args.transfer;
-            t.bytes = uint64_t(p->elementSize) * p->width * (p->height ? p->height : 1);
-            t.dst = p->dst;
-            t.direction = Direction::Memset;
-            t.dstMem = memKindOf(p->dst, false);
-            if (t.dstMem == MemKind::Pageable) t.dstMem = MemKind::Device;
-            t.srcMem = MemKind::Unknown;
+            describe2D3D(s, c, c ? bytesOf(c) : 0);
+            nameEditedNode(s, nullptr, node);
         },
-        deps, n, p, ctx);
+        node, c);
+}
+
+template <Api A>
+CUresult execMemcpyNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D* c, CUcontext ctx)
+{
+    using Fn = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D*, CUcontext);
+    return forwardCall<A, Fn>(
+        [&](CallScope& s) {
+            describe2D3D(s, c, c ? bytesOf(c) : 0);
+            nameEditedNode(s, exec, node);
+        },
+        exec, node, c, ctx);
+}
+
+template <Api A>
+CUresult memsetNodeSetParams(CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p)
+{
+    using Fn = CUresult (*)(CUgraphNode, const CUDA_MEMSET_NODE_PARAMS*);
+    return forwardCall<A, Fn>(
+        [&](CallScope& s) {
+            describeMemsetNode(s, p);
+            nameEditedNode(s, nullptr, node);
+        },
+        node, p);
+}
+
+template <Api A>
+CUresult execMemsetNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext ctx)
+{
+    using Fn = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_MEMSET_NODE_PARAMS*, CUcontext);
+    return forwardCall<A, Fn>(
+        [&](CallScope& s) {
+            describeMemsetNode(s, p);
+            nameEditedNode(s, exec, node);
+        },
+        exec, node, p, ctx);
 }
 
 }  // namespace
+
+void describeCopyNode(CallScope& s, const CUDA_MEMCPY3D& c) { describe2D3D(s, &c, bytesOf(&c)); }
+
+void describeMemsetNodeV2(CallScope& s, const CUDA_MEMSET_NODE_PARAMS_v2& p)
+{
+    CUDA_MEMSET_NODE_PARAMS v1{};
+    v1.dst = p.dst;
+    v1.elementSize = p.elementSize;
+    v1.width = p.width;
+    v1.height = p.height;
+    describeMemsetNode(s, &v1);
+}
+
 }  // namespace gpuspy::shim
 
 using namespace gpuspy::shim;
@@ -485,6 +557,12 @@ GS_WRAP(prefetchAsync, cuMemPrefetchAsync_v2, (CUdeviceptr p, size_t n, CUmemLoc
 GS_WRAP(prefetchAsync, cuMemPrefetchAsync_v2_ptsz, (CUdeviceptr p, size_t n, CUmemLocation l, unsigned int f, CUstream s), (p, n, l, f, s))
 GS_WRAP(addMemcpyNode, cuGraphAddMemcpyNode,
         (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, const CUDA_MEMCPY3D* c, CUcontext x), (o, g, d, n, c, x))
+GS_WRAP(memcpyNodeSetParams, cuGraphMemcpyNodeSetParams, (CUgraphNode node, const CUDA_MEMCPY3D* c), (node, c))
+GS_WRAP(execMemcpyNodeSetParams, cuGraphExecMemcpyNodeSetParams,
+        (CUgraphExec e, CUgraphNode node, const CUDA_MEMCPY3D* c, CUcontext x), (e, node, c, x))
+GS_WRAP(memsetNodeSetParams, cuGraphMemsetNodeSetParams, (CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p), (node, p))
+GS_WRAP(execMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams,
+        (CUgraphExec e, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext x), (e, node, p, x))
 GS_WRAP(addMemsetNode, cuGraphAddMemsetNode,
         (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext x),
         (o, g, d, n, p, x))

@@ -516,6 +516,143 @@ TEST(Analyze, AGraphHandleMadeAgainStartsEmpty)
     for (const KernelRow& k : r.kernels) EXPECT_EQ(k.count, 1u) << k.name;
 }
 
+// Copy and memset nodes given new parameters (cuGraph(Exec)MemcpyNodeSetParams, cuGraph(Exec)MemsetNodeSetParams:
+// the new transfer, dst the exec or 0, src the seq of the call that made the node) and a clone of the graph
+// (cuGraphClone: it runs the original's nodes as they stood when it was cloned).
+TEST(Analyze, EditedCopyAndMemsetNodesAndClonedGraphs)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    const uint64_t graph = 0x6000, clone = 0x6100, exec = 0xe000, cloneExec = 0xe100;
+    const uint16_t capturing = wire::kCallCapturing;
+    auto graphCall = [&](const std::string& name, uint64_t t, uint64_t a0, uint64_t a1) -> wire::CallBody& {
+        wire::CallBody& c = b.call(name, Category::Graph, t, t + 5);
+        c.args.raw[0] = a0;
+        c.args.raw[1] = a1;
+        return c;
+    };
+    auto edit = [&](const std::string& name, uint64_t t, uint64_t execOf, uint64_t nodeSeq, Direction dir, MemKind src,
+                    MemKind dst, uint64_t bytes) {
+        b.call(name, Category::Graph, t, t + 5).args.transfer = wire::TransferArgs{bytes, execOf, nodeSeq, dir, src, dst, 0, 0};
+    };
+    auto captured = [&](uint64_t seq) {
+        b.p.calls.back().args.raw[wire::kCaptureGraphSlot] = graph;
+        return seq;
+    };
+    const uint64_t in = captured(b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, 4 * KiB,
+                                        10, 15, true, 0, 0, 0, capturing));
+    const uint64_t set = captured(b.copy("cuMemsetD32Async", Direction::Memset, MemKind::Unknown, MemKind::Device, 1 * KiB,
+                                         20, 25, true, 0, 0, 0, capturing));
+    const uint64_t out = captured(b.copy("cuMemcpyDtoHAsync_v2", Direction::DtoH, MemKind::Device, MemKind::Pinned, 4 * KiB,
+                                         30, 35, true, 0, 0, 0, capturing));
+    captured(b.launch(1, 40, 45, 0, 0, 0, capturing));
+    graphCall("cuStreamEndCapture", 50, graph, 0);
+    // In the graph: the memset halved, the DtoH copy made a DtoD copy of 2 KiB.
+    edit("cuGraphMemsetNodeSetParams", 60, 0, set, Direction::Memset, MemKind::Unknown, MemKind::Device, 512);
+    edit("cuGraphMemcpyNodeSetParams", 65, 0, out, Direction::DtoD, MemKind::Device, MemKind::Device, 2 * KiB);
+    graphCall("cuGraphClone", 70, clone, graph);
+    // Made after the clone: the clone keeps the original's HtoD copy of 4 KiB.
+    edit("cuGraphMemcpyNodeSetParams", 75, 0, in, Direction::HtoD, MemKind::Pinned, MemKind::Device, 3 * KiB);
+    graphCall("cuGraphInstantiateWithFlags", 80, exec, graph);
+    graphCall("cuGraphInstantiateWithFlags", 85, cloneExec, clone);
+    auto launch = [&](uint64_t t, uint64_t e) {
+        b.call("cuGraphLaunch", Category::Graph, t, t + 10, uint16_t(wire::kCallDeviceWork | wire::kCallAsync)).args.sync.object = e;
+    };
+    launch(100, exec);
+    // In the exec only: the HtoD copy 1 KiB long, the memset 1 KiB again; a node of no known call is left.
+    edit("cuGraphExecMemcpyNodeSetParams", 120, exec, in, Direction::HtoD, MemKind::Pinned, MemKind::Device, 1 * KiB);
+    edit("cuGraphExecMemsetNodeSetParams", 125, exec, set, Direction::Memset, MemKind::Unknown, MemKind::Device, 1 * KiB);
+    edit("cuGraphExecMemsetNodeSetParams", 126, exec, 0, Direction::Memset, MemKind::Unknown, MemKind::Device, 7);
+    launch(140, exec);
+    launch(160, cloneExec);
+
+    const Report r = analyze(b.capture(), {});
+    EXPECT_EQ(r.launches.graphLaunches, 3u);
+    EXPECT_EQ(r.launches.graphsUnknown, 0u);
+    EXPECT_EQ(r.launches.graphNodes, 12u);
+    const TransferRow* htod = transferOf(r, "HtoD", "pinned", "graph");
+    ASSERT_TRUE(htod);
+    EXPECT_EQ(htod->count, 3u);
+    EXPECT_EQ(htod->bytes, 3 * KiB + 1 * KiB + 4 * KiB);
+    const TransferRow* memset = transferOf(r, "Memset", "device", "graph");
+    ASSERT_TRUE(memset);
+    EXPECT_EQ(memset->count, 3u);
+    EXPECT_EQ(memset->bytes, 512u + 1 * KiB + 512u);
+    const TransferRow* dtod = transferOf(r, "DtoD", "device", "graph");
+    ASSERT_TRUE(dtod);
+    EXPECT_EQ(dtod->count, 3u);
+    EXPECT_EQ(dtod->bytes, 3 * 2 * KiB);
+    EXPECT_FALSE(transferOf(r, "DtoH", "pinned", "graph"));
+}
+
+// The generic node API (cuGraphAddNode) recorded as the kind's own entry point: a kernel node a Launch, a
+// host node a Launch of kernel 0 and grid 0, a copy node a Transfer, a child graph node a Graph call (the
+// child in raw[0]); cuGraph(Exec)NodeSetParams say in raw[4] which edit layout they carry.
+TEST(Analyze, GenericNodeApi)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    b.p.kernels[2] = "_Z4normPf";
+    const uint64_t child = 0x6000, graph = 0x6100, exec = 0xe000;
+    auto node = [&](uint64_t into, Category cat, uint64_t t) -> wire::CallBody& {
+        wire::CallBody& c = b.call("cuGraphAddNode_v2", cat, t, t + 5, wire::kCallCapturing);
+        c.args.raw[wire::kCaptureGraphSlot] = into;
+        return c;
+    };
+    b.call("cuGraphCreate", Category::Graph, 1, 2).args.raw[0] = child;
+    wire::CallBody& childKernel = node(child, Category::Launch, 5);
+    childKernel.args.launch.kernelId = 2;
+    childKernel.args.launch.grid[0] = 8;
+    b.call("cuGraphCreate", Category::Graph, 10, 12).args.raw[0] = graph;
+    wire::CallBody& step = node(graph, Category::Launch, 20);
+    step.args.launch.kernelId = 1;
+    step.args.launch.grid[0] = 8;
+    const uint64_t stepSeq = step.seq;
+    node(graph, Category::Transfer, 30).args.transfer = wire::TransferArgs{4 * KiB, 0xd000, 0xa000, Direction::HtoD,
+                                                                            MemKind::Pinned, MemKind::Device, 0, 0};
+    const uint64_t copySeq = b.p.calls.back().seq;
+    node(graph, Category::Graph, 40).args.raw[0] = child;
+    node(graph, Category::Launch, 50);  // a host node: kernel 0, grid 0
+    node(graph, Category::Other, 55);   // an empty or event node: nothing counted
+    wire::CallBody& inst = b.call("cuGraphInstantiateWithFlags", Category::Graph, 60, 65);
+    inst.args.raw[0] = exec;
+    inst.args.raw[1] = graph;
+    auto launch = [&](uint64_t t) {
+        b.call("cuGraphLaunch", Category::Graph, t, t + 10, uint16_t(wire::kCallDeviceWork | wire::kCallAsync)).args.sync.object = exec;
+    };
+    launch(100);
+    wire::CallBody& k = b.call("cuGraphExecNodeSetParams", Category::Graph, 120, 125);
+    k.args.raw[0] = exec;
+    k.args.raw[1] = stepSeq;
+    k.args.raw[2] = 2;
+    k.args.raw[4] = wire::kNodeEditKernel;
+    wire::CallBody& c = b.call("cuGraphExecNodeSetParams", Category::Graph, 130, 135);
+    c.args.transfer = wire::TransferArgs{1 * KiB, exec, copySeq, Direction::HtoD, MemKind::Pinned, MemKind::Device, 0, 0};
+    c.args.raw[4] = wire::kNodeEditTransfer;
+    launch(140);
+
+    const Report r = analyze(b.capture(), {});
+    EXPECT_EQ(r.launches.graphLaunches, 2u);
+    EXPECT_EQ(r.launches.graphsUnknown, 0u);
+    EXPECT_EQ(r.launches.graphNodes, 8u);
+    auto kernel = [&](const std::string& name) -> const KernelRow* {
+        for (const KernelRow& row : r.kernels)
+            if (row.name == name) return &row;
+        return nullptr;
+    };
+    const KernelRow* stepRow = kernel("step(float*)");
+    const KernelRow* normRow = kernel("norm(float*)");
+    const KernelRow* hostRow = kernel("[host function]");
+    ASSERT_TRUE(stepRow && normRow && hostRow);
+    EXPECT_EQ(stepRow->graphCount, 1u);
+    EXPECT_EQ(normRow->graphCount, 3u);  // the child's, twice, and step switched to norm once
+    EXPECT_EQ(hostRow->graphCount, 2u);
+    const TransferRow* htod = transferOf(r, "HtoD", "pinned", "graph");
+    ASSERT_TRUE(htod);
+    EXPECT_EQ(htod->count, 2u);
+    EXPECT_EQ(htod->bytes, 4 * KiB + 1 * KiB);
+}
+
 // Graph work: the nodes captured into a graph count in the kernel and transfer tables at every launch
 // of an exec instantiated from it (at the launch's call site), its measured time split over them.
 TEST(Analyze, GraphLaunchesCountTheirNodes)

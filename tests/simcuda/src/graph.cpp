@@ -4,6 +4,7 @@
 #include "sim.h"
 
 #include <atomic>
+#include <cstring>
 
 namespace simcuda {
 namespace {
@@ -328,6 +329,15 @@ CUresult addOpNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t
     return CUDA_SUCCESS;
 }
 
+CUresult hostNodeOp(CUhostFn fn, void* user, Op* op)
+{
+    if (!fn) return CUDA_ERROR_INVALID_VALUE;
+    op->kind = OpKind::HostFunc;
+    op->duration = config().hostFuncNs;
+    op->hostFn = [fn, user] { fn(user); };
+    return CUDA_SUCCESS;
+}
+
 CUresult kernelNodeOp(const CUDA_KERNEL_NODE_PARAMS* p, Op* op)
 {
     if (!p) return CUDA_ERROR_INVALID_VALUE;
@@ -362,17 +372,45 @@ CUresult addChildNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, siz
     return CUDA_SUCCESS;
 }
 
-// A kernel node's new parameters: in the graph (exec null) or in an executable graph made from it.
-CUresult setKernelParams(GraphExec* ex, CUgraphNode hn, CUresult made, Op* op)
+// A node's new parameters (a node of that type): in the graph (exec null) or in an executable graph
+// made from it. In an exec, a copy stays a copy between the same kinds of memory and is not empty
+// (CUDA: the operands' contexts and mappings may not change, zero-length copies are not supported).
+CUresult setNodeOp(GraphExec* ex, CUgraphNode hn, CUgraphNodeType type, CUresult made, Op* op)
 {
     if (made) return made;
     Lock g(bigLock());
     auto* n = liveHandle<GraphNode>(hn, HandleKind::GraphNode);
-    if (!n || n->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
+    if (!n || n->type != type) return CUDA_ERROR_INVALID_VALUE;
     if (ex && ex->graph != n->graph) return CUDA_ERROR_INVALID_VALUE;
     std::vector<Op>& ops = ex ? ex->ops : n->graph->ops;
     if (n->index >= ops.size()) return CUDA_ERROR_INVALID_VALUE;
+    if (ex && type == CU_GRAPH_NODE_TYPE_MEMCPY &&
+        (!op->bytes || std::strcmp(op->dir, ops[n->index].dir) != 0 || std::strcmp(op->hostMem, ops[n->index].hostMem) != 0))
+        return CUDA_ERROR_INVALID_VALUE;
     ops[n->index] = std::move(*op);
+    return CUDA_SUCCESS;
+}
+
+CUresult setKernelParams(GraphExec* ex, CUgraphNode hn, CUresult made, Op* op)
+{
+    return setNodeOp(ex, hn, CU_GRAPH_NODE_TYPE_KERNEL, made, op);
+}
+
+// A copy of a graph: the same ops, and a node for each of the original's (same types, same ops), which
+// cuGraphNodeFindInClone pairs with the original's.
+CUresult cloneGraph(CUgraph* out, CUgraph hg)
+{
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    Lock g(bigLock());
+    Graph* from = asGraph(hg);
+    if (!from) return CUDA_ERROR_INVALID_VALUE;
+    Graph* to = newGraph();
+    to->ops = from->ops;
+    for (GraphNode* n : from->nodes) {
+        GraphNode* copy = addNode(to, n->index, n->type);
+        copy->original = n;
+    }
+    *out = reinterpret_cast<CUgraph>(to);
     return CUDA_SUCCESS;
 }
 
@@ -478,6 +516,58 @@ SIM_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode
     return scope.ret(setKernelParams(ex, node, kernelNodeOp(p, &op), &op));
 }
 
+SIM_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode node, const CUDA_MEMCPY3D* c)
+{
+    SIM_API(cuGraphMemcpyNodeSetParams);
+    Op op;
+    return scope.ret(setNodeOp(nullptr, node, CU_GRAPH_NODE_TYPE_MEMCPY, memcpyNodeOp(c, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode node, const CUDA_MEMCPY3D* c, CUcontext)
+{
+    SIM_API(cuGraphExecMemcpyNodeSetParams);
+    GraphExec* ex = asExec(e);
+    if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    Op op;
+    return scope.ret(setNodeOp(ex, node, CU_GRAPH_NODE_TYPE_MEMCPY, memcpyNodeOp(c, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphMemsetNodeSetParams(CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p)
+{
+    SIM_API(cuGraphMemsetNodeSetParams);
+    Op op;
+    return scope.ret(setNodeOp(nullptr, node, CU_GRAPH_NODE_TYPE_MEMSET, memsetNodeOp(p, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext)
+{
+    SIM_API(cuGraphExecMemsetNodeSetParams);
+    GraphExec* ex = asExec(e);
+    if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    Op op;
+    return scope.ret(setNodeOp(ex, node, CU_GRAPH_NODE_TYPE_MEMSET, memsetNodeOp(p, &op), &op));
+}
+
+SIM_EXPORT CUresult cuGraphClone(CUgraph* out, CUgraph original)
+{
+    SIM_API(cuGraphClone);
+    return scope.ret(cloneGraph(out, original));
+}
+
+SIM_EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode* out, CUgraphNode original, CUgraph hclone)
+{
+    SIM_API(cuGraphNodeFindInClone);
+    Lock g(bigLock());
+    Graph* clone = asGraph(hclone);
+    if (!out || !clone) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    for (GraphNode* n : clone->nodes)
+        if (n->original && n->original == liveHandle<GraphNode>(original, HandleKind::GraphNode)) {
+            *out = reinterpret_cast<CUgraphNode>(n);
+            return scope.ret(CUDA_SUCCESS);
+        }
+    return scope.ret(CUDA_ERROR_INVALID_VALUE);
+}
+
 SIM_EXPORT CUresult cuGraphExecUpdate(CUgraphExec e, CUgraph g, CUgraphNode* errNode, CUgraphExecUpdateResult* result)
 {
     SIM_API(cuGraphExecUpdate);
@@ -502,12 +592,95 @@ SIM_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* out, CUgraph g, const CUgrap
                                        const CUDA_HOST_NODE_PARAMS* p)
 {
     SIM_API(cuGraphAddHostNode);
-    if (!p || !p->fn) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     Op op;
-    op.kind = OpKind::HostFunc;
-    op.duration = config().hostFuncNs;
-    const CUhostFn fn = p->fn;
-    void* user = p->userData;
-    op.hostFn = [fn, user] { fn(user); };
+    if (CUresult rc = hostNodeOp(p ? p->fn : nullptr, p ? p->userData : nullptr, &op)) return scope.ret(rc);
     return scope.ret(addOpNode(out, g, deps, n, &op, CU_GRAPH_NODE_TYPE_HOST));
+}
+
+// ---- the generic node API (12.2): one entry point for every kind of node, by CUgraphNodeParams::type.
+// Kinds the simulator does not run (event, semaphore, allocation, memop, conditional nodes) are refused.
+namespace simcuda {
+namespace {
+
+CUresult kernelNodeOpV3(const CUDA_KERNEL_NODE_PARAMS_v3& p, Op* op)
+{
+    const unsigned grid[3] = {p.gridDimX, p.gridDimY, p.gridDimZ}, block[3] = {p.blockDimX, p.blockDimY, p.blockDimZ};
+    return kernelOp(p.func ? p.func : reinterpret_cast<CUfunction>(p.kern), grid, block, p.sharedMemBytes, op);
+}
+
+CUresult memsetNodeOpV2(const CUDA_MEMSET_NODE_PARAMS_v2& p, Op* op)
+{
+    CUDA_MEMSET_NODE_PARAMS v1{};
+    v1.dst = p.dst;
+    v1.pitch = p.pitch;
+    v1.value = p.value;
+    v1.elementSize = p.elementSize;
+    v1.width = p.width;
+    v1.height = p.height;
+    return memsetNodeOp(&v1, op);
+}
+
+// The op a node of these parameters runs; CUDA_ERROR_NOT_SUPPORTED for a kind the simulator cannot run.
+CUresult genericNodeOp(const CUgraphNodeParams* p, Op* op)
+{
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: return kernelNodeOpV3(p->kernel, op);
+    case CU_GRAPH_NODE_TYPE_MEMCPY: return p->memcpy.flags ? CUDA_ERROR_INVALID_VALUE : memcpyNodeOp(&p->memcpy.copyParams, op);
+    case CU_GRAPH_NODE_TYPE_MEMSET: return memsetNodeOpV2(p->memset, op);
+    case CU_GRAPH_NODE_TYPE_HOST: return hostNodeOp(p->host.fn, p->host.userData, op);
+    default: return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+CUresult addGenericNode(CUgraphNode* out, CUgraph hg, const CUgraphNode* deps, size_t n, CUgraphNodeParams* p)
+{
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    if (p->type == CU_GRAPH_NODE_TYPE_GRAPH) return addChildNode(out, hg, deps, n, p->graph.graph);
+    if (p->type == CU_GRAPH_NODE_TYPE_EMPTY) return addOpNode(out, hg, deps, n, nullptr, CU_GRAPH_NODE_TYPE_EMPTY);
+    Op op;
+    if (CUresult rc = genericNodeOp(p, &op)) return rc;
+    return addOpNode(out, hg, deps, n, &op, p->type);
+}
+
+// New parameters of a kernel, copy, memset or host node (of the node's own type), in the graph or an exec.
+CUresult setGenericNode(GraphExec* ex, CUgraphNode node, CUgraphNodeParams* p)
+{
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    Op op;
+    const CUresult made = genericNodeOp(p, &op);
+    return setNodeOp(ex, node, p->type, made, &op);
+}
+
+}  // namespace
+}  // namespace simcuda
+
+SIM_EXPORT CUresult cuGraphAddNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, CUgraphNodeParams* p)
+{
+    SIM_API(cuGraphAddNode);
+    return scope.ret(addGenericNode(out, g, deps, n, p));
+}
+
+// Edge data (12.3) other than the default (all zero) is a port or an edge type the simulator has no use for.
+SIM_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, const CUgraphEdgeData* edges,
+                                      size_t n, CUgraphNodeParams* p)
+{
+    SIM_API(cuGraphAddNode_v2);
+    for (size_t i = 0; edges && i < n; ++i)
+        if (edges[i].from_port || edges[i].to_port || edges[i].type) return scope.ret(CUDA_ERROR_NOT_SUPPORTED);
+    return scope.ret(addGenericNode(out, g, deps, n, p));
+}
+
+SIM_EXPORT CUresult cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeParams* p)
+{
+    SIM_API(cuGraphNodeSetParams);
+    return scope.ret(setGenericNode(nullptr, node, p));
+}
+
+SIM_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode node, CUgraphNodeParams* p)
+{
+    SIM_API(cuGraphExecNodeSetParams);
+    GraphExec* ex = asExec(e);
+    if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    return scope.ret(setGenericNode(ex, node, p));
 }

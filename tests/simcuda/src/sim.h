@@ -307,6 +307,7 @@ struct GraphNode {
     Graph* graph = nullptr;
     size_t index = 0;  // its op in graph->ops (a child graph node: the first of its graph's ops); none: SIZE_MAX
     CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL;
+    GraphNode* original = nullptr;  // a clone's node: the node it copies (cuGraphNodeFindInClone)
 };
 struct Graph {
     std::vector<Op> ops;

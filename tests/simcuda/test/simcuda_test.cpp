@@ -619,6 +619,103 @@ TEST(Graphs, NodesAddedOneByOneRunAtEachLaunch)
     ASSERT_EQ(FN(cuGraphDestroy)(child), CUDA_SUCCESS);
 }
 
+// Nodes changed after they were made (copy and memset nodes in the graph and in an exec, the generic API's
+// cuGraphAddNode / cuGraph(Exec)NodeSetParams) and a clone that runs the original's nodes.
+TEST(Graphs, EditedNodesAndClones)
+{
+    Fixture fx;
+    CUstream s;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr d, d2;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&d, 1024), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&d2, 1024), CUDA_SUCCESS);
+    std::vector<unsigned char> host(1024, 0);
+    using AddNode = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t, CUgraphNodeParams*);
+    using SetExecNode = CUresult (*)(CUgraphExec, CUgraphNode, CUgraphNodeParams*);
+    auto addNode = reinterpret_cast<AddNode>(proc("cuGraphAddNode", 12030));
+    auto setExecNode = reinterpret_cast<SetExecNode>(proc("cuGraphExecNodeSetParams", 12020));
+    ASSERT_TRUE(addNode && setExecNode);
+
+    CUgraph graph;
+    ASSERT_EQ(FN(cuGraphCreate)(&graph, 0), CUDA_SUCCESS);
+    CUgraphNodeParams kp{};
+    kp.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    kp.kernel.func = fx.kernel("ten_us_kernel");
+    kp.kernel.gridDimX = kp.kernel.gridDimY = kp.kernel.gridDimZ = 1;
+    kp.kernel.blockDimX = 32;
+    kp.kernel.blockDimY = kp.kernel.blockDimZ = 1;
+    CUgraphNodeParams cp{};
+    cp.type = CU_GRAPH_NODE_TYPE_MEMCPY;
+    cp.memcpy.copyParams.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    cp.memcpy.copyParams.srcDevice = d;
+    cp.memcpy.copyParams.dstMemoryType = CU_MEMORYTYPE_HOST;
+    cp.memcpy.copyParams.dstHost = host.data();
+    cp.memcpy.copyParams.WidthInBytes = 1024;
+    cp.memcpy.copyParams.Height = cp.memcpy.copyParams.Depth = 1;
+    CUgraphNode kernel, copy, memset, event;
+    ASSERT_EQ(addNode(&kernel, graph, nullptr, nullptr, 0, &kp), CUDA_SUCCESS);
+    ASSERT_EQ(addNode(&copy, graph, &kernel, nullptr, 1, &cp), CUDA_SUCCESS);
+    CUDA_MEMSET_NODE_PARAMS mp{};
+    mp.dst = d;
+    mp.elementSize = 1;
+    mp.width = 1024;
+    mp.height = 1;
+    ASSERT_EQ(FN(cuGraphAddMemsetNode)(&memset, graph, nullptr, 0, &mp, fx.ctx), CUDA_SUCCESS);
+    CUgraphNodeParams ep{};
+    ep.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    EXPECT_EQ(addNode(&event, graph, nullptr, nullptr, 0, &ep), CUDA_ERROR_NOT_SUPPORTED) << "a kind the simulator cannot run";
+    CUgraphNodeType type;
+    ASSERT_EQ(FN(cuGraphNodeGetType)(copy, &type), CUDA_SUCCESS);
+    EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_MEMCPY);
+
+    // In the graph: the memset halved; then a clone, which keeps it; then the graph's copy made DtoD.
+    mp.width = 512;
+    ASSERT_EQ(FN(cuGraphMemsetNodeSetParams)(memset, &mp), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuGraphMemsetNodeSetParams)(kernel, &mp), CUDA_ERROR_INVALID_VALUE) << "not a memset node";
+    CUgraph clone;
+    ASSERT_EQ(FN(cuGraphClone)(&clone, graph), CUDA_SUCCESS);
+    CUDA_MEMCPY3D dtod = cp.memcpy.copyParams;
+    dtod.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    dtod.dstDevice = d2;
+    dtod.WidthInBytes = 256;
+    ASSERT_EQ(FN(cuGraphMemcpyNodeSetParams)(copy, &dtod), CUDA_SUCCESS);
+    CUgraphNode cloneKernel;
+    ASSERT_EQ(FN(cuGraphNodeFindInClone)(&cloneKernel, kernel, clone), CUDA_SUCCESS);
+    EXPECT_NE(cloneKernel, kernel);
+    EXPECT_EQ(FN(cuGraphNodeFindInClone)(&cloneKernel, kernel, graph), CUDA_ERROR_INVALID_VALUE) << "not a clone of it";
+
+    CUgraphExec exec, cloneExec;
+    ASSERT_EQ(FN(cuGraphInstantiateWithFlags)(&exec, graph, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphInstantiateWithFlags)(&cloneExec, clone, 0), CUDA_SUCCESS);
+    // In the exec: a copy may change its size, not its direction.
+    CUDA_MEMCPY3D smaller = dtod;
+    smaller.WidthInBytes = 128;
+    EXPECT_EQ(FN(cuGraphExecMemcpyNodeSetParams)(exec, copy, &cp.memcpy.copyParams, fx.ctx), CUDA_ERROR_INVALID_VALUE);
+    ASSERT_EQ(FN(cuGraphExecMemcpyNodeSetParams)(exec, copy, &smaller, fx.ctx), CUDA_SUCCESS);
+    mp.width = 64;
+    ASSERT_EQ(FN(cuGraphExecMemsetNodeSetParams)(exec, memset, &mp, fx.ctx), CUDA_SUCCESS);
+    kp.kernel.func = fx.kernel("other_kernel");
+    ASSERT_EQ(setExecNode(exec, kernel, &kp), CUDA_SUCCESS);
+    EXPECT_EQ(setExecNode(cloneExec, kernel, &kp), CUDA_ERROR_INVALID_VALUE) << "the original's node is not the clone's";
+    ASSERT_EQ(FN(cuGraphLaunch)(exec, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphLaunch)(cloneExec, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamSynchronize)(s), CUDA_SUCCESS);
+    auto ops = opsOn(fx.streamId(s));
+    ASSERT_EQ(ops.size(), 6u);
+    EXPECT_EQ(ops[0]["name"], "other_kernel");
+    EXPECT_EQ(ops[1]["dir"], "DtoD");
+    EXPECT_EQ(ops[1]["bytes"], 128);
+    EXPECT_EQ(ops[2]["bytes"], 64);
+    EXPECT_EQ(ops[3]["name"], "ten_us_kernel") << "the clone runs the original's nodes as they were";
+    EXPECT_EQ(ops[4]["dir"], "DtoH");
+    EXPECT_EQ(ops[4]["bytes"], 1024);
+    EXPECT_EQ(ops[5]["bytes"], 512);
+    ASSERT_EQ(FN(cuGraphExecDestroy)(cloneExec), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphExecDestroy)(exec), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphDestroy)(clone), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphDestroy)(graph), CUDA_SUCCESS);
+}
+
 TEST(Graphs, SynchronizingACapturingStreamInvalidatesTheCapture)
 {
     Fixture fx;
