@@ -83,7 +83,9 @@ TimelineRole timelineRole(std::string_view abiName)
     if (b == "cuEventRecord" || b == "cuEventRecordWithFlags") return TimelineRole::EventRecord;
     if (b == "cuStreamWaitEvent") return TimelineRole::StreamWaitEvent;
     if (b == "cuStreamWriteValue32" || b == "cuStreamWriteValue64") return TimelineRole::WriteValue;
-    if (b == "cuStreamWaitValue32" || b == "cuStreamWaitValue64") return TimelineRole::WaitValue;
+    // A batch of memory operations is a wait unless it writes: then it is device work, a write (add()). The
+    // shim names its first write's address, else its first wait's.
+    if (b == "cuStreamWaitValue32" || b == "cuStreamWaitValue64" || b == "cuStreamBatchMemOp") return TimelineRole::WaitValue;
     if (b == "cuGreenCtxStreamCreate") return TimelineRole::GreenStream;
     if (b == "cuGreenCtxRecordEvent") return TimelineRole::GreenRecord;
     if (b == "cuGreenCtxWaitEvent") return TimelineRole::GreenWait;
@@ -249,6 +251,7 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
                                            const std::vector<wire::GpuSpanBody>* spans, bool upperBound)
 {
     Result r;
+    if (role == TimelineRole::WaitValue && deviceOp) role = TimelineRole::WriteValue;  // a batch that writes
     const uint64_t t = c.endNs;
     const bool ok = c.result == 0;
     const bool blocked = c.endNs > c.beginNs + kBlockedNs;

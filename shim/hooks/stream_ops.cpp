@@ -60,21 +60,30 @@ CUresult streamWait(CUstream stream, CUdeviceptr addr, V value, unsigned int fla
 }
 
 // A batch of writes only is timed as one piece of device work; one that waits holds its stream like a
-// wait-value (its writes then run untimed: a span would hold the wait as GPU time).
+// wait-value (its writes then run untimed: a span would hold the wait as GPU time). The object is the
+// first write's address, else the first wait's, as for the single operations (the device timeline takes
+// a batch that writes as a write, one that only waits as a wait).
 template <Api A>
 CUresult batchMemOp(CUstream stream, unsigned int count, CUstreamBatchMemOpParams* ops, unsigned int flags)
 {
     bool waits = false, writes = false;
+    CUdeviceptr waited = 0, written = 0;
     for (unsigned int i = 0; ops && i < count; ++i) {
         const auto op = ops[i].operation;
-        waits |= op == CU_STREAM_MEM_OP_WAIT_VALUE_32 || op == CU_STREAM_MEM_OP_WAIT_VALUE_64;
-        writes |= op == CU_STREAM_MEM_OP_WRITE_VALUE_32 || op == CU_STREAM_MEM_OP_WRITE_VALUE_64;
+        if ((op == CU_STREAM_MEM_OP_WAIT_VALUE_32 || op == CU_STREAM_MEM_OP_WAIT_VALUE_64) && !waits) {
+            waits = true;
+            waited = ops[i].waitValue.address;
+        }
+        if ((op == CU_STREAM_MEM_OP_WRITE_VALUE_32 || op == CU_STREAM_MEM_OP_WRITE_VALUE_64) && !writes) {
+            writes = true;
+            written = ops[i].writeValue.address;
+        }
     }
     CallScope s(A);
     auto real = realAs<decltype(&::cuStreamBatchMemOp_v2)>(A);
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;
     if (s.active()) {
-        s.body().args.sync.object = uint64_t(uintptr_t(ops));
+        s.body().args.sync.object = uint64_t(writes ? written : waited);
         s.setStream(stream);
         s.setFlags(wire::kCallAsync | (writes ? wire::kCallDeviceWork : 0));
         if (writes && !waits) gpuBefore(s, stream, GpuTiming::Preferred);

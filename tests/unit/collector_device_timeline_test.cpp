@@ -206,6 +206,27 @@ TEST(DeviceTimeline, AValueWrittenBeforeTheWaitHoldsTheStreamUntilTheWriteEnds)
     EXPECT_EQ(timelineRole("cuStreamWriteValue32_v2"), TimelineRole::WriteValue);
 }
 
+// cuStreamBatchMemOp: a wait unless it writes (then device work, a write of its object's address). Its wait
+// holds the stream as cuStreamWaitValue32 does: the held measured op does not stretch the work before it.
+TEST(DeviceTimeline, ABatchOfMemoryOperationsWaitsUnlessItWrites)
+{
+    Harness h;
+    EXPECT_EQ(timelineRole("cuStreamBatchMemOp_v2_ptsz"), TimelineRole::WaitValue);
+    h.launch(8, 100, 200, 1000, 3000, 0x40);
+    h.launch(9, 300, 400, 1100, 1500, 0x40);
+    h.launch(9, 500, 600, 0, 0, 0x30);  // seq 3: untimed, ~400 ns
+    h.sync(TimelineRole::WaitValue, 700, 800, 0xF1A9, 0x30);  // the batch that waits (no device work)
+    h.launch(8, 900, 1000, 50000, 52000, 0x30);
+    {
+        wire::CallBody c = h.call(Category::Other, 1100, 1200, 0x20);  // seq 6: the batch that writes, untimed
+        c.args.sync.object = 0xF1A9;
+        EXPECT_TRUE(h.tl.add(c, TimelineRole::WaitValue, true, false, nullptr, false).deviceOp);
+    }
+    h.sync(TimelineRole::CtxSync, 60000, 60500);
+    EXPECT_LT(h.at(3).end[kEst], 10000u) << "the work before the batch's wait was stretched to the held op's begin";
+    EXPECT_EQ(h.placed.count(6), 1u) << "the batch that writes is device work";
+}
+
 // Green contexts: cuGreenCtxStreamCreate names the stream (the record's stream) of the green context
 // (the object); cuGreenCtxWaitEvent holds every stream of it back until the event completes, and an
 // event recorded on the green context completes when the last of its streams' work does.
