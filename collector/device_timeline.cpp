@@ -82,6 +82,13 @@ TimelineRole timelineRole(std::string_view abiName)
     if (b == "cuEventQuery") return TimelineRole::EventQuery;
     if (b == "cuEventRecord" || b == "cuEventRecordWithFlags") return TimelineRole::EventRecord;
     if (b == "cuStreamWaitEvent") return TimelineRole::StreamWaitEvent;
+    if (b == "cuStreamWriteValue32" || b == "cuStreamWriteValue64") return TimelineRole::WriteValue;
+    // A batch of memory operations is a wait unless it writes: then it is device work, a write (add()). The
+    // shim names its first write's address, else its first wait's.
+    if (b == "cuStreamWaitValue32" || b == "cuStreamWaitValue64" || b == "cuStreamBatchMemOp") return TimelineRole::WaitValue;
+    if (b == "cuGreenCtxStreamCreate") return TimelineRole::GreenStream;
+    if (b == "cuGreenCtxRecordEvent") return TimelineRole::GreenRecord;
+    if (b == "cuGreenCtxWaitEvent") return TimelineRole::GreenWait;
     return TimelineRole::None;
 }
 
@@ -244,6 +251,7 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
                                            const std::vector<wire::GpuSpanBody>* spans, bool upperBound)
 {
     Result r;
+    if (role == TimelineRole::WaitValue && deviceOp) role = TimelineRole::WriteValue;  // a batch that writes
     const uint64_t t = c.endNs;
     const bool ok = c.result == 0;
     const bool blocked = c.endNs > c.beginNs + kBlockedNs;
@@ -314,9 +322,76 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
         for (int k = 0; k < 3; ++k) s.waitUntil[k] = std::max(s.waitUntil[k], ev->second.done[k]);
         break;
     }
+    case TimelineRole::WaitValue: {
+        if (!ok) break;
+        const uint32_t si = streamIndex(streamIdOf(c));
+        Stream& s = m_streams[si];
+        // Written before (in host order): the stream's next work follows that write. Else it waits for
+        // the next write of the address, placed when that write is (the wait holds no device time).
+        s.held = true;
+        s.heldAfter = s.serial;
+        if (auto v = m_values.find(c.args.sync.object); v != m_values.end()) {
+            for (int k = 0; k < 3; ++k) s.waitUntil[k] = std::max(s.waitUntil[k], v->second[k]);
+        } else {
+            if (m_valueWaiters.size() >= kMaxEvents) m_valueWaiters.clear();
+            auto& w = m_valueWaiters[c.args.sync.object];
+            if (w.size() < kMaxEvents) w.push_back({si, s.serial});
+        }
+        break;
+    }
+    case TimelineRole::GreenStream: {
+        if (!ok || !c.stream) break;
+        auto& list = m_greenStreams[c.args.sync.object];
+        if (list.size() < kMaxEvents) list.push_back(streamIndex(streamIdOf(c)));
+        break;
+    }
+    case TimelineRole::GreenRecord: {
+        // As cuEventRecord on each of the green context's streams: it completes when the last of them does.
+        if (!ok) break;
+        auto g = m_greenStreams.find(c.stream);
+        if (g == m_greenStreams.end() || g->second.empty()) break;
+        if (m_events.size() >= kMaxEvents) m_events.clear();
+        uint32_t last = g->second.front();
+        Times done{};
+        for (uint32_t si : g->second) {
+            const Stream& s = m_streams[si];
+            for (int k = 0; k < 3; ++k) done[k] = std::max({done[k], s.ready[k], s.waitUntil[k]});
+            if (s.ready[kEst] > m_streams[last].ready[kEst]) last = si;
+        }
+        m_events[c.args.sync.object] = Event{last, m_streams[last].serial, done};
+        break;
+    }
+    case TimelineRole::GreenWait: {
+        if (!ok) break;
+        auto ev = m_events.find(c.args.sync.object);
+        auto g = m_greenStreams.find(c.stream);
+        if (ev == m_events.end() || g == m_greenStreams.end()) break;
+        for (uint32_t si : g->second) {
+            Stream& s = m_streams[si];
+            for (int k = 0; k < 3; ++k) s.waitUntil[k] = std::max(s.waitUntil[k], ev->second.done[k]);
+            s.held = true;
+            s.heldAfter = s.serial;
+        }
+        break;
+    }
+    case TimelineRole::WriteValue:
     case TimelineRole::None: break;
     }
     if (!deviceOp) return r;
+    if (role == TimelineRole::WriteValue) {
+        const Result res = add(c, TimelineRole::None, deviceOp, blocking, spans, upperBound);
+        if (!ok) return res;
+        Stream& s = m_streams[streamIndex(streamIdOf(c))];
+        if (m_values.size() >= kMaxEvents) m_values.clear();
+        const Times done = s.ready;
+        m_values[c.args.sync.object] = done;
+        if (auto w = m_valueWaiters.find(c.args.sync.object); w != m_valueWaiters.end()) {
+            const std::vector<ValueWaiter> waiters = std::move(w->second);
+            m_valueWaiters.erase(w);
+            for (const ValueWaiter& x : waiters) holdUntil(m_streams[x.stream], x.serial, done);
+        }
+        return res;
+    }
 
     r.deviceOp = true;
     const uint32_t si = streamIndex(streamIdOf(c));
@@ -343,6 +418,11 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
                 lat = std::min(lat, x);
             }
         }
+        // Held by a wait for a value (or a green context's event) after pending work: its late begin says when
+        // the wait ended, not that the work before the wait ran until then.
+        const bool heldByWait = s.held && (s.pending.empty() || s.heldAfter > s.pending.front().serial);
+        s.held = false;
+        if (heldByWait) heldBack = unjudged = false;
         r.foundEmpty = !heldBack;
         anchor(s, s.pending.size(), b, heldBack ? Until::Hard : unjudged ? Until::Soft : Until::None, true);
         // A span that is only an upper bound (a copy or memset that blocked its call on an idle stream:
@@ -413,6 +493,28 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
         anchor(s, s.pending.size() / 2, UINT64_MAX, Until::None, true);
     }
     return r;
+}
+
+void DeviceTimeline::holdUntil(Stream& s, uint64_t serial, const Times& done)
+{
+    // Work already placed for good (measured, or anchored) is where it was seen; pending estimates after the
+    // wait move behind the write, keeping their order and lengths.
+    const size_t from = prefixOf(s, serial);
+    for (int k = 0; k < 3; ++k) {
+        uint64_t carry = done[k];
+        for (size_t i = from; i < s.pending.size(); ++i) {
+            Pending& q = s.pending[i];
+            if (q.start[k] < carry) {
+                const uint64_t shift = carry - q.start[k];
+                q.start[k] += shift;
+                q.end[k] += shift;
+                q.queued[k] = true;
+            }
+            carry = q.end[k];
+        }
+        s.ready[k] = std::max(s.ready[k], carry);
+        s.waitUntil[k] = std::max(s.waitUntil[k], done[k]);
+    }
 }
 
 void DeviceTimeline::finish()

@@ -29,6 +29,11 @@ enum class TimelineRole : uint8_t {
     EventQuery,
     EventRecord,      // the event completes when the stream's work so far does
     StreamWaitEvent,  // the stream's next work starts no earlier than the event completes
+    WriteValue,       // device work that writes a value (cuStreamWriteValue*; the address is the object)
+    WaitValue,        // the stream's next work starts no earlier than a write of the address completes
+    GreenStream,      // a green context (the object) made a stream (the record's stream)
+    GreenRecord,      // the event completes when the green context's streams' work so far does
+    GreenWait,        // the green context's streams' next work starts no earlier than the event completes
 };
 TimelineRole timelineRole(std::string_view abiName);
 
@@ -118,6 +123,10 @@ private:
         StreamId id;
         Times ready{};      // where the last op ends, per pass
         Times waitUntil{};  // a waited-on event's completion
+        // A wait for a value or a green context's event since the last measured op, after `heldAfter` ops: a
+        // measured op that began late may have been held by it, not by the work before it (see add()).
+        bool held = false;
+        uint64_t heldAfter = 0;
         uint64_t serial = 0;
         std::deque<Pending> pending;
     };
@@ -126,6 +135,13 @@ private:
         uint64_t serial = 0;  // ops of the stream before the record
         Times done{};
     };
+    // A stream waiting for a value no write seen so far wrote: its work from `serial` on waits for the next.
+    struct ValueWaiter {
+        uint32_t stream = 0;
+        uint64_t serial = 0;
+    };
+    // The stream's work from `serial` on starts no earlier than `done`.
+    void holdUntil(Stream& s, uint64_t serial, const Times& done);
 
     uint32_t streamIndex(const StreamId& id);
     // What an anchor says of the time before t: nothing more than that the work ended by then; that the
@@ -144,6 +160,9 @@ private:
     std::vector<Stream> m_streams;
     std::unordered_map<uint64_t, std::vector<uint32_t>> m_byHandle;  // handle -> stream indices
     std::unordered_map<uint64_t, Event> m_events;
+    std::unordered_map<uint64_t, std::vector<uint32_t>> m_greenStreams;  // green context -> its streams
+    std::unordered_map<uint64_t, Times> m_values;  // address -> when its last write-value completed
+    std::unordered_map<uint64_t, std::vector<ValueWaiter>> m_valueWaiters;
     std::unordered_map<int, int64_t> m_latency;  // per device: call return to device start, least seen
     DurationModel m_model;
     uint64_t m_unknown = 0;

@@ -4,7 +4,7 @@
 # unpacked release tarball).
 #
 #   1. builds the tests/apps programs with nvcc (static cudart + legacy default stream, shared cudart +
-#      per-thread default stream), runs each plainly, under `gpuspy record` on the real driver and under
+#      per-thread default stream; the driver-API ones as C against libcuda), runs each plainly, under `gpuspy record` on the real driver and under
 #      `gpuspy record --sim`, and requires: the same exit status and stdout, and the same facts in both
 #      reports (transfer counts and bytes per direction x memory x mode, kernel counts by name, launch
 #      and sync counts); the findings that tests/report/expect says the program must (not) produce. The
@@ -107,9 +107,17 @@ apps_src="$root/tests/apps"
 apps_dir="$out/apps"
 mkdir -p "$apps_dir"
 apps=(pageable_sync_copies pinned_async_overlap tiny_kernels sync_every_launch alloc_free_loop
-      multithread_streams graph_replay memset_2d fork_child exec_child demo_infer slow_kernel two_devices)
+      multithread_streams graph_replay graph_copies graph_nodes graph_node_api memset_2d array_copies fork_child
+      exec_child demo_infer slow_kernel two_devices)
+# Driver-API programs (plain C, no kernel image): one variant, "drv", linked with the driver's libcuda.
+drv_apps=(drv_arrays drv_memops drv_green drv_batches)
 build_one() {  # app variant
     local app=$1 variant=$2 flags=()
+    if [[ $variant == drv ]]; then
+        "$nvcc" -O2 -g -Xcompiler -fno-omit-frame-pointer "$apps_src/$app.c" -L"$cuda_lib/stubs" -lcuda \
+            -o "$apps_dir/$app.$variant" > "$apps_dir/$app.$variant.build.log" 2>&1
+        return
+    fi
     [[ $variant == *ptds ]] && flags+=(--default-stream per-thread)
     "$nvcc" -arch="$arch" -O2 -g -Xcompiler -fno-omit-frame-pointer "${flags[@]}" -cudart "${variant%_ptds}" \
         -Xlinker -rpath -Xlinker "$cuda_lib" "$apps_src/$app.cu" -o "$apps_dir/$app.$variant" \
@@ -117,9 +125,11 @@ build_one() {  # app variant
 }
 export -f build_one
 export nvcc arch cuda_lib apps_src apps_dir
-say "gpu-check: building ${#apps[@]} programs x 2 variants with nvcc -arch=$arch"
-for app in "${apps[@]}"; do echo "$app static"; echo "$app shared_ptds"; done |
-    xargs -P "$(nproc)" -L 1 bash -c 'build_one $0 $1'
+say "gpu-check: building ${#apps[@]} programs x 2 variants and ${#drv_apps[@]} driver-API programs with nvcc -arch=$arch"
+{
+    for app in "${apps[@]}"; do echo "$app static"; echo "$app shared_ptds"; done
+    for app in "${drv_apps[@]}"; do echo "$app drv"; done
+} | xargs -P "$(nproc)" -L 1 bash -c 'build_one $0 $1'
 "$nvcc" -arch="$arch" -O2 -g "$here/span_probe.cu" -o "$apps_dir/span_probe" > "$apps_dir/span_probe.build.log" 2>&1
 
 check_app() {  # app variant
@@ -170,6 +180,9 @@ for app in "${apps[@]}"; do
     for variant in static shared_ptds; do
         check_app "$app" "$variant"
     done
+done
+for app in "${drv_apps[@]}"; do
+    check_app "$app" drv
 done
 
 # ---- 2. GPU span accuracy -------------------------------------------------------------------------

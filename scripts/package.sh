@@ -15,7 +15,7 @@
 #                                                      only then, and next to it what it needs (RUNPATH $ORIGIN):
 #                                                      Debian's prometheus-cpp core and pull, civetweb(-cpp), zlib
 #   gpuspy-<version>/README.md  LICENSES/             this project's README, the bundled code's licences
-#   gpuspy-<version>/scripts/gpu-check.sh (+ gpu_check/, tests/apps/*.cu and sim_env.txt, tests/report/expect/)
+#   gpuspy-<version>/scripts/gpu-check.sh (+ gpu_check/, tests/apps/*.cu, the drv_*.c gpu-check builds and sim_env.txt, tests/report/expect/)
 #                                                      the real-GPU check, run where the tarball travels
 set -euo pipefail
 GPUSPY_ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -81,7 +81,7 @@ mkdir -p "$root/scripts/gpu_check" "$root/tests/apps" "$root/tests/report/expect
 install -m 755 "$GPUSPY_ROOT/scripts/gpu-check.sh" "$root/scripts/gpu-check.sh"
 install -m 644 "$GPUSPY_ROOT"/scripts/gpu_check/* "$root/scripts/gpu_check/"
 install -m 644 "$GPUSPY_ROOT"/tests/apps/*.cu "$GPUSPY_ROOT/tests/apps/app_common.h" "$GPUSPY_ROOT/tests/apps/sim_env.txt" \
-  "$root/tests/apps/"
+  "$GPUSPY_ROOT"/tests/apps/drv_{arrays,memops,green,batches}.c "$GPUSPY_ROOT/tests/apps/drv_arrays_body.h" "$root/tests/apps/"
 install -m 644 "$GPUSPY_ROOT"/tests/report/expect/*.txt "$root/tests/report/expect/"
 
 # Licences of what is inside, from the Debian packages the code came from (file: package's copyright).

@@ -4,6 +4,8 @@
 // the object it acts on, so that the API summary has a row for it.
 #include "shim/hooks/hook_util.h"
 
+#include <atomic>
+
 namespace gpuspy::shim {
 namespace {
 
@@ -20,17 +22,75 @@ CUresult onStream(CUstream stream, const void* object, Args... args)
         args...);
 }
 
+// A write-value is device work (a few bytes written in stream order): timed like a copy. The address is
+// the object, which the device timeline matches the waits on it against.
 template <Api A, class V>
-CUresult streamValue(CUstream stream, CUdeviceptr addr, V value, unsigned int flags)
+CUresult streamWrite(CUstream stream, CUdeviceptr addr, V value, unsigned int flags)
 {
-    return onStream<A, CUresult (*)(CUstream, CUdeviceptr, V, unsigned int)>(stream, reinterpret_cast<const void*>(addr),
-                                                                            stream, addr, value, flags);
+    CallScope s(A);
+    auto real = realAs<CUresult (*)(CUstream, CUdeviceptr, V, unsigned int)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        s.body().args.sync.object = uint64_t(addr);
+        s.setStream(stream);
+        s.setFlags(wire::kCallDeviceWork | wire::kCallAsync);
+        gpuBefore(s, stream, GpuTiming::Preferred);
+    }
+    s.beforeReal();
+    return s.finish(real(stream, addr, value, flags));
 }
 
+// A wait-value holds the stream until the value is written, without occupying the device: never timed,
+// and the stream's next operation may start later than its last one ended, so GPU timing must not reuse
+// that end as the next start (as for cuStreamWaitEvent).
+template <Api A, class V>
+CUresult streamWait(CUstream stream, CUdeviceptr addr, V value, unsigned int flags)
+{
+    CallScope s(A);
+    auto real = realAs<CUresult (*)(CUstream, CUdeviceptr, V, unsigned int)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        s.body().args.sync.object = uint64_t(addr);
+        s.setStream(stream);
+        s.setFlags(wire::kCallAsync);
+    }
+    gpuStreamTouched(stream, kApis[size_t(A)].perThread);
+    s.beforeReal();
+    return s.finish(real(stream, addr, value, flags));
+}
+
+// A batch of writes only is timed as one piece of device work; one that waits holds its stream like a
+// wait-value (its writes then run untimed: a span would hold the wait as GPU time). The object is the
+// first write's address, else the first wait's, as for the single operations (the device timeline takes
+// a batch that writes as a write, one that only waits as a wait).
 template <Api A>
 CUresult batchMemOp(CUstream stream, unsigned int count, CUstreamBatchMemOpParams* ops, unsigned int flags)
 {
-    return onStream<A, decltype(&::cuStreamBatchMemOp_v2)>(stream, ops, stream, count, ops, flags);
+    bool waits = false, writes = false;
+    CUdeviceptr waited = 0, written = 0;
+    for (unsigned int i = 0; ops && i < count; ++i) {
+        const auto op = ops[i].operation;
+        if ((op == CU_STREAM_MEM_OP_WAIT_VALUE_32 || op == CU_STREAM_MEM_OP_WAIT_VALUE_64) && !waits) {
+            waits = true;
+            waited = ops[i].waitValue.address;
+        }
+        if ((op == CU_STREAM_MEM_OP_WRITE_VALUE_32 || op == CU_STREAM_MEM_OP_WRITE_VALUE_64) && !writes) {
+            writes = true;
+            written = ops[i].writeValue.address;
+        }
+    }
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuStreamBatchMemOp_v2)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) {
+        s.body().args.sync.object = uint64_t(writes ? written : waited);
+        s.setStream(stream);
+        s.setFlags(wire::kCallAsync | (writes ? wire::kCallDeviceWork : 0));
+        if (writes && !waits) gpuBefore(s, stream, GpuTiming::Preferred);
+    }
+    if (waits) gpuStreamTouched(stream, kApis[size_t(A)].perThread);
+    s.beforeReal();
+    return s.finish(real(stream, count, ops, flags));
 }
 
 template <Api A>
@@ -82,14 +142,74 @@ CUresult discardAndPrefetchBatch(CUdeviceptr* d, size_t* sizes, size_t n, CUmemL
         stream, d && n ? reinterpret_cast<const void*>(d[0]) : nullptr, d, sizes, n, locs, locIdxs, numLocs, flags, stream);
 }
 
-// Green contexts (cuDNN): record and wait act on the green context's work as cuCtxRecordEvent and
-// cuCtxWaitEvent do on a context's (recorded the same way: the event as the object); creation,
-// destruction, its streams and its context are recorded with the handle they act on.
+// Green contexts (cuDNN): record and wait act on the green context's work as cuEventRecord and
+// cuStreamWaitEvent do on a stream's (recorded the same way: the event as the object, the green context
+// in the record's stream field, where the device timeline looks for its streams). A wait makes every
+// stream of the green context start its next operation possibly later than its last one ended: GPU
+// timing must not reuse that end as the next start, so the streams each green context made are kept
+// (a fixed table: a stream beyond it is only not forgotten by the wait).
+struct GreenStream {
+    std::atomic<uintptr_t> green{0};
+    std::atomic<uintptr_t> stream{0};
+};
+constexpr size_t kGreenStreams = 1024;
+GreenStream g_greenStreams[kGreenStreams];
+
+void rememberGreenStream(CUgreenCtx g, CUstream stream)
+{
+    for (GreenStream& e : g_greenStreams) {
+        uintptr_t expected = 0;
+        if (e.green.compare_exchange_strong(expected, uintptr_t(g), std::memory_order_acq_rel)) {
+            e.stream.store(uintptr_t(stream), std::memory_order_release);
+            return;
+        }
+    }
+}
+
+void forgetGreen(CUgreenCtx g)
+{
+    for (GreenStream& e : g_greenStreams)
+        if (e.green.load(std::memory_order_acquire) == uintptr_t(g)) {
+            e.stream.store(0, std::memory_order_release);
+            e.green.store(0, std::memory_order_release);
+        }
+}
+
 template <Api A>
 CUresult greenEvent(CUgreenCtx ctx, CUevent event)
 {
     return forwardCall<A, decltype(&::cuGreenCtxRecordEvent)>(
-        [&](CallScope& s) { s.body().args.sync.object = uint64_t(uintptr_t(event)); }, ctx, event);
+        [&](CallScope& s) {
+            s.body().args.sync.object = uint64_t(uintptr_t(event));
+            s.setStream(reinterpret_cast<CUstream>(ctx));
+        },
+        ctx, event);
+}
+
+template <Api A>
+CUresult greenWait(CUgreenCtx ctx, CUevent event)
+{
+    for (GreenStream& e : g_greenStreams)
+        if (e.green.load(std::memory_order_acquire) == uintptr_t(ctx))
+            if (const uintptr_t st = e.stream.load(std::memory_order_acquire)) gpuStreamTouched(reinterpret_cast<CUstream>(st), false);
+    return greenEvent<A>(ctx, event);
+}
+
+// The stream made is the record's stream, the green context its object.
+template <Api A>
+CUresult greenStreamCreate(CUstream* ps, CUgreenCtx g, unsigned int flags, int priority)
+{
+    CallScope s(A);
+    auto real = realAs<decltype(&::cuGreenCtxStreamCreate)>(A);
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.active()) s.body().args.sync.object = uint64_t(uintptr_t(g));
+    s.beforeReal();
+    const CUresult rc = real(ps, g, flags, priority);
+    if (rc == CUDA_SUCCESS && ps) {
+        if (s.active()) s.setStream(*ps);
+        rememberGreenStream(g, *ps);
+    }
+    return s.finish(rc);
 }
 
 template <Api A, class Fn, class Handle, class... Args>
@@ -131,16 +251,16 @@ CUresult setAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, si
 
 using namespace gpuspy::shim;
 
-#define GS_STREAM_VALUE(abi, V)                                                                        \
-    GS_EXPORT CUresult abi(CUstream s, CUdeviceptr a, V v, unsigned int f) { return streamValue<Api::abi, V>(s, a, v, f); }
-GS_STREAM_VALUE(cuStreamWaitValue32_v2, cuuint32_t)
-GS_STREAM_VALUE(cuStreamWaitValue32_v2_ptsz, cuuint32_t)
-GS_STREAM_VALUE(cuStreamWaitValue64_v2, cuuint64_t)
-GS_STREAM_VALUE(cuStreamWaitValue64_v2_ptsz, cuuint64_t)
-GS_STREAM_VALUE(cuStreamWriteValue32_v2, cuuint32_t)
-GS_STREAM_VALUE(cuStreamWriteValue32_v2_ptsz, cuuint32_t)
-GS_STREAM_VALUE(cuStreamWriteValue64_v2, cuuint64_t)
-GS_STREAM_VALUE(cuStreamWriteValue64_v2_ptsz, cuuint64_t)
+#define GS_STREAM_VALUE(abi, how, V)                                                                    \
+    GS_EXPORT CUresult abi(CUstream s, CUdeviceptr a, V v, unsigned int f) { return how<Api::abi, V>(s, a, v, f); }
+GS_STREAM_VALUE(cuStreamWaitValue32_v2, streamWait, cuuint32_t)
+GS_STREAM_VALUE(cuStreamWaitValue32_v2_ptsz, streamWait, cuuint32_t)
+GS_STREAM_VALUE(cuStreamWaitValue64_v2, streamWait, cuuint64_t)
+GS_STREAM_VALUE(cuStreamWaitValue64_v2_ptsz, streamWait, cuuint64_t)
+GS_STREAM_VALUE(cuStreamWriteValue32_v2, streamWrite, cuuint32_t)
+GS_STREAM_VALUE(cuStreamWriteValue32_v2_ptsz, streamWrite, cuuint32_t)
+GS_STREAM_VALUE(cuStreamWriteValue64_v2, streamWrite, cuuint64_t)
+GS_STREAM_VALUE(cuStreamWriteValue64_v2_ptsz, streamWrite, cuuint64_t)
 #undef GS_STREAM_VALUE
 GS_WRAP(batchMemOp, cuStreamBatchMemOp_v2, (CUstream s, unsigned int n, CUstreamBatchMemOpParams* p, unsigned int f), (s, n, p, f))
 GS_WRAP(batchMemOp, cuStreamBatchMemOp_v2_ptsz, (CUstream s, unsigned int n, CUstreamBatchMemOpParams* p, unsigned int f),
@@ -173,19 +293,17 @@ GS_WRAP(discardAndPrefetchBatch, cuMemDiscardAndPrefetchBatchAsync_ptsz,
         (CUdeviceptr* d, size_t* sz, size_t n, CUmemLocation* l, size_t* li, size_t nl, unsigned long long f, CUstream s),
         (d, sz, n, l, li, nl, f, s))
 GS_WRAP(greenEvent, cuGreenCtxRecordEvent, (CUgreenCtx c, CUevent e), (c, e))
-GS_WRAP(greenEvent, cuGreenCtxWaitEvent, (CUgreenCtx c, CUevent e), (c, e))
+GS_WRAP(greenWait, cuGreenCtxWaitEvent, (CUgreenCtx c, CUevent e), (c, e))
 GS_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx* g, CUdevResourceDesc d, CUdevice dev, unsigned int f)
 {
     return onHandle<Api::cuGreenCtxCreate, decltype(&::cuGreenCtxCreate)>(d, g, d, dev, f);
 }
 GS_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx g)
 {
+    forgetGreen(g);
     return onHandle<Api::cuGreenCtxDestroy, decltype(&::cuGreenCtxDestroy)>(g, g);
 }
-GS_EXPORT CUresult cuGreenCtxStreamCreate(CUstream* s, CUgreenCtx g, unsigned int f, int p)
-{
-    return onHandle<Api::cuGreenCtxStreamCreate, decltype(&::cuGreenCtxStreamCreate)>(g, s, g, f, p);
-}
+GS_WRAP(greenStreamCreate, cuGreenCtxStreamCreate, (CUstream* s, CUgreenCtx g, unsigned int f, int p), (s, g, f, p))
 GS_EXPORT CUresult cuCtxFromGreenCtx(CUcontext* c, CUgreenCtx g)
 {
     return onHandle<Api::cuCtxFromGreenCtx, decltype(&::cuCtxFromGreenCtx)>(g, c, g);

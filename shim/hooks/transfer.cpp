@@ -337,21 +337,45 @@ CUresult memcpyBatchAsyncV1(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
         dsts, srcs, sizes, count, attrs, attrIdxs, numAttrs, failIdx, stream);
 }
 
-// 3D batches and prefetch batches: one record for the call, the bytes summed where the call states them.
+// 3D batches: one record for the call, timed as one piece of device work (the batch runs in stream
+// order as a whole), the bytes summed and the direction that of the first copy. Extents are in elements:
+// 1 byte between pointers; an array operand's element size is not known here (its copies count their
+// elements).
+void describe3DBatch(CallScope& s, size_t numOps, const CUDA_MEMCPY3D_BATCH_OP* ops, CUstream stream)
+{
+    s.setStream(stream);
+    if (!ops || numOps == 0) {
+        s.setFlags(wire::kCallAsync);
+        return;
+    }
+    uint64_t total = 0;
+    for (size_t i = 0; i < numOps; ++i)
+        total += uint64_t(ops[i].extent.width) * ops[i].extent.height * (ops[i].extent.depth ? ops[i].extent.depth : 1);
+    const CUmemcpy3DOperand &src = ops[0].src, &dst = ops[0].dst;
+    const bool srcArray = src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY, dstArray = dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY;
+    if (srcArray || dstArray)
+        describeArrayCopy(s, dstArray ? dst.op.array.array : nullptr, dstArray ? nullptr : ptr(dst.op.ptr.ptr),
+                          srcArray ? src.op.array.array : nullptr, srcArray ? nullptr : ptr(src.op.ptr.ptr), total,
+                          Direction::Unknown);
+    else
+        describeUnified(s, ptr(dst.op.ptr.ptr), ptr(src.op.ptr.ptr), total);
+    submitCopy(s, stream, true);
+}
+
 template <Api A>
 CUresult memcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream stream)
 {
     return forwardCall<A, CUresult (*)(size_t, CUDA_MEMCPY3D_BATCH_OP*, unsigned long long, CUstream)>(
-        [&](CallScope& s) {
-            s.setStream(stream);
-            s.setFlags(wire::kCallAsync);
-            if (!ops || numOps == 0) return;
-            uint64_t total = 0;
-            for (size_t i = 0; i < numOps; ++i)
-                total += uint64_t(ops[i].extent.width) * ops[i].extent.height * (ops[i].extent.depth ? ops[i].extent.depth : 1);
-            s.body().args.transfer.bytes = total;
-        },
-        numOps, ops, flags, stream);
+        [&](CallScope& s) { describe3DBatch(s, numOps, ops, stream); }, numOps, ops, flags, stream);
+}
+
+// The 12080 ABI: with failIdx.
+template <Api A>
+CUresult memcpy3DBatchAsyncV1(size_t numOps, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* failIdx, unsigned long long flags,
+                              CUstream stream)
+{
+    return forwardCall<A, CUresult (*)(size_t, CUDA_MEMCPY3D_BATCH_OP*, size_t*, unsigned long long, CUstream)>(
+        [&](CallScope& s) { describe3DBatch(s, numOps, ops, stream); }, numOps, ops, failIdx, flags, stream);
 }
 
 template <Api A>
@@ -495,7 +519,16 @@ GS_WRAP(memcpyBatchAsyncV1, cuMemcpyBatchAsync_ptsz,
         (d, s, sz, n, a, ai, na, f, st))
 GS_WRAP(memcpy3DBatchAsync, cuMemcpy3DBatchAsync_v2, (size_t n, CUDA_MEMCPY3D_BATCH_OP* o, unsigned long long f, CUstream s),
         (n, o, f, s))
+GS_WRAP(memcpy3DBatchAsync, cuMemcpy3DBatchAsync_v2_ptsz,
+        (size_t n, CUDA_MEMCPY3D_BATCH_OP* o, unsigned long long f, CUstream s), (n, o, f, s))
+GS_WRAP(memcpy3DBatchAsyncV1, cuMemcpy3DBatchAsync,
+        (size_t n, CUDA_MEMCPY3D_BATCH_OP* o, size_t* fi, unsigned long long f, CUstream s), (n, o, fi, f, s))
+GS_WRAP(memcpy3DBatchAsyncV1, cuMemcpy3DBatchAsync_ptsz,
+        (size_t n, CUDA_MEMCPY3D_BATCH_OP* o, size_t* fi, unsigned long long f, CUstream s), (n, o, fi, f, s))
 GS_WRAP(prefetchBatchAsync, cuMemPrefetchBatchAsync,
+        (CUdeviceptr* d, size_t* sz, size_t n, CUmemLocation* l, size_t* li, size_t nl, unsigned long long f, CUstream s),
+        (d, sz, n, l, li, nl, f, s))
+GS_WRAP(prefetchBatchAsync, cuMemPrefetchBatchAsync_ptsz,
         (CUdeviceptr* d, size_t* sz, size_t n, CUmemLocation* l, size_t* li, size_t nl, unsigned long long f, CUstream s),
         (d, sz, n, l, li, nl, f, s))
 

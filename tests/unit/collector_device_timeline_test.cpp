@@ -147,6 +147,117 @@ TEST(DeviceTimeline, AStreamWaitingOnAnEventStartsAfterTheRecordedWork)
     EXPECT_GE(h.at(5).begin[kEst], 51500u) << "placed before the event it waits on completed";
 }
 
+// cuStreamWaitValue32 on stream 0x30 before (in host order) the cuStreamWriteValue32 on 0x20 that
+// satisfies it, after a long kernel there: the waiting stream's untimed work is placed after the write,
+// and the wait itself is no device work.
+TEST(DeviceTimeline, AStreamWaitingOnAValueStartsAfterTheWriteThatSatisfiesIt)
+{
+    Harness h;
+    h.launch(8, 100, 200, 1000, 3000, 0x40);  // a timed sibling on another stream: 2 us
+    h.sync(TimelineRole::WaitValue, 300, 400, 0xF1A9, 0x30);
+    h.launch(8, 500, 600, 0, 0, 0x30);         // untimed on the waiting stream: would start at ~600
+    h.launch(7, 700, 800, 900, 50900, 0x20);   // 50 us on the writer's stream
+    {
+        wire::CallBody c = h.call(Category::Other, 900, 1000, 0x20);
+        c.args.sync.object = 0xF1A9;
+        std::vector<wire::GpuSpanBody> spans{{c.seq, 50900, 51900, 0, 0}};
+        const auto r = h.tl.add(c, TimelineRole::WriteValue, true, false, &spans, false);
+        EXPECT_TRUE(r.deviceOp);
+    }
+    h.sync(TimelineRole::CtxSync, 60000, 60500);
+    EXPECT_EQ(h.placed.count(2), 0u) << "the wait is not device work";
+    EXPECT_EQ(h.at(5).end[kEst], 51900u) << "the write is placed where it was measured";
+    for (int k : {kEst, kLo, kHi})
+        EXPECT_GE(h.at(3).begin[k], 51900u) << "pass " << k << ": placed before the write it waits for";
+    EXPECT_EQ(h.at(3).end[kEst] - h.at(3).begin[kEst], 2000u) << "its length is its sibling's";
+}
+
+// A measured op that began late after a wait-value was held by the wait: the untimed work before the wait
+// did not run until then (a late begin otherwise says the stream was busy until it).
+TEST(DeviceTimeline, AnOpHeldByAWaitValueDoesNotStretchTheWorkBeforeIt)
+{
+    Harness h;
+    h.launch(8, 100, 200, 1000, 3000, 0x40);   // a timed sibling: 2 us (and the device's latency)
+    h.launch(9, 300, 400, 1100, 1500, 0x40);   // kernel 9: 400 ns, measured
+    h.launch(9, 500, 600, 0, 0, 0x30);         // seq 3: untimed, ~400 ns
+    h.sync(TimelineRole::WaitValue, 700, 800, 0xF1A9, 0x30);
+    h.launch(8, 900, 1000, 50000, 52000, 0x30);  // measured, held by the wait until 50 us
+    h.sync(TimelineRole::CtxSync, 60000, 60500);
+    EXPECT_LT(h.at(3).end[kEst], 10000u) << "the work before the wait was stretched to the held op's begin";
+}
+
+// The write came first (in host order): the wait finds it, and the stream's next work follows it.
+TEST(DeviceTimeline, AValueWrittenBeforeTheWaitHoldsTheStreamUntilTheWriteEnds)
+{
+    Harness h;
+    h.launch(8, 100, 200, 1000, 3000, 0x40);
+    h.launch(7, 300, 400, 500, 40500, 0x20);
+    {
+        wire::CallBody c = h.call(Category::Other, 500, 600, 0x20);
+        c.args.sync.object = 0xF1A9;
+        std::vector<wire::GpuSpanBody> spans{{c.seq, 40500, 41500, 0, 0}};
+        h.tl.add(c, TimelineRole::WriteValue, true, false, &spans, false);
+    }
+    h.sync(TimelineRole::WaitValue, 700, 800, 0xF1A9, 0x30);
+    h.launch(8, 900, 1000, 0, 0, 0x30);
+    h.sync(TimelineRole::CtxSync, 60000, 60500);
+    EXPECT_GE(h.at(5).begin[kEst], 41500u);
+    EXPECT_EQ(timelineRole("cuStreamWaitValue64_v2_ptsz"), TimelineRole::WaitValue);
+    EXPECT_EQ(timelineRole("cuStreamWriteValue32_v2"), TimelineRole::WriteValue);
+}
+
+// cuStreamBatchMemOp: a wait unless it writes (then device work, a write of its object's address). Its wait
+// holds the stream as cuStreamWaitValue32 does: the held measured op does not stretch the work before it.
+TEST(DeviceTimeline, ABatchOfMemoryOperationsWaitsUnlessItWrites)
+{
+    Harness h;
+    EXPECT_EQ(timelineRole("cuStreamBatchMemOp_v2_ptsz"), TimelineRole::WaitValue);
+    h.launch(8, 100, 200, 1000, 3000, 0x40);
+    h.launch(9, 300, 400, 1100, 1500, 0x40);
+    h.launch(9, 500, 600, 0, 0, 0x30);  // seq 3: untimed, ~400 ns
+    h.sync(TimelineRole::WaitValue, 700, 800, 0xF1A9, 0x30);  // the batch that waits (no device work)
+    h.launch(8, 900, 1000, 50000, 52000, 0x30);
+    {
+        wire::CallBody c = h.call(Category::Other, 1100, 1200, 0x20);  // seq 6: the batch that writes, untimed
+        c.args.sync.object = 0xF1A9;
+        EXPECT_TRUE(h.tl.add(c, TimelineRole::WaitValue, true, false, nullptr, false).deviceOp);
+    }
+    h.sync(TimelineRole::CtxSync, 60000, 60500);
+    EXPECT_LT(h.at(3).end[kEst], 10000u) << "the work before the batch's wait was stretched to the held op's begin";
+    EXPECT_EQ(h.placed.count(6), 1u) << "the batch that writes is device work";
+}
+
+// Green contexts: cuGreenCtxStreamCreate names the stream (the record's stream) of the green context
+// (the object); cuGreenCtxWaitEvent holds every stream of it back until the event completes, and an
+// event recorded on the green context completes when the last of its streams' work does.
+TEST(DeviceTimeline, AGreenContextsWaitHoldsItsStreamsAndItsRecordFollowsThem)
+{
+    Harness h;
+    auto greenCall = [&](TimelineRole role, uint64_t begin, uint64_t object, uint64_t stream) {
+        wire::CallBody c = h.call(Category::Other, begin, begin + 100, stream);
+        c.args.sync.object = object;
+        h.tl.add(c, role, false, false, nullptr, false);
+    };
+    greenCall(TimelineRole::GreenStream, 100, 0x6000, 0x50);
+    greenCall(TimelineRole::GreenStream, 200, 0x6000, 0x51);
+    h.launch(8, 300, 400, 1000, 3000, 0x40);    // a timed sibling: 2 us
+    h.launch(7, 500, 600, 700, 40700, 0x20);    // 40 us on an ordinary stream, then an event
+    {
+        wire::CallBody c = h.call(Category::Other, 700, 800, 0x20);
+        c.args.sync.object = 0xE1;
+        h.tl.add(c, TimelineRole::EventRecord, false, false, nullptr, false);
+    }
+    greenCall(TimelineRole::GreenWait, 900, 0xE1, 0x6000);
+    h.launch(8, 1000, 1100, 0, 0, 0x51);         // seq 7: untimed on a green stream, after the wait
+    greenCall(TimelineRole::GreenRecord, 1200, 0xE2, 0x6000);
+    h.sync(TimelineRole::StreamWaitEvent, 1300, 1400, 0xE2, 0x30);
+    h.launch(8, 1500, 1600, 0, 0, 0x30);         // seq 10: untimed, after the green context's work
+    h.sync(TimelineRole::CtxSync, 60000, 60500);
+    EXPECT_GE(h.at(7).begin[kEst], 40700u) << "the green stream started before the event it waited on";
+    EXPECT_GE(h.at(10).begin[kEst], h.at(7).end[kEst]) << "placed before the green context's work ended";
+    EXPECT_EQ(timelineRole("cuGreenCtxWaitEvent"), TimelineRole::GreenWait);
+}
+
 TEST(DeviceTimeline, TheShortAndLongPassesBracketTheEstimate)
 {
     Harness h;

@@ -256,6 +256,80 @@ CUresult batch(const char* api, CUstream h, bool pt, CUdeviceptr* dsts, CUdevice
     return CUDA_SUCCESS;
 }
 
+// cuMemcpy3DBatchAsync's operands as the CUDA_MEMCPY3D a copy of the batch is: extents in elements (1
+// byte between pointers, the array's element otherwise); a pointer's rowLength/layerHeight of 0 packs
+// it to the extent. One traced copy per operation, as cuMemcpyBatchAsync's; the batch as a whole is in
+// stream order (copies within it in any order: here in list order).
+CUresult batch3DOp(const CUDA_MEMCPY3D_BATCH_OP& b, CUDA_MEMCPY3D* out)
+{
+    const CUextent3D& e = b.extent;
+    if (!e.width || !e.height || !e.depth) return CUDA_ERROR_INVALID_VALUE;
+    if (b.srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM || b.srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t elem = 1;
+    for (const CUmemcpy3DOperand* o : {&b.src, &b.dst}) {
+        if (o->type == CU_MEMCPY_OPERAND_TYPE_ARRAY) {
+            SimArray* a = asArray(o->op.array.array);
+            if (!a) return CUDA_ERROR_INVALID_HANDLE;
+            const size_t ae = a->rowBytes / a->desc.Width;
+            if (elem != 1 && ae != elem) return CUDA_ERROR_INVALID_VALUE;  // two arrays: the same element size
+            elem = ae;
+        } else if (o->type != CU_MEMCPY_OPERAND_TYPE_POINTER) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    c.WidthInBytes = e.width * elem;
+    c.Height = e.height;
+    c.Depth = e.depth;
+    auto side = [&](const CUmemcpy3DOperand& o, CUmemorytype& type, CUdeviceptr& dev, CUarray& arr, size_t& x, size_t& y,
+                    size_t& z, size_t& pitch, size_t& height) {
+        if (o.type == CU_MEMCPY_OPERAND_TYPE_ARRAY) {
+            type = CU_MEMORYTYPE_ARRAY;
+            arr = o.op.array.array;
+            x = o.op.array.offset.x * elem;
+            y = o.op.array.offset.y;
+            z = o.op.array.offset.z;
+            return o.op.array.offset.x + e.width <= asArray(arr)->desc.Width;
+        }
+        if ((o.op.ptr.rowLength && o.op.ptr.rowLength < e.width) || (o.op.ptr.layerHeight && o.op.ptr.layerHeight < e.height))
+            return false;
+        type = CU_MEMORYTYPE_UNIFIED;
+        dev = o.op.ptr.ptr;
+        pitch = (o.op.ptr.rowLength ? o.op.ptr.rowLength : e.width) * elem;
+        height = o.op.ptr.layerHeight ? o.op.ptr.layerHeight : e.height;
+        return true;
+    };
+    if (!side(b.src, c.srcMemoryType, c.srcDevice, c.srcArray, c.srcXInBytes, c.srcY, c.srcZ, c.srcPitch, c.srcHeight) ||
+        !side(b.dst, c.dstMemoryType, c.dstDevice, c.dstArray, c.dstXInBytes, c.dstY, c.dstZ, c.dstPitch, c.dstHeight))
+        return CUDA_ERROR_INVALID_VALUE;
+    *out = c;
+    return CUDA_SUCCESS;
+}
+
+CUresult batch3D(const char* api, CUstream h, bool pt, size_t n, const CUDA_MEMCPY3D_BATCH_OP* ops, size_t* failIdx,
+                 unsigned long long flags)
+{
+    if (failIdx) *failIdx = SIZE_MAX;
+    if (!n || !ops || flags) return CUDA_ERROR_INVALID_VALUE;
+    if (h == CU_STREAM_LEGACY || (!h && !pt)) return CUDA_ERROR_INVALID_VALUE;  // "must not be default NULL stream"
+    // Every operation is checked before any is queued.
+    std::vector<Op> copies(n);
+    for (size_t i = 0; i < n; ++i) {
+        CUDA_MEMCPY3D c;
+        CUresult rc = batch3DOp(ops[i], &c);
+        if (!rc) rc = copy3DOp(&c, true, &copies[i]);
+        if (rc) {
+            if (failIdx) *failIdx = i;
+            return rc;
+        }
+    }
+    for (Op& op : copies)
+        if (CUresult rc = submitCopy(api, h, pt, std::move(op))) return rc;
+    return CUDA_SUCCESS;
+}
+
 template <class T>
 CUresult memsetOp(bool async, CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height, Op* out)
 {
@@ -380,6 +454,15 @@ SIM_PAIR(cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz,
          (CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes*, size_t*, size_t,
           CUstream h),
          batch(scope.name(), h, pt, dsts, srcs, sizes, count, nullptr))
+
+// 12080 ABI (with failIdx) and 13000 ABI (without); cuda.h declares no _v2_ptsz, which cudart resolves.
+extern "C" CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t, CUDA_MEMCPY3D_BATCH_OP*, unsigned long long, CUstream);
+SIM_PAIR(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_ptsz,
+         (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* failIdx, unsigned long long flags, CUstream h),
+         batch3D(scope.name(), h, pt, n, ops, failIdx, flags))
+SIM_PAIR(cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz,
+         (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream h),
+         batch3D(scope.name(), h, pt, n, ops, nullptr, flags))
 
 // ---- memsets
 SIM_PAIR(cuMemsetD8_v2, cuMemsetD8_v2_ptds, (CUdeviceptr d, unsigned char v, size_t n),

@@ -84,6 +84,7 @@ CUresult ctxSynchronize(Context* c, const ApiScope& scope)
             return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
         }
     }
+    settleHeld(g, nullptr, c);
     const Ns target = contextTail(c);
     g.unlock();
     blockUntil(target, scope.name(), c->dev, WaitReason::CtxSync, scope.start(), &scope.api());

@@ -159,6 +159,7 @@ CUgraphNodeType nodeTypeOf(OpKind kind)
     case OpKind::Memcpy: return CU_GRAPH_NODE_TYPE_MEMCPY;
     case OpKind::Memset: return CU_GRAPH_NODE_TYPE_MEMSET;
     case OpKind::HostFunc: return CU_GRAPH_NODE_TYPE_HOST;
+    case OpKind::MemOp: return CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;  // never captured (stream_memops.cpp)
     }
     return CU_GRAPH_NODE_TYPE_EMPTY;
 }

@@ -122,6 +122,10 @@ CUresult greenWait(CUgreenCtx h, CUevent he)
     auto* e = liveHandle<Event>(he, HandleKind::Event);
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
     Lock g(bigLock());
+    if (e->heldBy && stillHeld(e->heldBy)) {
+        for (Stream* s : gc->ctx->streams) waitForHeldEvent(s, e);  // each held until the record is placed
+        return CUDA_SUCCESS;
+    }
     if (e->recorded)
         for (Stream* s : gc->ctx->streams) s->tail = std::max(s->tail, e->time);
     return CUDA_SUCCESS;

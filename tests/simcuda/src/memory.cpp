@@ -452,6 +452,30 @@ static CUresult discardAndPrefetchBatch(CUdeviceptr* dptrs, size_t* sizes, size_
     return discardBatch(dptrs, sizes, count, flags, h, pt);
 }
 
+// Prefetches (CUDA 13): the ranges must be managed memory (this driver reports no pageable memory
+// access), the locations' indexes ascending from 0, flags zero, not the legacy NULL stream. Like
+// cuMemPrefetchAsync they queue no traced device op: the bytes already are where any side reads them.
+static CUresult prefetchBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* locs, size_t* locIdxs,
+                              size_t numLocs, unsigned long long flags, CUstream h, bool pt)
+{
+    if (!locs || !locIdxs || !numLocs || numLocs > count || locIdxs[0] != 0) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 1; i < numLocs; ++i)
+        if (locIdxs[i] <= locIdxs[i - 1] || locIdxs[i] >= count) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < numLocs; ++i) {
+        const CUmemLocation& l = locs[i];
+        const bool device = l.type == CU_MEM_LOCATION_TYPE_DEVICE && l.id >= 0 && l.id < deviceCount();
+        const bool host = l.type == CU_MEM_LOCATION_TYPE_HOST || l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+                          l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+        if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+    }
+    return discardBatch(dptrs, sizes, count, flags, h, pt);
+}
+
+extern "C" CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr*, size_t*, size_t, CUmemLocation*, size_t*, size_t,
+                                                 unsigned long long, CUstream);
+SIM_PAIR(cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync_ptsz,
+         (CUdeviceptr* d, size_t* sz, size_t n, CUmemLocation* l, size_t* li, size_t nl, unsigned long long f, CUstream h),
+         prefetchBatch(d, sz, n, l, li, nl, f, h, pt))
 SIM_PAIR(cuMemDiscardBatchAsync, cuMemDiscardBatchAsync_ptsz,
          (CUdeviceptr* d, size_t* sz, size_t n, unsigned long long f, CUstream h), discardBatch(d, sz, n, f, h, pt))
 SIM_PAIR(cuMemDiscardAndPrefetchBatchAsync, cuMemDiscardAndPrefetchBatchAsync_ptsz,

@@ -181,6 +181,19 @@ T* liveHandle(const void* p, HandleKind kind)
 
 struct Graph;
 struct Context;
+struct Event;
+struct Op;
+
+// A cuStreamWaitValue* condition (stream_memops.cpp).
+struct ValueWait {
+    CUdeviceptr addr = 0;
+    unsigned bytes = 4;
+    cuuint64_t value = 0;
+    unsigned flags = 0;  // CU_STREAM_WAIT_VALUE_GEQ / EQ / AND / NOR
+    Event* event = nullptr;  // instead: cuStreamWaitEvent on an event recorded into a held stream
+};
+// Work submitted to a stream held by an unsatisfied wait: placed, in order, when a write releases it.
+struct Deferred;
 
 struct Stream {
     Context* ctx = nullptr;
@@ -191,6 +204,9 @@ struct Stream {
     Ns tail = 0;  // completion time of everything submitted so far
     Graph* capture = nullptr;
     CUstreamCaptureMode captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    bool held = false;  // an unsatisfied cuStreamWaitValue* holds the stream (heldOn); work after it is deferred
+    ValueWait heldOn;
+    std::vector<Deferred>* deferred = nullptr;
     bool blocking() const { return !(flags & CU_STREAM_NON_BLOCKING); }
 };
 
@@ -223,6 +239,7 @@ struct Event {
     Ns time = 0;
     bool recorded = false;
     Graph* capturedIn = nullptr;
+    Stream* heldBy = nullptr;  // recorded into a held stream: its time is known once the stream is released
 };
 
 
@@ -262,7 +279,7 @@ inline CUresult streamStatus(CUstream h, bool perThreadDefault)
 Stream* newStream(Context* ctx, unsigned flags, int priority);
 
 // ---- device operations on the timeline (timeline.cpp)
-enum class OpKind { Kernel, Memcpy, Memset, HostFunc };
+enum class OpKind { Kernel, Memcpy, Memset, HostFunc, MemOp };
 enum class WaitReason { CtxSync, StreamSync, EventSync, SyncCopy, PageableCopy, SyncMemset, FreeSync, RegisterSync };
 
 struct Op {
@@ -277,6 +294,18 @@ struct Op {
     WaitReason reason = WaitReason::SyncCopy;
     std::function<void()> effect;  // moves the bytes; runs at submission (or at graph replay)
     std::function<void()> hostFn;  // host_func: called on the host at the op's start
+    const char* memop = "";        // MemOp: "write_value_32" / "write_value_64"
+    CUdeviceptr memopAddr = 0;     // MemOp: the address written (held streams waiting on it are released)
+};
+
+struct Deferred {
+    enum Kind { Work, Wait, Record } kind = Work;
+    Op op;
+    const char* api = "";
+    Ns submit = 0;
+    bool fromGraph = false;
+    ValueWait wait;
+    Event* event = nullptr;
 };
 
 // The op a launch of f (a CUfunction or CUkernel) would run (launch.cpp), a memcpy or memset graph node
@@ -288,6 +317,24 @@ CUresult memsetNodeOp(const CUDA_MEMSET_NODE_PARAMS* p, Op* out);
 // Submits or captures an op; blocks when op.sync. apiName is the ABI name of the submitting call.
 CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph = false);
 Ns streamReadyTime(Stream* s, Ns submit);  // start time an op submitted now would get
+// Under bigLock: puts an op on the stream's timeline (its effect already ran), traces it; returns its end.
+Ns placeOp(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGraph, Ns* startOut = nullptr);
+
+// ---- stream memory operations (stream_memops.cpp), under bigLock
+// Re-reads what a held stream waits for (the host may have written it): false once it is no longer held.
+bool stillHeld(Stream* s);
+// Defers work (its effect not yet run) or an event record behind the stream's unsatisfied wait.
+void deferWork(Stream* s, Op op, const char* apiName, Ns submit, bool fromGraph);
+void deferRecord(Stream* s, Event* e, Ns submit);
+// A value written at device time `at` (a write-value op placed): releases the streams it satisfies.
+void valueWritten(CUdeviceptr addr, Ns at);
+// cuStreamWaitEvent (or a green context's wait) on an event recorded into a held stream: `s` is held too,
+// until that record is placed.
+void waitForHeldEvent(Stream* s, Event* e);
+// Before a host wait on `s` (or every stream of `c`): a held stream is waited for until a write releases
+// it (another thread's, or the host's seen by polling), as a real device would hold it; after
+// SIMCUDA's limit (10 s) it is released with a log line rather than hanging the program.
+void settleHeld(Lock& g, Stream* s, Context* c);
 Ns contextTail(Context* c);
 void blockUntil(Ns target, const char* apiName, int dev, WaitReason reason, Ns callStart, const ApiInfo* costIfIdle);
 void syncContextForFree(Context* c, const char* apiName, WaitReason reason);

@@ -51,6 +51,7 @@ CUresult streamSynchronize(CUstream h, bool pt, const ApiScope& scope)
     Stream* s = nullptr;
     if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     if (CUresult rc = captureCheck(s)) return rc;
+    settleHeld(g, s, nullptr);
     const Ns target = s->tail;
     const int dev = s->ctx->dev;
     g.unlock();
@@ -64,6 +65,7 @@ CUresult streamQuery(CUstream h, bool pt)
     Stream* s = nullptr;
     if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     if (CUresult rc = captureCheck(s)) return rc;
+    if (s->held && stillHeld(s)) return CUDA_ERROR_NOT_READY;
     return nowNs() >= s->tail ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -77,6 +79,10 @@ CUresult streamWaitEvent(CUstream h, CUevent he, bool pt)
     if (e->capturedIn) {
         // Joining a capture: the fork/join pattern cudaStreamWaitEvent uses to capture several streams into one graph.
         if (!s->capture) s->capture = e->capturedIn;
+        return CUDA_SUCCESS;
+    }
+    if (e->heldBy && !s->capture && stillHeld(e->heldBy)) {
+        waitForHeldEvent(s, e);  // held in turn until the record is placed
         return CUDA_SUCCESS;
     }
     if (e->recorded && !s->capture) s->tail = std::max(s->tail, e->time);
@@ -132,6 +138,13 @@ CUresult eventRecord(CUevent he, CUstream h, bool pt, const ApiScope& scope)
         e->capturedIn = s->capture;
         return CUDA_SUCCESS;
     }
+    if (s->held && stillHeld(s)) {
+        // Completes after the held work: its time is known once a write releases the stream.
+        e->capturedIn = nullptr;
+        deferRecord(s, e, submissionInstant(0));
+        return CUDA_SUCCESS;
+    }
+    e->heldBy = nullptr;
     // The stream's tail if work is pending on it, else the submission instant + launch latency (then the
     // legacy-stream rules).
     const Ns now = submissionInstant(0);
@@ -151,6 +164,7 @@ CUresult eventElapsed(float* ms, CUevent a, CUevent b)
     if (!ea || !eb) return CUDA_ERROR_INVALID_HANDLE;
     if ((ea->flags | eb->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
     if (!ea->recorded || !eb->recorded) return CUDA_ERROR_INVALID_HANDLE;
+    if ((ea->heldBy && stillHeld(ea->heldBy)) || (eb->heldBy && stillHeld(eb->heldBy))) return CUDA_ERROR_NOT_READY;
     const Ns now = nowNs();
     if (now < ea->time || now < eb->time) return CUDA_ERROR_NOT_READY;
     *ms = static_cast<float>(static_cast<double>(eb->time - ea->time) / 1e6);
@@ -261,6 +275,17 @@ void syncContextForFree(Context* c, const char* apiName, WaitReason reason)
     blockUntil(target, apiName, dev, reason, 0, nullptr);
 }
 
+Ns placeOp(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGraph, Ns* startOut)
+{
+    const Ns start = streamReadyTime(s, submit);
+    const Ns end = start + op.duration;
+    s->tail = end;
+    traceOp(op, apiName, s->ctx->dev, s->ctx->id, s->id, submit, start, end, fromGraph);
+    if (op.kind == OpKind::MemOp) valueWritten(op.memopAddr, end);
+    if (startOut) *startOut = start;
+    return end;
+}
+
 CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph)
 {
     {
@@ -273,6 +298,15 @@ CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph)
             }
             captureOp(s->capture, std::move(op));
             return CUDA_SUCCESS;
+        }
+        if (s->held && stillHeld(s)) {
+            if (!op.sync && !(op.hostFn && !fromGraph)) {
+                // Queued behind an unsatisfied wait: placed (and its bytes moved) when a write releases the stream.
+                deferWork(s, std::move(op), apiName, submissionInstant(0), fromGraph);
+                return CUDA_SUCCESS;
+            }
+            // A call that blocks on a held stream waits for its release, as on a device.
+            settleHeld(g, s, nullptr);
         }
     }
     // Bytes move before the work is submitted, outside the lock (a large copy must not stall other
@@ -287,11 +321,9 @@ CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph)
     // runs at once, as copies move their bytes at submission; its time on the stream is the modelled one.
     const bool hostWaits = op.hostFn && !fromGraph;
     const Ns submit = op.sync || hostWaits ? nowNs() : submissionInstant(1);
-    const Ns start = streamReadyTime(s, submit);
-    const Ns end = start + op.duration;
-    s->tail = end;
+    Ns start = 0;
+    const Ns end = placeOp(s, op, apiName, submit, fromGraph, &start);
     const int dev = s->ctx->dev;
-    traceOp(op, apiName, dev, s->ctx->id, s->id, submit, start, end, fromGraph);
     g.unlock();
     if (op.hostFn && !hostWaits) op.hostFn();
     if (hostWaits) {
@@ -423,6 +455,7 @@ SIM_EXPORT CUresult cuEventQuery(CUevent he)
     Event* e = asEvent(he);
     if (!e) return scope.ret(CUDA_ERROR_INVALID_HANDLE);
     if (e->capturedIn) return scope.ret(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    if (e->heldBy && stillHeld(e->heldBy)) return scope.ret(CUDA_ERROR_NOT_READY);
     return scope.ret(!e->recorded || nowNs() >= e->time ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY);
 }
 
@@ -433,6 +466,7 @@ SIM_EXPORT CUresult cuEventSynchronize(CUevent he)
     Event* e = asEvent(he);
     if (!e) return scope.ret(CUDA_ERROR_INVALID_HANDLE);
     if (e->capturedIn) return scope.ret(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    if (e->heldBy) settleHeld(g, e->heldBy, nullptr);
     const Ns target = e->recorded ? e->time : 0;
     const int dev = e->ctx ? e->ctx->dev : 0;
     g.unlock();

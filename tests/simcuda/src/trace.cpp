@@ -68,6 +68,7 @@ const char* opName(OpKind k)
     case OpKind::Memcpy: return "memcpy";
     case OpKind::Memset: return "memset";
     case OpKind::HostFunc: return "host_func";
+    case OpKind::MemOp: return "memop";
     }
     return "?";
 }
@@ -158,6 +159,10 @@ void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, u
         line += tail;
         break;
     case OpKind::HostFunc:
+        break;
+    case OpKind::MemOp:
+        snprintf(tail, sizeof tail, ",\"memop\":\"%s\",\"bytes\":%zu", op.memop, op.bytes);
+        line += tail;
         break;
     }
     line += "}\n";

@@ -523,6 +523,67 @@ TEST(MemOps, WriteWaitAndBatch)
     }
 }
 
+// A wait holds its stream, as cuda.h documents each condition, until a write satisfies it: another
+// stream's write-value (a write that does not satisfy it leaves it held), or the host's own store; the
+// work after the wait (an event here) completes no earlier than the write that released it.
+TEST(MemOps, AWaitHoldsItsStreamUntilAWriteSatisfiesIt)
+{
+    context();
+    CUdeviceptr p;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&p, 64), CUDA_SUCCESS);
+    CUstream a, b;
+    ASSERT_EQ(FN(cuStreamCreate)(&a, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamCreate)(&b, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    struct Case {
+        const char* what;
+        unsigned flags, bytes;
+        cuuint64_t initial, value, miss, hit;
+    };
+    const Case cases[] = {
+        {"GEQ compares cyclically", CU_STREAM_WAIT_VALUE_GEQ, 4, 0xFFFFFFF0u, 0x10, 0x5, 0x10},
+        {"EQ in 64 bits", CU_STREAM_WAIT_VALUE_EQ, 8, 0, 0x100000000ull, 1, 0x100000000ull},
+        {"AND", CU_STREAM_WAIT_VALUE_AND, 4, 0, 0x4, 0x3, 0x4},
+        {"NOR", CU_STREAM_WAIT_VALUE_NOR, 4, 0xFFFFFFFFu, 0xFFFF0000u, 0x7FFFFFFFu, 0xFFFFFFFEu},
+    };
+    for (const Case& c : cases) {
+        memcpy(reinterpret_cast<void*>(p), &c.initial, c.bytes);
+        auto wait = [&] {
+            return c.bytes == 4 ? FN(cuStreamWaitValue32_v2)(b, p, cuuint32_t(c.value), c.flags)
+                                : FN(cuStreamWaitValue64_v2)(b, p, c.value, c.flags);
+        };
+        auto write = [&](cuuint64_t v) {
+            return c.bytes == 4 ? FN(cuStreamWriteValue32_v2)(a, p, cuuint32_t(v), 0) : FN(cuStreamWriteValue64_v2)(a, p, v, 0);
+        };
+        CUevent held, before;
+        ASSERT_EQ(FN(cuEventCreate)(&held, 0), CUDA_SUCCESS);
+        ASSERT_EQ(FN(cuEventCreate)(&before, 0), CUDA_SUCCESS);
+        ASSERT_EQ(wait(), CUDA_SUCCESS) << c.what;
+        ASSERT_EQ(FN(cuEventRecord)(held, b), CUDA_SUCCESS);
+        EXPECT_EQ(FN(cuEventQuery)(held), CUDA_ERROR_NOT_READY) << c.what;
+        EXPECT_EQ(FN(cuStreamQuery)(b), CUDA_ERROR_NOT_READY) << c.what;
+        ASSERT_EQ(write(c.miss), CUDA_SUCCESS);
+        ASSERT_EQ(FN(cuStreamSynchronize)(a), CUDA_SUCCESS);
+        EXPECT_EQ(FN(cuEventQuery)(held), CUDA_ERROR_NOT_READY) << c.what << ": a write that does not satisfy it";
+        // `before` completes no later than the write starts (in order on `a`); the write takes 1 us.
+        ASSERT_EQ(FN(cuEventRecord)(before, a), CUDA_SUCCESS);
+        ASSERT_EQ(write(c.hit), CUDA_SUCCESS);
+        ASSERT_EQ(FN(cuStreamSynchronize)(b), CUDA_SUCCESS) << c.what;
+        EXPECT_EQ(FN(cuEventQuery)(held), CUDA_SUCCESS) << c.what;
+        float ms = -1;
+        ASSERT_EQ(FN(cuEventElapsedTime)(&ms, before, held), CUDA_SUCCESS);
+        EXPECT_GT(ms, 0.0005) << c.what << ": the held work completed before the write that released it ended";
+    }
+    // The host's store: seen when the program next asks about the stream.
+    void* host = nullptr;
+    ASSERT_EQ(FN(cuMemAllocHost_v2)(&host, 8), CUDA_SUCCESS);
+    *static_cast<volatile uint32_t*>(host) = 0;
+    ASSERT_EQ(FN(cuStreamWaitValue32_v2)(b, reinterpret_cast<CUdeviceptr>(host), 1, CU_STREAM_WAIT_VALUE_GEQ), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuStreamQuery)(b), CUDA_ERROR_NOT_READY);
+    *static_cast<volatile uint32_t*>(host) = 1;
+    EXPECT_EQ(FN(cuStreamSynchronize)(b), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuStreamQuery)(b), CUDA_SUCCESS);
+}
+
 TEST(MemOps, TensorMapEncodeTiledChecksItsArguments)
 {
     context();
