@@ -159,11 +159,22 @@ CUgraphNodeType nodeTypeOf(OpKind kind)
     case OpKind::Memcpy: return CU_GRAPH_NODE_TYPE_MEMCPY;
     case OpKind::Memset: return CU_GRAPH_NODE_TYPE_MEMSET;
     case OpKind::HostFunc: return CU_GRAPH_NODE_TYPE_HOST;
+    case OpKind::EventRecord: return CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    case OpKind::EventWait: return CU_GRAPH_NODE_TYPE_WAIT_EVENT;
     }
     return CU_GRAPH_NODE_TYPE_EMPTY;
 }
 
 }  // namespace
+
+CUresult eventNodeOp(CUevent e, OpKind kind, Op* out)
+{
+    if (!liveHandle<Event>(e, HandleKind::Event)) return CUDA_ERROR_INVALID_VALUE;
+    out->kind = kind;
+    out->duration = 0;
+    out->event = e;
+    return CUDA_SUCCESS;
+}
 
 void captureOp(Graph* g, Op op)
 {
@@ -598,7 +609,7 @@ SIM_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* out, CUgraph g, const CUgrap
 }
 
 // ---- the generic node API (12.2): one entry point for every kind of node, by CUgraphNodeParams::type.
-// Kinds the simulator does not run (event, semaphore, allocation, memop, conditional nodes) are refused.
+// Kinds the simulator does not run (semaphore, allocation, memop, conditional nodes) are refused.
 namespace simcuda {
 namespace {
 
@@ -629,6 +640,8 @@ CUresult genericNodeOp(const CUgraphNodeParams* p, Op* op)
     case CU_GRAPH_NODE_TYPE_MEMCPY: return p->memcpy.flags ? CUDA_ERROR_INVALID_VALUE : memcpyNodeOp(&p->memcpy.copyParams, op);
     case CU_GRAPH_NODE_TYPE_MEMSET: return memsetNodeOpV2(p->memset, op);
     case CU_GRAPH_NODE_TYPE_HOST: return hostNodeOp(p->host.fn, p->host.userData, op);
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return eventNodeOp(p->eventRecord.event, OpKind::EventRecord, op);
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return eventNodeOp(p->eventWait.event, OpKind::EventWait, op);
     default: return CUDA_ERROR_NOT_SUPPORTED;
     }
 }
@@ -683,4 +696,21 @@ SIM_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode node, CU
     GraphExec* ex = asExec(e);
     if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     return scope.ret(setGenericNode(ex, node, p));
+}
+
+// Event record and wait nodes: they order the launch's stream against the event, and run no device work.
+SIM_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, CUevent e)
+{
+    SIM_API(cuGraphAddEventRecordNode);
+    Op op;
+    if (CUresult rc = eventNodeOp(e, OpKind::EventRecord, &op)) return scope.ret(rc);
+    return scope.ret(addOpNode(out, g, deps, n, &op, CU_GRAPH_NODE_TYPE_EVENT_RECORD));
+}
+
+SIM_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, CUevent e)
+{
+    SIM_API(cuGraphAddEventWaitNode);
+    Op op;
+    if (CUresult rc = eventNodeOp(e, OpKind::EventWait, &op)) return scope.ret(rc);
+    return scope.ret(addOpNode(out, g, deps, n, &op, CU_GRAPH_NODE_TYPE_WAIT_EVENT));
 }
