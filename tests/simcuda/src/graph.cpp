@@ -714,3 +714,68 @@ SIM_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode* out, CUgraph g, const C
     if (CUresult rc = eventNodeOp(e, OpKind::EventWait, &op)) return scope.ret(rc);
     return scope.ret(addOpNode(out, g, deps, n, &op, CU_GRAPH_NODE_TYPE_WAIT_EVENT));
 }
+
+// An event node's event: read, or changed in the graph or in an exec made from it.
+namespace simcuda {
+namespace {
+
+CUresult nodeEvent(CUgraphNode hn, CUgraphNodeType type, CUevent* out)
+{
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    Lock g(bigLock());
+    auto* n = liveHandle<GraphNode>(hn, HandleKind::GraphNode);
+    if (!n || n->type != type || n->index >= n->graph->ops.size()) return CUDA_ERROR_INVALID_VALUE;
+    *out = n->graph->ops[n->index].event;
+    return CUDA_SUCCESS;
+}
+
+CUresult setNodeEvent(CUgraphExec he, CUgraphNode node, CUevent e, OpKind kind)
+{
+    GraphExec* ex = nullptr;
+    if (he && !(ex = asExec(he))) return CUDA_ERROR_INVALID_VALUE;
+    const CUgraphNodeType type = kind == OpKind::EventRecord ? CU_GRAPH_NODE_TYPE_EVENT_RECORD : CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+    Op op;
+    const CUresult made = eventNodeOp(e, kind, &op);
+    return setNodeOp(ex, node, type, made, &op);
+}
+
+}  // namespace
+}  // namespace simcuda
+
+SIM_EXPORT CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode node, CUevent* out)
+{
+    SIM_API(cuGraphEventRecordNodeGetEvent);
+    return scope.ret(nodeEvent(node, CU_GRAPH_NODE_TYPE_EVENT_RECORD, out));
+}
+
+SIM_EXPORT CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode node, CUevent* out)
+{
+    SIM_API(cuGraphEventWaitNodeGetEvent);
+    return scope.ret(nodeEvent(node, CU_GRAPH_NODE_TYPE_WAIT_EVENT, out));
+}
+
+SIM_EXPORT CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode node, CUevent e)
+{
+    SIM_API(cuGraphEventRecordNodeSetEvent);
+    return scope.ret(setNodeEvent(nullptr, node, e, OpKind::EventRecord));
+}
+
+SIM_EXPORT CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode node, CUevent e)
+{
+    SIM_API(cuGraphEventWaitNodeSetEvent);
+    return scope.ret(setNodeEvent(nullptr, node, e, OpKind::EventWait));
+}
+
+SIM_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec ex, CUgraphNode node, CUevent e)
+{
+    SIM_API(cuGraphExecEventRecordNodeSetEvent);
+    if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    return scope.ret(setNodeEvent(ex, node, e, OpKind::EventRecord));
+}
+
+SIM_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec ex, CUgraphNode node, CUevent e)
+{
+    SIM_API(cuGraphExecEventWaitNodeSetEvent);
+    if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    return scope.ret(setNodeEvent(ex, node, e, OpKind::EventWait));
+}

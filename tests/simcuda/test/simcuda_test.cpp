@@ -754,12 +754,22 @@ TEST(Graphs, ExternalEventRecordsAndWaitsBecomeEventNodes)
 
     CUgraphNode added;
     ASSERT_EQ(FN(cuGraphAddEventWaitNode)(&added, graph, &nodes[2], 1, gate), CUDA_SUCCESS);
+    CUevent got = nullptr;
+    ASSERT_EQ(FN(cuGraphEventRecordNodeGetEvent)(nodes[1], &got), CUDA_SUCCESS);
+    EXPECT_EQ(got, marker);
+    EXPECT_EQ(FN(cuGraphEventWaitNodeGetEvent)(nodes[1], &got), CUDA_ERROR_INVALID_VALUE) << "not a wait node";
+    ASSERT_EQ(FN(cuGraphEventWaitNodeSetEvent)(added, fork), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphEventWaitNodeGetEvent)(added, &got), CUDA_SUCCESS);
+    EXPECT_EQ(got, fork);
+    ASSERT_EQ(FN(cuGraphEventWaitNodeSetEvent)(added, gate), CUDA_SUCCESS);
     EXPECT_EQ(FN(cuGraphAddEventRecordNode)(&added, graph, nullptr, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
     CUgraphExec exec;
     ASSERT_EQ(FN(cuGraphInstantiateWithFlags)(&exec, graph, 0), CUDA_SUCCESS);
     ASSERT_EQ(FN(cuGraphLaunch)(exec, s), CUDA_SUCCESS);
     ASSERT_EQ(FN(cuStreamSynchronize)(s), CUDA_SUCCESS);
     EXPECT_EQ(FN(cuEventQuery)(marker), CUDA_SUCCESS) << "the launch recorded the event";
+    EXPECT_EQ(FN(cuGraphExecEventRecordNodeSetEvent)(exec, nodes[1], fork), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuGraphExecEventWaitNodeSetEvent)(exec, nodes[1], fork), CUDA_ERROR_INVALID_VALUE) << "not a wait node";
     const auto ops = opsOn(fx.streamId(s));
     ASSERT_EQ(ops.size(), 1u) << "event nodes run no device work";
     std::vector<std::string> events;
