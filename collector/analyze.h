@@ -177,6 +177,7 @@ struct LaunchSummary {
     uint64_t graphLaunches = 0, graphHostNs = 0, graphGpuNs = 0;
     uint64_t graphNodes = 0;        // kernels, copies and memsets the graph launches ran (counted in their rows)
     uint64_t graphsUnknown = 0;     // graph launches whose graph's nodes were not seen (built without capture)
+    uint64_t graphEventNodes = 0;   // event record and wait nodes the graph launches ran (no device work: untimed)
     uint64_t launchBoundKernels = 0;
     std::vector<std::string> launchBoundNames;
     uint64_t idleGapNs = 0, largestGapNs = 0;  // over all devices

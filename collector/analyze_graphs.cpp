@@ -20,6 +20,16 @@ bool isGraphNode(const wire::CallBody& c)
            (c.category == wire::Category::Launch || c.category == wire::Category::Transfer);
 }
 
+// An event record or wait node (captured with the EXTERNAL flag, or added by the node API): a node of
+// its graph that runs no device work, counted with each launch, never timed.
+bool isEventNode(const wire::CallBody& c)
+{
+    const uint64_t kind = c.args.raw[wire::kEventNodeSlot];
+    return hasFlag(c, wire::kCallCapturing) && succeeded(c) &&
+           (c.category == wire::Category::Other || c.category == wire::Category::Sync) &&
+           (kind == wire::kEventNodeRecord || kind == wire::kEventNodeWait);
+}
+
 bool startsWith(const std::string& s, const char* prefix)
 {
     return s.compare(0, std::char_traits<char>::length(prefix), prefix) == 0;
@@ -158,7 +168,7 @@ void addGraphCall(Context&, const ProcView& pv, const CallInfo& ci)
 {
     const wire::CallBody& c = *ci.call;
     GraphBook& book = pv.graphs;
-    if (isGraphNode(c)) {
+    if (isGraphNode(c) || isEventNode(c)) {
         const uint64_t graph = c.args.raw[wire::kCaptureGraphSlot];
         if (!graph) return;
         auto& nodes = book.capturing[graph];
@@ -241,6 +251,7 @@ void addGraphLaunch(Context& cx, const ProcView& pv, const CallInfo& ci)
     std::vector<uint64_t> est(nodes.size());
     uint64_t known = 0, unknown = 0;
     for (size_t i = 0; i < nodes.size(); ++i) {
+        if (isEventNode(nodes[i])) continue;  // no device work: no share of the launch's time
         est[i] = ci.timed ? standaloneNs(cx, pv, nodes[i]) : 0;
         known += est[i];
         unknown += est[i] == 0;
@@ -250,6 +261,10 @@ void addGraphLaunch(Context& cx, const ProcView& pv, const CallInfo& ci)
     const uint64_t rest = known < total && unknown ? (total - known) / unknown : 0;
     for (size_t i = 0; i < nodes.size(); ++i) {
         const wire::CallBody& n = nodes[i];
+        if (isEventNode(n)) {
+            ++cx.launches.graphEventNodes;
+            continue;
+        }
         const uint64_t share = est[i] ? uint64_t(double(est[i]) * scale + 0.5) : rest;
         ++cx.launches.graphNodes;
         if (n.category == wire::Category::Launch) {

@@ -40,7 +40,8 @@
 //   launches   {count host_ns median_host_ns launch_bound_kernels(number) | launch_bound_kernel_names
 //              p99_host_ns per_second host{stats} timed sampled_out captured failed graph_launches
 //              graph_host_ns graph_gpu_ns graph_nodes graphs_unknown (launches of graphs whose nodes were
-//              not seen: node kinds the shim does not hook) idle_gap_ns largest_idle_gap_ns sampling_note}
+//              not seen: node kinds the shim does not hook) graph_event_nodes (event record and wait nodes
+//              the graph launches ran: counted, never timed) idle_gap_ns largest_idle_gap_ns sampling_note}
 //   syncs      api implicit count blocked_ns gpu_busy_ns | display kind not_ready host{stats} callsites
 //              upper_bound_count (calls whose own span, an upper bound, is in gpu_busy_ns: with any,
 //              gpu_busy_ns is an upper bound; busy intervals include every upper-bound span)
@@ -174,7 +175,7 @@ nlohmann::ordered_json reportJson(const Report& r)
                          {"sampled_out", L.sampledOut}, {"captured", L.captured}, {"failed", L.failed},
                          {"graph_launches", L.graphLaunches}, {"graph_host_ns", L.graphHostNs},
                          {"graph_gpu_ns", L.graphGpuNs}, {"graph_nodes", L.graphNodes},
-                         {"graphs_unknown", L.graphsUnknown}, {"idle_gap_ns", L.idleGapNs},
+                         {"graphs_unknown", L.graphsUnknown}, {"graph_event_nodes", L.graphEventNodes}, {"idle_gap_ns", L.idleGapNs},
                          {"largest_idle_gap_ns", L.largestGapNs}, {"sampling_note", L.samplingNote}};
 
     Json& syncs = j["syncs"] = Json::array();

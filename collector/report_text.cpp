@@ -426,6 +426,8 @@ void kernels(std::string& out, const Report& r, const Style& st)
         s += " Graph launches: " + num(L.graphLaunches) + ", host " + formatNs(L.graphHostNs) + ", GPU " + formatNs(L.graphGpuNs) +
              "; their " + num(L.graphNodes) + " kernel, copy and memset nodes are counted in the tables (transfers of mode "
              "graph), each graph's GPU time split over its nodes by their standalone timings, else evenly (~ estimated)" +
+             (L.graphEventNodes ? "; " + num(L.graphEventNodes) + " event record and wait nodes ran (no device work, untimed)"
+                                : std::string()) +
              (L.graphsUnknown ? "; " + num(L.graphsUnknown) + " launches ran graphs whose nodes are not known" : std::string()) + ".";
     if (L.captured) s += " " + num(L.captured) + " launches were captured into graphs (not counted above).";
     if (!L.samplingNote.empty()) s += " " + L.samplingNote + ".";

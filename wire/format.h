@@ -115,6 +115,13 @@ static_assert(sizeof(CallArgs) == 40);
 // cuGraphNodeSetParams / cuGraphExecNodeSetParams (the generic node API): raw[4] says which of the two
 // layouts above the record has (a kernel node's or a copy or memset node's); other kinds are not edits
 // the report follows (0).
+// An event record or wait node (cuEventRecordWithFlags with CU_EVENT_RECORD_EXTERNAL or cuStreamWaitEvent
+// with CU_EVENT_WAIT_EXTERNAL into a capture, cuGraphAddEventRecordNode/WaitNode, cuGraphAddNode of those
+// kinds): flagged kCallCapturing with its CUgraph in raw[kCaptureGraphSlot], raw[kEventNodeSlot] saying
+// which (kEventNodeRecord, kEventNodeWait), args.sync.object the event. It runs no device work.
+inline constexpr size_t kEventNodeSlot = 3;
+inline constexpr uint64_t kEventNodeRecord = 1;
+inline constexpr uint64_t kEventNodeWait = 2;
 inline constexpr uint64_t kNodeEditKernel = 1;
 inline constexpr uint64_t kNodeEditTransfer = 2;
 inline constexpr size_t kCaptureGraphSlot = 4;

@@ -174,6 +174,21 @@ CUresult addChildGraphNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
         out, graph, [&](CallScope& s) { s.body().args.raw[0] = uint64_t(uintptr_t(child)); }, deps, n, child);
 }
 
+// An event record or wait node: the event, and which kind (wire::kEventNodeSlot).
+void describeEventNode(CallScope& s, CUevent event, uint64_t kind)
+{
+    s.body().args.sync.object = uint64_t(uintptr_t(event));
+    s.body().args.raw[wire::kEventNodeSlot] = kind;
+}
+
+template <Api A>
+CUresult addEventNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t n, CUevent event)
+{
+    using Fn = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUevent);
+    const uint64_t kind = A == Api::cuGraphAddEventRecordNode ? wire::kEventNodeRecord : wire::kEventNodeWait;
+    return addGraphNode<A, Fn>(out, graph, [&](CallScope& s) { describeEventNode(s, event, kind); }, deps, n, event);
+}
+
 // ---- the generic node API (cuGraphAddNode, cuGraph(Exec)NodeSetParams, 12.2): each kind recorded as its
 // own entry point records it. A kernel or host node is a Launch (a host node: kernel id 0, grid 0), a
 // copy or memset node a Transfer, a child graph node a Graph call with the child in args.raw[0]; other
@@ -197,6 +212,12 @@ void describeGenericNode(CallScope& s, const CUgraphNodeParams* p)
         describeMemsetNodeV2(s, p->memset);
         break;
     case CU_GRAPH_NODE_TYPE_GRAPH: b.args.raw[0] = uint64_t(uintptr_t(p->graph.graph)); break;
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+        b.category = wire::Category::Other;
+        describeEventNode(s, p->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD ? p->eventRecord.event : p->eventWait.event,
+                          p->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD ? wire::kEventNodeRecord : wire::kEventNodeWait);
+        break;
     default: b.category = wire::Category::Other; break;
     }
 }
@@ -292,6 +313,24 @@ void noteCapturedNode(CallScope& s, CUresult rc)
         noteGraphNode(deps[0], c.seq);
 }
 
+void noteCapturedEventNode(CallScope& s, CUstream stream, uint64_t kind)
+{
+    if (!s.active()) return;
+    const Driver& d = driver();
+    const bool pt = s.perThread();
+    auto info3 = pt && d.streamGetCaptureInfo3Ptsz ? d.streamGetCaptureInfo3Ptsz : d.streamGetCaptureInfo3;
+    auto info = pt && d.streamGetCaptureInfoPtsz ? d.streamGetCaptureInfoPtsz : d.streamGetCaptureInfo;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUgraph graph = nullptr;
+    CUresult q = CUDA_ERROR_NOT_SUPPORTED;
+    if (info3) q = info3(stream, &st, nullptr, &graph, nullptr, nullptr, nullptr);
+    else if (info) q = info(stream, &st, nullptr, &graph, nullptr, nullptr);
+    if (q != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph) return;
+    s.setFlags(wire::kCallCapturing);
+    s.body().args.raw[wire::kCaptureGraphSlot] = uint64_t(uintptr_t(graph));
+    s.body().args.raw[wire::kEventNodeSlot] = kind;
+}
+
 uint64_t graphNodeSeq(CUgraphNode node)
 {
     std::lock_guard<std::mutex> g(g_nodesLock);
@@ -333,3 +372,7 @@ GS_WRAP(addNode, cuGraphAddNode_v2,
         (o, g, d, e, n, p))
 GS_WRAP(nodeSetParams, cuGraphNodeSetParams, (CUgraphNode node, CUgraphNodeParams* p), (node, p))
 GS_WRAP(execNodeSetParams, cuGraphExecNodeSetParams, (CUgraphExec e, CUgraphNode node, CUgraphNodeParams* p), (e, node, p))
+GS_WRAP(addEventNode, cuGraphAddEventRecordNode, (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, CUevent e),
+        (o, g, d, n, e))
+GS_WRAP(addEventNode, cuGraphAddEventWaitNode, (CUgraphNode* o, CUgraph g, const CUgraphNode* d, size_t n, CUevent e),
+        (o, g, d, n, e))

@@ -11,6 +11,10 @@ namespace gpuspy::shim {
 void noteGraphNode(CUgraphNode node, uint64_t seq);
 uint64_t graphNodeSeq(CUgraphNode node);  // 0: not one the shim saw added
 
+// An event record or wait (kind: wire::kEventNodeRecord, kEventNodeWait) into a stream that is
+// capturing: recorded as that graph's event node (graph.cpp). Call before the real call.
+void noteCapturedEventNode(CallScope& s, CUstream stream, uint64_t kind);
+
 // The generic node API's kinds described as the per-kind entry points describe them (launch.cpp,
 // transfer.cpp): a kernel node's launch, a copy or memset node's transfer.
 void describeKernelNodeV3(CallScope& s, const CUDA_KERNEL_NODE_PARAMS_v3& p);

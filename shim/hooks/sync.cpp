@@ -1,6 +1,6 @@
 // shim/hooks/sync.cpp: where the host waits for the device (context, stream, event), polls it
 // (stream/event queries), or orders streams (wait event, event record).
-#include "shim/hooks/hook_util.h"
+#include "shim/hooks/graph_nodes.h"
 
 namespace gpuspy::shim {
 namespace {
@@ -73,6 +73,7 @@ CUresult streamWaitEvent(CUstream stream, CUevent e, unsigned int flags)
     if (s.active()) {
         waitsOn(s, e);
         s.setStream(stream);
+        if (flags & CU_EVENT_WAIT_EXTERNAL) noteCapturedEventNode(s, stream, wire::kEventNodeWait);
     }
     gpuStreamTouched(stream, kApis[size_t(A)].perThread);
     s.beforeReal();
@@ -88,8 +89,10 @@ CUresult eventRecord(CUevent e, CUstream stream)
 template <Api A>
 CUresult eventRecordWithFlags(CUevent e, CUstream stream, unsigned int flags)
 {
-    return forwardCall<A, decltype(&::cuEventRecordWithFlags)>([&](CallScope& s) { recordsInto(s, e, stream); }, e,
-                                                                stream, flags);
+    return forwardCall<A, decltype(&::cuEventRecordWithFlags)>([&](CallScope& s) {
+        recordsInto(s, e, stream);
+        if (flags & CU_EVENT_RECORD_EXTERNAL) noteCapturedEventNode(s, stream, wire::kEventNodeRecord);
+    }, e, stream, flags);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 // Fact grammar ('#' starts a comment, blank lines are ignored):
 //   let NAME = EXPR                       defines a name for later lines
 //   [if EXPR:] [TYPE] TERM...             the fact applies only if EXPR != 0;
-//                                         TYPE: op kernel memcpy memset host_func wait any (default any)
+//                                         TYPE: op kernel memcpy memset host_func wait graph_event any (default any)
 //   TERM is a filter on each record's field, or a check on the matched set:
 //     FIELD=VALUE   FIELD!=VALUE          string fields compare as text, numbers as EXPR, bools as true/false,
 //                                         arrays as [EXPR,EXPR,EXPR] (e.g. grid=[kBlocks,1,1])
@@ -276,7 +276,7 @@ struct Check {
 
 const std::set<std::string> kAggs = {"count", "sum_bytes", "min_ns", "max_ns",     "sum_ns", "pids",
                                      "tids",  "streams",   "devs",   "ctxs",       "names",  "overlapped"};
-const std::set<std::string> kTypes = {"op", "kernel", "memcpy", "memset", "host_func", "wait", "any"};
+const std::set<std::string> kTypes = {"op", "kernel", "memcpy", "memset", "host_func", "wait", "graph_event", "any"};
 
 struct Fact {
     int line = 0;
@@ -339,6 +339,7 @@ bool typeMatches(const std::string& type, const Json& rec)
     const std::string t = rec.value("type", "");
     if (type == "op") return t == "op";
     if (type == "wait") return t == "wait";
+    if (type == "graph_event") return t == "graph_event";
     return t == "op" && rec.value("op", "") == type;
 }
 

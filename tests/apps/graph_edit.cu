@@ -19,6 +19,13 @@
 //            kReplaysAfterSwitch launches; its memset made kMemsetBytes / 2 long in the graph
 //            (cudaGraphNodeSetParams) and the exec updated from the graph (cudaGraphExecUpdate: edit_a is
 //            back), kReplaysAfterUpdate launches.
+//   events   a graph captured across two streams (edit_a on the origin stream; a fork to a second stream
+//            running edit_b and a join back, through plain cudaEventRecord/cudaStreamWaitEvent: dependencies,
+//            no nodes), with an event record node (cudaEventRecordWithFlags, cudaEventRecordExternal) and
+//            an event wait node (cudaStreamWaitEvent, cudaEventWaitExternal); kReplays launches. Then a graph
+//            built node by node: edit_c, an event record node (cudaGraphAddEventRecordNode), an event wait
+//            node (cudaGraphAddEventWaitNode) and an event record node added with cudaGraphAddNode;
+//            kReplaysAfterSwitch launches.
 #include "app_common.h"
 
 #include <cstring>
@@ -269,6 +276,54 @@ int generic(Buffers& b, cudaStream_t s)
     return kReplays + kReplaysAfterSwitch + kReplaysAfterUpdate;
 }
 
+int events(Buffers& b, cudaStream_t s)
+{
+    cudaStream_t side;
+    CK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    cudaEvent_t fork, join, marker, gate;
+    for (cudaEvent_t* e : {&fork, &join, &marker, &gate}) CK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+    CK(cudaEventRecord(gate, s));  // the wait nodes' event: recorded once, outside any graph
+
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    edit_a<<<kBlocks, kThreads, 0, s>>>(b.dev, b.n);
+    CK_LAUNCH();
+    CK(cudaEventRecordWithFlags(marker, s, cudaEventRecordExternal));
+    CK(cudaEventRecord(fork, s));
+    CK(cudaStreamWaitEvent(side, fork, 0));
+    edit_b<<<kBlocks, kThreads, 0, side>>>(b.scratch, b.n);
+    CK_LAUNCH();
+    CK(cudaEventRecord(join, side));
+    CK(cudaStreamWaitEvent(s, join, 0));
+    CK(cudaStreamWaitEvent(s, gate, cudaEventWaitExternal));
+    cudaGraph_t captured;
+    CK(cudaStreamEndCapture(s, &captured));
+    cudaGraphExec_t exec;
+    CK(cudaGraphInstantiate(&exec, captured, 0));
+    launchMany(exec, s, kReplays);
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(captured));
+
+    cudaGraph_t graph;
+    CK(cudaGraphCreate(&graph, 0));
+    cudaGraphNode_t c, rec, wait, rec2;
+    cudaKernelNodeParams cp = kernelParams(reinterpret_cast<void*>(edit_c), b.args, kBlocks);
+    CK(cudaGraphAddKernelNode(&c, graph, nullptr, 0, &cp));
+    CK(cudaGraphAddEventRecordNode(&rec, graph, &c, 1, marker));
+    CK(cudaGraphAddEventWaitNode(&wait, graph, &rec, 1, gate));
+    cudaGraphNodeParams rp{};
+    rp.type = cudaGraphNodeTypeEventRecord;
+    rp.eventRecord.event = marker;
+    CK(cudaGraphAddNode(&rec2, graph, &wait, nullptr, 1, &rp));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    launchMany(exec, s, kReplaysAfterSwitch);
+    CK(cudaEventSynchronize(marker));
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+    for (cudaEvent_t e : {fork, join, marker, gate}) CK(cudaEventDestroy(e));
+    CK(cudaStreamDestroy(side));
+    return kReplays + kReplaysAfterSwitch;
+}
+
 int main(int argc, char** argv)
 {
     const char* mode = argc > 1 ? argv[1] : "";
@@ -276,9 +331,10 @@ int main(int argc, char** argv)
                                          : std::strcmp(mode, "copies") == 0 ? copies
                                          : std::strcmp(mode, "clone") == 0  ? clone
                                          : std::strcmp(mode, "generic") == 0 ? generic
+                                         : std::strcmp(mode, "events") == 0  ? events
                                                                             : nullptr;
     if (!run) {
-        std::fprintf(stderr, "usage: graph_edit kernels|copies|clone|generic\n");
+        std::fprintf(stderr, "usage: graph_edit kernels|copies|clone|generic|events\n");
         return 2;
     }
     Buffers b;

@@ -28,7 +28,8 @@
 //    their kernel's row (count exact by name, graph_count exact). Their GPU time is an estimate (the
 //    launch's measured time split over its nodes), so the GPU-time checks cover the ops run by API
 //    calls only. Each replay (one cuGraphLaunch call: same pid, tid and submit time) must be one graph
-//    launch, and its nodes count in busy time.
+//    launch, and its nodes count in busy time. A graph's event record and wait nodes (trace "graph_event"
+//    records, no op: they run no device work) are launches.graph_event_nodes, by count.
 //  * kernels: count by name exactly; the trace's mangled names are demangled (__cxa_demangle) and
 //    compared with the report's demangled name (and its "mangled" field with the trace name). Trace
 //    host_func ops (cuLaunchHostFunc, graph host nodes) are the report's "[host function]" row, by count.
@@ -206,6 +207,7 @@ struct Trace {
     std::vector<Wait> waits;
     std::vector<Call> calls;
     size_t foreignOps = 0, foreignWaits = 0;  // on the profiler's own threads
+    uint64_t graphEvents = 0;                  // event record and wait nodes graph launches ran
 };
 
 std::vector<std::string> traceFiles(const std::vector<std::string>& args)
@@ -273,6 +275,8 @@ Trace readTrace(const std::vector<std::string>& files, const std::set<std::pair<
                 }
                 t.waits.push_back(Wait{j.value("api", ""), j.value("reason", ""), pid, tid, j.value("dev", 0LL),
                                        j.value("start", 0LL), j.value("end", 0LL)});
+            } else if (type == "graph_event") {
+                if (app) ++t.graphEvents;
             } else if (type == "call") {
                 t.calls.push_back(Call{j.value("api", ""), pid, tid, j.value("start", 0LL), j.value("end", 0LL)});
             }
@@ -679,6 +683,10 @@ int main(int argc, char** argv)
     check(report["launches"].value("graph_launches", 0ULL) == replays.size(),
           "graph launches: report " + std::to_string(report["launches"].value("graph_launches", 0ULL)) + ", trace " +
               std::to_string(replays.size()) + " replays");
+
+    check(report["launches"].value("graph_event_nodes", 0ULL) == t.graphEvents,
+          "graph event nodes: report " + std::to_string(report["launches"].value("graph_event_nodes", 0ULL)) +
+              ", trace " + std::to_string(t.graphEvents) + " event record and wait nodes run");
 
     // The graph launches' measured GPU time is split over their nodes, all of it (rounding aside: under
     // 1 ns a node), and no more.

@@ -655,6 +655,49 @@ TEST(Analyze, GenericNodeApi)
 
 // Graph work: the nodes captured into a graph count in the kernel and transfer tables at every launch
 // of an exec instantiated from it (at the launch's call site), its measured time split over them.
+// Event record and wait nodes (captured with the EXTERNAL flags, or added by the node API) are counted
+// with each launch of their graph, apart from the kernels and transfers: no device work, no share of
+// the launch's GPU time (the kernel, the graph's only other node, gets all of it).
+TEST(Analyze, GraphEventNodesAreCountedNotTimed)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    const uint64_t graph = 0x6000, exec = 0xe000, event = 0xe7e7;
+    b.launch(1, 0, 10, 20, 60);  // standalone: step takes 40
+    auto graphCall = [&](const std::string& name, uint64_t t, uint64_t a0, uint64_t a1) {
+        wire::CallBody& c = b.call(name, Category::Graph, t, t + 5);
+        c.args.raw[0] = a0;
+        c.args.raw[1] = a1;
+    };
+    auto eventNode = [&](const std::string& name, Category cat, uint64_t t, uint64_t kind) {
+        wire::CallBody& c = b.call(name, cat, t, t + 2, wire::kCallCapturing);
+        c.args.sync.object = event;
+        c.args.raw[wire::kEventNodeSlot] = kind;
+        c.args.raw[wire::kCaptureGraphSlot] = graph;
+    };
+    graphCall("cuStreamBeginCapture_v2", 100, 0, 0);
+    b.launch(1, 110, 115, 0, 0, 0, wire::kCallCapturing);
+    b.p.calls.back().args.raw[wire::kCaptureGraphSlot] = graph;
+    eventNode("cuEventRecordWithFlags", Category::Other, 120, wire::kEventNodeRecord);
+    eventNode("cuStreamWaitEvent", Category::Sync, 125, wire::kEventNodeWait);
+    b.call("cuEventRecord", Category::Other, 128, 129).args.sync.object = event;  // a plain record: no node
+    graphCall("cuStreamEndCapture", 140, graph, 0);
+    graphCall("cuGraphInstantiateWithFlags", 150, exec, graph);
+    for (uint64_t t : {200, 400}) {
+        wire::CallBody& c = b.call("cuGraphLaunch", Category::Graph, t, t + 10,
+                                   uint16_t(wire::kCallDeviceWork | wire::kCallAsync | wire::kCallGpuTimed));
+        c.args.sync.object = exec;
+        b.span(c.seq, t + 20, t + 120);  // 100 for the whole graph
+    }
+    const Report r = analyze(b.capture(), {});
+    EXPECT_EQ(r.launches.graphLaunches, 2u);
+    EXPECT_EQ(r.launches.graphNodes, 2u);
+    EXPECT_EQ(r.launches.graphEventNodes, 4u);
+    ASSERT_EQ(r.kernels.size(), 1u);
+    EXPECT_EQ(r.kernels[0].graphCount, 2u);
+    EXPECT_EQ(r.kernels[0].graphGpuNs, 200u);  // all of each launch's 100: the event nodes take none
+}
+
 TEST(Analyze, GraphLaunchesCountTheirNodes)
 {
     ProcBuilder b;

@@ -160,11 +160,22 @@ CUgraphNodeType nodeTypeOf(OpKind kind)
     case OpKind::Memset: return CU_GRAPH_NODE_TYPE_MEMSET;
     case OpKind::HostFunc: return CU_GRAPH_NODE_TYPE_HOST;
     case OpKind::MemOp: return CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;  // never captured (stream_memops.cpp)
+    case OpKind::EventRecord: return CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    case OpKind::EventWait: return CU_GRAPH_NODE_TYPE_WAIT_EVENT;
     }
     return CU_GRAPH_NODE_TYPE_EMPTY;
 }
 
 }  // namespace
+
+CUresult eventNodeOp(CUevent e, OpKind kind, Op* out)
+{
+    if (!liveHandle<Event>(e, HandleKind::Event)) return CUDA_ERROR_INVALID_VALUE;
+    out->kind = kind;
+    out->duration = 0;
+    out->event = e;
+    return CUDA_SUCCESS;
+}
 
 void captureOp(Graph* g, Op op)
 {
@@ -599,7 +610,7 @@ SIM_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* out, CUgraph g, const CUgrap
 }
 
 // ---- the generic node API (12.2): one entry point for every kind of node, by CUgraphNodeParams::type.
-// Kinds the simulator does not run (event, semaphore, allocation, memop, conditional nodes) are refused.
+// Kinds the simulator does not run (semaphore, allocation, memop, conditional nodes) are refused.
 namespace simcuda {
 namespace {
 
@@ -630,6 +641,8 @@ CUresult genericNodeOp(const CUgraphNodeParams* p, Op* op)
     case CU_GRAPH_NODE_TYPE_MEMCPY: return p->memcpy.flags ? CUDA_ERROR_INVALID_VALUE : memcpyNodeOp(&p->memcpy.copyParams, op);
     case CU_GRAPH_NODE_TYPE_MEMSET: return memsetNodeOpV2(p->memset, op);
     case CU_GRAPH_NODE_TYPE_HOST: return hostNodeOp(p->host.fn, p->host.userData, op);
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return eventNodeOp(p->eventRecord.event, OpKind::EventRecord, op);
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return eventNodeOp(p->eventWait.event, OpKind::EventWait, op);
     default: return CUDA_ERROR_NOT_SUPPORTED;
     }
 }
@@ -684,4 +697,86 @@ SIM_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode node, CU
     GraphExec* ex = asExec(e);
     if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     return scope.ret(setGenericNode(ex, node, p));
+}
+
+// Event record and wait nodes: they order the launch's stream against the event, and run no device work.
+SIM_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, CUevent e)
+{
+    SIM_API(cuGraphAddEventRecordNode);
+    Op op;
+    if (CUresult rc = eventNodeOp(e, OpKind::EventRecord, &op)) return scope.ret(rc);
+    return scope.ret(addOpNode(out, g, deps, n, &op, CU_GRAPH_NODE_TYPE_EVENT_RECORD));
+}
+
+SIM_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, CUevent e)
+{
+    SIM_API(cuGraphAddEventWaitNode);
+    Op op;
+    if (CUresult rc = eventNodeOp(e, OpKind::EventWait, &op)) return scope.ret(rc);
+    return scope.ret(addOpNode(out, g, deps, n, &op, CU_GRAPH_NODE_TYPE_WAIT_EVENT));
+}
+
+// An event node's event: read, or changed in the graph or in an exec made from it.
+namespace simcuda {
+namespace {
+
+CUresult nodeEvent(CUgraphNode hn, CUgraphNodeType type, CUevent* out)
+{
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    Lock g(bigLock());
+    auto* n = liveHandle<GraphNode>(hn, HandleKind::GraphNode);
+    if (!n || n->type != type || n->index >= n->graph->ops.size()) return CUDA_ERROR_INVALID_VALUE;
+    *out = n->graph->ops[n->index].event;
+    return CUDA_SUCCESS;
+}
+
+CUresult setNodeEvent(CUgraphExec he, CUgraphNode node, CUevent e, OpKind kind)
+{
+    GraphExec* ex = nullptr;
+    if (he && !(ex = asExec(he))) return CUDA_ERROR_INVALID_VALUE;
+    const CUgraphNodeType type = kind == OpKind::EventRecord ? CU_GRAPH_NODE_TYPE_EVENT_RECORD : CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+    Op op;
+    const CUresult made = eventNodeOp(e, kind, &op);
+    return setNodeOp(ex, node, type, made, &op);
+}
+
+}  // namespace
+}  // namespace simcuda
+
+SIM_EXPORT CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode node, CUevent* out)
+{
+    SIM_API(cuGraphEventRecordNodeGetEvent);
+    return scope.ret(nodeEvent(node, CU_GRAPH_NODE_TYPE_EVENT_RECORD, out));
+}
+
+SIM_EXPORT CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode node, CUevent* out)
+{
+    SIM_API(cuGraphEventWaitNodeGetEvent);
+    return scope.ret(nodeEvent(node, CU_GRAPH_NODE_TYPE_WAIT_EVENT, out));
+}
+
+SIM_EXPORT CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode node, CUevent e)
+{
+    SIM_API(cuGraphEventRecordNodeSetEvent);
+    return scope.ret(setNodeEvent(nullptr, node, e, OpKind::EventRecord));
+}
+
+SIM_EXPORT CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode node, CUevent e)
+{
+    SIM_API(cuGraphEventWaitNodeSetEvent);
+    return scope.ret(setNodeEvent(nullptr, node, e, OpKind::EventWait));
+}
+
+SIM_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec ex, CUgraphNode node, CUevent e)
+{
+    SIM_API(cuGraphExecEventRecordNodeSetEvent);
+    if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    return scope.ret(setNodeEvent(ex, node, e, OpKind::EventRecord));
+}
+
+SIM_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec ex, CUgraphNode node, CUevent e)
+{
+    SIM_API(cuGraphExecEventWaitNodeSetEvent);
+    if (!ex) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    return scope.ret(setNodeEvent(ex, node, e, OpKind::EventWait));
 }

@@ -279,7 +279,10 @@ inline CUresult streamStatus(CUstream h, bool perThreadDefault)
 Stream* newStream(Context* ctx, unsigned flags, int priority);
 
 // ---- device operations on the timeline (timeline.cpp)
-enum class OpKind { Kernel, Memcpy, Memset, HostFunc, MemOp };
+// EventRecord/EventWait: a graph's event record or wait node (captured with CU_EVENT_RECORD_EXTERNAL /
+// CU_EVENT_WAIT_EXTERNAL, or added by the node API); no device work: it orders the stream and is traced apart.
+// MemOp: a stream memory operation's write (stream_memops.cpp).
+enum class OpKind { Kernel, Memcpy, Memset, HostFunc, MemOp, EventRecord, EventWait };
 enum class WaitReason { CtxSync, StreamSync, EventSync, SyncCopy, PageableCopy, SyncMemset, FreeSync, RegisterSync };
 
 struct Op {
@@ -296,6 +299,7 @@ struct Op {
     std::function<void()> hostFn;  // host_func: called on the host at the op's start
     const char* memop = "";        // MemOp: "write_value_32" / "write_value_64"
     CUdeviceptr memopAddr = 0;     // MemOp: the address written (held streams waiting on it are released)
+    CUevent event = nullptr;       // EventRecord, EventWait: the node's event
 };
 
 struct Deferred {
@@ -307,6 +311,9 @@ struct Deferred {
     ValueWait wait;
     Event* event = nullptr;
 };
+
+// The op of an event record or wait node (graph.cpp).
+CUresult eventNodeOp(CUevent e, OpKind kind, Op* out);
 
 // The op a launch of f (a CUfunction or CUkernel) would run (launch.cpp), a memcpy or memset graph node
 // runs (copies.cpp).
@@ -398,6 +405,8 @@ const char* ptrKindName(PtrKind k);
 void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, unsigned long long streamId, Ns submit,
              Ns start, Ns end, bool graph);
 void traceWait(const char* api, int dev, Ns start, Ns end, WaitReason reason);
+// A graph's event record or wait node as a launch ran it: no op (it runs no device work), its own record.
+void traceGraphEvent(const Op& op, const char* api, int dev, unsigned long long streamId, Ns at);
 // cuProfilerStart/Stop: what was asked, when, and whether it changed the profiler's state (profiler.cpp).
 void traceProfiler(const char* what, Ns at, bool changed);
 // SIMCUDA_TRACE_CALLS: call records are kept per thread (up to 16) and written by traceFlushCalls, which

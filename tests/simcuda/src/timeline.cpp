@@ -69,13 +69,21 @@ CUresult streamQuery(CUstream h, bool pt)
     return nowNs() >= s->tail ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
-CUresult streamWaitEvent(CUstream h, CUevent he, bool pt)
+CUresult streamWaitEvent(CUstream h, CUevent he, unsigned flags, bool pt)
 {
     Stream* s = nullptr;
     if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     Event* e = asEvent(he);
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    if (flags & ~unsigned(CU_EVENT_WAIT_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
     Lock g(bigLock());
+    if (s->capture && (flags & CU_EVENT_WAIT_EXTERNAL)) {
+        // CUDA: captured as an event wait node (of any event), not as a dependency.
+        Op op;
+        eventNodeOp(he, OpKind::EventWait, &op);
+        captureOp(s->capture, std::move(op));
+        return CUDA_SUCCESS;
+    }
     if (e->capturedIn) {
         // Joining a capture: the fork/join pattern cudaStreamWaitEvent uses to capture several streams into one graph.
         if (!s->capture) s->capture = e->capturedIn;
@@ -125,8 +133,9 @@ CUresult streamDestroy(CUstream h)
     return CUDA_SUCCESS;
 }
 
-CUresult eventRecord(CUevent he, CUstream h, bool pt, const ApiScope& scope)
+CUresult eventRecord(CUevent he, CUstream h, unsigned flags, bool pt, const ApiScope& scope)
 {
+    if (flags & ~unsigned(CU_EVENT_RECORD_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
     Event* e = asEvent(he);
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
     // A timing event costs what the config says; a CU_EVENT_DISABLE_TIMING one a tenth of it (2500 vs 250 ns by default).
@@ -135,6 +144,13 @@ CUresult eventRecord(CUevent he, CUstream h, bool pt, const ApiScope& scope)
     Stream* s = nullptr;
     if (CUresult rc = lookupStream(h, pt, &s)) return rc;
     if (s->capture) {
+        if (flags & CU_EVENT_RECORD_EXTERNAL) {
+            // CUDA: captured as an event record node; a plain record only marks a point of the capture
+            // that other streams may join (a dependency, no node).
+            Op op;
+            eventNodeOp(he, OpKind::EventRecord, &op);
+            captureOp(s->capture, std::move(op));
+        }
         e->capturedIn = s->capture;
         return CUDA_SUCCESS;
     }
@@ -286,6 +302,29 @@ Ns placeOp(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGra
     return end;
 }
 
+namespace {
+
+// A graph's event record or wait node: no device work, no time on the stream. A record marks the
+// stream's tail (where the work before it ends); a wait holds the stream's next work until the event.
+CUresult runEventNode(Stream* s, const Op& op, const char* apiName)
+{
+    Lock g(bigLock());
+    const Ns at = std::max(s->tail, nowNs());
+    if (Event* e = asEvent(op.event)) {
+        if (op.kind == OpKind::EventRecord) {
+            e->time = at;
+            e->recorded = true;
+            e->capturedIn = nullptr;
+        } else if (e->recorded) {
+            s->tail = std::max(s->tail, e->time);
+        }
+    }
+    traceGraphEvent(op, apiName, s->ctx->dev, s->id, at);
+    return CUDA_SUCCESS;
+}
+
+}  // namespace
+
 CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph)
 {
     {
@@ -299,7 +338,9 @@ CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph)
             captureOp(s->capture, std::move(op));
             return CUDA_SUCCESS;
         }
-        if (s->held && stillHeld(s)) {
+        // A graph's event node on a stream held by a wait-value (not modelled): it runs now, at the
+        // stream's tail, rather than being deferred as work (it has none).
+        if (s->held && stillHeld(s) && op.kind != OpKind::EventRecord && op.kind != OpKind::EventWait) {
             if (!op.sync && !(op.hostFn && !fromGraph)) {
                 // Queued behind an unsatisfied wait: placed (and its bytes moved) when a write releases the stream.
                 deferWork(s, std::move(op), apiName, submissionInstant(0), fromGraph);
@@ -309,6 +350,7 @@ CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph)
             settleHeld(g, s, nullptr);
         }
     }
+    if (op.kind == OpKind::EventRecord || op.kind == OpKind::EventWait) return runEventNode(s, op, apiName);
     // Bytes move before the work is submitted, outside the lock (a large copy must not stall other
     // threads' calls). On a GPU an async call returns as soon as its work is queued and the device
     // starts it after that; moving the bytes after the submission time would put the modelled work
@@ -382,7 +424,7 @@ SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream h)
 }
 
 SIM_PAIR(cuStreamQuery, cuStreamQuery_ptsz, (CUstream h), streamQuery(h, pt))
-SIM_PAIR(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, (CUstream h, CUevent e, unsigned), streamWaitEvent(h, e, pt))
+SIM_PAIR(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, (CUstream h, CUevent e, unsigned flags), streamWaitEvent(h, e, flags, pt))
 SIM_PAIR(cuStreamGetFlags, cuStreamGetFlags_ptsz, (CUstream h, unsigned* f),
                 streamGet<unsigned>(h, pt, f, [](Stream* s) { return s->flags; }))
 SIM_PAIR(cuStreamGetPriority, cuStreamGetPriority_ptsz, (CUstream h, int* p),
@@ -427,25 +469,25 @@ SIM_EXPORT CUresult cuEventCreate(CUevent* pe, unsigned flags)
 SIM_EXPORT CUresult cuEventRecord(CUevent e, CUstream h)
 {
     SIM_API_MANUAL(cuEventRecord, true);
-    return scope.ret(eventRecord(e, h, false, scope));
+    return scope.ret(eventRecord(e, h, 0, false, scope));
 }
 
 SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream h)
 {
     SIM_API_MANUAL(cuEventRecord_ptsz, true);
-    return scope.ret(eventRecord(e, h, true, scope));
+    return scope.ret(eventRecord(e, h, 0, true, scope));
 }
 
-SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream h, unsigned)
+SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream h, unsigned flags)
 {
     SIM_API_MANUAL(cuEventRecordWithFlags, true);
-    return scope.ret(eventRecord(e, h, false, scope));
+    return scope.ret(eventRecord(e, h, flags, false, scope));
 }
 
-SIM_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream h, unsigned)
+SIM_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream h, unsigned flags)
 {
     SIM_API_MANUAL(cuEventRecordWithFlags_ptsz, true);
-    return scope.ret(eventRecord(e, h, true, scope));
+    return scope.ret(eventRecord(e, h, flags, true, scope));
 }
 
 SIM_EXPORT CUresult cuEventQuery(CUevent he)

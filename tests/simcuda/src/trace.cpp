@@ -69,6 +69,8 @@ const char* opName(OpKind k)
     case OpKind::Memset: return "memset";
     case OpKind::HostFunc: return "host_func";
     case OpKind::MemOp: return "memop";
+    case OpKind::EventRecord: return "event_record";
+    case OpKind::EventWait: return "event_wait";
     }
     return "?";
 }
@@ -159,6 +161,8 @@ void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, u
         line += tail;
         break;
     case OpKind::HostFunc:
+    case OpKind::EventRecord:
+    case OpKind::EventWait:
         break;
     case OpKind::MemOp:
         snprintf(tail, sizeof tail, ",\"memop\":\"%s\",\"bytes\":%zu", op.memop, op.bytes);
@@ -167,6 +171,19 @@ void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, u
     }
     line += "}\n";
     emit(line.data(), static_cast<int>(line.size()), t0);
+}
+
+void traceGraphEvent(const Op& op, const char* api, int dev, unsigned long long streamId, Ns at)
+{
+    if (traceFd() < 0) return;
+    const Ns t0 = nowNs();
+    char buf[512];
+    const int n = snprintf(buf, sizeof buf,
+                           "{\"type\":\"graph_event\",\"node\":\"%s\",\"pid\":%d,\"tid\":%d,\"api\":\"%s\",\"dev\":%d,"
+                           "\"stream\":%llu,\"at\":%lld}\n",
+                           op.kind == OpKind::EventRecord ? "record" : "wait", processId(), threadId(), api, dev, streamId,
+                           static_cast<long long>(at));
+    emit(buf, n, t0);
 }
 
 void traceWait(const char* api, int dev, Ns start, Ns end, WaitReason reason)

@@ -662,8 +662,10 @@ TEST(Graphs, EditedNodesAndClones)
     mp.height = 1;
     ASSERT_EQ(FN(cuGraphAddMemsetNode)(&memset, graph, nullptr, 0, &mp, fx.ctx), CUDA_SUCCESS);
     CUgraphNodeParams ep{};
-    ep.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    ep.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
     EXPECT_EQ(addNode(&event, graph, nullptr, nullptr, 0, &ep), CUDA_ERROR_NOT_SUPPORTED) << "a kind the simulator cannot run";
+    ep.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    EXPECT_EQ(addNode(&event, graph, nullptr, nullptr, 0, &ep), CUDA_ERROR_INVALID_VALUE) << "an event node needs its event";
     CUgraphNodeType type;
     ASSERT_EQ(FN(cuGraphNodeGetType)(copy, &type), CUDA_SUCCESS);
     EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_MEMCPY);
@@ -713,6 +715,71 @@ TEST(Graphs, EditedNodesAndClones)
     ASSERT_EQ(FN(cuGraphExecDestroy)(cloneExec), CUDA_SUCCESS);
     ASSERT_EQ(FN(cuGraphExecDestroy)(exec), CUDA_SUCCESS);
     ASSERT_EQ(FN(cuGraphDestroy)(clone), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphDestroy)(graph), CUDA_SUCCESS);
+}
+
+// CUDA: in a capture, an event record with CU_EVENT_RECORD_EXTERNAL becomes an event record node and a
+// wait with CU_EVENT_WAIT_EXTERNAL an event wait node; plain ones are dependencies (no node). Each launch
+// writes a graph_event record per such node (no op: no device work); a replayed record records the event.
+TEST(Graphs, ExternalEventRecordsAndWaitsBecomeEventNodes)
+{
+    Fixture fx;
+    CUstream s, side;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamCreate)(&side, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUevent fork, marker, gate;
+    for (CUevent* e : {&fork, &marker, &gate}) ASSERT_EQ(FN(cuEventCreate)(e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventRecord)(gate, s), CUDA_SUCCESS);
+    CUfunction k = fx.kernel("ten_us_kernel");
+
+    ASSERT_EQ(FN(cuStreamBeginCapture_v2)(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    ASSERT_EQ(fx.launch(k, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventRecord)(fork, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamWaitEvent)(side, fork, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuEventRecordWithFlags)(marker, s, CU_EVENT_RECORD_EXTERNAL), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamWaitEvent)(s, gate, CU_EVENT_WAIT_EXTERNAL), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuEventRecordWithFlags)(marker, s, 0x80), CUDA_ERROR_INVALID_VALUE);
+    CUgraph graph;
+    ASSERT_EQ(FN(cuStreamEndCapture)(s, &graph), CUDA_SUCCESS);
+    size_t n = 0;
+    ASSERT_EQ(FN(cuGraphGetNodes)(graph, nullptr, &n), CUDA_SUCCESS);
+    ASSERT_EQ(n, 3u) << "the kernel, the external record, the external wait; the fork is a dependency";
+    std::vector<CUgraphNode> nodes(n);
+    ASSERT_EQ(FN(cuGraphGetNodes)(graph, nodes.data(), &n), CUDA_SUCCESS);
+    CUgraphNodeType type;
+    ASSERT_EQ(FN(cuGraphNodeGetType)(nodes[1], &type), CUDA_SUCCESS);
+    EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_EVENT_RECORD);
+    ASSERT_EQ(FN(cuGraphNodeGetType)(nodes[2], &type), CUDA_SUCCESS);
+    EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
+
+    CUgraphNode added;
+    ASSERT_EQ(FN(cuGraphAddEventWaitNode)(&added, graph, &nodes[2], 1, gate), CUDA_SUCCESS);
+    CUevent got = nullptr;
+    ASSERT_EQ(FN(cuGraphEventRecordNodeGetEvent)(nodes[1], &got), CUDA_SUCCESS);
+    EXPECT_EQ(got, marker);
+    EXPECT_EQ(FN(cuGraphEventWaitNodeGetEvent)(nodes[1], &got), CUDA_ERROR_INVALID_VALUE) << "not a wait node";
+    ASSERT_EQ(FN(cuGraphEventWaitNodeSetEvent)(added, fork), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphEventWaitNodeGetEvent)(added, &got), CUDA_SUCCESS);
+    EXPECT_EQ(got, fork);
+    ASSERT_EQ(FN(cuGraphEventWaitNodeSetEvent)(added, gate), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuGraphAddEventRecordNode)(&added, graph, nullptr, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+    CUgraphExec exec;
+    ASSERT_EQ(FN(cuGraphInstantiateWithFlags)(&exec, graph, 0), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuGraphLaunch)(exec, s), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuStreamSynchronize)(s), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuEventQuery)(marker), CUDA_SUCCESS) << "the launch recorded the event";
+    EXPECT_EQ(FN(cuGraphExecEventRecordNodeSetEvent)(exec, nodes[1], fork), CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuGraphExecEventWaitNodeSetEvent)(exec, nodes[1], fork), CUDA_ERROR_INVALID_VALUE) << "not a wait node";
+    const auto ops = opsOn(fx.streamId(s));
+    ASSERT_EQ(ops.size(), 1u) << "event nodes run no device work";
+    std::vector<std::string> events;
+    for (json& r : traceRecords())
+        if (r["type"] == "graph_event") {
+            events.push_back(r["node"].get<std::string>());
+            EXPECT_GE(r["at"].get<int64_t>(), ops[0]["end"].get<int64_t>()) << "after the kernel before it";
+        }
+    EXPECT_EQ(events, (std::vector<std::string>{"record", "wait", "wait"}));
+    ASSERT_EQ(FN(cuGraphExecDestroy)(exec), CUDA_SUCCESS);
     ASSERT_EQ(FN(cuGraphDestroy)(graph), CUDA_SUCCESS);
 }
 
