@@ -81,7 +81,7 @@ mkdir -p "$root/scripts/gpu_check" "$root/tests/apps" "$root/tests/report/expect
 install -m 755 "$GPUSPY_ROOT/scripts/gpu-check.sh" "$root/scripts/gpu-check.sh"
 install -m 644 "$GPUSPY_ROOT"/scripts/gpu_check/* "$root/scripts/gpu_check/"
 install -m 644 "$GPUSPY_ROOT"/tests/apps/*.cu "$GPUSPY_ROOT/tests/apps/app_common.h" "$GPUSPY_ROOT/tests/apps/sim_env.txt" \
-  "$GPUSPY_ROOT"/tests/apps/drv_{arrays,memops,green,batches}.c "$GPUSPY_ROOT/tests/apps/drv_arrays_body.h" "$root/tests/apps/"
+  "$GPUSPY_ROOT"/tests/apps/drv_{arrays,memops,green,batches}.c "$GPUSPY_ROOT/tests/apps/drv_arrays_body.h" "$GPUSPY_ROOT/tests/apps/drv_check.h" "$root/tests/apps/"
 install -m 644 "$GPUSPY_ROOT"/tests/report/expect/*.txt "$root/tests/report/expect/"
 
 # Licences of what is inside, from the Debian packages the code came from (file: package's copyright).

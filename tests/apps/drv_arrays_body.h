@@ -13,17 +13,7 @@ enum { kHeight = 512 };               /* rows: 2 MiB, so the blocking copies' ti
 enum { kRowBytes = kWidth * 4 };
 enum { kBytes = kRowBytes * kHeight };
 
-#define DCK(call)                                                                                  \
-    do {                                                                                           \
-        const CUresult dck_rc_ = (call);                                                           \
-        if (dck_rc_ != CUDA_SUCCESS) {                                                             \
-            const char* dck_name_ = "?";                                                           \
-            cuGetErrorName(dck_rc_, &dck_name_);                                                   \
-            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call, dck_name_,   \
-                    (int)dck_rc_);                                                                 \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "drv_check.h"
 
 int main(void)
 {

@@ -13,17 +13,7 @@ enum { kThreads = 128 };
 enum { kBlocks = kElems / kThreads };
 enum { kBytes = kElems * 4 }; /* floats */
 
-#define DCK(call)                                                                                  \
-    do {                                                                                           \
-        const CUresult dck_rc_ = (call);                                                           \
-        if (dck_rc_ != CUDA_SUCCESS) {                                                             \
-            const char* dck_name_ = "?";                                                           \
-            cuGetErrorName(dck_rc_, &dck_name_);                                                   \
-            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call, dck_name_,   \
-                    (int)dck_rc_);                                                                 \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "drv_check.h"
 
 int main(void)
 {

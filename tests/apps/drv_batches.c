@@ -14,17 +14,7 @@ enum { kPitch = 8192 };  /* the pitched device side's row length */
 enum { kIters = 5 };
 enum { kManaged = 1 << 20 };
 
-#define DCK(call)                                                                                  \
-    do {                                                                                           \
-        const CUresult dck_rc_ = (call);                                                           \
-        if (dck_rc_ != CUDA_SUCCESS) {                                                             \
-            const char* dck_name_ = "?";                                                           \
-            cuGetErrorName(dck_rc_, &dck_name_);                                                   \
-            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call, dck_name_,   \
-                    (int)dck_rc_);                                                                 \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "drv_check.h"
 
 static CUmemcpy3DOperand pointer(CUdeviceptr p, size_t rowLength)
 {

@@ -16,17 +16,7 @@ enum { kBytes = 1024 * 1024 };      /* each memset: ~1.7 us at the simulated 1.5
 enum { kHostUs = 40000 };           /* the host's work while the green stream is held: most of the run */
 enum { kRounds = 4 };
 
-#define DCK(call)                                                                                  \
-    do {                                                                                           \
-        const CUresult dck_rc_ = (call);                                                           \
-        if (dck_rc_ != CUDA_SUCCESS) {                                                             \
-            const char* dck_name_ = "?";                                                           \
-            cuGetErrorName(dck_rc_, &dck_name_);                                                   \
-            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call, dck_name_,   \
-                    (int)dck_rc_);                                                                 \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "drv_check.h"
 
 static void hostWork(void)
 {
