@@ -284,21 +284,16 @@ struct ThreadMemo {
 constexpr uint32_t kHintOff = ~0u;
 static_assert(sizeof(ThreadMemo) <= kPyMemoBytes, "the memo fits the thread state's room");
 
-// The id of the frame at lasti in the checked code object, the depth-th of its walk; 0 when the tables
-// are full. Row: the layout's row in kGpuspyPyLayouts (its offsets compiled in).
-template <size_t Row>
-uint32_t frameId(ThreadMemo* memo, uint32_t depth, uint64_t code, int32_t lasti)
+// The id of the frame at lasti in the checked code object, the depth-th of its walk, past the frame the
+// previous walk found at that depth (frameId); 0 when the tables are full. Out of line: the walk inlines
+// only the hit.
+__attribute__((noinline)) uint32_t frameIdMiss(ThreadMemo* memo, uint32_t depth, uint64_t code, int32_t lasti, uint64_t name,
+                                               uint64_t file, uint64_t linetable, int32_t firstLine)
 {
-    constexpr Layout L = kGpuspyPyLayouts[Row];
-    const uint64_t name = at<uint64_t>(code, L.codeName), file = at<uint64_t>(code, L.codeFilename);
-    const uint64_t linetable = at<uint64_t>(code, L.codeLinetable);
-    const int32_t firstLine = at<int32_t>(code, L.codeFirstLine);
     if (!memo) {
         const uint32_t codeId = internCode(code);
         return codeId ? internFrame(codeId, code, lasti) : 0;
     }
-    FrameMemo& d = memo->byDepth[depth];
-    if (d.matches(code, name, file, linetable, firstLine, lasti)) return d.id;
     FrameMemo& m = memo->byLine[mix(code ^ uint64_t(uint32_t(lasti)) << 47) >> (64 - kMemoBits)];
     uint32_t id = 0;
     if (m.matches(code, name, file, linetable, firstLine, lasti)) {
@@ -308,8 +303,24 @@ uint32_t frameId(ThreadMemo* memo, uint32_t depth, uint64_t code, int32_t lasti)
         id = codeId ? internFrame(codeId, code, lasti) : 0;
         if (id) m = FrameMemo{code, name, file, linetable, firstLine, lasti, id, 0};
     }
-    if (id) d = FrameMemo{code, name, file, linetable, firstLine, lasti, id, 0};
+    if (id) memo->byDepth[depth] = FrameMemo{code, name, file, linetable, firstLine, lasti, id, 0};
     return id;
+}
+
+// The id of the frame at lasti in the checked code object, the depth-th of its walk; 0 when the tables
+// are full. Row: the layout's row in kGpuspyPyLayouts (its offsets compiled in).
+template <size_t Row>
+__attribute__((always_inline)) inline uint32_t frameId(ThreadMemo* memo, uint32_t depth, uint64_t code, int32_t lasti)
+{
+    constexpr Layout L = kGpuspyPyLayouts[Row];
+    const uint64_t name = at<uint64_t>(code, L.codeName), file = at<uint64_t>(code, L.codeFilename);
+    const uint64_t linetable = at<uint64_t>(code, L.codeLinetable);
+    const int32_t firstLine = at<int32_t>(code, L.codeFirstLine);
+    if (memo) {
+        const FrameMemo& d = memo->byDepth[depth];
+        if (d.matches(code, name, file, linetable, firstLine, lasti)) return d.id;
+    }
+    return frameIdMiss(memo, depth, code, lasti, name, file, linetable, firstLine);
 }
 
 struct PyFrame {
