@@ -110,8 +110,6 @@ inline T at(uint64_t base, uint32_t offset)
     return v;
 }
 
-inline void bump(std::atomic<uint64_t>& n) { n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
-
 inline bool isA(uint64_t object, uint64_t type) { return plausible(object) && at<uint64_t>(object, kObType) == type; }
 
 inline uint64_t mix(uint64_t v)
@@ -336,7 +334,7 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
     auto* memo = reinterpret_cast<ThreadMemo*>(threadPyMemo());  // once a walk: a TLS lookup
     const uint64_t tstate = reinterpret_cast<uint64_t>(g_ownTstate());
     if (!plausible(tstate)) {
-        if (memo) bump(memo->noThreadState);
+        if (memo) bump(memo->noThreadState, 1);
         return 0;
     }
     constexpr Layout L = kGpuspyPyLayouts[Row];
@@ -384,8 +382,8 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
     }
     if (n > 0) {
         if (memo) {
-            bump(memo->withFrames);
-            if (g_currentTstate && reinterpret_cast<uint64_t>(g_currentTstate()) != tstate) bump(memo->withoutGil);
+            bump(memo->withFrames, 1);
+            if (g_currentTstate && reinterpret_cast<uint64_t>(g_currentTstate()) != tstate) bump(memo->withoutGil, 1);
         }
     }
     return n;

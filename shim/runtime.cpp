@@ -335,14 +335,6 @@ ThreadState* threadState()
     return ts;
 }
 
-namespace {
-// The owning thread's increment of its own counter: no other thread writes it.
-void bump(std::atomic<uint64_t>& c, uint64_t n)
-{
-    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-}  // namespace
-
 bool enqueue(ThreadState* ts, const Item& item)
 {
     if (ts) bump(ts->made, 1);

@@ -224,6 +224,13 @@ uint64_t nextSeq(ThreadState* ts);  // unique per process, from 1; handed to thr
 // has no state (out of memory).
 constexpr size_t kPyMemoBytes = 5760;
 unsigned char* threadPyMemo();
+// The owning thread's increment of its own counter (no other thread writes it; others only read it):
+// no locked instruction.
+inline void bump(std::atomic<uint64_t>& c, uint64_t n)
+{
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 // Calls fn(room) with every thread state's room (live or free: states are reused, never freed), under
 // the thread list's lock: python.cpp sums its per-thread counts.
 void forEachPyMemoImpl(void (*fn)(const unsigned char*, void*), void* arg);
