@@ -411,9 +411,11 @@ void* loadLibunwind()
 // skipFrames of them and gpuspy's own, keeps depth, interns. In a Python process the stack interned
 // is the merged one (the calling thread's Python frames in place of the eval loop's), *pyNeed (when
 // asked for) how many of pcs it took to place every Python frame (0: not all were), and *nativeId,
-// when asked for, is the native stack's own id (what the frame-pointer cache keeps).
+// when asked for, is the native stack's own id (what the frame-pointer cache keeps). With placedOnly
+// (pcs may be cut short of the stack), a capture that did not place every Python frame interns nothing
+// and returns 0: the caller takes it again in full.
 uint32_t internCaptured(const uint64_t* pcs, unsigned n, unsigned skipFrames, unsigned depth, uint32_t* nativeId = nullptr,
-                        uint32_t* pyNeed = nullptr)
+                        uint32_t* pyNeed = nullptr, bool placedOnly = false)
 {
     unsigned first = skipFrames;
     while (first < n && pcs[first] - g_selfLo < g_selfHi - g_selfLo) ++first;
@@ -425,6 +427,7 @@ uint32_t internCaptured(const uint64_t* pcs, unsigned n, unsigned skipFrames, un
         uint32_t placed = 0;
         const uint32_t m = pythonMerge(pcs + first, count, merged, wire::kMaxStackDepth, &placed);
         if (pyNeed && placed) *pyNeed = first + placed;
+        if (placedOnly && !placed) return 0;
         if (m > 0) {
             if (nativeId) *nativeId = intern(pcs + first, count);
             uint32_t id = pythonLastStack(merged, m);
@@ -556,10 +559,12 @@ uint32_t stackCapture(unsigned skipFrames)
         }
         if (n <= 1) return 0;
         const auto* pcs = reinterpret_cast<const uint64_t*>(buf + 1);
-        id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth, judge ? &nativeId : nullptr, py ? &need : nullptr);
+        // The stack may go on past the frames asked for: taken only if they hold every Python frame.
+        const bool mayBeShort = ask < wanted && unsigned(n - 1) >= ask;
+        id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth, judge ? &nativeId : nullptr, py ? &need : nullptr,
+                            mayBeShort);
         if (judge && nativeId != 0) fpRecord(walk, pcs, uint32_t(n - 1), nativeId);
-        // Short: the stack went on past the frames asked for, and they did not hold every Python frame.
-        if (ask == wanted || unsigned(n - 1) < ask || need != 0) break;
+        if (!mayBeShort || need != 0) break;
         ask = wanted;
         retaken = true;
     }
