@@ -268,7 +268,10 @@ struct FrameMemo {
     }
 };
 constexpr uint32_t kMemoBits = 5;
-struct ThreadMemo {
+
+}  // namespace
+
+struct PythonMemo {
     FrameMemo byLine[1u << kMemoBits];
     FrameMemo byDepth[kMaxPyFrames];
     uint32_t lastCount, lastId;  // the last merged stack the thread interned, and its id
@@ -279,6 +282,10 @@ struct ThreadMemo {
     // every capturing thread shares), summed over every thread state by the drain thread.
     std::atomic<uint64_t> withFrames, withoutGil, noThreadState;
 };
+
+namespace {
+
+using ThreadMemo = PythonMemo;
 constexpr uint32_t kHintOff = ~0u;
 static_assert(sizeof(ThreadMemo) <= kPyMemoBytes, "the memo fits the thread state's room");
 
@@ -329,9 +336,8 @@ struct PyFrame {
 // The calling thread's Python frames, innermost first, into out; how many. One instance per layout
 // row: the offsets and the version's branches are constants (the walk runs in every capture).
 template <size_t Row>
-uint32_t walkFrames(PyFrame* out, uint32_t cap)
+uint32_t walkFrames(ThreadMemo* memo, PyFrame* out, uint32_t cap)
 {
-    auto* memo = reinterpret_cast<ThreadMemo*>(threadPyMemo());  // once a walk: a TLS lookup
     const uint64_t tstate = reinterpret_cast<uint64_t>(g_ownTstate());
     if (!plausible(tstate)) {
         if (memo) bump(memo->noThreadState, 1);
@@ -389,7 +395,7 @@ uint32_t walkFrames(PyFrame* out, uint32_t cap)
     return n;
 }
 
-using WalkFn = uint32_t (*)(PyFrame*, uint32_t);
+using WalkFn = uint32_t (*)(ThreadMemo*, PyFrame*, uint32_t);
 constexpr WalkFn kWalks[] = {walkFrames<0>, walkFrames<1>, walkFrames<2>, walkFrames<3>, walkFrames<4>};
 static_assert(sizeof kWalks / sizeof kWalks[0] == sizeof kGpuspyPyLayouts / sizeof kGpuspyPyLayouts[0],
               "a walk for every layout row");
@@ -487,6 +493,7 @@ void pythonConfigure()
     g_evalLo = reinterpret_cast<uint64_t>(eval);
     g_evalHi = g_evalLo + sym->st_size;
     dl_iterate_phdr(findInterpreterText, nullptr);
+    if (!g_interpHi) g_interpLo = g_evalLo, g_interpHi = g_evalHi;  // the merge's classes nest: eval in interp
     g_ownTstate = own;
     g_currentTstate = reinterpret_cast<TstateFn>(dlsym(RTLD_DEFAULT, "_PyThreadState_UncheckedGet"));
     if (!g_currentTstate) g_currentTstate = reinterpret_cast<TstateFn>(dlsym(RTLD_DEFAULT, "PyThreadState_GetUnchecked"));
@@ -499,48 +506,56 @@ void pythonConfigure()
 
 bool pythonActive() { return g_active; }
 
-uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t cap, uint32_t* placed)
+PythonMemo* pythonMemo() { return reinterpret_cast<PythonMemo*>(threadPyMemo()); }
+
+uint32_t pythonMerge(PythonMemo* memo, const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t cap, uint32_t* placed)
 {
     *placed = 0;
     PyFrame py[kMaxPyFrames];
-    const uint32_t count = g_walk(py, kMaxPyFrames);
+    const uint32_t count = g_walk(memo, py, kMaxPyFrames);
     if (count == 0) return 0;
-    uint32_t m = 0, next = 0;
-    for (uint32_t i = 0; i < n && m < cap; ++i) {
-        // A return address into the eval loop: the Python frames that loop runs, up to its entry frame.
-        if (pcs[i] - 1 - g_evalLo < g_evalHi - g_evalLo && next < count) {
-            do {
-                out[m++] = wire::kPyFrameTag | py[next].id;
-            } while (!py[next++].entry && next < count && m < cap);
-            if (next == count) {  // the outermost Python frame: the stack ends here
-                *placed = i + 1;
-                return m;
-            }
+    // In locals: out may alias any uint64_t, the globals included, and the loops run on every capture.
+    const uint64_t evalLo = g_evalLo, evalSpan = g_evalHi - g_evalLo;
+    const uint64_t interpLo = g_interpLo, interpSpan = g_interpHi - g_interpLo;
+    uint32_t m = 0, i = 0;
+    // The native frames inward of the innermost eval loop (the hooked library, ctypes, an extension):
+    // all kept.
+    for (; i < n && m < cap && pcs[i] - 1 - evalLo >= evalSpan; ++i) out[m++] = pcs[i];
+    uint32_t next = 0;
+    for (; i < n; ++i) {
+        if (m == cap) return m;
+        const uint64_t pc = pcs[i] - 1;
+        if (pc - interpLo >= interpSpan) {  // another library's frame (an extension, ctypes, libffi): kept
+            out[m++] = pcs[i];
             continue;
         }
         // The interpreter's own frames between two Python frames (3.9/3.10 call each Python function
         // through _PyEval_Vector and kin; any version where C code calls Python back) are dropped, as
-        // py-spy --native does: a Python frame's caller is the Python frame that called it. Other
-        // libraries' frames there (an extension, ctypes, libffi) stay.
-        if (next > 0 && next < count && pcs[i] - 1 - g_interpLo < g_interpHi - g_interpLo) continue;
-        out[m++] = pcs[i];
+        // py-spy --native does: a Python frame's caller is the Python frame that called it.
+        if (pc - evalLo >= evalSpan) continue;
+        // A return address into the eval loop: the Python frames that loop runs, up to its entry frame.
+        do {
+            out[m++] = wire::kPyFrameTag | py[next].id;
+        } while (!py[next++].entry && next < count && m < cap);
+        if (next == count) {  // the outermost Python frame: the stack ends here
+            *placed = i + 1;
+            return m;
+        }
     }
     // Frames of eval loops beyond the captured native depth: outer to every native frame taken.
     while (next < count && m < cap) out[m++] = wire::kPyFrameTag | py[next++].id;
     return m;
 }
 
-uint32_t pythonNativeHint()
+uint32_t pythonNativeHint(const PythonMemo* memo)
 {
     if (!g_hintOn) return 0;
-    const auto* memo = reinterpret_cast<const ThreadMemo*>(threadPyMemo());
     return memo && memo->hint != kHintOff ? memo->hint : 0;
 }
 
-void pythonLearnHint(uint32_t need, bool retaken)
+void pythonLearnHint(PythonMemo* memo, uint32_t need, bool retaken)
 {
     if (!g_hintOn) return;
-    auto* memo = reinterpret_cast<ThreadMemo*>(threadPyMemo());
     if (!memo || memo->hint == kHintOff) return;
     if (memo->hint != 0) {
         ++memo->hinted;
@@ -556,16 +571,14 @@ void pythonLearnHint(uint32_t need, bool retaken)
     if (need > memo->hint) memo->hint = need;
 }
 
-uint32_t pythonLastStack(const uint64_t* merged, uint32_t m)
+uint32_t pythonLastStack(const PythonMemo* memo, const uint64_t* merged, uint32_t m)
 {
-    const auto* memo = reinterpret_cast<const ThreadMemo*>(threadPyMemo());
     if (!memo || memo->lastCount != m || m > wire::kMaxStackDepth) return 0;
     return std::memcmp(memo->last, merged, m * sizeof(uint64_t)) == 0 ? memo->lastId : 0;
 }
 
-void pythonRememberStack(const uint64_t* merged, uint32_t m, uint32_t id)
+void pythonRememberStack(PythonMemo* memo, const uint64_t* merged, uint32_t m, uint32_t id)
 {
-    auto* memo = reinterpret_cast<ThreadMemo*>(threadPyMemo());
     if (!memo || m > wire::kMaxStackDepth || id == 0) return;
     std::memcpy(memo->last, merged, m * sizeof(uint64_t));
     memo->lastCount = m;

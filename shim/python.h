@@ -17,6 +17,12 @@ void pythonConfigure();
 // A supported interpreter was found and capture is on.
 bool pythonActive();
 
+// The calling thread's Python capture state (its frame memo, last merged stack, depth hint and counts),
+// kept in the thread's gpuspy state: fetched once per capture and handed to the calls below; null
+// where the thread has no gpuspy state (they then work without it).
+struct PythonMemo;
+PythonMemo* pythonMemo();
+
 // App thread, in a hook: pcs[0..n) are the native frames, innermost first, already trimmed. Writes
 // them to out with each return address into the eval loop replaced by the Python frames it runs
 // (kPyFrameTag | id), Python frames outer to the last native one appended; at most cap entries.
@@ -26,7 +32,7 @@ bool pythonActive();
 // Python frame (the outermost eval loop's frame is pcs[*placed - 1]), or 0 where Python frames were
 // appended (the native frames ran out first). Returns how many entries, or 0 when the thread has no
 // Python frames (the caller keeps the native stack).
-uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t cap, uint32_t* placed);
+uint32_t pythonMerge(PythonMemo* memo, const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t cap, uint32_t* placed);
 
 // App thread: how many native frames (from stackCapture's caller outwards, gpuspy's own included) the
 // calling thread's last capture took to reach its outermost eval loop, so that the next capture asks
@@ -34,14 +40,14 @@ uint32_t pythonMerge(const uint64_t* pcs, uint32_t n, uint64_t* out, uint32_t ca
 // capture that did not place every Python frame, retaken when a capture asked for too few frames and
 // was taken again in full. A thread whose captures are retaken too often (its stacks' depth changes
 // from one call to the next) asks for the full depth from then on.
-uint32_t pythonNativeHint();
-void pythonLearnHint(uint32_t need, bool retaken);
+uint32_t pythonNativeHint(const PythonMemo* memo);
+void pythonLearnHint(PythonMemo* memo, uint32_t need, bool retaken);
 
 // App thread: the id the calling thread last interned for exactly this merged stack, else 0 (a loop's
 // stack is the same from one call to the next: no hash of it, no probe of the stack table); and
 // remembering one. Stack ids stay valid for the process's life.
-uint32_t pythonLastStack(const uint64_t* merged, uint32_t m);
-void pythonRememberStack(const uint64_t* merged, uint32_t m, uint32_t id);
+uint32_t pythonLastStack(const PythonMemo* memo, const uint64_t* merged, uint32_t m);
+void pythonRememberStack(PythonMemo* memo, const uint64_t* merged, uint32_t m, uint32_t id);
 
 // Drain thread: pending PyCodeDef and PyFrameDef records into out; bytes written (0: none pending or
 // no room for the next one).

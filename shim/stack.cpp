@@ -413,9 +413,9 @@ void* loadLibunwind()
 // asked for) how many of pcs it took to place every Python frame (0: not all were), and *nativeId,
 // when asked for, is the native stack's own id (what the frame-pointer cache keeps). With placedOnly
 // (pcs may be cut short of the stack), a capture that did not place every Python frame interns nothing
-// and returns 0: the caller takes it again in full.
-uint32_t internCaptured(const uint64_t* pcs, unsigned n, unsigned skipFrames, unsigned depth, uint32_t* nativeId = nullptr,
-                        uint32_t* pyNeed = nullptr, bool placedOnly = false)
+// and returns 0: the caller takes it again in full. pm: the calling thread's Python memo (pythonMemo).
+uint32_t internCaptured(const uint64_t* pcs, unsigned n, unsigned skipFrames, unsigned depth, PythonMemo* pm,
+                        uint32_t* nativeId = nullptr, uint32_t* pyNeed = nullptr, bool placedOnly = false)
 {
     unsigned first = skipFrames;
     while (first < n && pcs[first] - g_selfLo < g_selfHi - g_selfLo) ++first;
@@ -425,13 +425,13 @@ uint32_t internCaptured(const uint64_t* pcs, unsigned n, unsigned skipFrames, un
     if (pythonActive()) {
         uint64_t merged[wire::kMaxStackDepth];
         uint32_t placed = 0;
-        const uint32_t m = pythonMerge(pcs + first, count, merged, wire::kMaxStackDepth, &placed);
+        const uint32_t m = pythonMerge(pm, pcs + first, count, merged, wire::kMaxStackDepth, &placed);
         if (pyNeed && placed) *pyNeed = first + placed;
         if (placedOnly && !placed) return 0;
         if (m > 0) {
             if (nativeId) *nativeId = intern(pcs + first, count);
-            uint32_t id = pythonLastStack(merged, m);
-            if (!id) pythonRememberStack(merged, m, id = intern(merged, m));
+            uint32_t id = pythonLastStack(pm, merged, m);
+            if (!id) pythonRememberStack(pm, merged, m, id = intern(merged, m));
             return id;
         }
     }
@@ -532,7 +532,7 @@ uint32_t stackCapture(unsigned skipFrames)
             verdict = fpLookup(walk, &id);
             // The same native walk runs under many Python lines: merge this call's Python frames.
             if (verdict == FpVerdict::Verified)
-                return pythonActive() ? internCaptured(walked, walk.count, skipFrames, depth) : id;
+                return pythonActive() ? internCaptured(walked, walk.count, skipFrames, depth, pythonMemo()) : id;
         }
     }
     // buf[0] is the return address inside stackCapture itself (unw_backtrace's caller); buf[1] on
@@ -543,9 +543,10 @@ uint32_t stackCapture(unsigned skipFrames)
     // for than the thread's last captures took to get there (unw_backtrace's cost is per frame), and a
     // capture that falls short of it is taken again in full, so the stack is the same either way.
     const bool py = pythonActive();
+    PythonMemo* const pm = py ? pythonMemo() : nullptr;  // one thread-state lookup for the whole capture
     unsigned ask = wanted;
     if (py && !judge) {
-        const unsigned hint = pythonNativeHint();
+        const unsigned hint = pythonNativeHint(pm);
         if (hint != 0 && hint < wanted) ask = hint;
     }
     uint32_t nativeId = 0, need = 0, id = 0;
@@ -561,14 +562,14 @@ uint32_t stackCapture(unsigned skipFrames)
         const auto* pcs = reinterpret_cast<const uint64_t*>(buf + 1);
         // The stack may go on past the frames asked for: taken only if they hold every Python frame.
         const bool mayBeShort = ask < wanted && unsigned(n - 1) >= ask;
-        id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth, judge ? &nativeId : nullptr, py ? &need : nullptr,
+        id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth, pm, judge ? &nativeId : nullptr, py ? &need : nullptr,
                             mayBeShort);
         if (judge && nativeId != 0) fpRecord(walk, pcs, uint32_t(n - 1), nativeId);
         if (!mayBeShort || need != 0) break;
         ask = wanted;
         retaken = true;
     }
-    if (need != 0 || retaken) pythonLearnHint(need, retaken);
+    if (need != 0 || retaken) pythonLearnHint(pm, need, retaken);
     return id;
 }
 
