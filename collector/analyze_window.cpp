@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 
 namespace gpuspy::collect::detail {
 
@@ -26,6 +27,19 @@ struct OpenRange {
     uint32_t tid = 0;
     uint64_t begin = 0;
 };
+
+// A call between its placement on the device timeline and its accounting. "How busy was the GPU while
+// this call ran" needs the work other threads submitted while it ran, and their calls begin after it
+// (a wait's thread may sit in it for milliseconds, descheduled or blocked, while the others launch):
+// so a call is accounted once every call beginning before its end has been placed.
+struct Unaccounted {
+    wire::CallBody call;
+    CallInfo ci;  // ci.call is &call
+    bool deviceOp = false, known = true;
+};
+// Calls accounted early (with what is placed so far) rather than held beyond this many: a call that
+// spans that many of other threads' calls (a wait of seconds) is not worth the memory.
+constexpr size_t kMaxUnaccounted = size_t(1) << 14;
 
 }  // namespace
 
@@ -56,6 +70,9 @@ struct ProcState {
     IntervalMap busyAll;              // est, any device
     IntervalSet hostCarry;            // host intervals of processed calls that idle gaps not yet final may need
     DeviceTimeline timeline{[this](const Placement& p) { placed(p); }};
+    // Calls placed on the timeline whose accounting waits until every call that begins before they
+    // end has been placed too (Unaccounted): in time order.
+    std::deque<Unaccounted> unaccounted;
 
     // NVTX ranges still open.
     std::map<std::pair<uint32_t, uint32_t>, std::vector<OpenRange>> pushed;  // (domain, tid) -> stack
@@ -205,10 +222,14 @@ void attributeNvtx(Context& cx, ProcState& ps, const CallInfo& ci)
     }
 }
 
-void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
+// The call's part that needs no other thread's later work: its GPU spans, its placement on the device
+// timeline (which must see the calls in time order), its call site and NVTX ranges (those open now).
+void placeCall(Context& cx, ProcState& ps, const wire::CallBody& c)
 {
-    CallInfo ci;
-    ci.call = &c;
+    Unaccounted& u = ps.unaccounted.emplace_back();
+    u.call = c;
+    CallInfo& ci = u.ci;
+    ci.call = &u.call;
     ci.api = &ps.api(c.apiId);
     auto sp = ps.spans.find(c.seq);
     if (sp != ps.spans.end()) {
@@ -222,12 +243,22 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
             }
         }
     }
-    const bool deviceOp = isDeviceOp(c);
+    u.deviceOp = isDeviceOp(c);
     const DeviceTimeline::Result placed = placeOnTimeline(ps.timeline, *ci.api, c, ci.spans, ci.upperBound);
     ci.foundEmpty = placed.foundEmpty;
-    ci.busyNs = busyDuring(ps, c, ci.api->explicitWait || isImplicitSync(*ci.api, c));
+    u.known = placed.known;
     ci.rawSite = rawSiteOf(cx, ps.siteIndex, ps.rawSites, c);
     attributeNvtx(cx, ps, ci);
+}
+
+// The rest, once the calls that began while it ran are placed: the GPU's busy time during it, and every
+// table and finding it counts toward.
+void accountCall(Context& cx, ProcState& ps, Unaccounted& u)
+{
+    CallInfo& ci = u.ci;
+    const wire::CallBody& c = u.call;
+    const bool deviceOp = u.deviceOp;
+    ci.busyNs = busyDuring(ps, c, ci.api->explicitWait || isImplicitSync(*ci.api, c));
 
     // Overview.
     ProcessSummary& s = ps.summary;
@@ -249,7 +280,7 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
                 d->heldUpNs += hostNs(c);
             }
         }
-        if (!placed.known && d) ++d->unknownOps;
+        if (!u.known && d) ++d->unknownOps;
     }
     if (ci.spans)
         for (const wire::GpuSpanBody& g : *ci.spans) {
@@ -271,7 +302,25 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
     addLaunch(cx, ps.view, ci);
     addSync(cx, ps.view, ci);
     addFindingCall(cx, ps.view, ci);
-    if (sp != ps.spans.end()) ps.spans.erase(sp);
+    if (ci.spans) ps.spans.erase(c.seq);
+}
+
+// Accounts the calls placed so far that no call still to be placed (none begins before placedUpTo)
+// can overlap; the oldest early when too many wait.
+void accountReady(Context& cx, ProcState& ps, uint64_t placedUpTo)
+{
+    while (!ps.unaccounted.empty()) {
+        Unaccounted& u = ps.unaccounted.front();
+        if (u.call.endNs > placedUpTo && ps.unaccounted.size() <= kMaxUnaccounted) break;
+        accountCall(cx, ps, u);
+        ps.unaccounted.pop_front();
+    }
+}
+
+void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
+{
+    placeCall(cx, ps, c);
+    accountReady(cx, ps, c.beginNs);
 }
 
 // Host time inside CUDA around the gaps that become final in a flush: the carried intervals and every
@@ -348,9 +397,11 @@ void flush(Context& cx, ProcState& ps, bool final)
     while (n < ps.nvtx.size() && (final || ps.nvtx[n].timeNs < until)) applyNvtx(cx, ps, ps.nvtx[n++]);
 
     // Busy intervals that end by `until` are final: no span still to come can begin before it, nor any
-    // placement the timeline still holds back.
+    // placement the timeline still holds back, nor does any call still to be accounted overlap them.
     if (final) ps.timeline.finish();
-    const uint64_t settled = std::min(until, ps.timeline.pendingFrom());
+    accountReady(cx, ps, final ? UINT64_MAX : until);
+    uint64_t settled = std::min(until, ps.timeline.pendingFrom());
+    if (!ps.unaccounted.empty()) settled = std::min(settled, ps.unaccounted.front().call.beginNs);
     const uint64_t activeBegin = ps.summary.activeBeginNs, activeEnd = ps.summary.activeEndNs;
     auto inActive = [&](const Interval& i) {
         const uint64_t b = std::max(i.begin, activeBegin), e = std::min(i.end, activeEnd);

@@ -1045,6 +1045,29 @@ TEST(Analyze, BusyPerDeviceAndSyncOverlapOnItsOwnDevice)
     EXPECT_TRUE(transferOf(r, "PtoP", "device", "sync"));
 }
 
+// A thread that waits on its own stream for long (descheduled, or blocked behind its own work) while
+// other threads launch: the GPU's busy time during the wait counts their work too, though their calls
+// begin after the wait's (they are placed on the timeline later than the wait is).
+TEST(Analyze, WaitCountsWorkOtherThreadsSubmitWhileItWaits)
+{
+    ProcBuilder b;
+    wire::CallBody& sync = b.call("cuStreamSynchronize", Category::Sync, 100, 10000, 0, 0, 0, /*tid=*/1);
+    sync.stream = 0x51;
+    b.launch(0, 2000, 2010, 2010, 5010);  // thread 2, its own stream: GPU [2010,5010) inside the wait
+    b.p.calls.back().tid = 2;
+    b.p.calls.back().stream = 0x52;
+    b.launch(0, 9000, 9010, 9010, 12010);  // [9010,12010): 990 ns of it inside the wait
+    b.p.calls.back().tid = 2;
+    b.p.calls.back().stream = 0x52;
+    b.call("cuStreamSynchronize", Category::Sync, 12020, 12030, 0, 0, 0, 2).stream = 0x52;
+    const Report r = analyze(b.capture(), {});
+    const SyncRow* s = syncOf(r, "cuStreamSynchronize");
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->count, 2u);
+    EXPECT_EQ(s->blockedNs, 9900u + 10);
+    EXPECT_EQ(s->gpuBusyNs, 3000u + 990);  // the second wait began after the last kernel ended
+}
+
 TEST(Analyze, ProcessFilter)
 {
     ProcBuilder a(1), c(2);
