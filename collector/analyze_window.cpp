@@ -29,16 +29,17 @@ struct OpenRange {
 };
 
 // A call between its placement on the device timeline and its accounting. "How busy was the GPU while
-// this call ran" needs the work other threads submitted while it ran, and their calls begin after it
-// (a wait's thread may sit in it for milliseconds, descheduled or blocked, while the others launch):
-// so a call is accounted once every call beginning before its end has been placed.
+// the host waited" needs the work other threads submitted during the wait, and their calls begin after
+// it (a waiting thread may sit in the wait for milliseconds, blocked or descheduled, while the others
+// launch): so a wait (explicit or implicit) is counted once every call beginning before its end has
+// been placed. Other calls are counted at once, with what is placed by then.
 struct Unaccounted {
-    wire::CallBody call;
-    CallInfo ci;  // ci.call is &call
+    wire::CallBody call;  // a held wait's copy (ci.call points here); unused for a call counted at once
+    CallInfo ci;
     bool deviceOp = false, known = true;
 };
-// Calls accounted early (with what is placed so far) rather than held beyond this many: a call that
-// spans that many of other threads' calls (a wait of seconds) is not worth the memory.
+// Waits counted early (with what is placed so far) rather than held beyond this many: a wait that spans
+// that many of other threads' waits is not worth the memory.
 constexpr size_t kMaxUnaccounted = size_t(1) << 14;
 
 }  // namespace
@@ -70,8 +71,8 @@ struct ProcState {
     IntervalMap busyAll;              // est, any device
     IntervalSet hostCarry;            // host intervals of processed calls that idle gaps not yet final may need
     DeviceTimeline timeline{[this](const Placement& p) { placed(p); }};
-    // Calls placed on the timeline whose accounting waits until every call that begins before they
-    // end has been placed too (Unaccounted): in time order.
+    // Waits placed on the timeline whose accounting waits until every call that begins before they end
+    // has been placed too (Unaccounted): in time order.
     std::deque<Unaccounted> unaccounted;
 
     // NVTX ranges still open.
@@ -224,13 +225,11 @@ void attributeNvtx(Context& cx, ProcState& ps, const CallInfo& ci)
 
 // The call's part that needs no other thread's later work: its GPU spans, its placement on the device
 // timeline (which must see the calls in time order), its call site and NVTX ranges (those open now).
-void placeCall(Context& cx, ProcState& ps, const wire::CallBody& c)
+void placeCall(Context& cx, ProcState& ps, const wire::CallBody& c, const ApiClass& api, Unaccounted& u)
 {
-    Unaccounted& u = ps.unaccounted.emplace_back();
-    u.call = c;
     CallInfo& ci = u.ci;
-    ci.call = &u.call;
-    ci.api = &ps.api(c.apiId);
+    ci.call = &c;
+    ci.api = &api;
     auto sp = ps.spans.find(c.seq);
     if (sp != ps.spans.end()) {
         ci.timed = true;
@@ -244,7 +243,7 @@ void placeCall(Context& cx, ProcState& ps, const wire::CallBody& c)
         }
     }
     u.deviceOp = isDeviceOp(c);
-    const DeviceTimeline::Result placed = placeOnTimeline(ps.timeline, *ci.api, c, ci.spans, ci.upperBound);
+    const DeviceTimeline::Result placed = placeOnTimeline(ps.timeline, api, c, ci.spans, ci.upperBound);
     ci.foundEmpty = placed.foundEmpty;
     u.known = placed.known;
     ci.rawSite = rawSiteOf(cx, ps.siteIndex, ps.rawSites, c);
@@ -256,7 +255,7 @@ void placeCall(Context& cx, ProcState& ps, const wire::CallBody& c)
 void accountCall(Context& cx, ProcState& ps, Unaccounted& u)
 {
     CallInfo& ci = u.ci;
-    const wire::CallBody& c = u.call;
+    const wire::CallBody& c = *ci.call;
     const bool deviceOp = u.deviceOp;
     ci.busyNs = busyDuring(ps, c, ci.api->explicitWait || isImplicitSync(*ci.api, c));
 
@@ -305,8 +304,8 @@ void accountCall(Context& cx, ProcState& ps, Unaccounted& u)
     if (ci.spans) ps.spans.erase(c.seq);
 }
 
-// Accounts the calls placed so far that no call still to be placed (none begins before placedUpTo)
-// can overlap; the oldest early when too many wait.
+// Accounts the waits placed so far that no call still to be placed (none begins before placedUpTo)
+// can overlap; the oldest early when too many are held.
 void accountReady(Context& cx, ProcState& ps, uint64_t placedUpTo)
 {
     while (!ps.unaccounted.empty()) {
@@ -319,7 +318,18 @@ void accountReady(Context& cx, ProcState& ps, uint64_t placedUpTo)
 
 void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
 {
-    placeCall(cx, ps, c);
+    const ApiClass& api = ps.api(c.apiId);
+    // (A call whose ApiDef has not come is counted at once: its class is a scratch copy the next such
+    // call overwrites.)
+    if ((api.explicitWait || isImplicitSync(api, c)) && &api != &ps.undefinedApi) {
+        Unaccounted& u = ps.unaccounted.emplace_back();
+        u.call = c;
+        placeCall(cx, ps, u.call, api, u);
+    } else {
+        Unaccounted u;
+        placeCall(cx, ps, c, api, u);
+        accountCall(cx, ps, u);
+    }
     accountReady(cx, ps, c.beginNs);
 }
 
