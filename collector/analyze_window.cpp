@@ -36,6 +36,7 @@ struct OpenRange {
 struct Unaccounted {
     wire::CallBody call;  // a held wait's copy (ci.call points here); unused for a call counted at once
     CallInfo ci;
+    bool wait = false;  // an explicit wait or an implicitly synchronizing call (processCall decides)
     bool deviceOp = false, known = true;
 };
 // Waits counted early (with what is placed so far) rather than held beyond this many: a wait that spans
@@ -257,7 +258,7 @@ void accountCall(Context& cx, ProcState& ps, Unaccounted& u)
     CallInfo& ci = u.ci;
     const wire::CallBody& c = *ci.call;
     const bool deviceOp = u.deviceOp;
-    ci.busyNs = busyDuring(ps, c, ci.api->explicitWait || isImplicitSync(*ci.api, c));
+    ci.busyNs = busyDuring(ps, c, u.wait);
 
     // Overview.
     ProcessSummary& s = ps.summary;
@@ -319,14 +320,17 @@ void accountReady(Context& cx, ProcState& ps, uint64_t placedUpTo)
 void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
 {
     const ApiClass& api = ps.api(c.apiId);
+    const bool wait = api.explicitWait || isImplicitSync(api, c);
     // (A call whose ApiDef has not come is counted at once: its class is a scratch copy the next such
     // call overwrites.)
-    if ((api.explicitWait || isImplicitSync(api, c)) && &api != &ps.undefinedApi) {
+    if (wait && &api != &ps.undefinedApi) {
         Unaccounted& u = ps.unaccounted.emplace_back();
         u.call = c;
+        u.wait = true;
         placeCall(cx, ps, u.call, api, u);
     } else {
         Unaccounted u;
+        u.wait = wait;
         placeCall(cx, ps, c, api, u);
         accountCall(cx, ps, u);
     }

@@ -98,7 +98,7 @@ uint32_t g_nameUsed = 0;
 std::atomic<uint32_t> g_codeCount{0}, g_frameCount{0};  // published: defs below are complete
 uint32_t g_drainCode = 0, g_drainFrame = 0;
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-std::atomic<uint64_t> g_badFrames{0};  // rare; the per-capture counts are each thread's (ThreadMemo)
+std::atomic<uint64_t> g_badFrames{0};  // rare; the per-capture counts are each thread's (PythonMemo)
 
 inline bool plausible(uint64_t p) { return p >= 4096 && p < (1ull << 47) && (p & 7) == 0; }
 
@@ -285,14 +285,13 @@ struct PythonMemo {
 
 namespace {
 
-using ThreadMemo = PythonMemo;
 constexpr uint32_t kHintOff = ~0u;
-static_assert(sizeof(ThreadMemo) <= kPyMemoBytes, "the memo fits the thread state's room");
+static_assert(sizeof(PythonMemo) <= kPyMemoBytes, "the memo fits the thread state's room");
 
 // The id of the frame at lasti in the checked code object, the depth-th of its walk, past the frame the
 // previous walk found at that depth (frameId); 0 when the tables are full. Out of line: the walk inlines
 // only the hit.
-__attribute__((noinline)) uint32_t frameIdMiss(ThreadMemo* memo, uint32_t depth, uint64_t code, int32_t lasti, uint64_t name,
+__attribute__((noinline)) uint32_t frameIdMiss(PythonMemo* memo, uint32_t depth, uint64_t code, int32_t lasti, uint64_t name,
                                                uint64_t file, uint64_t linetable, int32_t firstLine)
 {
     if (!memo) {
@@ -315,7 +314,7 @@ __attribute__((noinline)) uint32_t frameIdMiss(ThreadMemo* memo, uint32_t depth,
 // The id of the frame at lasti in the checked code object, the depth-th of its walk; 0 when the tables
 // are full. Row: the layout's row in kGpuspyPyLayouts (its offsets compiled in).
 template <size_t Row>
-__attribute__((always_inline)) inline uint32_t frameId(ThreadMemo* memo, uint32_t depth, uint64_t code, int32_t lasti)
+__attribute__((always_inline)) inline uint32_t frameId(PythonMemo* memo, uint32_t depth, uint64_t code, int32_t lasti)
 {
     constexpr Layout L = kGpuspyPyLayouts[Row];
     const uint64_t name = at<uint64_t>(code, L.codeName), file = at<uint64_t>(code, L.codeFilename);
@@ -336,7 +335,7 @@ struct PyFrame {
 // The calling thread's Python frames, innermost first, into out; how many. One instance per layout
 // row: the offsets and the version's branches are constants (the walk runs in every capture).
 template <size_t Row>
-uint32_t walkFrames(ThreadMemo* memo, PyFrame* out, uint32_t cap)
+uint32_t walkFrames(PythonMemo* memo, PyFrame* out, uint32_t cap)
 {
     const uint64_t tstate = reinterpret_cast<uint64_t>(g_ownTstate());
     if (!plausible(tstate)) {
@@ -395,7 +394,7 @@ uint32_t walkFrames(ThreadMemo* memo, PyFrame* out, uint32_t cap)
     return n;
 }
 
-using WalkFn = uint32_t (*)(ThreadMemo*, PyFrame*, uint32_t);
+using WalkFn = uint32_t (*)(PythonMemo*, PyFrame*, uint32_t);
 constexpr WalkFn kWalks[] = {walkFrames<0>, walkFrames<1>, walkFrames<2>, walkFrames<3>, walkFrames<4>};
 static_assert(sizeof kWalks / sizeof kWalks[0] == sizeof kGpuspyPyLayouts / sizeof kGpuspyPyLayouts[0],
               "a walk for every layout row");
@@ -621,7 +620,7 @@ PythonStats pythonStats()
 {
     PythonStats s{0, 0, 0, g_badFrames.load(), g_codeCount.load(), g_frameCount.load()};
     forEachPyMemo([&s](const unsigned char* room) {
-        const auto* memo = reinterpret_cast<const ThreadMemo*>(room);
+        const auto* memo = reinterpret_cast<const PythonMemo*>(room);
         s.withFrames += memo->withFrames.load(std::memory_order_relaxed);
         s.withoutGil += memo->withoutGil.load(std::memory_order_relaxed);
         s.noThreadState += memo->noThreadState.load(std::memory_order_relaxed);
