@@ -4,8 +4,8 @@
 // `gpuspy collect` takes a connection (validated bytes and events kept); and ingested with the
 // report's streaming analysis (StreamAnalyzer) attached, which is what `gpuspy report` costs.
 #include "bench/synth_stream.h"
-#include "collector/analyze.h"
-#include "collector/ingest.h"
+#include "collector/analyze/analyze.h"
+#include "collector/ingest/ingest.h"
 #include "wire/codec.h"
 
 #include <benchmark/benchmark.h>

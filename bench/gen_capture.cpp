@@ -6,7 +6,7 @@
 //   gen_capture RECORDS RAW_OUT [GSPY_OUT]
 //   gen_capture --convert STREAM_IN GSPY_OUT
 #include "bench/synth_stream.h"
-#include "collector/capture_file.h"
+#include "collector/ingest/capture_file.h"
 #include "wire/codec.h"
 
 #include <sys/stat.h>

@@ -28,9 +28,12 @@ gpuspy_install_deps() {
   fi
 }
 
-# Configures and builds one tree: gpuspy_build DIR [cmake args...]
+# Configures and builds one tree: gpuspy_build DIR [cmake args...]; with GPUSPY_TARGETS set (a list of
+# target names), only those targets and what they need.
 gpuspy_build() {
   local dir=$1; shift
   cmake -S "$GPUSPY_ROOT" -B "$dir" -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc "$@" >/dev/null
-  cmake --build "$dir" -j "$(nproc)"
+  local targets=()
+  [ -z "${GPUSPY_TARGETS:-}" ] || targets=(--target $GPUSPY_TARGETS)
+  cmake --build "$dir" -j "$(nproc)" "${targets[@]}"
 }

@@ -48,6 +48,11 @@
 // pays a walk and a lookup on top of unw_backtrace (bench/NOTES.md has both costs), until its thread
 // gives the path up: after 4,096 fallbacks with less than one reuse per 8 (stack_fp.cpp).
 //
+// The stack cache (stack_cache.cpp; GPUSPY_STACK_CACHE, on by default) comes next: a capture the
+// frame-pointer path did not answer is looked up among the calling thread's last unwinds, each kept
+// with the stack words it read, and answered from one whose words all still hold (its header says why
+// that is unw_backtrace's answer); a full capture through unw_backtrace teaches it.
+//
 // Memory, bounded and reserved once by stackConfigure: the slot table 1 MiB (resident from the
 // start), stack entries 1 MiB and the frame arena 8 MiB (1 Mi return addresses), made resident ahead
 // of use, modules 40 KiB + 256 KiB of paths. A program with 1,000 distinct 24-frame stacks has about
@@ -63,6 +68,7 @@
 #include "shim/shim.h"
 
 #include "shim/python.h"
+#include "shim/stack_cache.h"
 #include "shim/stack_fp.h"
 #include "wire/codec.h"
 
@@ -480,6 +486,8 @@ void stackConfigure(unsigned depth)
         pythonConfigure();
         const char* fp = setting("GPUSPY_STACK_FP");
         stackUseFramePointers(!(fp && fp[0] == '0'));
+        const char* cache = setting("GPUSPY_STACK_CACHE");
+        scConfigure(!(cache && cache[0] == '0'));
     }
     g_pid = getpid();
     scanModules();
@@ -522,8 +530,9 @@ uint32_t stackCapture(unsigned skipFrames)
     const unsigned margin = g_selfHi ? kSelfMargin : 0;
     const unsigned wanted = skipFrames + margin + depth;  // from our caller outwards
 
+    const uint32_t params = depth | skipFrames << 8 | margin << 16;
     uint64_t walked[kMaxFrames];
-    FpWalk walk{0, depth | skipFrames << 8 | margin << 16, wanted, 0, walked};
+    FpWalk walk{0, params, wanted, 0, walked};
     FpVerdict verdict = FpVerdict::Mismatch;
     if (fpEnabled()) {
         fpWalk(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), walk);
@@ -535,10 +544,22 @@ uint32_t stackCapture(unsigned skipFrames)
                 return pythonActive() ? internCaptured(walked, walk.count, skipFrames, depth, pythonMemo()) : id;
         }
     }
+    const bool judge = verdict == FpVerdict::Unknown;  // the cache keeps the native stack's id: in full
+    // The stack cache (stack_cache.cpp): this thread's last unwinds, reused where the stack still
+    // holds every word they read; exactly unw_backtrace's frames.
+    const uintptr_t frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    const bool cache = scEnabled();
+    if (cache) {
+        const uint64_t* cached = nullptr;
+        uint32_t count = 0, cachedId = 0, cachedNative = 0;
+        if (scLookup(frame, params, wanted, &cached, &count, &cachedId, &cachedNative)) {
+            if (judge) fpRecord(walk, cached, count, cachedNative);
+            return pythonActive() ? internCaptured(cached, count, skipFrames, depth, pythonMemo()) : cachedId;
+        }
+    }
     // buf[0] is the return address inside stackCapture itself (unw_backtrace's caller); buf[1] on
     // are the frames the walk read, from our caller outwards.
     void* buf[1 + kMaxFrames];
-    const bool judge = verdict == FpVerdict::Unknown;  // the cache keeps the native stack's id: in full
     // A Python thread's stack ends at its outermost eval loop (pythonMerge): no more frames are asked
     // for than the thread's last captures took to get there (unw_backtrace's cost is per frame), and a
     // capture that falls short of it is taken again in full, so the stack is the same either way.
@@ -562,9 +583,11 @@ uint32_t stackCapture(unsigned skipFrames)
         const auto* pcs = reinterpret_cast<const uint64_t*>(buf + 1);
         // The stack may go on past the frames asked for: taken only if they hold every Python frame.
         const bool mayBeShort = ask < wanted && unsigned(n - 1) >= ask;
-        id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth, pm, judge ? &nativeId : nullptr, py ? &need : nullptr,
-                            mayBeShort);
+        id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth, pm, judge || cache ? &nativeId : nullptr,
+                            py ? &need : nullptr, mayBeShort);
         if (judge && nativeId != 0) fpRecord(walk, pcs, uint32_t(n - 1), nativeId);
+        if (cache && ask == wanted && nativeId != 0)
+            scLearn(frame, params, wanted, reinterpret_cast<const uint64_t*>(buf), uint32_t(n), id, nativeId);
         if (!mayBeShort || need != 0) break;
         ask = wanted;
         retaken = true;

@@ -12,7 +12,8 @@ namespace gpuspy::shim {
 // release tarball ships it, then the system's; none: stacks stay off, said once on stderr) and takes
 // the first module map. Calling it again only changes the depth (tests do); interned stacks stay.
 // The first call also reads GPUSPY_STACK_FP (0: unw_backtrace only; 1, the default: frame pointers
-// where verified).
+// where verified) and GPUSPY_STACK_CACHE (0: off; 1, the default: the per-thread cache of the last
+// unwinds, stack_cache.cpp).
 void stackConfigure(unsigned depth);
 
 // App thread, in a hook: captures the caller's stack, skipping skipFrames innermost frames

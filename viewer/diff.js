@@ -1,5 +1,5 @@
 // viewer/diff.js: the page `gpuspy view --diff A B` writes: two captures side by side, from the diff's
-// JSON (schema gpuspy.diff/1, collector/diff_render.cpp) embedded in the page. diffTables(doc) turns the
+// JSON (schema gpuspy.diff/1, collector/compare/diff_render.cpp) embedded in the page. diffTables(doc) turns the
 // document into plain tables (tested in node, tests/viewer/diff_test.cjs); the page shows them with
 // textContent only: kernel names and call sites come from the profiled program.
 'use strict';

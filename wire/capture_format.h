@@ -1,6 +1,6 @@
 // wire/capture_format.h: the on-disk layout of a capture file (.gspy) as the shim writes it when no
 // collector takes its stream: a CaptureHeader, then Stream chunks, each a ChunkHeader and a zstd frame
-// of the stream's bytes. The same layout as the collector's capture (collector/capture_file.h, which
+// of the stream's bytes. The same layout as the collector's capture (collector/ingest/capture_file.h, which
 // documents every chunk kind and reads both); the two definitions must agree (sizes asserted).
 #pragma once
 

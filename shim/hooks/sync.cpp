@@ -45,7 +45,7 @@ CUresult onStreamCall(CUstream stream)
 }
 
 // Stream synchronize: where untimed work may still be queued, an event marks when the stream drained
-// (the end of its last operation: the device timeline's firmest anchor, collector/device_timeline.h).
+// (the end of its last operation: the device timeline's firmest anchor, collector/timeline/device_timeline.h).
 template <Api A, class Fn>
 CUresult streamSynchronize(CUstream stream)
 {

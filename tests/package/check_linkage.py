@@ -139,7 +139,7 @@ def main():
                 exported = check_exports(path, patterns)
                 print(f"check_linkage: libgpuspy.so exports {len(exported)} symbols, all within {exports_map}")
             if name == "libgpuspy_metrics.so":
-                exported = check_exports(path, ["gpuspy_metrics_*"], name, "the plugin's seam (collector/metrics_plugin.h)")
+                exported = check_exports(path, ["gpuspy_metrics_*"], name, "the plugin's seam (collector/live/metrics_plugin.h)")
                 if "gpuspy_metrics_open" not in exported:
                     fail("libgpuspy_metrics.so does not export gpuspy_metrics_open")
     if failures:

@@ -61,4 +61,24 @@ if [[ $rc -ne 0 ]]; then
     echo "run_report.sh: FAIL: the report disagrees with the trace (report_vs_trace status $rc); files in $work" >&2
     exit 1
 fi
+# The replay (gpuspy whatif): the capture's dependency graph replayed unchanged gives back each process's
+# measured wall time within 5%, and each fix that applies predicts a wall time no longer than the run's.
+if ! "$gpuspy" whatif "$work/capture.gspy" --format json > "$work/whatif.json"; then
+    echo "run_report.sh: FAIL: gpuspy whatif failed" >&2
+    exit 1
+fi
+python3 - "$work/whatif.json" <<'PY' || { echo "run_report.sh: FAIL: the replay; files in $work" >&2; exit 1; }
+import json, sys
+bad = 0
+for p in json.load(open(sys.argv[1]))["processes"]:
+    err = p["replay_error_pct"]
+    print(f"{'ok  ' if abs(err) <= 5 else 'FAIL'} whatif pid {p['pid']}: replayed unchanged {p['unchanged']['wall_ns']} ns, "
+          f"measured {p['measured_wall_ns']} ns ({err:+.2f}%)")
+    bad += abs(err) > 5
+    for s in p["scenarios"]:
+        if s["predicted"]["wall_ns"] > p["unchanged"]["wall_ns"] * 1.001:
+            print(f"FAIL whatif pid {p['pid']}: {s['name']} predicts {s['predicted']['wall_ns']} ns, longer than unchanged")
+            bad += 1
+sys.exit(1 if bad else 0)
+PY
 exit 0

@@ -28,9 +28,10 @@ cd "$dir"
 export SIMCUDA_KERNEL_NS=step=20000000,tiny=2000
 fail=0
 # bad fixed rule truth checked
-for pair in "pageable pinned pageable-memcpy copies always" "sync-loop sync-once sync-in-loop gaps always" \
-            "tiny graph launch-bound-kernels gaps strict" "free-loop free-once implicit-sync gaps bound" \
-            "sync-copy async-copy sync-memcpy gaps bound" "small-copies batched small-transfers calls always"; do
+for pair in "pageable pinned pageable-memcpy copies always pinned" "sync-loop sync-once sync-in-loop gaps always fewer-syncs" \
+            "tiny graph launch-bound-kernels gaps strict graphs" "free-loop free-once implicit-sync gaps bound hoist-allocs" \
+            "sync-copy async-copy sync-memcpy gaps bound async-copies" \
+            "small-copies batched small-transfers calls always batch-copies"; do
     set -- $pair
     [ -n "${SAVINGS_ONLY:-}" ] && [[ " $SAVINGS_ONLY " != *" $1 "* ]] && continue
     calls=0
@@ -42,10 +43,13 @@ for pair in "pageable pinned pageable-memcpy copies always" "sync-loop sync-once
     done
     "$cli" report --format json "$1.gspy" > "$1.json" && "$cli" diff --format json "$1.gspy" "$2.gspy" > "$1.diff.json" ||
         { echo "FAIL: report/diff of $1"; fail=1; continue; }
-    python3 - "$1" "$2" "$3" "$4" "$([ "$5" = always ] && echo 1 || echo "${GPUSPY_SAVINGS_STRICT:-0}")" "$([ "$5" = strict ] && echo "${GPUSPY_SAVINGS_STRICT:-0}" || echo 1)" <<'PY' || fail=1
+    "$cli" whatif --format json --fix "$6" "$1.gspy" > "$1.whatif.json" && "$cli" whatif --format json "$2.gspy" > "$2.whatif.json" &&
+        "$cli" report --format json "$2.gspy" > "$2.json" || { echo "FAIL: whatif of $1 / $2"; fail=1; continue; }
+    python3 - "$1" "$2" "$3" "$4" "$([ "$5" = always ] && echo 1 || echo "${GPUSPY_SAVINGS_STRICT:-0}")" "$([ "$5" = strict ] && echo "${GPUSPY_SAVINGS_STRICT:-0}" || echo 1)" "$6" "${GPUSPY_SAVINGS_STRICT:-0}" <<'PY' || fail=1
 import glob, json, statistics, sys
 bad, fixed, rule, kind, strict = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "1"
 bound_checked = sys.argv[6] == "1"  # the stated direction (at most / at least)
+fix, quiet = sys.argv[7], sys.argv[8] == "1"
 
 def truth(mode):
     """Median over the runs of the copies' device time, the device's idle time between operations or the
@@ -97,6 +101,34 @@ if not errors:
     if strict:
         if not 0.5 <= ratio <= 2:
             errors.append(f"{rule}: estimate {estimate / 1e6:.2f} ms is not within 2x of the saving {true / 1e6:.2f} ms")
+# The replay (gpuspy whatif): replayed unchanged, each run within 5% of its measured wall; the fix's predicted
+# saving (median over the bad program's runs) against what the fix saved. The truth: for the pairs whose
+# saving is the bad program's GPU idle time (gaps, see above) that, robust to load, within 1.5x always (the
+# launch-bound pair, whose gaps swing with the load, on a quiet machine only); for
+# the others the median wall time of the bad runs less that of the fixed runs, within 1.5x on a quiet machine
+# (GPUSPY_SAVINGS_STRICT=1; printed otherwise: the walls of a loaded machine's runs swing by tens of ms).
+wb, wf = json.load(open(f"{bad}.whatif.json")), json.load(open(f"{fixed}.whatif.json"))
+for w, mode in ((wb, bad), (wf, fixed)):
+    for p in w["processes"]:
+        if abs(p["replay_error_pct"]) > 5:
+            errors.append(f"whatif {mode} pid {p['pid']}: replayed unchanged {p['unchanged']['wall_ns']} ns against "
+                          f"the measured {p['measured_wall_ns']} ns ({p['replay_error_pct']:+.1f}%)")
+predicted = [s["saving_ns"] for p in wb["processes"] for s in p["scenarios"] if s["name"] == fix]
+if len(predicted) != len(wb["processes"]) or not predicted:
+    errors.append(f"whatif {bad}: the fix {fix} does not apply to every run ({len(predicted)} of {len(wb['processes'])})")
+else:
+    pred = statistics.median(predicted)
+    walls = lambda r: statistics.median(p["wall_ns"] for p in r["processes"])
+    if kind == "gaps":
+        real, basis, asserted = truth(bad) - truth(fixed), "the GPU idle time it removes", bound_checked
+    else:
+        real = walls(json.load(open(f"{bad}.json"))) - walls(json.load(open(f"{fixed}.json")))
+        basis, asserted = "median wall bad - fixed", quiet
+    ratio = pred / real if real > 0 else float("inf")
+    print(f"whatif {fix:14} {bad:>12} -> {fixed:<10} predicted {pred / 1e6:9.2f} ms  saved {real / 1e6:9.2f} ms ({basis})"
+          f"  predicted/saved {ratio:5.2f}{'' if asserted else '  (not asserted: GPUSPY_SAVINGS_STRICT=1 does)'}")
+    if asserted and not (1 / 1.5 <= ratio <= 1.5):
+        errors.append(f"whatif {fix}: predicted {pred / 1e6:.2f} ms is not within 1.5x of the saving {real / 1e6:.2f} ms")
 for e in errors:
     print("FAIL:", e)
 sys.exit(1 if errors else 0)

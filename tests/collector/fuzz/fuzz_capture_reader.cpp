@@ -2,8 +2,8 @@
 // shim streams) feeding the streaming report, as `gpuspy report` does: any input either throws
 // std::runtime_error or yields a capture and a report; no crash, no hang, no allocation beyond the
 // format's bounds.
-#include "collector/analyze.h"
-#include "collector/capture_file.h"
+#include "collector/analyze/analyze.h"
+#include "collector/ingest/capture_file.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

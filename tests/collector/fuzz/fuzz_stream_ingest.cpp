@@ -1,7 +1,7 @@
 // tests/collector/fuzz/fuzz_stream_ingest.cpp: libFuzzer target for the per-connection ingest (the
 // wire decoder and the model): the input is fed in pieces whose sizes come from its first byte.
-#include "collector/dump.h"
-#include "collector/ingest.h"
+#include "collector/report/dump.h"
+#include "collector/ingest/ingest.h"
 
 #include <cstdint>
 

@@ -9,11 +9,11 @@ shift 4
 command -v clang++ >/dev/null || { echo "clang++ not installed: fuzzing skipped"; exit 0; }
 mkdir -p "$work/corpus_$target"
 bin="$work/fuzz_$target"
-sources=("$src/tests/collector/fuzz/fuzz_$target.cpp" "$src/wire/codec.cpp" "$src/collector/ingest.cpp"
-         "$src/collector/capture_file.cpp" "$src/collector/dump.cpp")
+sources=("$src/tests/collector/fuzz/fuzz_$target.cpp" "$src/wire/codec.cpp" "$src/collector/ingest/ingest.cpp"
+         "$src/collector/ingest/capture_file.cpp" "$src/collector/report/dump.cpp")
 # The capture reader feeds the streaming report, as `gpuspy report` does.
-[ "$target" = capture_reader ] && sources+=("$src"/collector/analyze*.cpp "$src/collector/device_timeline.cpp" "$src/collector/timeline.cpp" "$src/collector/api_names.cpp")
-newest=$(ls -t "${sources[@]}" "$src"/collector/*.h "$src"/wire/*.h "$src"/wire/*.def | head -1)
+[ "$target" = capture_reader ] && sources+=("$src"/collector/analyze/*.cpp "$src"/collector/findings/*.cpp "$src/collector/timeline/device_timeline.cpp" "$src/collector/timeline/intervals.cpp" "$src/collector/model/api_names.cpp")
+newest=$(ls -t "${sources[@]}" "$src"/collector/*/*.h "$src"/wire/*.h "$src"/wire/*.def | head -1)
 if [ ! -x "$bin" ] || [ "$newest" -nt "$bin" ]; then
   echo "building $bin"
   clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

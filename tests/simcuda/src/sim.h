@@ -307,6 +307,7 @@ struct Deferred {
     Op op;
     const char* api = "";
     Ns submit = 0;
+    pid_t tid = 0;  // the thread that submitted it
     bool fromGraph = false;
     ValueWait wait;
     Event* event = nullptr;
@@ -325,7 +326,10 @@ CUresult memsetNodeOp(const CUDA_MEMSET_NODE_PARAMS* p, Op* out);
 CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph = false);
 Ns streamReadyTime(Stream* s, Ns submit);  // start time an op submitted now would get
 // Under bigLock: puts an op on the stream's timeline (its effect already ran), traces it; returns its end.
-Ns placeOp(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGraph, Ns* startOut = nullptr);
+// tid: the thread whose call submitted the work (0: this one; deferred work is placed by whichever
+// thread's call releases its stream, and the trace names the thread that submitted it).
+Ns placeOp(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGraph, Ns* startOut = nullptr,
+           pid_t tid = 0);
 
 // ---- stream memory operations (stream_memops.cpp), under bigLock
 // Re-reads what a held stream waits for (the host may have written it): false once it is no longer held.
@@ -403,7 +407,7 @@ const char* ptrKindName(PtrKind k);
 
 // ---- trace (trace.cpp)
 void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, unsigned long long streamId, Ns submit,
-             Ns start, Ns end, bool graph);
+             Ns start, Ns end, bool graph, pid_t tid);
 void traceWait(const char* api, int dev, Ns start, Ns end, WaitReason reason);
 // A graph's event record or wait node as a launch ran it: no op (it runs no device work), its own record.
 void traceGraphEvent(const Op& op, const char* api, int dev, unsigned long long streamId, Ns at);

@@ -106,7 +106,7 @@ void release(Stream* s, Ns at)
         }
         case Deferred::Work:
             if (d.op.effect) d.op.effect();
-            placeOp(s, d.op, d.api, d.submit, d.fromGraph);
+            placeOp(s, d.op, d.api, d.submit, d.fromGraph, nullptr, d.tid);
             if (d.op.hostFn) d.op.hostFn();
             break;
         }
@@ -227,6 +227,7 @@ void deferWork(Stream* s, Op op, const char* apiName, Ns submit, bool fromGraph)
     d.op = std::move(op);
     d.api = apiName;
     d.submit = submit;
+    d.tid = threadId();
     d.fromGraph = fromGraph;
     s->deferred->push_back(std::move(d));
 }

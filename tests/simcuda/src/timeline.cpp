@@ -291,12 +291,12 @@ void syncContextForFree(Context* c, const char* apiName, WaitReason reason)
     blockUntil(target, apiName, dev, reason, 0, nullptr);
 }
 
-Ns placeOp(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGraph, Ns* startOut)
+Ns placeOp(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGraph, Ns* startOut, pid_t tid)
 {
     const Ns start = streamReadyTime(s, submit);
     const Ns end = start + op.duration;
     s->tail = end;
-    traceOp(op, apiName, s->ctx->dev, s->ctx->id, s->id, submit, start, end, fromGraph);
+    traceOp(op, apiName, s->ctx->dev, s->ctx->id, s->id, submit, start, end, fromGraph, tid);
     if (op.kind == OpKind::MemOp) valueWritten(op.memopAddr, end);
     if (startOut) *startOut = start;
     return end;

@@ -131,7 +131,7 @@ pid_t threadId()
 }
 
 void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, unsigned long long streamId, Ns submit,
-             Ns start, Ns end, bool graph)
+             Ns start, Ns end, bool graph, pid_t tid)
 {
     if (traceFd() < 0) return;
     const Ns t0 = nowNs();
@@ -140,7 +140,7 @@ void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, u
     snprintf(head, sizeof head,
              "{\"type\":\"op\",\"op\":\"%s\",\"pid\":%d,\"tid\":%d,\"api\":\"%s\",\"dev\":%d,\"ctx\":%llu,\"stream\":%llu,"
              "\"submit\":%lld,\"start\":%lld,\"end\":%lld,\"graph\":%s",
-             opName(op.kind), processId(), threadId(), api, dev, ctxId, streamId, static_cast<long long>(submit),
+             opName(op.kind), processId(), tid ? tid : threadId(), api, dev, ctxId, streamId, static_cast<long long>(submit),
              static_cast<long long>(start), static_cast<long long>(end), graph ? "true" : "false");
     line = head;
     char tail[256];

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -383,6 +384,36 @@ TEST(Memory, PinnedAndPageableCopiesInTheTrace)
     ASSERT_EQ(FN(cuMemFree_v2)(d2), CUDA_SUCCESS);
     EXPECT_EQ(waitsFor("cuMemFree_v2").back()["reason"], "free_sync");
     EXPECT_EQ(waitsFor("cuMemHostUnregister").back()["reason"], "register_sync");
+}
+
+// Work queued behind a wait on the host's store is placed when some thread next asks about the
+// stream (a profiler's thread polling an event, say): the trace still names the thread that submitted it.
+TEST(Memory, DeferredWorkKeepsTheSubmittingThread)
+{
+    Fixture fx;
+    CUstream s;
+    ASSERT_EQ(FN(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr d;
+    ASSERT_EQ(FN(cuMemAlloc_v2)(&d, 4096), CUDA_SUCCESS);
+    void* host = nullptr;
+    ASSERT_EQ(FN(cuMemAllocHost_v2)(&host, 8), CUDA_SUCCESS);
+    *static_cast<volatile uint32_t*>(host) = 0;
+    ASSERT_EQ(FN(cuStreamWaitValue32_v2)(s, reinterpret_cast<CUdeviceptr>(host), 1, CU_STREAM_WAIT_VALUE_GEQ), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemsetD8Async)(d, 3, 4096, s), CUDA_SUCCESS);
+    EXPECT_TRUE(opsOn(fx.streamId(s)).empty()) << "the memset waits for the store";
+    *static_cast<volatile uint32_t*>(host) = 1;
+    pid_t other = 0;
+    std::thread([&] {
+        FN(cuCtxSetCurrent)(fx.ctx);
+        other = static_cast<pid_t>(syscall(SYS_gettid));
+        EXPECT_EQ(FN(cuStreamQuery)(s), CUDA_SUCCESS) << "the query sees the store and places the memset";
+    }).join();
+    const auto ops = opsOn(fx.streamId(s));
+    ASSERT_EQ(ops.size(), 1u);
+    EXPECT_EQ(ops[0]["tid"].get<pid_t>(), static_cast<pid_t>(syscall(SYS_gettid)));
+    EXPECT_NE(ops[0]["tid"].get<pid_t>(), other);
+    ASSERT_EQ(FN(cuMemFreeHost)(host), CUDA_SUCCESS);
+    ASSERT_EQ(FN(cuMemFree_v2)(d), CUDA_SUCCESS);
 }
 
 TEST(Memory, PointerAttributesAnswerTruthfully)

@@ -1,0 +1,300 @@
+// collector/analyze/analyze.h: the diagnosis of a capture: where host time goes (transfers, launches, blocking
+// syncs), per call site, and findings that say what to change. analyze() is pure (no I/O); the Report
+// is plain data that mirrors the JSON schema "gpuspy.report/1" (see collector/report/report.h for the renderers).
+#pragma once
+
+#include "collector/model/model.h"
+#include "wire/codec.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpuspy::collect {
+
+struct ReportOptions {
+    size_t top = 10;  // call sites listed per row and per finding; rows shown in the text tables
+    int pid = -1;     // only this process; -1 for all
+};
+
+// Order statistics of a set of durations (ns). median: mean of the two middle values for an even count;
+// p99: nearest rank. (The report's rows use QuantileSketch, collector/analyze/quantile.h, which calls this while
+// it holds every value.)
+struct DurationStats {
+    uint64_t count = 0, total = 0, min = 0, max = 0, median = 0, p99 = 0;
+    double avg = 0;
+};
+DurationStats durationStats(std::vector<uint64_t> values);
+
+struct ReportFrame {
+    std::string function;  // demangled; empty if unknown
+    std::string file;
+    uint32_t line = 0;
+    std::string module;    // path of the ELF object; empty if unknown
+    uint64_t offset = 0;   // address - load bias
+    uint64_t address = 0;
+    bool inlined = false;
+    bool app = true;       // false for CUDA runtime/driver/library and gpuspy frames
+    bool python = false;   // a Python frame: function, file and line of the interpreted code
+};
+
+// Where calls come from: the first frame of the application's own code (function + file:line), or
+// module+offset when there are no symbols.
+struct CallSite {
+    uint32_t id = 0;
+    std::string category;  // transfer, launch, sync, alloc
+    std::string label;     // "main (app.cu:42)", "app+0x1234", "(no stack)"
+    std::vector<ReportFrame> frames;  // the whole stack of the first call seen here, innermost first
+    size_t siteFrame = 0;             // index in frames of the frame the site is named after
+    uint64_t count = 0, ns = 0;       // calls and their host time
+    std::vector<std::string> apis;    // entry points called from here
+};
+
+struct ProcessSummary {
+    uint32_t pid = 0, ppid = 0;
+    std::string command;
+    uint64_t wallNs = 0;           // from the shim's start to the end of the stream (or the last record)
+    uint64_t cudaApiNs = 0;        // host time inside hooked CUDA calls
+    double cudaApiPct = 0;         // of wall
+    uint64_t gpuspyOverheadNs = 0; // gpuspy's own time on the app's threads
+    uint64_t droppedRecords = 0, recordsMade = 0;
+    uint64_t calls = 0, threads = 0;
+    uint64_t activeBeginNs = 0, activeEndNs = 0;  // first to last CUDA call
+    uint64_t deviceOps = 0, timedOps = 0, sampledOutOps = 0;
+    bool ended = false;
+    std::string streamError;
+    std::vector<std::string> notices;  // what the shim said the capture cannot show (an attach at its start)
+};
+
+// Device figures come from the device timeline (collector/timeline/device_timeline.h): every device operation
+// placed on its stream, measured where it was timed, inferred where not. busyNs is the estimate;
+// busyLoNs..busyHiNs the interval it may lie in (equal to it when every operation was timed).
+struct DeviceSummary {
+    uint32_t pid = 0;
+    int id = 0;
+    std::string name;
+    uint64_t activeNs = 0;  // the process's active span
+    uint64_t busyNs = 0;    // union of the device's work inside it (measured and placed)
+    double busyPct = 0;
+    uint64_t busyLoNs = 0, busyHiNs = 0;
+    double busyPctLo = 0, busyPctHi = 0;
+    // "measured": every operation timed; "upper_bound": every one timed, some only as an upper bound (a
+    // blocking copy on an idle stream: busyNs holds all of its span, busyLoNs none of it); "estimated":
+    // some placed by inference.
+    std::string busyBasis = "measured";
+    uint64_t estimatedOps = 0;           // operations placed by inference (untimed, or their timing lost)
+    uint64_t lostOps = 0;                // of which the shim meant to time but whose end event came too late
+    uint64_t unknownOps = 0;             // of which had no timed sibling to give them a duration
+    // Of the lost ones, those whose thread was held up (off the CPU) inside the call: when their work
+    // was sent is unknown within the call, so each may sit anywhere in its call's host time (heldUpNs,
+    // summed): idle gaps can be off by up to that much.
+    uint64_t heldUpOps = 0, heldUpNs = 0;
+    uint64_t ops = 0, timedOps = 0, sampledOutOps = 0;
+    uint64_t kernelNs = 0, transferNs = 0, otherNs = 0;  // sums of span lengths by kind
+    // Timed ops whose span is only an upper bound (a blocking copy or memset on an idle stream, see
+    // TransferRow::gpuTime) and their summed lengths: busyNs includes them, so with any it is an upper
+    // bound too.
+    uint64_t upperBoundOps = 0, upperBoundNs = 0;
+    uint64_t idleGapNs = 0, largestGapNs = 0, gaps = 0;  // between device operations (estimated timeline)
+    uint64_t starvedNs = 0;  // idle gaps while no host thread of the process was inside CUDA
+    uint64_t largestStarvedNs = 0;  // the longest single such stretch (often start-up)
+};
+
+// One stream's work on the device timeline.
+struct StreamSummary {
+    uint32_t pid = 0;
+    int device = 0;
+    std::string name;  // "stream 0x55d1c0", "default stream", "per-thread stream of tid 123"
+    uint64_t ops = 0, estimatedOps = 0;
+    uint64_t busyNs = 0, busyLoNs = 0, busyHiNs = 0;
+    double busyPct = 0;  // of the process's active span
+};
+
+// One row of the CUDA API summary (like nsys cuda_api_sum).
+struct ApiRow {
+    std::string api, display, category;
+    DurationStats host;
+    uint64_t errors = 0;  // calls that returned something other than CUDA_SUCCESS
+};
+
+struct SizeBucket {
+    std::string label;      // "<=64KiB", "<=1MiB", ">1MiB"
+    uint64_t maxBytes = 0;  // 0 = no limit
+    uint64_t count = 0, bytes = 0;
+};
+
+struct TransferRow {
+    std::string direction;   // HtoD, DtoH, DtoD, PtoP, Memset (HtoH, Prefetch, Unknown if seen)
+    std::string hostMemory;  // pageable, pinned, managed, device (unknown if not known)
+    std::string mode;        // sync or async (the API form)
+    uint64_t count = 0, bytes = 0;
+    uint64_t gpuNs = 0, hostNs = 0;
+    uint64_t timedCount = 0, timedBytes = 0;
+    // Of the timed ones, those whose span is only an upper bound on the device time (a copy or memset
+    // that blocked the call on an idle stream: CUDA events cannot see when its device work began), and
+    // their part of gpuNs. With any, gpuNs is an upper bound and gbps a lower bound.
+    uint64_t upperBoundCount = 0, upperBoundGpuNs = 0;
+    const char* gpuTime() const { return !timedCount ? "none" : upperBoundCount ? "upper_bound" : "measured"; }
+    double gbps = 0;         // timedBytes / gpuNs when timed, else bytes / hostNs (graph rows: bytes / graphGpuNs)
+    std::string gbpsBasis;   // "gpu", "host" or "graph_estimate"
+    DurationStats host;
+    std::vector<SizeBucket> buckets;
+    std::vector<std::string> apis;
+    std::vector<uint32_t> callsites;  // top sites by host time
+    // Graph work (mode "graph"): copies and memsets run as nodes of graph launches, counted in count and
+    // bytes at the graph launch's call site; their GPU time is the launches' measured time split over
+    // the nodes (graphGpuNs, an estimate, not in gpuNs).
+    uint64_t graphCount = 0, graphGpuNs = 0;
+};
+
+struct KernelRow {
+    std::string name, mangled;
+    uint64_t count = 0, timedCount = 0;
+    uint64_t gpuNs = 0;         // sum over timed launches
+    uint64_t estimatedGpuNs = 0; // gpuNs scaled to every launch (= gpuNs when all were timed)
+    DurationStats gpu;          // over timed launches
+    uint64_t launchHostNs = 0, medianLaunchHostNs = 0;
+    bool launchBound = false;   // median GPU time below the median host cost of launching it
+    uint64_t emptyStreamLaunches = 0;  // launches that found their stream empty: the GPU waited for them
+    std::vector<uint32_t> callsites;
+    // Of count, the runs as a node of a graph launch (at the launch's call site), and their GPU time:
+    // the launches' measured time split over their nodes, by this kernel's standalone timings where it
+    // has any, else an even share of the rest (an estimate; in estimatedGpuNs, not in gpuNs or gpu).
+    uint64_t graphCount = 0, graphGpuNs = 0;
+};
+
+struct LaunchSummary {
+    uint64_t count = 0;         // kernel launches that succeeded and were not captured
+    double perSecond = 0;       // over the active span(s)
+    DurationStats host;         // host time in launch calls
+    uint64_t hostNs = 0, medianHostNs = 0, p99HostNs = 0;
+    uint64_t timed = 0, sampledOut = 0;
+    uint64_t captured = 0;      // launches recorded into a stream capture (no device work then)
+    uint64_t failed = 0;
+    uint64_t graphLaunches = 0, graphHostNs = 0, graphGpuNs = 0;
+    uint64_t graphNodes = 0;        // kernels, copies and memsets the graph launches ran (counted in their rows)
+    uint64_t graphsUnknown = 0;     // graph launches whose graph's nodes were not seen (built without capture)
+    uint64_t graphEventNodes = 0;   // event record and wait nodes the graph launches ran (no device work: untimed)
+    uint64_t launchBoundKernels = 0;
+    std::vector<std::string> launchBoundNames;
+    uint64_t idleGapNs = 0, largestGapNs = 0;  // over all devices
+    std::string samplingNote;   // says how GPU totals were scaled when launches were sampled out
+};
+
+struct SyncRow {
+    std::string api, display;
+    bool implicit = false;     // the API synchronises as a side effect (sync copy, free, ...)
+    std::string kind;          // context, stream, event, query, copy, memset, free, register, module, other
+    uint64_t count = 0;
+    uint64_t blockedNs = 0;    // host time in these calls
+    uint64_t gpuBusyNs = 0;    // of which the GPU (the call's device) was busy
+    uint64_t upperBoundCount = 0;  // calls whose own GPU span, counted in gpuBusyNs, is only an upper bound
+    uint64_t notReady = 0;     // queries that returned CUDA_ERROR_NOT_READY
+    DurationStats host;
+    std::vector<uint32_t> callsites;
+};
+
+struct NvtxRow {
+    std::string name;
+    uint64_t ranges = 0, rangeNs = 0;  // range instances and their summed duration
+    uint64_t calls = 0, cudaApiNs = 0;
+    uint64_t transfers = 0, transferBytes = 0, transferHostNs = 0;
+    uint64_t launches = 0, launchHostNs = 0;
+    uint64_t syncs = 0, syncBlockedNs = 0;
+    uint64_t gpuNs = 0;  // GPU time of the work submitted inside
+    // Calls inside whose GPU time is only an upper bound (see TransferRow), and their part of gpuNs:
+    // with any, gpuNs is an upper bound.
+    uint64_t upperBoundCount = 0, upperBoundGpuNs = 0;
+};
+
+struct Finding {
+    std::string rule;      // pageable-memcpy, sync-memcpy, ...
+    std::string severity;  // high, medium, low (by savings as a share of wall time); info: no saving
+    std::string message;   // what happened, what to change, and the assumption behind the estimate
+    uint64_t count = 0;    // calls (or launches, gaps, records) involved
+    uint64_t ns = 0;       // host or GPU time involved
+    uint64_t estimatedSavingsNs = 0;
+    // How to read estimatedSavingsNs: "estimate"; "at_most" or "at_least" where it rests on GPU times
+    // that are only upper bounds (the message says why).
+    std::string savingsBound = "estimate";
+    std::vector<std::pair<std::string, double>> evidence;  // named numbers, in order
+    std::vector<uint32_t> callsites;
+};
+
+// A capture window (record --capture-range, --delay/--duration, ctl start/stop): when it was open and
+// what it recorded; the calls left out (not recorded) in the gap before it and, for the last, after it.
+struct CaptureWindowRow {
+    uint32_t pid = 0;
+    uint32_t index = 0;             // from 1 in its process
+    std::string trigger;            // cudaProfilerApi, nvtx, time, control, start (recording from the start)
+    std::string endedBy;            // the same kinds, or "exit" when the process ended inside it
+    uint64_t beginNs = 0, endNs = 0;  // from the process's start
+    uint64_t calls = 0, launches = 0, transfers = 0, syncs = 0, allocs = 0;
+    uint64_t leftOutBefore = 0;     // calls not recorded between the previous window (or the start) and this one
+    uint64_t leftOutLaunchesBefore = 0;
+    bool empty() const { return calls == 0; }
+};
+struct CaptureWindows {
+    bool used = false;                  // some process recorded in windows
+    std::vector<CaptureWindowRow> rows; // by process, then window
+    uint64_t leftOut = 0, leftOutLaunches = 0;  // every call not recorded, all processes
+    uint64_t leftOutAfter = 0;          // of which after the last window
+    uint64_t emptyWindows = 0;
+};
+
+struct Report {
+    std::string schema = "gpuspy.report/1";
+    ReportOptions options;
+    uint64_t badStreams = 0;
+    std::vector<ProcessSummary> processes;
+    std::vector<DeviceSummary> devices;
+    std::vector<StreamSummary> streams;
+    std::vector<ApiRow> apis;           // by total host time
+    std::vector<TransferRow> transfers; // by host time
+    std::vector<KernelRow> kernels;     // by GPU time
+    LaunchSummary launches;
+    std::vector<SyncRow> syncs;         // by blocked time
+    std::vector<NvtxRow> nvtx;          // by range time
+    CaptureWindows captureWindows;
+    std::vector<CallSite> callsites;    // by host time; id = index
+    std::vector<Finding> findings;      // by estimated savings
+    std::vector<std::string> notes;     // what the reader must know to trust the numbers
+};
+
+namespace detail {
+struct Context;
+}
+
+// The report built from records as they stream past (`gpuspy report` reads a capture this way, see
+// ReadOptions): memory grows with the distinct call sites, kernels, APIs and devices, and a bounded
+// window of calls per process, not with the records. Feed it every record of each process (onRecord,
+// after the record was applied to its Process), then onProcess once that process's stream is complete
+// (its symbols in), then finish(). Medians and p99 are exact up to QuantileSketch::kExactValues values
+// per row, within 1% beyond.
+class StreamAnalyzer {
+public:
+    explicit StreamAnalyzer(const ReportOptions& options);
+    ~StreamAnalyzer();
+    StreamAnalyzer(const StreamAnalyzer&) = delete;
+    StreamAnalyzer& operator=(const StreamAnalyzer&) = delete;
+
+    void onRecord(const Process& process, const wire::RecordView& record);
+    void onProcess(const Process& process);
+    Report finish(uint64_t badStreams);
+
+private:
+    friend Report analyze(const Capture&, const ReportOptions&);
+    bool selected(const Process& p) const;
+
+    ReportOptions m_options;
+    std::unique_ptr<detail::Context> m_cx;
+};
+
+// The report of a capture held in memory (its processes keep their records): the same analysis,
+// without a window.
+Report analyze(const Capture&, const ReportOptions&);
+
+}  // namespace gpuspy::collect

@@ -1,0 +1,334 @@
+// collector/analyze/internal.h: what the analysis sections share. Records stream past once: each
+// process's calls wait in a bounded window (collector/analyze/window.cpp) until their GPU spans and the busy
+// intervals around them are known, then go, in time order, through every section's accumulator as one
+// CallInfo; the sections turn their accumulators into the Report's rows at the end. Memory grows with
+// the distinct call sites, kernels, APIs and devices, and with the window, not with the records.
+#pragma once
+
+#include "collector/analyze/analyze.h"
+#include "collector/analyze/quantile.h"
+#include "collector/timeline/device_timeline.h"
+#include "collector/timeline/intervals.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace gpuspy::collect::detail {
+
+inline constexpr int32_t kCudaErrorNotReady = 600;
+inline constexpr int kNoSite = -1;
+inline constexpr uint32_t kNoRawSite = UINT32_MAX;
+
+struct KernelAcc;
+struct ApiAcc;
+struct SyncAcc;
+struct TransferAcc;
+
+// A process's graphs as its calls rebuild them (collector/analyze/graphs.cpp): the launches, copies and memsets
+// captured into each CUgraph, and the graph each CUgraphExec runs.
+struct GraphBook {
+    using Nodes = std::vector<wire::CallBody>;
+    std::unordered_map<uint64_t, std::shared_ptr<Nodes>> capturing;    // CUgraph -> nodes, until its capture ends
+    std::unordered_map<uint64_t, std::shared_ptr<const Nodes>> graphs; // CUgraph -> nodes, once it ended
+    std::unordered_map<uint64_t, std::shared_ptr<const Nodes>> execs;  // CUgraphExec -> nodes
+    std::unordered_set<uint64_t> incomplete;  // CUgraphs captured around a graph launch of unknown nodes
+};
+
+// A process's definitions, and the questions the sections ask of them (also used by the exports).
+struct ProcView {
+    const Process* proc = nullptr;
+    std::unordered_set<std::string> kernelFunctions;  // demangled kernel names, without parameters (filled on demand)
+    mutable std::unordered_map<uint64_t, KernelAcc*> kernelAccs;  // kernel id (| 1 << 32: host function) -> row
+    mutable GraphBook graphs;
+
+    std::string apiName(const wire::CallBody& c) const;
+    std::string kernelName(uint32_t kernelId, std::string* mangled = nullptr) const;
+};
+
+// What the sections need to know of an entry point, worked out once per process and API id.
+struct ApiClass {
+    std::string name;          // the ABI name
+    bool explicitWait = false; // context/stream/event synchronize or a query poll
+    bool query = false;
+    bool hostFunc = false;     // cuLaunchHostFunc
+    bool freeLike = false;     // the base name has "Free" in it
+    TimelineRole role = TimelineRole::None;  // what the call tells the device timeline
+    bool asyncName = false;    // the name has "Async" in it (stream-ordered allocation)
+    mutable ApiAcc* acc = nullptr;       // its row of the API summary, once looked up
+    mutable SyncAcc* syncAcc = nullptr;  // its row of the sync table, once looked up
+};
+
+// Call sites as the stream sees them: (process, stack, category); named once the process's symbols are in.
+enum class SiteCategory : uint8_t { None, Transfer, Launch, Alloc, Sync };
+struct RawSite {
+    uint32_t stackId = 0;
+    SiteCategory category = SiteCategory::None;
+    uint64_t count = 0, ns = 0;
+    std::vector<uint16_t> apiIds;  // in order of first use
+    int site = kNoSite;            // the named site (index into Context::sites), once resolved
+    size_t proc = 0;               // ordinal of its process in the report, once the process ended
+};
+using SiteTally = std::unordered_map<uint32_t, uint64_t>;  // raw site -> host ns
+
+// One call with everything the sections ask of it, worked out once.
+struct CallInfo {
+    const wire::CallBody* call = nullptr;
+    const ApiClass* api = nullptr;
+    bool timed = false;             // a GpuSpan arrived for it
+    uint64_t gpuNs = 0;             // summed span lengths
+    bool upperBound = false;        // a span of it is only an upper bound (gpuSpanIsUpperBound)
+    uint64_t boundGpuNs = 0;        // the length of such spans, part of gpuNs
+    uint64_t busyNs = 0;            // host interval during which its device (any device if unknown) was busy (timeline estimate)
+    bool foundEmpty = false;        // device work that found its stream empty: the device waited for this call
+    uint32_t rawSite = kNoRawSite;
+    const std::vector<wire::GpuSpanBody>* spans = nullptr;  // null when untimed
+};
+
+// Order statistics and sums of a set of calls (a finding's evidence).
+struct Matched {
+    uint64_t count = 0, hostNs = 0, bytes = 0;
+    uint64_t timed = 0, timedGpuNs = 0, timedBytes = 0, timedHostNs = 0;
+    // Of the timed, those whose GPU time is only an upper bound (CallInfo::upperBound), and their part
+    // of the timed sums. Copies alike (direction, memory kinds, bytes) do the same device work, so each
+    // took at most the shortest of their bounds: boundedGroups keeps it per kind of copy (at most
+    // kMaxBoundedGroups kinds; the bounds of copies beyond are summed in boundedLooseNs).
+    uint64_t bounded = 0, boundedGpuNs = 0, boundedBytes = 0, boundedHostNs = 0;
+    struct BoundedGroup {
+        uint64_t count = 0, minGpuNs = UINT64_MAX;
+    };
+    static constexpr size_t kMaxBoundedGroups = 4096;
+    using GroupKey = std::tuple<uint8_t, uint8_t, uint8_t, uint64_t>;
+    std::map<GroupKey, BoundedGroup> boundedGroups;
+    uint64_t boundedLooseNs = 0;
+    // The measured copies alike, the same way: per kind, count x the shortest GPU time
+    // (measuredTightNs), the copies' own device time where a late end stamp stretched some spans.
+    std::map<GroupKey, BoundedGroup> measuredGroups;
+    uint64_t measuredLooseNs = 0;
+    uint64_t measuredTightNs() const;
+    // The bounded copies' device time, at most: per kind, count x the shortest bound.
+    uint64_t boundedTightNs() const;
+    uint64_t measured() const { return timed - bounded; }
+    uint64_t measuredGpuNs() const { return timedGpuNs - boundedGpuNs; }
+    uint64_t measuredBytes() const { return timedBytes - boundedBytes; }
+    uint64_t measuredHostNs() const { return timedHostNs - boundedHostNs; }
+    uint64_t busyNs = 0;  // GPU busy during the calls
+    QuantileSketch host, gpu;  // gpu: the measured GPU times only (bounded ones left out)
+    SiteTally sites;
+    void add(const CallInfo& ci);
+};
+
+// Per device of one process, accumulated as the device timeline's busy intervals become final. Busy
+// time and gaps are the timeline's estimate (measured spans and the placed untimed operations);
+// busyLoNs/busyHiNs the same with the short and long durations of the untimed ones.
+struct DeviceAcc {
+    std::string name;
+    uint64_t busyNs = 0, idleGapNs = 0, largestGapNs = 0, gaps = 0, starvedNs = 0, largestStarvedNs = 0;
+    uint64_t busyLoNs = 0, busyHiNs = 0;
+    uint64_t firstBusy = 0, lastBusy = 0;  // first and last instant of work
+    bool anyBusy = false;
+    uint64_t ops = 0, timedOps = 0, sampledOutOps = 0;
+    uint64_t lostOps = 0;     // flagged timed by the shim, but no span came (an end event recorded too late)
+    uint64_t unknownOps = 0;  // untimed, and nothing alike was timed: placed without a duration of their own
+    uint64_t heldUpOps = 0, heldUpNs = 0;  // lost, the thread held up inside the call (wire::kCallHeldUp)
+    uint64_t kernelNs = 0, transferNs = 0, otherNs = 0;
+    uint64_t upperBoundOps = 0, upperBoundNs = 0;  // timed ops whose span is only an upper bound, their lengths
+    // Cumulative idle time at the ends of final gaps, (time, idle so far) at each gap's begin and end:
+    // the idle time between any two instants (sync-in-loop). Thinned when long.
+    std::vector<std::pair<uint64_t, uint64_t>> idleLog;
+    uint64_t idleBetween(uint64_t from, uint64_t to) const;
+};
+
+// Per stream of one process: its work on the device timeline.
+struct StreamAcc {
+    StreamId id;
+    uint64_t ops = 0, estimatedOps = 0;
+    Times busy{};  // summed lengths per pass (a stream runs one operation at a time)
+};
+
+struct ProcState;  // collector/analyze/window.cpp
+
+struct KernelAcc {
+    KernelRow row;
+    QuantileSketch gpu, host;
+    SiteTally sites;
+};
+struct TransferAcc {
+    TransferRow row;
+    QuantileSketch host;
+    SiteTally sites;
+};
+struct SyncAcc {
+    SyncRow row;
+    QuantileSketch host;
+    SiteTally sites;
+};
+struct ApiAcc {
+    std::string category;
+    uint64_t errors = 0;
+    QuantileSketch host;
+};
+// Explicit waits from one call site of one process (sync-in-loop).
+struct LoopSyncAcc {
+    uint64_t count = 0, blocked = 0, busy = 0, first = UINT64_MAX, last = 0;
+    int device = -1;  // of the first wait
+    std::map<std::string, uint64_t> apis;
+};
+// Allocations and frees from one call site (implicit-sync).
+struct HotAllocAcc {
+    uint64_t count = 0, hostNs = 0, busyNs = 0;
+};
+
+// The findings' accumulators (collector/findings/findings.cpp reads them at the end).
+struct FindingAccs {
+    Matched pageable[2];     // synchronous pageable copies: HtoD, DtoH
+    Matched pinned[2];       // counted pinned transfers: HtoD, DtoH (their bandwidth is the reference)
+    Matched syncMemcpy, pageableAsync, pinnedAsync, launches, small, pooled, hotAll;
+    std::map<uint32_t, LoopSyncAcc> loopSyncs;  // by raw site
+    std::map<uint32_t, HotAllocAcc> hotAllocs;  // by raw site
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> syncMemcpySpan;  // by pid: first begin, last end of syncMemcpy
+};
+
+struct Context {
+    const ReportOptions* options = nullptr;
+    std::vector<CallSite> sites;           // named sites; ids are indices (ranked by host time at the end)
+    std::vector<RawSite> rawSites;
+    std::map<std::string, int> siteIds;    // category '\n' label -> index in sites
+    uint64_t wallNs = 0;                   // the capture's span over the selected processes
+    uint64_t lateRecords = 0;              // arrived after the window had moved past their time
+    size_t windowCalls = size_t(1) << 17;  // calls held per process (about 12 MiB); SIZE_MAX: no window
+
+    std::map<std::string, ApiAcc> apis;
+    std::map<std::tuple<int, std::string, std::string>, TransferAcc> transfers;  // direction, host memory, mode
+    std::unordered_map<uint32_t, TransferAcc*> transferOf;  // direction, memory kinds, async -> row
+    std::map<std::string, KernelAcc> kernels;  // by demangled name: one row across processes
+    LaunchSummary launches;
+    QuantileSketch launchHost;
+    std::map<std::pair<std::string, bool>, SyncAcc> syncs;  // api, implicit
+    std::map<std::string, NvtxRow> nvtx;
+    CaptureWindows captureWindows;
+    FindingAccs findings;
+    // Per process, in report order.
+    std::vector<ProcessSummary> processes;
+    std::vector<std::map<int, DeviceAcc>> devices;
+    std::vector<std::vector<StreamAcc>> streams;
+    std::vector<uint64_t> starts;  // where each process's wall time starts
+
+    std::map<const Process*, std::unique_ptr<ProcState>> open;  // processes still streaming
+    const Process* lastProcess = nullptr;  // the process of the last record, and its state
+    ProcState* lastState = nullptr;
+
+    Context();
+    ~Context();  // in collector/analyze/window.cpp, where ProcState is complete
+};
+
+inline uint64_t hostNs(const wire::CallBody& c) { return c.endNs > c.beginNs ? c.endNs - c.beginNs : 0; }
+inline bool succeeded(const wire::CallBody& c) { return c.result == 0; }
+inline bool hasFlag(const wire::CallBody& c, uint16_t f) { return (c.flags & f) != 0; }
+inline bool isDeviceOp(const wire::CallBody& c)
+{
+    return hasFlag(c, wire::kCallDeviceWork) && !hasFlag(c, wire::kCallCapturing) && succeeded(c);
+}
+
+std::string demangle(const std::string& mangled);
+std::string formatNs(uint64_t ns);     // "1.23 ms"
+std::string formatBytes(uint64_t b);   // "64.0 KiB"
+
+// The `top` sites with the most time, from a site -> ns tally.
+std::vector<uint32_t> topSites(const std::map<int, uint64_t>& nsBySite, size_t top);
+// A raw-site tally as named sites (after rankSites).
+std::map<int, uint64_t> namedSites(const Context& cx, const SiteTally& raw);
+
+ApiClass classifyApi(const std::string& abiName);
+
+// Feeds one call, in host time order, to its process's device timeline by the one rule the analysis
+// and the exports share: the role from its entry point (a call that synchronised implicitly without
+// device work of its own, a free or a host unregister, waited for the device as a context synchronize
+// does), whether it is device work (isDeviceOp), whether it blocked (the shim's implicit-sync flag),
+// and whether its spans are only upper bounds (gpuSpanIsUpperBound, worked out by the caller).
+DeviceTimeline::Result placeOnTimeline(DeviceTimeline& timeline, const ApiClass& api, const wire::CallBody& c,
+                                       const std::vector<wire::GpuSpanBody>* spans, bool upperBound);
+
+// Every call of a process held in memory, in host time order (`calls`), through a device timeline as
+// placeOnTimeline feeds it: each placement (measured spans and inferred ones) with its stream
+// (collector/analyze/place_process.cpp).
+void placeProcess(const Process& p, const std::vector<const wire::CallBody*>& calls,
+                  const std::function<void(const Placement&, const StreamId&)>& out);
+
+// The window (collector/analyze/window.cpp): records in, CallInfos out in time order.
+ProcState& procState(Context& cx, const Process& p);
+// Capture windows (collector/analyze/capture_windows.cpp): calls recorded per window, counted by category.
+struct WindowTally {
+    uint64_t calls = 0;
+    uint64_t byCategory[wire::kWindowCategories] = {};
+};
+void finishCaptureWindows(Context& cx, const Process& p, const std::map<uint32_t, WindowTally>& tallies);
+void captureWindowFindings(Context& cx, Report& r);
+void addEvent(Context& cx, ProcState& ps, const wire::RecordView& v);
+void addCall(Context& cx, ProcState& ps, const wire::CallBody& c);
+void addSpan(Context& cx, ProcState& ps, const wire::GpuSpanBody& s);
+void addNvtx(Context& cx, ProcState& ps, const wire::NvtxBody& n);
+void endProcess(Context& cx, const Process& p);
+void dropProcess(Context& cx, const Process& p);  // a process left out of the report
+
+// The API summary's part of a call (collector/analyze/analyze.cpp).
+void addApi(Context& cx, const CallInfo& ci);
+// Names the process's raw sites once its symbols are in (collector/analyze/analyze.cpp).
+void resolveSites(Context& cx, const ProcView& pv, const std::vector<uint32_t>& rawSites);
+uint32_t rawSiteOf(Context& cx, std::unordered_map<uint64_t, uint32_t>& index, std::vector<uint32_t>& owned,
+                   const wire::CallBody& c);
+
+// Per-call accumulation, one per section.
+void addTransfer(Context&, const ProcView&, const CallInfo&);
+void addLaunch(Context&, const ProcView&, const CallInfo&);
+void addSync(Context&, const ProcView&, const CallInfo&);
+void addFindingCall(Context&, const ProcView&, const CallInfo&);
+// Graphs (collector/analyze/graphs.cpp): every call goes by (captures, instantiations); a graph launch counts its
+// nodes in the kernel and transfer rows (addLaunch calls addGraphLaunch).
+void addGraphCall(Context&, const ProcView&, const CallInfo&);
+void addGraphLaunch(Context&, const ProcView&, const CallInfo&);
+// The transfer row of a direction x host memory x mode ("sync", "async", "graph"), made on first use.
+TransferAcc& transferAccOf(Context&, const wire::TransferArgs& t, const char* mode);
+void addToBucket(TransferRow& row, uint64_t bytes);
+// The kernel row of a launch call of this process (a host function's when it launched one).
+KernelAcc& kernelAccOf(Context&, const ProcView&, const wire::CallBody& c, bool hostFunction);
+
+// The sections' rows, at the end.
+void finishApis(Context&, Report&);
+void finishTransfers(Context&, Report&);
+void finishLaunches(Context&, Report&);
+void finishSyncs(Context&, Report&);
+void finishNvtx(Context&, Report&);
+void analyzeFindings(Context&, Report&);
+
+// Where a GPU time comes from (collector/README.md, "GPU time sources"). The shim times device work
+// with CUDA events on the app's stream. A call that blocked (a synchronous copy or memset, a pageable
+// "async" copy) on a stream with nothing queued has a begin event that completes as the call starts,
+// while its device work only begins after the driver's host work before submission (staging, for
+// pageable memory); and its span ends at the call's return. Events cannot see where such work began:
+// its span is only an upper bound on the device time. When earlier work held the begin event back
+// (it completed later than the slack after the call's begin), the work started then, and the span
+// is measured. The slack covers the driver's submit-to-start latency with room to spare: a span
+// wrongly called a bound is still a true bound, one wrongly called measured would not be.
+inline constexpr uint64_t kIdleStreamSlackNs = 20000;
+bool gpuSpanIsUpperBound(const wire::CallBody& c, const wire::GpuSpanBody& s);
+
+// Transfers: the kind of host memory involved, and whether a call counts as one (moved data).
+std::string transferHostMemory(const wire::TransferArgs& t);
+bool isCountedTransfer(const wire::CallBody& c);
+// A kernel launch that ran (succeeded, not recorded into a capture).
+bool isCountedLaunch(const wire::CallBody& c);
+
+// Explicit host waits: context, stream and event synchronization and the query polls.
+bool isExplicitSync(std::string_view abiName);
+// Calls the shim flagged as synchronising implicitly, less those that cannot wait (a free of null).
+bool isImplicitSync(const ProcView& pv, const wire::CallBody& c);
+bool isImplicitSync(const ApiClass& api, const wire::CallBody& c);
+bool isQuery(std::string_view abiName);
+
+}  // namespace gpuspy::collect::detail

@@ -1,0 +1,125 @@
+// collector/analyze/launches.cpp: kernel launches: how many, how fast the host issues them, what each
+// costs on the host and on the GPU, which kernels are launch-bound, and how long the GPU sits idle.
+#include "collector/analyze/internal.h"
+
+#include "collector/model/api_names.h"
+
+#include <algorithm>
+
+namespace gpuspy::collect::detail {
+
+bool isCountedLaunch(const wire::CallBody& c)
+{
+    return c.category == wire::Category::Launch && succeeded(c) && !hasFlag(c, wire::kCallCapturing);
+}
+
+namespace {
+void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci);
+}
+
+void addLaunch(Context& cx, const ProcView& pv, const CallInfo& ci)
+{
+    const wire::CallBody& c = *ci.call;
+    LaunchSummary& L = cx.launches;
+    if (c.category == wire::Category::Graph && hasFlag(c, wire::kCallDeviceWork)) {
+        if (!succeeded(c) || hasFlag(c, wire::kCallCapturing)) return;
+        ++L.graphLaunches;
+        L.graphHostNs += hostNs(c);
+        L.graphGpuNs += ci.gpuNs;
+        addGraphLaunch(cx, pv, ci);
+        return;
+    }
+    if (c.category != wire::Category::Launch) return;
+    if (!succeeded(c)) {
+        ++L.failed;
+        return;
+    }
+    if (hasFlag(c, wire::kCallCapturing)) {
+        ++L.captured;
+        return;
+    }
+    cx.launchHost.add(hostNs(c));
+    addLaunchTo(cx, kernelAccOf(cx, pv, c, c.args.launch.kernelId == 0 && ci.api->hostFunc), ci);
+}
+
+KernelAcc& kernelAccOf(Context& cx, const ProcView& pv, const wire::CallBody& c, bool hostFunction)
+{
+    KernelAcc*& slot = pv.kernelAccs[uint64_t(c.args.launch.kernelId) | (hostFunction ? 1ull << 32 : 0)];
+    if (slot) return *slot;
+    std::string mangled;
+    std::string name = hostFunction ? "[host function]" : pv.kernelName(c.args.launch.kernelId, &mangled);
+    KernelAcc& k = cx.kernels[name];
+    if (k.row.name.empty()) k.row.name = name;
+    if (k.row.mangled.empty()) k.row.mangled = mangled;
+    // A kernel defined later than its first launch is named again then.
+    if (hostFunction || pv.proc->kernels.count(c.args.launch.kernelId)) slot = &k;
+    return k;
+}
+
+namespace {
+
+void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci)
+{
+    const wire::CallBody& c = *ci.call;
+    LaunchSummary& L = cx.launches;
+    ++a.row.count;
+    a.row.launchHostNs += hostNs(c);
+    a.host.add(hostNs(c));
+    if (ci.timed) {
+        ++L.timed;
+        ++a.row.timedCount;
+        a.row.gpuNs += ci.gpuNs;
+        a.gpu.add(ci.gpuNs);
+    } else if (hasFlag(c, wire::kCallGpuSampledOut)) {
+        ++L.sampledOut;
+    }
+    if (ci.foundEmpty) ++a.row.emptyStreamLaunches;
+    a.sites[ci.rawSite] += hostNs(c);
+}
+
+}  // namespace
+
+void finishLaunches(Context& cx, Report& r)
+{
+    LaunchSummary& L = r.launches;
+    L = cx.launches;
+    uint64_t activeNs = 0;
+    for (const ProcessSummary& p : cx.processes) activeNs += p.activeEndNs - p.activeBeginNs;
+    for (const auto& devices : cx.devices)
+        for (const auto& [id, d] : devices) {
+            L.idleGapNs += d.idleGapNs;
+            L.largestGapNs = std::max(L.largestGapNs, d.largestGapNs);
+        }
+    L.host = cx.launchHost.stats();
+    L.count = L.host.count;
+    L.hostNs = L.host.total;
+    L.medianHostNs = L.host.median;
+    L.p99HostNs = L.host.p99;
+    L.perSecond = activeNs ? double(L.count) * 1e9 / double(activeNs) : 0;
+    for (auto& [name, a] : cx.kernels) {
+        KernelRow& k = a.row;
+        k.gpu = a.gpu.stats();
+        k.medianLaunchHostNs = a.host.stats().median;
+        // Untimed launches (sampled out) are assumed to take the timed ones' mean; graph nodes have
+        // their share of their launches' time.
+        const uint64_t own = k.count - k.graphCount;
+        k.estimatedGpuNs = (k.timedCount ? uint64_t(double(k.gpuNs) * double(own) / double(k.timedCount) + 0.5) : 0) +
+                           k.graphGpuNs;
+        k.launchBound = k.timedCount > 0 && k.gpu.median < k.medianLaunchHostNs;
+        if (k.launchBound) {
+            ++L.launchBoundKernels;
+            L.launchBoundNames.push_back(k.name);
+        }
+        k.callsites = topSites(namedSites(cx, a.sites), cx.options->top);
+        r.kernels.push_back(k);
+    }
+    std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const KernelRow& a, const KernelRow& b) {
+        return a.estimatedGpuNs > b.estimatedGpuNs || (a.estimatedGpuNs == b.estimatedGpuNs && a.count > b.count);
+    });
+    if (L.sampledOut)
+        L.samplingNote = std::to_string(L.sampledOut) + " of " + std::to_string(L.count) +
+                         " launches were not timed (sampled out); each kernel's estimated GPU time assumes its "
+                         "untimed launches took the mean of its timed ones";
+}
+
+}  // namespace gpuspy::collect::detail

@@ -1,0 +1,169 @@
+// collector/cli/cli.h: the gpuspy subcommands (one file each, cmd_<command>.cpp) and what they share:
+// argument parsing, error reporting, and finishing a capture (symbolize, write, report).
+#pragma once
+
+#include "collector/ingest/capture_file.h"
+#include "collector/model/model.h"
+#include "collector/compare/repeat.h"
+
+#include <sys/types.h>
+
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuspy::collect {
+struct Report;
+}
+
+namespace gpuspy::collect::cli {
+
+// Each takes the arguments after the command name and returns the process exit status.
+int runRecord(int argc, char** argv);
+int runCollect(int argc, char** argv);
+int runCtl(int argc, char** argv);
+int runReport(int argc, char** argv);
+int runDump(int argc, char** argv);
+int runExport(int argc, char** argv);
+int runView(int argc, char** argv);
+int runDiff(int argc, char** argv);
+int runAttach(int argc, char** argv);
+int runTop(int argc, char** argv);
+int runWhatIf(int argc, char** argv);
+
+// A command line the command cannot accept: printed as one line with a hint, exit status 2.
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitFailure = 1;
+
+// Reads options in order: "-o X", "-oX", "--output X", "--output=X"; stops at "--" or the first
+// positional argument when asked to.
+class ArgReader {
+public:
+    ArgReader(std::string command, int argc, char** argv) : m_command(std::move(command)), m_argc(argc), m_argv(argv) {}
+
+    bool done() const { return m_i >= m_argc; }
+    std::string_view peek() const { return m_argv[m_i]; }
+    bool isOption() const { return !done() && m_argv[m_i][0] == '-' && m_argv[m_i][1] != '\0'; }
+    // The current argument is one of `names`: consume it.
+    bool flag(std::initializer_list<std::string_view> names);
+    // The current argument is one of `names` with a value: consume both.
+    bool value(std::initializer_list<std::string_view> names, std::string& out);
+    std::string positional() { return m_argv[m_i++]; }
+    // The current argument is the command's one FILE operand, or `--` followed by it: consume it.
+    // A second operand, or an option no earlier test took, is a UsageError.
+    void fileOperand(std::string& file);
+    // Everything from the current argument on.
+    int index() const { return m_i; }
+    void skip(int n = 1) { m_i += n; }
+    [[noreturn]] void unknown() const;
+
+private:
+    std::string m_command;
+    int m_argc;
+    char** m_argv;
+    int m_i = 0;
+};
+
+// Parses a decimal count within [lo, hi] or throws UsageError naming the option.
+long parseNumber(std::string_view option, const std::string& text, long lo, long hi);
+
+// Whether the report code (collector/analyze, collector/report) is part of this build.
+bool reportBuilt();
+// The value of --format for `command` (report, record): text, json or csv, else a UsageError.
+void checkReportFormat(const char* command, const std::string& format);
+bool stdoutIsTerminal();
+
+// What the report shows and how.
+struct ReportRequest {
+    std::string format = "text";  // text, json or csv
+    size_t top = 10;
+    int pid = -1;  // only this process; -1 for all
+    bool color = false;
+    long run = 0;  // only this run (1-based) of a repeated capture (record --repeat); 0 for the default
+};
+
+// The runs of a repeated capture (`record --repeat N`) in the commands that show processes (report,
+// export, view): `--run K` keeps run K's processes only (a capture of one run is its own run 1); run 0
+// keeps them all (the exports then label each process with its run: mergedRunOfProcesses). Throws
+// std::runtime_error for a run the capture lacks.
+void selectRun(Capture& capture, long run);
+// "the capture holds N runs of the command (record --repeat), merged here: --run K shows one" for a
+// capture whose runs are all kept, else "".
+std::string mergedRunsNote(const Capture& capture);
+// What was read to make a report: the processes' definitions and totals (not their records), and what
+// the reader noticed (damage, an unfinished capture).
+// A capture of repeated runs (`record --repeat N`) is reported as its run of median wall time, and
+// `runs` holds every run's figures and their spread; otherwise `runs` is empty.
+struct ReportSource {
+    Capture capture;
+    ReadInfo info;
+    RunsSummary runs;
+    size_t runsInCapture = 0;  // the capture's runs before --run chose one (0: not recorded with --repeat)
+};
+// The report of the capture at `path` as `gpuspy report` prints it (ending in a newline), read through
+// the streaming analysis: the records go from the reader to the analysis and are not kept, so memory
+// does not grow with the capture. `gpuspy record` prints its report this way too, from the capture it
+// has just written: one code path, the same bytes. Throws std::runtime_error as readCapture does.
+// Without the report code in the build: a summary of the processes.
+std::string reportOfCapture(const std::string& path, const ReportRequest& request, ReportSource& source);
+
+// The Report behind reportOfCapture, for commands that work on it (diff). Only with the report code
+// in the build (GPUSPY_HAVE_REPORT).
+Report analyzeCapture(const std::string& path, const ReportRequest& request, ReportSource& source);
+
+// The JSON of `gpuspy diff --format json A B` (with the runs' spreads of repeated captures), for the
+// viewer's diff page. Only with the report code in the build; throws std::runtime_error ("gpuspy diff:
+// ...") for a capture that cannot be compared.
+std::string diffJsonOfCaptures(const std::string& pathA, const std::string& pathB, size_t top);
+
+// Symbolizes every process (when the symbolizer is built), writes their symbols and the End chunk.
+void finishCapture(Capture& capture, CaptureWriter& writer);
+
+// "gpuspy: wrote FILE: N process(es), M calls, B bytes" (and the bad streams if any), or, when a
+// write failed, that FILE is incomplete, why, and how much was not written.
+std::string captureSummary(const CaptureWriter& writer, size_t processes, uint64_t calls, uint64_t badStreams);
+// The first time the writer has failed: one line on stderr saying so (`said` remembers it).
+void noteWriteFailure(const CaptureWriter& writer, bool& said);
+
+// The directory of the running gpuspy executable ("." when unknown); a path made absolute when it exists.
+std::string exeDir();
+std::string absolute(const std::string& p);
+// The first candidate that exists (with `probe` inside it, when given), or $envName when set; else
+// throws std::runtime_error listing where it looked.
+std::string locate(const char* envName, const std::vector<std::string>& candidates, const std::string& probe,
+                   const char* what);
+
+// "PREFIX-YYYYmmdd-HHMMSS.gspy" in the current directory, with a suffix if that exists already.
+std::string defaultCaptureName(const char* prefix = "gpuspy");
+
+}  // namespace gpuspy::collect::cli
+
+namespace gpuspy::collect::cli {
+
+// SIGINT and SIGTERM: counted, wake poll() through `wakeFd`, and are forwarded to the pid given to
+// forwardSignalsTo() unless the kernel sent them to the whole foreground group (the terminal's
+// Ctrl-C reaches the child by itself). SIGHUP is forwarded the same way but stops nothing (see
+// hungUp()). SIGCHLD only wakes poll(). SIGPIPE and SIGXFSZ are ignored: their writes fail instead.
+// A signal that was ignored when gpuspy started is ignored again in the command (see
+// childSignalDispositions), not in gpuspy.
+void installSignalHandlers(int wakeFd);
+// In a forked child before exec: the dispositions and signal mask gpuspy itself inherited.
+// Async-signal-safe.
+void childSignalDispositions();
+void forwardSignalsTo(pid_t pid);
+unsigned signalsReceived();
+int lastSignal();
+// Whether a SIGHUP arrived; on the first call after one, standard output and error that were
+// terminals are pointed at /dev/null (a hung-up terminal fails every write).
+bool hungUp();
+// SIGINT, SIGTERM and SIGCHLD back to their defaults; SIGHUP, SIGPIPE and SIGXFSZ ignored: gpuspy is
+// finishing its capture.
+void restoreSignalHandlers();
+
+}  // namespace gpuspy::collect::cli

@@ -1,0 +1,143 @@
+// collector/cli/cmd_export.cpp: `gpuspy export FILE --format F`: the capture in the formats other tools
+// open (a Perfetto / chrome://tracing trace, folded stacks) or the report's tables (CSV, JSON).
+#include "collector/cli/cli.h"
+
+#include "collector/export/common.h"
+#include "collector/export/folded.h"
+#include "collector/export/perfetto.h"
+
+#if GPUSPY_HAVE_REPORT
+#include "collector/analyze/analyze.h"
+#include "collector/report/report.h"
+#endif
+
+#include <fmt/format.h>
+
+namespace gpuspy::collect::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpuspy export FILE --format perfetto|folded|csv|json [-o OUT] [-f] [--metric M] [--run K]\n"
+    "\n"
+    "The capture FILE in a format other tools open:\n"
+    "  perfetto   Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing: a track per host\n"
+    "             thread (CUDA calls inside their NVTX ranges), a track per GPU stream (kernels, copies,\n"
+    "             memsets on the host clock), arrows from each call to its GPU work, counters\n"
+    "  folded     folded stacks for flamegraph.pl, inferno and speedscope (see --metric)\n"
+    "  csv, json  the report's tables, as `gpuspy report --format csv|json` prints them\n"
+    "\n"
+    "options:\n"
+    "  --format F   perfetto, folded, csv or json (required)\n"
+    "  -o OUT       write to OUT (default: FILE with the format's extension: .trace.json, .folded,\n"
+    "               .csv, .json); '-' for standard output\n"
+    "  -f, --force  overwrite OUT if it exists\n"
+    "  --metric M   folded only: the weight of each stack:\n"
+    "                 blocked   ns the host waited for the GPU (syncs, synchronous copies; default)\n"
+    "                 transfer  bytes moved by copies and memsets\n"
+    "                 launch    ns of host time spent launching kernels and graphs\n"
+    "                 calls     number of CUDA calls\n"
+    "  --run K      only run K (1-based) of a capture of repeated runs (record --repeat); without it the\n"
+    "               runs are merged: each process is labelled with its run (perfetto: 'app (pid 12, run 2)';\n"
+    "               folded: a root frame 'run 2'; csv: a first line; json: a note)\n"
+    "  -h, --help   this text\n";
+
+std::string defaultOutput(const std::string& file, const std::string& format)
+{
+    std::string base = file;
+    const size_t slash = base.rfind('/');
+    const size_t dot = base.rfind('.');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) base.resize(dot);
+    if (format == "perfetto") return base + ".trace.json";
+    if (format == "folded") return base + ".folded";
+    return base + "." + format;
+}
+
+}  // namespace
+
+int runExport(int argc, char** argv)
+{
+    ArgReader args("export", argc, argv);
+    std::string file, format, output, value, metricName = "blocked";
+    bool force = false, metricGiven = false;
+    long run = 0;
+    while (!args.done()) {
+        if (args.value({"--run"}, value)) {
+            run = parseNumber("gpuspy export: --run", value, 1, 1000000);
+            continue;
+        }
+        if (args.flag({"-h", "--help"})) {
+            fmt::print("{}", kUsage);
+            return 0;
+        }
+        if (args.value({"--format"}, format)) {
+            if (format != "perfetto" && format != "folded" && format != "csv" && format != "json")
+                throw UsageError("gpuspy export: --format is perfetto, folded, csv or json, not '" + format + "'");
+            continue;
+        }
+        if (args.value({"-o", "--output"}, output)) continue;
+        if (args.flag({"-f", "--force"})) {
+            force = true;
+            continue;
+        }
+        if (args.value({"--metric"}, metricName)) {
+            metricGiven = true;
+            continue;
+        }
+        args.fileOperand(file);
+    }
+    if (file.empty()) throw UsageError("gpuspy export: which file? (usage: gpuspy export FILE --format F)");
+    if (format.empty()) throw UsageError("gpuspy export: which format? (--format perfetto, folded, csv or json)");
+    FoldedMetric metric{};
+    if (!parseFoldedMetric(metricName, metric))
+        throw UsageError("gpuspy export: --metric is blocked, transfer, launch or calls, not '" + metricName + "'");
+    if (metricGiven && format != "folded") throw UsageError("gpuspy export: --metric applies to --format folded only");
+    if (output.empty()) output = defaultOutput(file, format);
+
+    ReadInfo info;
+    Capture capture;
+    try {
+        capture = readCapture(file, {}, &info);
+        selectRun(capture, run);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy export: {}: {}\n", file, e.what());
+        return kExitFailure;
+    }
+
+    std::string out;
+    if (format == "perfetto") {
+        PerfettoStats stats;
+        out = exportPerfetto(capture, &stats);
+        if (stats.clamped)
+            fmt::print(stderr,
+                       "gpuspy export: {} slices overlapped an earlier slice on their track without nesting in it; they "
+                       "were cut at its end (Perfetto requires nested slices)\n",
+                       stats.clamped);
+    } else if (format == "folded") {
+        out = exportFolded(capture, metric);
+    } else {
+#if GPUSPY_HAVE_REPORT
+        Report report = analyze(capture, ReportOptions{});
+        const std::string merged = mergedRunsNote(capture);
+        if (!merged.empty()) report.notes.push_back(merged);
+        out = format == "csv" ? (merged.empty() ? "" : "# " + merged + "\n") + renderCsv(report) : renderJson(report);
+#else
+        fmt::print(stderr, "gpuspy export: the report is not built in this gpuspy (collector/analyze, collector/report)\n");
+        return kExitFailure;
+#endif
+    }
+    try {
+        exporting::writeOutputFile(output, out, force);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy export: {}\n", e.what());
+        return kExitFailure;
+    }
+    if (output != "-") fmt::print(stderr, "gpuspy: wrote {} ({} bytes, {})\n", output, out.size(), format);
+    if (!info.damage.empty()) {
+        fmt::print(stderr, "gpuspy export: {}: {}; exported what came before it\n", file, info.damage);
+        return kExitFailure;
+    }
+    return 0;
+}
+
+}  // namespace gpuspy::collect::cli

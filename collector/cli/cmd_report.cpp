@@ -1,0 +1,100 @@
+// collector/cli/cmd_report.cpp: `gpuspy report FILE`, the report of a capture in text, JSON or CSV.
+#include "collector/cli/cli.h"
+
+#include "collector/ingest/capture_file.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace gpuspy::collect::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpuspy report FILE [--format text|json|csv] [--top N] [--process PID] [--run K]\n"
+    "\n"
+    "The report of a capture: made by `gpuspy record` or `gpuspy collect`, or a file the shim wrote\n"
+    "alone (gpuspy-<pid>.gspy). A damaged file is reported up to the damage, which is then named on\n"
+    "stderr (exit status 1).\n"
+    "\n"
+    "options:\n"
+    "  --format F      text (default; colour on a terminal unless NO_COLOR is set), json or csv\n"
+    "  --top N         rows per table and call sites per finding (default 10)\n"
+    "  --process PID   only this process of the capture\n"
+    "  --run K         only run K (1-based) of a capture of repeated runs (record --repeat); without it\n"
+    "                  such a capture is reported as its run of median wall time with every figure's\n"
+    "                  spread over the runs (csv: a first line says which run)\n"
+    "  -h, --help      this text\n";
+
+}  // namespace
+
+int runReport(int argc, char** argv)
+{
+    ArgReader args("report", argc, argv);
+    std::string file, format = "text", value;
+    long top = 10, pid = -1, run = 0;
+    while (!args.done()) {
+        if (args.flag({"-h", "--help"})) {
+            fmt::print("{}", kUsage);
+            return 0;
+        }
+        if (args.value({"--format"}, format)) {
+            checkReportFormat("report", format);
+            continue;
+        }
+        if (args.value({"--top"}, value)) {
+            top = parseNumber("gpuspy report: --top", value, 1, 1000000);
+            continue;
+        }
+        if (args.value({"--run"}, value)) {
+            run = parseNumber("gpuspy report: --run", value, 1, 1000000);
+            continue;
+        }
+        if (args.value({"--process"}, value)) {
+            pid = parseNumber("gpuspy report: --process", value, 0, 0x7fffffff);
+            continue;
+        }
+        args.fileOperand(file);
+    }
+    if (file.empty()) throw UsageError("gpuspy report: which file? (usage: gpuspy report FILE)");
+
+    if (format != "text" && !reportBuilt()) {
+        fmt::print(stderr, "gpuspy report: the report is not built in this gpuspy (collector/analyze, collector/report)\n");
+        return kExitFailure;
+    }
+    ReportRequest request;
+    request.format = format;
+    request.top = size_t(top);
+    request.pid = int(pid);
+    request.run = run;
+    request.color = stdoutIsTerminal();
+    ReportSource source;
+    std::string out;
+    try {
+        out = reportOfCapture(file, request, source);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy report: {}\n", e.what());
+        return kExitFailure;
+    }
+    const Capture& capture = source.capture;
+    const ReadInfo& info = source.info;
+    if (pid >= 0 && std::none_of(capture.processes.begin(), capture.processes.end(),
+                                 [&](const Process& p) { return p.pid == uint32_t(pid); })) {
+        std::string have;
+        for (const Process& p : capture.processes) have += (have.empty() ? "" : ", ") + std::to_string(p.pid);
+        fmt::print(stderr, "gpuspy report: {}: no process {} in this capture (it has: {})\n", file, pid,
+                   have.empty() ? "none" : have);
+        return kExitFailure;
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+    if (!info.damage.empty()) {
+        fmt::print(stderr, "gpuspy report: {}: {}; reported what came before it\n", file, info.damage);
+        return kExitFailure;
+    }
+    return 0;
+}
+
+}  // namespace gpuspy::collect::cli

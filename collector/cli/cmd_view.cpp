@@ -1,0 +1,193 @@
+// collector/cli/cmd_view.cpp: `gpuspy view FILE`: one self-contained HTML page (the viewer's files,
+// embedded at build time, and the capture's report and timeline as JSON) that opens from disk.
+#include "collector/cli/cli.h"
+
+#include "collector/export/common.h"
+
+#if GPUSPY_HAVE_REPORT
+#include "collector/analyze/analyze.h"
+#include "collector/export/viewer_json.h"
+#endif
+#if GPUSPY_HAVE_VIEWER
+#include "viewer/assets.h"
+#endif
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+namespace gpuspy::collect::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpuspy view FILE [-o OUT.html] [-f] [--run K]\n"
+    "       gpuspy view --diff A.gspy B.gspy [-o OUT.html] [-f]\n"
+    "\n"
+    "Writes one self-contained HTML page for the capture FILE: the findings and headline numbers, an\n"
+    "interactive timeline of host threads and GPU streams, tables of transfers, kernels and syncs, and\n"
+    "a flame graph of blocked host time. It needs no server and no network: open it in a browser,\n"
+    "mail it, attach it to a ticket. With --diff, the page compares two captures as `gpuspy diff` does\n"
+    "(headline, findings resolved / new / changed, each figure's range over repeated runs and whether a\n"
+    "change is noise, transfers, syncs, kernels, call sites); default OUT: A's name with -diff.html.\n"
+    "\n"
+    "options:\n"
+    "  -o OUT       the page to write (default: FILE with .html for its extension); '-' for stdout\n"
+    "  -f, --force  overwrite OUT if it exists\n"
+    "  --diff       compare the two captures A and B (before and after a change)\n"
+    "  --run K      only run K (1-based) of a capture of repeated runs (record --repeat); without it the\n"
+    "               runs are merged, each process labelled with its run and a note saying so\n"
+    "  -h, --help   this text\n";
+
+std::string defaultOutput(const std::string& file, const char* suffix = ".html")
+{
+    std::string base = file;
+    const size_t slash = base.rfind('/');
+    const size_t dot = base.rfind('.');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) base.resize(dot);
+    return base + suffix;
+}
+
+// Replaces the one occurrence of `marker` in `page`; false if it is missing.
+bool fill(std::string& page, std::string_view marker, std::string_view text)
+{
+    const size_t at = page.find(marker);
+    if (at == std::string::npos) return false;
+    page.replace(at, marker.size(), text);
+    return true;
+}
+
+// The data of a page goes inside a <script> element: a '<' may only stand inside JSON strings, where
+// \u003c reads the same, so no "</script" can end the element early.
+std::string scriptSafe(const std::string& json)
+{
+    std::string out;
+    out.reserve(json.size());
+    for (char c : json) {
+        if (c == '<') out += "\\u003c";
+        else out += c;
+    }
+    return out;
+}
+
+// Writes a finished page (`-`: standard output) and says where; false (said) when it could not.
+bool writePage(const std::string& output, const std::string& page, bool force)
+{
+    try {
+        exporting::writeOutputFile(output, page, force);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy view: {}\n", e.what());
+        return false;
+    }
+    if (output != "-") fmt::print(stderr, "gpuspy: wrote {} ({} KiB): open it in a browser\n", output, (page.size() + 1023) / 1024);
+    return true;
+}
+
+// `gpuspy view --diff A B`: the comparison page.
+int writeDiffPage(const std::string& a, const std::string& b, const std::string& output, bool force)
+{
+#if GPUSPY_HAVE_REPORT && GPUSPY_HAVE_VIEWER
+    std::string data;
+    try {
+        data = scriptSafe(diffJsonOfCaptures(a, b, 50));
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy view: {}\n", e.what());
+        return kExitUsage;
+    }
+    std::string page(viewer::asset("diff.html"));
+    if (!fill(page, "/*@GPUSPY_CSS@*/", viewer::asset("viewer.css")) || !fill(page, "/*@GPUSPY_DIFF_JS@*/", viewer::asset("diff.js")) ||
+        !fill(page, "@GPUSPY_DIFF@", data)) {
+        fmt::print(stderr, "gpuspy view: the embedded viewer is incomplete (viewer/diff.html lacks a marker)\n");
+        return kExitFailure;
+    }
+    if (!writePage(output, page, force)) return kExitFailure;
+    return 0;
+#else
+    (void)a, (void)b, (void)output, (void)force;
+    fmt::print(stderr, "gpuspy view: the viewer is not built in this gpuspy (viewer/, collector/analyze, collector/report)\n");
+    return kExitFailure;
+#endif
+}
+
+}  // namespace
+
+int runView(int argc, char** argv)
+{
+    ArgReader args("view", argc, argv);
+    std::string file, output, value;
+    std::vector<std::string> diffFiles;
+    bool force = false, diff = false;
+    long run = 0;
+    while (!args.done()) {
+        if (args.value({"--run"}, value)) {
+            run = parseNumber("gpuspy view: --run", value, 1, 1000000);
+            continue;
+        }
+        if (args.flag({"-h", "--help"})) {
+            fmt::print("{}", kUsage);
+            return 0;
+        }
+        if (args.value({"-o", "--output"}, output)) continue;
+        if (args.flag({"-f", "--force"})) {
+            force = true;
+            continue;
+        }
+        if (args.flag({"--diff"})) {
+            diff = true;
+            continue;
+        }
+        if (diff && !args.isOption()) {
+            diffFiles.push_back(args.positional());
+            continue;
+        }
+        args.fileOperand(file);
+    }
+    if (diff && run) throw UsageError("gpuspy view: --run shows one capture's run; not with --diff");
+    if (diff) {
+        if (!file.empty()) diffFiles.insert(diffFiles.begin(), file);
+        if (diffFiles.size() != 2)
+            throw UsageError(fmt::format("gpuspy view --diff: two captures, please (usage: gpuspy view --diff A.gspy "
+                                         "B.gspy); got {}", diffFiles.size()));
+        return writeDiffPage(diffFiles[0], diffFiles[1], output.empty() ? defaultOutput(diffFiles[0], "-diff.html") : output,
+                             force);
+    }
+    if (file.empty()) throw UsageError("gpuspy view: which file? (usage: gpuspy view FILE [-o OUT.html])");
+    if (output.empty()) output = defaultOutput(file);
+
+#if GPUSPY_HAVE_REPORT && GPUSPY_HAVE_VIEWER
+    ReadInfo info;
+    Capture capture;
+    try {
+        capture = readCapture(file, {}, &info);
+        selectRun(capture, run);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy view: {}: {}\n", file, e.what());
+        return kExitFailure;
+    }
+    Report report = analyze(capture, ReportOptions{});
+    if (const std::string merged = mergedRunsNote(capture); !merged.empty()) report.notes.push_back(merged);
+    const std::string data = exportViewerData(capture, report, file);
+
+    std::string page(viewer::asset("index.html"));
+    // The viewer's own files contain no "</script" or "</style"; the data has every '<' escaped.
+    // The capture's data goes in last, so that no text inside it is taken for a marker.
+    if (!fill(page, "/*@GPUSPY_CSS@*/", viewer::asset("viewer.css")) || !fill(page, "/*@GPUSPY_LANES_JS@*/", viewer::asset("lanes.js")) ||
+        !fill(page, "/*@GPUSPY_JS@*/", viewer::asset("viewer.js")) || !fill(page, "@GPUSPY_DATA@", data)) {
+        fmt::print(stderr, "gpuspy view: the embedded viewer is incomplete (viewer/index.html lacks a marker)\n");
+        return kExitFailure;
+    }
+    if (!writePage(output, page, force)) return kExitFailure;
+    if (!info.damage.empty()) {
+        fmt::print(stderr, "gpuspy view: {}: {}; showing what came before it\n", file, info.damage);
+        return kExitFailure;
+    }
+    return 0;
+#else
+    (void)force;
+    fmt::print(stderr, "gpuspy view: the viewer is not built in this gpuspy (viewer/, collector/analyze, collector/report)\n");
+    return kExitFailure;
+#endif
+}
+
+}  // namespace gpuspy::collect::cli

@@ -1,0 +1,98 @@
+// collector/findings/rules.h: what the finding rules share: the thresholds that make a pattern a finding,
+// the wording of figures (percentages, bandwidths, bounds), and Builder, which adds a finding to the
+// Report with its call sites and severity. One file per rule family beside it (transfers, launches,
+// gpu_idle, syncs, dropped); findings.cpp feeds them each call and runs them at the end.
+#pragma once
+
+#include "collector/analyze/internal.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpuspy::collect::detail::rules {
+
+// When a pattern is a finding. Repetition is what makes a pattern worth changing: one synchronous
+// copy of the results at the end is normal, a hundred in a loop are not.
+// When a pattern is a finding. Repetition is what makes a pattern worth changing: one synchronous
+// copy of the results at the end is normal, a hundred in a loop are not.
+constexpr uint64_t kMinRepeats = 8;          // sync / pageable copies before they are a finding...
+constexpr double kMinWallShare = 0.05;       // ...unless they take this share of the wall time
+constexpr uint64_t kSmallCopyBytes = 64u << 10;
+constexpr uint64_t kMinSmallCopies = 64;
+constexpr uint64_t kMinLaunchBound = 16;     // launches of one launch-bound kernel
+constexpr double kBusyThresholdPct = 80;     // gpu-idle below this
+constexpr double kStarvedShare = 0.2;        // gpu-starved: idle-while-host-outside-CUDA share of the GPU's span
+constexpr uint64_t kMinLoopSyncs = 10;       // explicit waits from one call site
+constexpr uint64_t kMinHotAllocs = 10;       // alloc/free calls from one call site
+constexpr double kHighShare = 0.10, kMediumShare = 0.02;  // severity: savings as a share of wall time
+
+std::string fmtPct(double pct);
+std::string fmtGbps(double gbps);
+std::string siteLabel(const Context& cx, const std::vector<uint32_t>& sites);
+bool isHostCopy(const wire::CallBody& c);
+bool isCopy(const wire::CallBody& c);
+double pinnedGbps(const Context& cx, wire::Direction dir);
+bool pinnedOnlyBounded(const Context& cx, wire::Direction dir);
+
+// The device time of a set of copies and whether it is only an upper bound (wording.cpp says how).
+struct CopyTime {
+    double ns = 0;
+    bool atMost = false;
+};
+CopyTime copyTime(const Matched& m);
+std::string boundedCopiesText(const Matched& m);
+std::string busyPctText(const DeviceSummary& d);
+bool busyIsUpperBound(const Report& r);
+std::string busyShare(const Report& r, uint64_t busyNs, uint64_t hostNs, const std::string& ofWhat);
+uint64_t deviceIdleNs(const Report& r);
+
+class Builder {
+public:
+    Builder(const Context& cx, Report& r) : m_cx(cx), m_r(r) {}
+
+    bool repeated(const Matched& m) const
+    {
+        return m.count >= kMinRepeats || (m_cx.wallNs && double(m.hostNs) >= kMinWallShare * double(m_cx.wallNs));
+    }
+
+    Finding& add(std::string rule, const Matched& m, uint64_t savings, std::string message)
+    {
+        Finding f;
+        f.rule = std::move(rule);
+        f.count = m.count;
+        f.ns = m.hostNs;
+        f.estimatedSavingsNs = savings;
+        f.message = std::move(message);
+        f.callsites = topSites(namedSites(m_cx, m.sites), m_cx.options->top);
+        f.severity = severityOf(savings);
+        m_r.findings.push_back(std::move(f));
+        return m_r.findings.back();
+    }
+
+    std::string severityOf(uint64_t savings) const
+    {
+        const double share = m_cx.wallNs ? double(savings) / double(m_cx.wallNs) : 0;
+        return share >= kHighShare ? "high" : share >= kMediumShare ? "medium" : "low";
+    }
+
+    const Context& cx() const { return m_cx; }
+    const Report& report() const { return m_r; }
+
+private:
+    const Context& m_cx;
+    Report& m_r;
+};
+
+// The rules, one family a file.
+void pageableMemcpy(Builder& b);       // transfers.cpp
+void syncMemcpy(Builder& b);
+void pageableAsyncMemcpy(Builder& b);
+void smallTransfers(Builder& b);
+void launchBound(Builder& b, const Report& r);        // launches.cpp
+void gpuIdleAndStarved(Builder& b, const Report& r);  // gpu_idle.cpp
+void syncInLoop(Builder& b);           // syncs.cpp
+void implicitSync(Builder& b);
+void droppedRecords(Builder& b, const Report& r);     // dropped.cpp
+
+}  // namespace gpuspy::collect::detail::rules

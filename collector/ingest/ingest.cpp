@@ -1,0 +1,253 @@
+// collector/ingest/ingest.cpp: validated records into the model, and the incremental per-stream ingest.
+#include "collector/ingest/ingest.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+namespace gpuspy::collect {
+
+namespace {
+
+constexpr size_t kKeptCapacity = 64u << 10;  // a raw buffer larger than this is trimmed once taken
+
+void seen(Process& p, uint64_t ns)
+{
+    if (ns > p.lastNs) p.lastNs = ns;
+}
+
+std::string tailString(std::string_view s)
+{
+    return std::string(s);
+}
+
+}  // namespace
+
+std::string joinCommandLine(std::string_view argv)
+{
+    while (!argv.empty() && argv.back() == '\0') argv.remove_suffix(1);
+    std::string s(argv);
+    std::replace(s.begin(), s.end(), '\0', ' ');
+    return s;
+}
+
+SymbolText splitSymbolTail(std::string_view tail)
+{
+    SymbolText t;
+    std::string_view* parts[] = {&t.function, &t.file, &t.module};
+    for (std::string_view* part : parts) {
+        const size_t nul = tail.find('\0');
+        *part = tail.substr(0, nul);
+        if (nul == std::string_view::npos) break;
+        tail.remove_prefix(nul + 1);
+    }
+    return t;
+}
+
+void applyRecord(Process& p, const wire::RecordView& v, bool keepEvents)
+{
+    using namespace wire;
+    switch (v.type) {
+    case RecordType::Process: {
+        auto b = v.as<ProcessBody>();
+        p.pid = b.pid;
+        p.ppid = b.ppid;
+        p.startNs = b.startMonotonicNs;
+        p.startRealtimeNs = b.startRealtimeNs;
+        p.command = joinCommandLine(v.tail<ProcessBody>());
+        seen(p, b.startMonotonicNs);
+        break;
+    }
+    case RecordType::ApiDef: {
+        auto b = v.as<ApiDefBody>();
+        p.apis[b.apiId] = ApiInfo{tailString(v.tail<ApiDefBody>()), b.category};
+        break;
+    }
+    case RecordType::KernelDef:
+        p.kernels[v.as<KernelDefBody>().kernelId] = tailString(v.tail<KernelDefBody>());
+        break;
+    case RecordType::StackDef: {
+        auto b = v.as<StackDefBody>();
+        auto tail = v.tail<StackDefBody>();
+        // Sized by the validated tail, never by `depth`: depth * 8 wraps in 32 bits, so a huge depth
+        // can pass the decoder's length check with a short tail.
+        if (uint64_t(b.depth) * 8 != tail.size()) break;
+        std::vector<uint64_t> pcs(tail.size() / 8);
+        if (!tail.empty()) std::memcpy(pcs.data(), tail.data(), tail.size());  // an empty vector's data() may be null
+        p.stacks[b.stackId] = std::move(pcs);
+        break;
+    }
+    case RecordType::ModuleDef: {
+        auto b = v.as<ModuleDefBody>();
+        p.modules.push_back(ModuleInfo{b.start, b.end, b.bias, tailString(v.tail<ModuleDefBody>())});
+        break;
+    }
+    case RecordType::PyCodeDef: {
+        auto b = v.as<PyCodeDefBody>();
+        const SymbolText text = splitSymbolTail(v.tail<PyCodeDefBody>());
+        p.pyCodes[b.codeId] = PyCode{std::string(text.function), std::string(text.file), b.firstLine};
+        break;
+    }
+    case RecordType::PyFrameDef: {
+        auto b = v.as<PyFrameDefBody>();
+        p.pyFrames[b.frameId] = PyFrame{b.codeId, b.line};
+        break;
+    }
+    case RecordType::ThreadDef:
+        p.threads[v.as<ThreadDefBody>().tid] = tailString(v.tail<ThreadDefBody>());
+        break;
+    case RecordType::DeviceDef:
+        p.devices[v.as<DeviceDefBody>().device] = tailString(v.tail<DeviceDefBody>());
+        break;
+    case RecordType::StringDef:
+        p.strings[v.as<StringDefBody>().stringId] = tailString(v.tail<StringDefBody>());
+        break;
+    case RecordType::Call: {
+        // Only the end time: a Call is 96 bytes, and a streaming reader reads millions.
+        uint64_t endNs;
+        std::memcpy(&endNs, v.body + offsetof(CallBody, endNs), sizeof endNs);
+        seen(p, endNs);
+        if (keepEvents) p.calls.push_back(v.as<CallBody>());
+        break;
+    }
+    case RecordType::GpuSpan: {
+        auto b = v.as<GpuSpanBody>();
+        seen(p, b.endNs);
+        if (keepEvents) p.spans.push_back(b);
+        break;
+    }
+    case RecordType::Nvtx: {
+        auto b = v.as<NvtxBody>();
+        seen(p, b.timeNs);
+        if (keepEvents) p.nvtx.push_back(b);
+        break;
+    }
+    case RecordType::Window: {
+        auto b = v.as<WindowBody>();
+        seen(p, b.timeNs);
+        p.windows.push_back(b);
+        break;
+    }
+    case RecordType::ThreadStats:
+        p.threadStats.push_back(v.as<ThreadStatsBody>());
+        break;
+    case RecordType::Clock:
+        p.clocks.push_back(v.as<ClockBody>());
+        break;
+    case RecordType::End: {
+        p.end = v.as<EndBody>();
+        p.ended = true;
+        seen(p, p.end.endNs);
+        break;
+    }
+    case RecordType::Notice:
+        p.notices.push_back(tailString(v.tail<NoticeBody>()));
+        break;
+    case RecordType::Symbol: {
+        auto b = v.as<SymbolBody>();
+        auto tail = v.tail<SymbolBody>();
+        const SymbolText text = splitSymbolTail(tail);
+        Frame f;
+        f.address = b.address;
+        f.function = std::string(text.function);
+        f.file = std::string(text.file);
+        f.line = b.line;
+        f.inlined = b.inlineDepth != 0;
+        if (b.moduleIndex < p.modules.size()) {
+            const ModuleInfo& m = p.modules[b.moduleIndex];
+            f.module = m.path;
+            f.offset = b.address - m.bias;
+        } else {
+            f.module = std::string(text.module);  // a module the process did not announce (see collector/ingest/capture_file.cpp)
+        }
+        p.symbols[b.address].push_back(std::move(f));
+        break;
+    }
+    }
+}
+
+bool StreamIngest::feed(const void* data, size_t n)
+{
+    if (failed()) return false;
+    m_received += n;
+    auto in = static_cast<const uint8_t*>(data);
+    if (m_keepRaw) m_raw.insert(m_raw.end(), in, in + n);
+    const bool ok = m_decoder.feed(data, n, [this](const wire::RecordView& v) { onRecord(v); });
+    applyHeader();
+    if (!ok) {
+        m_process.streamError = m_decoder.errorMessage();
+        dropUnvalidated();
+    }
+    return ok;
+}
+
+bool StreamIngest::finish()
+{
+    if (failed()) return false;
+    if (!m_decoder.finish()) {
+        m_process.streamError = m_decoder.errorMessage();
+        dropUnvalidated();
+        return false;
+    }
+    return true;
+}
+
+void StreamIngest::fail(const std::string& message)
+{
+    if (failed()) return;
+    m_process.streamError = message.empty() ? std::string("stream damaged") : message;
+    dropUnvalidated();
+}
+
+void StreamIngest::dropUnvalidated()
+{
+    if (!m_keepRaw) return;
+    m_raw.resize(pendingValidated());
+    m_raw.shrink_to_fit();
+}
+
+void StreamIngest::applyHeader()
+{
+    // The stream header names the process until (and unless) a Process record says more.
+    if (m_headerApplied || !m_decoder.hasHeader()) return;
+    m_headerApplied = true;
+    const auto& h = m_decoder.header();
+    if (m_process.pid == 0) m_process.pid = h.pid;
+    if (m_process.startNs == 0) m_process.startNs = h.startMonotonicNs;
+    if (m_process.startRealtimeNs == 0) m_process.startRealtimeNs = h.startRealtimeNs;
+}
+
+void StreamIngest::onRecord(const wire::RecordView& v)
+{
+    applyHeader();
+    if (v.type == wire::RecordType::Call) ++m_calls;
+    applyRecord(m_process, v, m_keepEvents);
+    if (m_observer) m_observer(m_process, v);
+}
+
+size_t StreamIngest::pendingValidated() const
+{
+    return m_keepRaw ? size_t(m_decoder.offset() - m_rawBase) : 0;
+}
+
+void StreamIngest::takeValidated(std::vector<uint8_t>& out)
+{
+    const size_t n = pendingValidated();
+    out.insert(out.end(), m_raw.begin(), m_raw.begin() + n);
+    m_raw.erase(m_raw.begin(), m_raw.begin() + n);
+    m_rawBase += n;
+    // What is left is at most a record still arriving. A stream that sent a burst keeps no
+    // burst-sized buffer: with many connections open, idle capacities would add up to far more than
+    // the bytes pending.
+    if (m_raw.capacity() > kKeptCapacity && m_raw.size() * 4 < m_raw.capacity()) m_raw.shrink_to_fit();
+}
+
+Process ingestStream(const void* data, size_t n)
+{
+    StreamIngest in;
+    in.feed(data, n);
+    in.finish();
+    return std::move(in.process());
+}
+
+}  // namespace gpuspy::collect

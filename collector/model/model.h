@@ -1,0 +1,107 @@
+// collector/model/model.h: a capture as the collector holds it after ingest: per process, the definitions
+// it sent and its records, decoded from the wire format. Ingest and the capture reader fill it;
+// symbolize adds frames; analyze reads it and nothing else.
+#pragma once
+
+#include "wire/format.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace gpuspy::collect {
+
+struct ApiInfo {
+    std::string name;  // driver entry point as the shim hooked it, e.g. "cuMemcpyHtoD_v2_ptds"
+    wire::Category category = wire::Category::Other;
+};
+
+struct ModuleInfo {
+    uint64_t start = 0, end = 0, bias = 0;
+    std::string path;
+};
+
+// One symbolized frame; inlined frames of one address come first, the real function last.
+struct Frame {
+    uint64_t address = 0;
+    std::string function;  // demangled; empty if unknown
+    std::string file;      // source file; empty if no debug info
+    uint32_t line = 0;
+    std::string module;    // path of the ELF object
+    uint64_t offset = 0;   // address - module bias (for module+offset when there is no symbol)
+    bool inlined = false;
+};
+
+// A Python code object and a frame in it, as the shim sent them (PyCodeDef, PyFrameDef); a stack
+// refers to a frame by wire::kPyFrameTag | id.
+struct PyCode {
+    std::string function, file;
+    uint32_t firstLine = 0;
+};
+struct PyFrame {
+    uint32_t codeId = 0;
+    int32_t line = -1;
+};
+
+struct Process {
+    uint32_t pid = 0, ppid = 0;
+    std::string command;          // argv joined by spaces
+    uint64_t startNs = 0;         // CLOCK_MONOTONIC when the shim started in this process
+    uint64_t startRealtimeNs = 0;
+    uint64_t lastNs = 0;          // latest timestamp seen in any record
+
+    std::unordered_map<uint16_t, ApiInfo> apis;
+    std::unordered_map<uint32_t, std::string> kernels;         // id -> mangled name
+    std::unordered_map<uint32_t, std::vector<uint64_t>> stacks; // id -> return addresses, innermost first
+    std::vector<ModuleInfo> modules;
+    std::unordered_map<uint32_t, std::string> threads;          // tid -> name
+    std::unordered_map<uint32_t, std::string> strings;          // NVTX messages and domains
+    std::map<int, std::string> devices;                         // ordinal -> name
+    std::unordered_map<uint64_t, std::vector<Frame>> symbols;   // address -> frames (after symbolize)
+    std::unordered_map<uint32_t, PyCode> pyCodes;               // Python code id -> function, file
+    std::unordered_map<uint32_t, PyFrame> pyFrames;             // Python frame id -> code, line
+
+    std::vector<wire::CallBody> calls;    // in arrival order (per thread in time order)
+    std::vector<wire::GpuSpanBody> spans; // GPU times, joined to calls by seq
+    std::vector<wire::NvtxBody> nvtx;
+    std::vector<wire::ThreadStatsBody> threadStats;
+    std::vector<wire::ClockBody> clocks;
+    std::vector<wire::WindowBody> windows;  // capture window edges, in arrival order (few: always kept)
+    std::vector<std::string> notices;
+
+    bool ended = false;          // an End record arrived: the stream closed cleanly
+    wire::EndBody end{};
+    std::string streamError;     // why the stream was cut short, with its offset; empty if it was not
+
+    // An NVTX range's or mark's name as the report and the exports show it: "domain:message", the
+    // message alone in the default domain, "(unnamed)" when it has none.
+    std::string nvtxName(const wire::NvtxBody& n) const
+    {
+        auto text = [&](uint32_t id) {
+            auto it = strings.find(id);
+            return id && it != strings.end() ? it->second : std::string();
+        };
+        std::string msg = text(n.messageId);
+        if (msg.empty()) msg = "(unnamed)";
+        const std::string domain = text(n.domainId);
+        return domain.empty() ? msg : domain + ":" + msg;
+    }
+};
+
+// One run of a repeated recording (`gpuspy record --repeat N`): which processes it made.
+struct RunInfo {
+    uint32_t run = 0;
+    int exitStatus = 0;
+    uint64_t beginNs = 0, endNs = 0;
+    std::vector<size_t> processes;  // indices into Capture::processes
+};
+
+struct Capture {
+    std::vector<Process> processes;
+    std::vector<RunInfo> runs;  // empty: one run (a capture not made with --repeat)
+    uint64_t badStreams = 0;  // connections or file sections that were malformed (their valid prefix is kept)
+};
+
+}  // namespace gpuspy::collect

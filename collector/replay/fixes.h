@@ -1,0 +1,71 @@
+// collector/replay/fixes.h: the fixes gpuspy recommends, each as a change of the run graph (run_graph.h), and
+// the costs they need that the changed calls never showed (a pinned copy's bandwidth, an async call's
+// host cost, a graph launch's), calibrated from other calls of the same capture where it has them, else
+// a stated default. What a fix saves is replay(unchanged) - replay(fixed) (whatif.h).
+#pragma once
+
+#include "collector/replay/run_graph.h"
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuspy::collect::replay {
+
+enum class FixKind : uint8_t { Pinned, AsyncCopies, FewerSyncs, HoistAllocs, BlockingWait, Graphs, BatchCopies };
+
+struct FixInfo {
+    FixKind kind;
+    const char* name;  // as `whatif --fix` takes it
+    const char* what;  // the change, as the user would make it
+};
+const std::vector<FixInfo>& allFixes();
+std::optional<FixKind> fixByName(std::string_view name);
+const FixInfo& fixInfo(FixKind k);
+
+// A cost the fixed program pays that the capture may not show, and where it came from.
+struct Cost {
+    double fixedNs = 0, perByteNs = 0;  // fixedNs + perByteNs x bytes
+    std::string source;                  // "measured: N pinned HtoD copies" or "default: ..."
+    uint64_t at(uint64_t bytes) const { return uint64_t(fixedNs + perByteNs * double(bytes)); }
+};
+struct Calibration {
+    Cost pinnedCopy[2];  // device time of a pinned copy: HtoD, DtoH
+    Cost asyncCall;      // host time of an async copy or memset call that does not wait
+    Cost graphLaunch;    // host time of a graph launch: fixedNs + perByteNs x nodes
+    // Device time of a copy by direction (HtoD, DtoH, DtoD) and host memory (pageable, pinned/device),
+    // from the capture's timed copies of that kind: the batched copy's time for its bytes.
+    Cost copy[3][2];
+};
+Calibration calibrate(const RunGraph& g);
+
+// Which calls a fix may change: by stack (a finding's call sites); empty: all it applies to.
+struct FixScope {
+    std::set<uint32_t> stacks;
+    bool has(uint32_t stackId) const { return stacks.empty() || stacks.count(stackId) != 0; }
+};
+
+// What a fix did to the graph.
+struct FixEffect {
+    uint64_t changed = 0;  // calls changed or taken out
+    uint64_t kept = 0;     // calls it had to leave as they were, and why (`keptWhy`)
+    std::string keptWhy;
+    uint64_t assumed = 0;    // calls changed on an assumption the capture cannot check (`assumption`)
+    std::string assumption;
+};
+
+// Applies the fix to `g` in place.
+FixEffect applyFix(RunGraph& g, FixKind kind, const Calibration& cal, const FixScope& scope = {});
+
+// A call site that calls this often is a loop's (fewer syncs, hoisted allocations; work done once is not).
+inline constexpr uint64_t kLoopCalls = 3;
+// Consecutive launches from one thread that a graph would replace (launch-bound kernels).
+inline constexpr size_t kGraphRun = 4;
+// Consecutive small copies (of one direction, memory kind and stream) that one batched copy replaces.
+inline constexpr size_t kBatchRun = 4;
+inline constexpr uint64_t kSmallCopyBytes = 64 * 1024;
+
+}  // namespace gpuspy::collect::replay

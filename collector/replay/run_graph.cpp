@@ -1,0 +1,343 @@
+// collector/replay/run_graph.cpp: the run graph of a process, and the calibration of each call's and each
+// operation's costs from the capture itself.
+//
+// Calibration, per call and per op, so that the graph replayed unchanged gives back the run:
+// - a call that waited (its waited work ended after it began) returns `postNs` after that work's end, and
+//   costs at least `ownNs` of host time: the median time of its entry point's calls that did not wait
+//   (capped by its own duration), else its post time; a call that did not wait costs what it took;
+// - an op that found its stream free (began after its stream's previous op and the events it waits on)
+//   starts `latency` after its submission, as measured; one queued behind others is given the median
+//   latency of its device's free ops (at most its own begin less its submission).
+#include "collector/replay/run_graph.h"
+
+#include "collector/analyze/internal.h"
+#include "collector/timeline/device_timeline.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace gpuspy::collect::replay {
+
+namespace {
+
+using detail::ApiClass;
+using detail::hasFlag;
+
+uint64_t sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+struct PlacedWork {
+    uint64_t begin = UINT64_MAX, end = 0;
+    bool measured = false, bounded = false;
+    StreamId stream;
+};
+
+struct StreamKey {
+    int device;
+    uint64_t handle;
+    uint32_t tid;
+    bool perThread;
+    bool operator<(const StreamKey& o) const
+    {
+        return std::tie(device, handle, tid, perThread) < std::tie(o.device, o.handle, o.tid, o.perThread);
+    }
+};
+
+uint64_t median(std::vector<uint64_t>& v)
+{
+    if (v.empty()) return 0;
+    std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+    return v[v.size() / 2];
+}
+
+CallKind kindOf(const wire::CallBody& c, const ApiClass& api)
+{
+    if (api.hostFunc) return CallKind::HostFunc;
+    switch (api.role) {
+    case TimelineRole::EventRecord:
+    case TimelineRole::GreenRecord: return CallKind::EventRecord;
+    case TimelineRole::StreamWaitEvent:
+    case TimelineRole::GreenWait: return CallKind::WaitEvent;
+    default: break;
+    }
+    if (api.query) return CallKind::Query;
+    if (api.explicitWait) return CallKind::Sync;
+    switch (c.category) {
+    case wire::Category::Launch: return CallKind::Launch;
+    case wire::Category::Graph: return hasFlag(c, wire::kCallDeviceWork) ? CallKind::GraphLaunch : CallKind::Other;
+    case wire::Category::Transfer:
+        return c.args.transfer.direction == wire::Direction::Memset ? CallKind::Memset : CallKind::Copy;
+    case wire::Category::Alloc: return api.freeLike ? CallKind::Free : CallKind::Alloc;
+    default: return CallKind::Other;
+    }
+}
+
+wire::MemKind hostSide(const wire::TransferArgs& t)
+{
+    switch (t.direction) {
+    case wire::Direction::HtoD: return t.srcMem;
+    case wire::Direction::DtoH: return t.dstMem;
+    default: return wire::MemKind::Unknown;
+    }
+}
+
+}  // namespace
+
+std::string streamName(const Stream& s)
+{
+    std::string dev = "GPU " + std::to_string(s.device) + " ";
+    if (s.perThread) return dev + "per-thread stream of tid " + std::to_string(s.tid);
+    if (s.handle == 0) return dev + "default stream";
+    char buf[32];
+    snprintf(buf, sizeof buf, "stream 0x%llx", static_cast<unsigned long long>(s.handle));
+    return dev + buf;
+}
+
+RunGraph buildRunGraph(const Process& p)
+{
+    RunGraph g;
+    g.pid = p.pid;
+    g.command = p.command;
+    g.startNs = p.startNs;
+    g.endNs = std::max(p.lastNs, p.startNs);
+
+    std::vector<const wire::CallBody*> order;
+    order.reserve(p.calls.size());
+    for (const wire::CallBody& c : p.calls) order.push_back(&c);
+    std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->beginNs < b->beginNs; });
+
+    std::unordered_map<uint64_t, PlacedWork> work;  // by call seq
+    detail::placeProcess(p, order, [&](const Placement& pl, const StreamId& id) {
+        PlacedWork& w = work[pl.seq];
+        w.begin = std::min(w.begin, pl.begin[kEst]);
+        w.end = std::max(w.end, pl.end[kEst]);
+        w.measured = w.measured || !pl.estimated;
+        w.bounded = w.bounded || pl.bounded;
+        w.stream = id;
+    });
+
+    std::unordered_map<uint16_t, ApiClass> apis;
+    std::unordered_map<uint32_t, uint32_t> threadOf;
+    std::map<StreamKey, uint32_t> streamOf;
+    struct EventAt {
+        uint32_t stream, upTo;
+        uint64_t done;
+    };
+    std::unordered_map<uint64_t, EventAt> events;
+    std::vector<std::vector<EventWait>> pendingWaits;  // per stream: waits for its next op
+    std::map<int, uint64_t> deviceTail;                // latest placed end of the ops so far, per device
+    std::vector<uint64_t> streamTail;                  // the same per stream
+    std::vector<uint64_t> done;                        // per call: the measured end of what it waited for
+    std::map<uint16_t, std::vector<uint64_t>> unblocked;  // per API: durations of its calls that did not wait
+    std::map<int, std::vector<uint64_t>> freeLatency;    // per device: latencies of ops that found their stream free
+    std::vector<bool> queued;                           // per op
+    struct Poll {
+        uint32_t first;
+        uint64_t object;
+    };
+    std::unordered_map<uint32_t, Poll> openPoll;  // per thread: the not-ready polls since its last other call
+
+    auto streamIndex = [&](const StreamId& id) {
+        const StreamKey k{id.device, id.handle, id.tid, id.perThread};
+        auto it = streamOf.find(k);
+        if (it != streamOf.end()) return it->second;
+        Stream s;
+        s.device = id.device;
+        s.handle = id.handle;
+        s.tid = id.tid;
+        s.perThread = id.perThread;
+        g.streams.push_back(s);
+        pendingWaits.emplace_back();
+        streamTail.push_back(0);
+        return streamOf[k] = uint32_t(g.streams.size() - 1);
+    };
+
+    uint64_t lastReturn = 0;
+    for (const wire::CallBody* cp : order) {
+        const wire::CallBody& c = *cp;
+        auto api = apis.find(c.apiId);
+        if (api == apis.end()) {
+            auto def = p.apis.find(c.apiId);
+            api = apis.emplace(c.apiId, detail::classifyApi(def != p.apis.end() ? def->second.name : "api#" + std::to_string(c.apiId)))
+                      .first;
+        }
+        const ApiClass& a = api->second;
+        const uint32_t index = uint32_t(g.calls.size());
+        Call call;
+        call.seq = c.seq;
+        call.begin = c.beginNs;
+        call.end = std::max(c.endNs, c.beginNs);
+        call.kind = kindOf(c, a);
+        call.apiId = c.apiId;
+        call.stackId = c.stackId;
+        call.device = c.device;
+        call.async = hasFlag(c, wire::kCallAsync);
+        if (c.category == wire::Category::Transfer) {
+            call.direction = c.args.transfer.direction;
+            call.hostMem = hostSide(c.args.transfer);
+            call.bytes = c.args.transfer.bytes;
+        } else if (c.category == wire::Category::Alloc) {
+            call.bytes = c.args.alloc.bytes;
+        } else if (c.category == wire::Category::Launch) {
+            call.kernelId = c.args.launch.kernelId;
+        }
+        auto [th, fresh] = threadOf.try_emplace(c.tid, uint32_t(g.threads.size()));
+        if (fresh) {
+            Thread t;
+            t.tid = c.tid;
+            if (auto n = p.threads.find(c.tid); n != p.threads.end()) t.name = n->second;
+            g.threads.push_back(std::move(t));
+        }
+        call.thread = th->second;
+        Thread& thread = g.threads[call.thread];
+        call.gap = thread.calls.empty() ? 0 : sub(call.begin, g.calls[thread.calls.back()].end);
+        uint64_t waitedDone = 0;
+        const bool ok = c.result == 0;
+
+        // Its device work.
+        auto w = work.find(c.seq);
+        if (w != work.end() && w->second.end >= w->second.begin && detail::isDeviceOp(c)) {
+            const uint32_t si = streamIndex(w->second.stream);
+            Op op;
+            op.call = index;
+            op.stream = si;
+            op.device = w->second.stream.device >= 0 ? w->second.stream.device : c.device;
+            op.begin = w->second.begin;
+            op.end = w->second.end;
+            op.measured = w->second.measured;
+            op.bounded = w->second.bounded;
+            op.waitsFirst = uint32_t(g.eventWaits.size());
+            uint64_t deps = streamTail[si];
+            for (const EventWait& ew : pendingWaits[si]) {
+                g.eventWaits.push_back(ew);
+                if (ew.upTo) deps = std::max(deps, g.ops[g.streams[ew.source].ops[ew.upTo - 1]].end);
+            }
+            op.waitsCount = uint32_t(pendingWaits[si].size());
+            pendingWaits[si].clear();
+            const bool blocking = hasFlag(c, wire::kCallImplicitSync);
+            const uint64_t submit = blocking ? call.begin : call.end;
+            op.latency = int64_t(op.begin) - int64_t(submit);
+            const bool isQueued = op.begin <= deps;
+            call.op = uint32_t(g.ops.size());
+            g.streams[si].ops.push_back(call.op);
+            streamTail[si] = std::max(streamTail[si], op.end);
+            uint64_t& dt = deviceTail[op.device];
+            dt = std::max(dt, op.end);
+            if (!isQueued) freeLatency[op.device].push_back(uint64_t(std::max<int64_t>(0, op.latency)));
+            queued.push_back(isQueued);
+            g.ops.push_back(op);
+            if (blocking) {
+                call.wait = WaitKind::OwnOp;
+                waitedDone = op.end;
+            }
+        }
+
+        // What it waits for, and what it tells later calls.
+        const StreamId sid = streamIdOf(c);
+        auto pollOf = openPoll.find(call.thread);
+        const bool pollContinues = pollOf != openPoll.end() && (call.kind == CallKind::Query) &&
+                                   pollOf->second.object == (a.role == TimelineRole::EventQuery ? c.args.sync.object : c.stream);
+        if (ok || c.result == detail::kCudaErrorNotReady) {
+            switch (a.role) {
+            case TimelineRole::StreamSync:
+            case TimelineRole::StreamQuery:
+                if (!ok) break;
+                if (a.role == TimelineRole::StreamQuery && !pollContinues) break;  // a look, not a wait
+                call.wait = WaitKind::Stream;
+                call.waitStream = streamIndex(sid);
+                call.waitUpTo = uint32_t(g.streams[call.waitStream].ops.size());
+                waitedDone = streamTail[call.waitStream];
+                break;
+            case TimelineRole::EventSync:
+            case TimelineRole::EventQuery: {
+                if (!ok) break;
+                if (a.role == TimelineRole::EventQuery && !pollContinues) break;
+                auto ev = events.find(c.args.sync.object);
+                if (ev == events.end()) break;
+                call.wait = WaitKind::Event;
+                call.waitStream = ev->second.stream;
+                call.waitUpTo = ev->second.upTo;
+                waitedDone = ev->second.done;
+                break;
+            }
+            case TimelineRole::CtxSync:
+                if (!ok) break;
+                call.wait = WaitKind::Device;
+                waitedDone = c.device >= 0 ? deviceTail[c.device] : 0;
+                if (c.device < 0)
+                    for (const auto& [d, t] : deviceTail) waitedDone = std::max(waitedDone, t);
+                break;
+            case TimelineRole::EventRecord:
+                if (ok) {
+                    const uint32_t si = streamIndex(sid);
+                    events[c.args.sync.object] = {si, uint32_t(g.streams[si].ops.size()), streamTail[si]};
+                }
+                break;
+            case TimelineRole::StreamWaitEvent:
+                if (ok) {
+                    auto ev = events.find(c.args.sync.object);
+                    if (ev != events.end()) pendingWaits[streamIndex(sid)].push_back({ev->second.stream, ev->second.upTo});
+                }
+                break;
+            default: break;
+            }
+        }
+        // An implicit sync with no work of its own (a free, a host unregister) waits as a context sync does.
+        if (call.wait == WaitKind::None && call.op == kNone && ok && c.device >= 0 && detail::isImplicitSync(a, c)) {
+            call.wait = WaitKind::Device;
+            waitedDone = deviceTail[c.device];
+        }
+        if (call.wait == WaitKind::Device) call.waitUpTo = uint32_t(g.ops.size());
+
+        // Polls: a run of not-ready queries on one object, ended by the one that found it done.
+        if (call.kind == CallKind::Query && c.result == detail::kCudaErrorNotReady) {
+            const uint64_t object = a.role == TimelineRole::EventQuery ? c.args.sync.object : c.stream;
+            if (!pollContinues) openPoll[call.thread] = {index, object};
+            call.notReady = true;
+            call.pollFirst = openPoll[call.thread].first;
+        } else {
+            if (pollContinues && call.wait != WaitKind::None) call.pollFirst = pollOf->second.first;
+            openPoll.erase(call.thread);
+        }
+
+        const uint64_t from = call.pollFirst != kNone ? g.calls[call.pollFirst].begin : call.begin;
+        call.waited = call.wait != WaitKind::None && waitedDone > from;
+        if (!call.waited && call.wait != WaitKind::OwnOp && !call.notReady && call.pollFirst == kNone)
+            unblocked[c.apiId].push_back(call.end - call.begin);
+        done.push_back(waitedDone);
+        thread.calls.push_back(index);
+        lastReturn = std::max(lastReturn, call.end);
+        g.calls.push_back(call);
+    }
+
+    // Calibration (see the head of this file).
+    std::map<uint16_t, uint64_t> typical;
+    for (auto& [id, v] : unblocked) typical[id] = median(v);
+    std::map<int, uint64_t> typicalLatency;
+    for (auto& [d, v] : freeLatency) typicalLatency[d] = median(v);
+    for (size_t i = 0; i < g.calls.size(); ++i) {
+        Call& c = g.calls[i];
+        const uint64_t from = c.pollFirst != kNone && !c.notReady ? g.calls[c.pollFirst].begin : c.begin;
+        const uint64_t took = c.end - from;
+        if (c.waited) {
+            c.postNs = sub(c.end, std::max(done[i], from));
+            auto t = typical.find(c.apiId);
+            const uint64_t own = t != typical.end() ? t->second : c.postNs;
+            c.ownNs = std::min(took, own);
+        } else {
+            c.ownNs = took;
+            c.postNs = 0;
+        }
+    }
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+        if (!queued[i]) continue;
+        Op& op = g.ops[i];
+        auto t = typicalLatency.find(op.device);
+        const int64_t typicalLat = t != typicalLatency.end() ? int64_t(t->second) : 0;
+        op.latency = std::min(op.latency, typicalLat);
+    }
+    g.tailNs = sub(g.endNs, lastReturn);
+    return g;
+}
+
+}  // namespace gpuspy::collect::replay

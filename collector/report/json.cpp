@@ -1,0 +1,240 @@
+// collector/report/json.cpp: the Report as JSON, schema "gpuspy.report/1". Keys appear in a fixed
+// order; times are integer nanoseconds, sizes integer bytes; fields are only ever added, never renamed.
+//
+// Top level: schema, options {top, pid}, bad_streams, notes [string], and the sections below, each an
+// array except launches. The first keys of each entry are the contract of the issue; the rest are extras.
+//   processes  pid ppid command wall_ns cuda_api_ns cuda_api_pct gpuspy_overhead_ns dropped_records
+//              records_made calls threads active_begin_ns active_end_ns device_ops timed_ops
+//              sampled_out_ops ended stream_error
+//   devices    id name busy_ns busy_pct | pid active_ns ops timed_ops sampled_out_ops kernel_ns
+//              transfer_ns other_ns idle_gap_ns largest_gap_ns gaps starved_ns upper_bound_ops
+//              upper_bound_ns (timed ops whose span is only an upper bound, see gpu_time below, and
+//              their summed lengths: busy_ns includes them) busy_basis ("measured": every op timed;
+//              "upper_bound": all timed, some spans only upper bounds, busy_ns_min counts none of them;
+//              "estimated": untimed ops placed on the device timeline, collector/timeline/device_timeline.h)
+//              busy_ns_min busy_ns_max busy_pct_min busy_pct_max (the interval of the estimate: short
+//              and long durations for the untimed ops; equal to busy_ns when measured) estimated_ops
+//              lost_timing_ops (timed by the shim, span lost to a late end event) unknown_duration_ops
+//              held_up_ops held_up_ns (of the lost ones, those whose thread was off the CPU inside the
+//              call, and their calls' summed host time: each op's place is unknown within its call,
+//              the idle gaps may be off by up to held_up_ns)
+//              idle_gap_ns, largest_gap_ns, gaps and starved_ns are read off the same timeline
+//   streams    pid device name ops estimated_ops busy_ns busy_ns_min busy_ns_max busy_pct
+//   apis       api runtime display category errors count total_ns avg_ns median_ns min_ns max_ns p99_ns
+//   transfers  direction (HtoD DtoH DtoD PtoP Memset; HtoH Prefetch Unknown if seen) host_memory
+//              (pageable pinned managed device unknown) mode (sync async) count bytes gpu_ns host_ns
+//              gbps | gbps_basis (gpu: timed bytes / gpu_ns; host: bytes / host_ns; graph_estimate: graph
+//              nodes' bytes / graph_gpu_ns) timed_count
+//              timed_bytes gpu_time (how gpu_ns was obtained: "measured" from CUDA events; "upper_bound"
+//              when upper_bound_count of the timed ops blocked their call on an idle stream, where the
+//              events cannot see when the device work began: their spans include the driver's host
+//              time, so gpu_ns is an upper bound and a gpu-based gbps a lower bound; "none" when no op
+//              was timed) upper_bound_count upper_bound_gpu_ns (their part of gpu_ns) host{stats}
+//              size_buckets[{label max_bytes count bytes}] apis callsites[id] graph_count graph_gpu_ns
+//              (mode "graph": copies and memsets run as graph nodes, counted at their graph launch's
+//              call site; graph_gpu_ns is their launches' measured time split over the nodes, an estimate)
+//   kernels    name count gpu_ns median_gpu_ns launch_host_ns | mangled timed_count estimated_gpu_ns
+//              gpu{stats} median_launch_host_ns launch_bound callsites[id] graph_count (of count, runs as
+//              a graph node) graph_gpu_ns (their estimated share of their graph launches' time; in
+//              estimated_gpu_ns, not in gpu_ns)
+//   launches   {count host_ns median_host_ns launch_bound_kernels(number) | launch_bound_kernel_names
+//              p99_host_ns per_second host{stats} timed sampled_out captured failed graph_launches
+//              graph_host_ns graph_gpu_ns graph_nodes graphs_unknown (launches of graphs whose nodes were
+//              not seen: node kinds the shim does not hook) graph_event_nodes (event record and wait nodes
+//              the graph launches ran: counted, never timed) idle_gap_ns largest_idle_gap_ns sampling_note}
+//   syncs      api implicit count blocked_ns gpu_busy_ns | display kind not_ready host{stats} callsites
+//              upper_bound_count (calls whose own span, an upper bound, is in gpu_busy_ns: with any,
+//              gpu_busy_ns is an upper bound; busy intervals include every upper-bound span)
+//   nvtx       name ranges range_ns calls cuda_api_ns transfers transfer_bytes transfer_host_ns launches
+//              launch_host_ns syncs sync_blocked_ns gpu_ns | upper_bound_count upper_bound_gpu_ns (calls
+//              inside whose GPU time is only an upper bound, as in transfers, and their part of gpu_ns:
+//              with any, gpu_ns is an upper bound)
+//   callsites  id category (transfer launch sync alloc) frames[{function file line module offset
+//              address inlined app}] count ns | label site_frame apis
+//   capture_windows {used left_out left_out_launches left_out_after empty_windows windows[{pid index trigger
+//              ended_by begin_ns end_ns calls launches transfers syncs allocs left_out_before
+//              left_out_launches_before empty}]} (record --capture-range, --delay, --duration, ctl start/stop)
+//   findings   rule severity (high medium low info) message count ns estimated_savings_ns
+//              estimated_savings_bound (estimate, at_most, at_least: see the message) callsites[id] |
+//              evidence{name: number}
+//   runs       (captures of `record --repeat N` only; the sections above are then the run of median
+//              wall's) run exit_status pids headline{wall_ns cuda_api_ns gpu_busy_ns launches
+//              sync_blocked_ns transfer_bytes}; median_run; spread{wide_pct headline kernels transfers
+//              findings: [{name median min max runs spread_pct wide}]} (collector/compare/repeat_render.cpp)
+// {stats} = {count total_ns avg_ns median_ns min_ns max_ns p99_ns}. Call site ids index "callsites".
+#include "collector/report/report.h"
+
+#include "collector/model/api_names.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gpuspy::collect {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json stats(const DurationStats& s)
+{
+    return Json{{"count", s.count}, {"total_ns", s.total}, {"avg_ns", s.avg}, {"median_ns", s.median},
+                {"min_ns", s.min}, {"max_ns", s.max}, {"p99_ns", s.p99}};
+}
+
+Json ids(const std::vector<uint32_t>& v)
+{
+    Json a = Json::array();
+    for (uint32_t x : v) a.push_back(x);
+    return a;
+}
+
+Json strings(const std::vector<std::string>& v)
+{
+    Json a = Json::array();
+    for (const std::string& s : v) a.push_back(s);
+    return a;
+}
+
+}  // namespace
+
+nlohmann::ordered_json reportJson(const Report& r)
+{
+    Json j;
+    j["schema"] = r.schema;
+    j["options"] = Json{{"top", r.options.top}, {"pid", r.options.pid}};
+    j["bad_streams"] = r.badStreams;
+    j["notes"] = strings(r.notes);
+
+    Json& procs = j["processes"] = Json::array();
+    for (const ProcessSummary& p : r.processes)
+        procs.push_back(Json{{"pid", p.pid}, {"ppid", p.ppid}, {"command", p.command}, {"wall_ns", p.wallNs},
+                             {"cuda_api_ns", p.cudaApiNs}, {"cuda_api_pct", p.cudaApiPct},
+                             {"gpuspy_overhead_ns", p.gpuspyOverheadNs}, {"dropped_records", p.droppedRecords},
+                             {"records_made", p.recordsMade}, {"calls", p.calls}, {"threads", p.threads},
+                             {"active_begin_ns", p.activeBeginNs}, {"active_end_ns", p.activeEndNs},
+                             {"device_ops", p.deviceOps}, {"timed_ops", p.timedOps}, {"sampled_out_ops", p.sampledOutOps},
+                             {"ended", p.ended}, {"stream_error", p.streamError}});
+
+    Json& devs = j["devices"] = Json::array();
+    for (const DeviceSummary& d : r.devices)
+        devs.push_back(Json{{"id", d.id}, {"name", d.name}, {"busy_ns", d.busyNs}, {"busy_pct", d.busyPct},
+                            {"pid", d.pid}, {"active_ns", d.activeNs}, {"ops", d.ops}, {"timed_ops", d.timedOps},
+                            {"sampled_out_ops", d.sampledOutOps}, {"kernel_ns", d.kernelNs},
+                            {"transfer_ns", d.transferNs}, {"other_ns", d.otherNs}, {"idle_gap_ns", d.idleGapNs},
+                            {"largest_gap_ns", d.largestGapNs}, {"gaps", d.gaps}, {"starved_ns", d.starvedNs},
+                            {"upper_bound_ops", d.upperBoundOps}, {"upper_bound_ns", d.upperBoundNs},
+                            {"busy_basis", d.busyBasis}, {"busy_ns_min", d.busyLoNs}, {"busy_ns_max", d.busyHiNs},
+                            {"busy_pct_min", d.busyPctLo}, {"busy_pct_max", d.busyPctHi},
+                            {"estimated_ops", d.estimatedOps}, {"lost_timing_ops", d.lostOps},
+                            {"unknown_duration_ops", d.unknownOps}, {"held_up_ops", d.heldUpOps},
+                            {"held_up_ns", d.heldUpNs}});
+
+    Json& streams = j["streams"] = Json::array();
+    for (const StreamSummary& x : r.streams)
+        streams.push_back(Json{{"pid", x.pid}, {"device", x.device}, {"name", x.name}, {"ops", x.ops},
+                               {"estimated_ops", x.estimatedOps}, {"busy_ns", x.busyNs}, {"busy_ns_min", x.busyLoNs},
+                               {"busy_ns_max", x.busyHiNs}, {"busy_pct", x.busyPct}});
+
+    Json& apis = j["apis"] = Json::array();
+    for (const ApiRow& a : r.apis) {
+        Json row{{"api", a.api}, {"runtime", std::string(runtimeNameOf(a.api))}, {"display", a.display},
+                 {"category", a.category}, {"errors", a.errors}};
+        row.update(stats(a.host));
+        apis.push_back(std::move(row));
+    }
+
+    Json& transfers = j["transfers"] = Json::array();
+    for (const TransferRow& t : r.transfers) {
+        Json buckets = Json::array();
+        for (const SizeBucket& b : t.buckets)
+            buckets.push_back(Json{{"label", b.label}, {"max_bytes", b.maxBytes}, {"count", b.count}, {"bytes", b.bytes}});
+        transfers.push_back(Json{{"direction", t.direction}, {"host_memory", t.hostMemory}, {"mode", t.mode},
+                                 {"count", t.count}, {"bytes", t.bytes}, {"gpu_ns", t.gpuNs}, {"host_ns", t.hostNs},
+                                 {"gbps", t.gbps}, {"gbps_basis", t.gbpsBasis}, {"timed_count", t.timedCount},
+                                 {"timed_bytes", t.timedBytes}, {"gpu_time", t.gpuTime()},
+                                 {"upper_bound_count", t.upperBoundCount}, {"upper_bound_gpu_ns", t.upperBoundGpuNs},
+                                 {"graph_count", t.graphCount}, {"graph_gpu_ns", t.graphGpuNs},
+                                 {"host", stats(t.host)}, {"size_buckets", buckets},
+                                 {"apis", strings(t.apis)}, {"callsites", ids(t.callsites)}});
+    }
+
+    Json& kernels = j["kernels"] = Json::array();
+    for (const KernelRow& k : r.kernels)
+        kernels.push_back(Json{{"name", k.name}, {"count", k.count}, {"gpu_ns", k.gpuNs}, {"median_gpu_ns", k.gpu.median},
+                               {"launch_host_ns", k.launchHostNs}, {"mangled", k.mangled}, {"timed_count", k.timedCount},
+                               {"estimated_gpu_ns", k.estimatedGpuNs}, {"gpu", stats(k.gpu)},
+                               {"median_launch_host_ns", k.medianLaunchHostNs}, {"launch_bound", k.launchBound},
+                               {"empty_stream_launches", k.emptyStreamLaunches},
+                               {"graph_count", k.graphCount}, {"graph_gpu_ns", k.graphGpuNs},
+                               {"callsites", ids(k.callsites)}});
+
+    const LaunchSummary& L = r.launches;
+    j["launches"] = Json{{"count", L.count}, {"host_ns", L.hostNs}, {"median_host_ns", L.medianHostNs},
+                         {"launch_bound_kernels", L.launchBoundKernels},
+                         {"launch_bound_kernel_names", strings(L.launchBoundNames)}, {"p99_host_ns", L.p99HostNs},
+                         {"per_second", L.perSecond}, {"host", stats(L.host)}, {"timed", L.timed},
+                         {"sampled_out", L.sampledOut}, {"captured", L.captured}, {"failed", L.failed},
+                         {"graph_launches", L.graphLaunches}, {"graph_host_ns", L.graphHostNs},
+                         {"graph_gpu_ns", L.graphGpuNs}, {"graph_nodes", L.graphNodes},
+                         {"graphs_unknown", L.graphsUnknown}, {"graph_event_nodes", L.graphEventNodes}, {"idle_gap_ns", L.idleGapNs},
+                         {"largest_idle_gap_ns", L.largestGapNs}, {"sampling_note", L.samplingNote}};
+
+    Json& syncs = j["syncs"] = Json::array();
+    for (const SyncRow& s : r.syncs)
+        syncs.push_back(Json{{"api", s.api}, {"implicit", s.implicit}, {"count", s.count}, {"blocked_ns", s.blockedNs},
+                             {"gpu_busy_ns", s.gpuBusyNs}, {"display", s.display}, {"kind", s.kind},
+                             {"not_ready", s.notReady}, {"host", stats(s.host)}, {"callsites", ids(s.callsites)},
+                             {"upper_bound_count", s.upperBoundCount}});
+
+    Json& nvtx = j["nvtx"] = Json::array();
+    for (const NvtxRow& n : r.nvtx)
+        nvtx.push_back(Json{{"name", n.name}, {"ranges", n.ranges}, {"range_ns", n.rangeNs}, {"calls", n.calls},
+                            {"cuda_api_ns", n.cudaApiNs}, {"transfers", n.transfers}, {"transfer_bytes", n.transferBytes},
+                            {"transfer_host_ns", n.transferHostNs}, {"launches", n.launches},
+                            {"launch_host_ns", n.launchHostNs}, {"syncs", n.syncs}, {"sync_blocked_ns", n.syncBlockedNs},
+                            {"gpu_ns", n.gpuNs}, {"upper_bound_count", n.upperBoundCount},
+                            {"upper_bound_gpu_ns", n.upperBoundGpuNs}});
+
+    Json& windows = j["capture_windows"] = Json::object();
+    const CaptureWindows& cw = r.captureWindows;
+    windows["used"] = cw.used;
+    windows["left_out"] = cw.leftOut;
+    windows["left_out_launches"] = cw.leftOutLaunches;
+    windows["left_out_after"] = cw.leftOutAfter;
+    windows["empty_windows"] = cw.emptyWindows;
+    Json& rows = windows["windows"] = Json::array();
+    for (const CaptureWindowRow& w : cw.rows)
+        rows.push_back(Json{{"pid", w.pid}, {"index", w.index}, {"trigger", w.trigger}, {"ended_by", w.endedBy},
+                            {"begin_ns", w.beginNs}, {"end_ns", w.endNs}, {"calls", w.calls}, {"launches", w.launches},
+                            {"transfers", w.transfers}, {"syncs", w.syncs}, {"allocs", w.allocs},
+                            {"left_out_before", w.leftOutBefore}, {"left_out_launches_before", w.leftOutLaunchesBefore},
+                            {"empty", w.empty()}});
+
+    Json& sites = j["callsites"] = Json::array();
+    for (const CallSite& s : r.callsites) {
+        Json frames = Json::array();
+        for (const ReportFrame& f : s.frames)
+            frames.push_back(Json{{"function", f.function}, {"file", f.file}, {"line", f.line}, {"module", f.module},
+                                  {"offset", f.offset}, {"address", f.address}, {"inlined", f.inlined}, {"app", f.app}});
+        sites.push_back(Json{{"id", s.id}, {"category", s.category}, {"frames", frames}, {"count", s.count},
+                             {"ns", s.ns}, {"label", s.label}, {"site_frame", s.siteFrame}, {"apis", strings(s.apis)}});
+    }
+
+    Json& findings = j["findings"] = Json::array();
+    for (const Finding& f : r.findings) {
+        Json evidence = Json::object();
+        for (const auto& [k, v] : f.evidence) evidence[k] = v;
+        findings.push_back(Json{{"rule", f.rule}, {"severity", f.severity}, {"message", f.message}, {"count", f.count},
+                                {"ns", f.ns}, {"estimated_savings_ns", f.estimatedSavingsNs},
+                                {"estimated_savings_bound", f.savingsBound},
+                                {"callsites", ids(f.callsites)}, {"evidence", evidence}});
+    }
+    return j;
+}
+
+std::string renderJson(const Report& r)
+{
+    // Invalid UTF-8 in a kernel name or path must not make the whole report fail.
+    return reportJson(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace gpuspy::collect

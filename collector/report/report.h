@@ -1,0 +1,30 @@
+// collector/report/report.h: the renderers of a Report: text for people (findings first, nsys-stats-like
+// tables, 100 columns), JSON for tools (schema "gpuspy.report/1", documented in the README) and CSV
+// (one table per section). The JSON and the tables are shared with the exports and the viewer.
+#pragma once
+
+#include "collector/analyze/analyze.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <vector>
+
+namespace gpuspy::collect {
+
+std::string renderText(const Report&, bool color);
+std::string renderJson(const Report&);  // reportJson(r).dump(2) plus a newline
+std::string renderCsv(const Report&);
+
+// The JSON document, for callers that embed it (the viewer) rather than print it.
+nlohmann::ordered_json reportJson(const Report&);
+
+// The report's sections as flat tables of raw values (ns, bytes, plain numbers): what CSV prints.
+struct Table {
+    std::string name;  // processes, devices, apis, transfers, kernels, launches, syncs, nvtx, callsites, findings
+    std::vector<std::string> columns;
+    std::vector<std::vector<std::string>> rows;
+};
+std::vector<Table> reportTables(const Report&);
+
+}  // namespace gpuspy::collect

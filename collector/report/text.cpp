@@ -1,0 +1,543 @@
+// collector/report/text.cpp: the report for people: headline, findings first (ranked, with evidence and
+// call sites), then nsys-stats-like tables. Every line fits 100 columns; colour only when asked.
+#include "collector/report/report.h"
+
+#include "collector/analyze/internal.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+namespace gpuspy::collect {
+
+namespace {
+
+using detail::formatBytes;
+using detail::formatNs;
+
+constexpr size_t kWidth = 100;
+
+struct Style {
+    bool on;
+    std::string bold() const { return on ? "\033[1m" : ""; }
+    std::string dim() const { return on ? "\033[2m" : ""; }
+    std::string red() const { return on ? "\033[31m" : ""; }
+    std::string yellow() const { return on ? "\033[33m" : ""; }
+    std::string cyan() const { return on ? "\033[36m" : ""; }
+    std::string reset() const { return on ? "\033[0m" : ""; }
+};
+
+// Byte length of the prefix of s that holds at most n characters' worth of bytes without splitting a
+// UTF-8 sequence.
+std::string clip(const std::string& s, size_t n)
+{
+    if (s.size() <= n) return s;
+    if (n <= 3) return s.substr(0, n);
+    size_t cut = n - 3;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    return s.substr(0, cut) + "...";
+}
+
+std::string pct(double v)
+{
+    char b[16];
+    std::snprintf(b, sizeof b, "%.1f", v);
+    return b;
+}
+
+std::string num(uint64_t v)
+{
+    // Thousands separators: counts in the hundred thousands are common.
+    std::string s = std::to_string(v), o;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (i && (s.size() - i) % 3 == 0) o += ',';
+        o += s[i];
+    }
+    return o;
+}
+
+std::string gbps(double v)
+{
+    char b[16];
+    std::snprintf(b, sizeof b, "%.2f", v);
+    return b;
+}
+
+// A value that is only a bound reads "<=" before it (">=" for a lower bound); a note under its table
+// says why.
+constexpr const char* kAtMost = "<=";
+constexpr const char* kAtLeast = ">=";
+std::string markBound(const std::string& value, bool bound, const char* mark = kAtMost)
+{
+    return bound ? mark + value : value;
+}
+
+// A device's busy time is an estimate ("~") where untimed work was placed by inference (the device
+// timeline), else measured, and an upper bound ("<=") where it holds spans that are.
+std::string markBusy(const std::string& value, const DeviceSummary& d)
+{
+    if (d.busyBasis == "estimated") return "~" + value;
+    return d.busyBasis == "upper_bound" ? kAtMost + value : value;
+}
+
+// The interval of an estimated busy %, "55-70", or "" when measured or narrower than a point.
+std::string busyRange(const DeviceSummary& d)
+{
+    if (d.busyPctHi - d.busyPctLo < 1) return "";
+    return pct(d.busyPctLo) + "-" + pct(d.busyPctHi);
+}
+
+// Greedy word wrap of `text` into lines of at most kWidth columns, each starting with `indent`.
+std::string wrap(const std::string& text, const std::string& indent)
+{
+    std::string out, line = indent;
+    const size_t limit = kWidth;
+    size_t i = 0;
+    while (i < text.size()) {
+        size_t j = text.find(' ', i);
+        if (j == std::string::npos) j = text.size();
+        std::string word = text.substr(i, j - i);
+        i = j + 1;
+        if (word.empty()) continue;
+        if (indent.size() + word.size() > limit) word = clip(word, limit - indent.size());
+        const bool fresh = line.size() == indent.size();
+        if (line.size() + (fresh ? 0 : 1) + word.size() > limit) {
+            out += line + "\n";
+            line = indent + word;
+        } else {
+            line += (fresh ? "" : " ") + word;
+        }
+    }
+    if (line.size() > indent.size()) out += line + "\n";
+    return out;
+}
+
+// Takes from `rest` the longest prefix of at most `width` bytes, breaking after a space or a comma
+// when one is in the second half of the line; the rest loses its leading spaces.
+std::string takeLine(std::string& rest, size_t width)
+{
+    if (rest.size() <= width) {
+        std::string all = std::move(rest);
+        rest.clear();
+        return all;
+    }
+    size_t cut = width;
+    for (size_t i = width; i > width / 2; --i)
+        if (rest[i - 1] == ' ' || rest[i - 1] == ',') {
+            cut = i;
+            break;
+        }
+    while (cut > 1 && (static_cast<unsigned char>(rest[cut]) & 0xC0) == 0x80) --cut;
+    std::string head = rest.substr(0, cut);
+    while (!head.empty() && head.back() == ' ') head.pop_back();
+    size_t skip = cut;
+    while (skip < rest.size() && rest[skip] == ' ') ++skip;
+    rest = rest.substr(skip);
+    return head;
+}
+
+// A table: right-aligned numeric columns, one flexible text column (the last) that absorbs the width.
+class TextTable {
+public:
+    explicit TextTable(std::vector<std::string> titles, size_t flex) : m_titles(std::move(titles)), m_flex(flex) {}
+    void row(std::vector<std::string> cells) { m_rows.push_back(std::move(cells)); }
+    bool empty() const { return m_rows.empty(); }
+
+    std::string render(const Style& st) const
+    {
+        std::vector<size_t> w(m_titles.size());
+        for (size_t c = 0; c < w.size(); ++c) {
+            w[c] = m_titles[c].size();
+            for (const auto& r : m_rows) w[c] = std::max(w[c], r[c].size());
+        }
+        size_t fixed = 0;
+        for (size_t c = 0; c < w.size(); ++c)
+            if (c != m_flex) fixed += w[c] + 2;
+        const size_t room = kWidth > fixed + 2 ? kWidth - fixed - 2 : 8;
+        w[m_flex] = std::min(w[m_flex], room);
+        // A flexible cell too long for its column continues on the next lines, aligned under it.
+        size_t flexStart = 1;
+        for (size_t c = 0; c < m_flex; ++c) flexStart += w[c] + 2;
+        auto line = [&](const std::vector<std::string>& cells) {
+            std::string s = " ", rest;
+            for (size_t c = 0; c < cells.size(); ++c) {
+                std::string cell = cells[c];
+                if (c == m_flex && cell.size() > w[c]) {
+                    rest = cell;
+                    cell = takeLine(rest, w[c]);
+                }
+                const size_t pad = w[c] > cell.size() ? w[c] - cell.size() : 0;
+                const bool left = c == m_flex || m_left.count(c);
+                s += left ? cell + std::string(pad, ' ') : std::string(pad, ' ') + cell;
+                if (c + 1 < cells.size()) s += "  ";
+            }
+            while (!s.empty() && s.back() == ' ') s.pop_back();
+            s = clip(s, kWidth) + "\n";
+            for (int more = 0; !rest.empty(); ++more) {
+                std::string piece = more == 2 ? clip(rest, w[m_flex]) : takeLine(rest, w[m_flex]);
+                if (more == 2) rest.clear();
+                s += std::string(flexStart, ' ') + piece + "\n";
+            }
+            return s;
+        };
+        std::string out = st.bold() + line(m_titles);
+        if (st.on) out.insert(out.find('\n'), st.reset());
+        for (const auto& r : m_rows) out += line(r);
+        return out;
+    }
+    void leftAlign(size_t c) { m_left.insert(c); }
+
+private:
+    std::vector<std::string> m_titles;
+    std::vector<std::vector<std::string>> m_rows;
+    size_t m_flex;
+    std::set<size_t> m_left;
+};
+
+std::string heading(const Style& st, const std::string& title)
+{
+    std::string s = "== " + title + " ";
+    if (s.size() < kWidth) s += std::string(kWidth - s.size(), '=');
+    return "\n" + st.bold() + s + st.reset() + "\n";
+}
+
+std::string severityText(const Style& st, const std::string& sev)
+{
+    std::string up = sev;
+    for (char& c : up) c = char(std::toupper(static_cast<unsigned char>(c)));
+    up.resize(std::max<size_t>(up.size(), 6), ' ');
+    const std::string color = sev == "high" ? st.red() : sev == "medium" ? st.yellow() : st.cyan();
+    return color + up + st.reset();
+}
+
+std::string siteText(const Report& r, uint32_t id)
+{
+    return id < r.callsites.size() ? r.callsites[id].label : "site #" + std::to_string(id);
+}
+
+// "f(Model&, Batch const&) (train.cu:128)" -> "f(...) (train.cu:128)" when it does not fit `width`:
+// the file and line matter more than the parameter types.
+std::string shortSite(const std::string& label, size_t width)
+{
+    if (label.size() <= width) return label;
+    const size_t file = label.rfind(" (");
+    const size_t paren = label.find('(');
+    if (file != std::string::npos && paren != std::string::npos && paren < file)
+        return clip(label.substr(0, paren) + "(...)" + label.substr(file), width);
+    return clip(label, width);
+}
+
+void findings(std::string& out, const Report& r, const Style& st)
+{
+    out += heading(st, "Findings (ranked by estimated time saved)");
+    if (r.findings.empty()) {
+        out += " No findings: no transfer, launch or sync pattern worth changing was found.\n";
+        return;
+    }
+    size_t rank = 0;
+    for (const Finding& f : r.findings) {
+        const std::string head = std::to_string(++rank) + ". ";
+        std::string line = " " + head + severityText(st, f.severity) + " " + st.bold() + f.rule + st.reset();
+        if (f.estimatedSavingsNs)
+            line += std::string(f.savingsBound == "at_most" ? "  at most " : f.savingsBound == "at_least" ? "  at least " : "  ~") +
+                    formatNs(f.estimatedSavingsNs) + " to save";
+        out += line + "\n";
+        out += wrap(f.message, "     ");
+        if (!f.evidence.empty()) {
+            std::string ev = "evidence:";
+            for (const auto& [k, v] : f.evidence) {
+                char b[48];
+                if (v == double(uint64_t(v))) std::snprintf(b, sizeof b, "%llu", static_cast<unsigned long long>(v));
+                else std::snprintf(b, sizeof b, "%.3g", v);
+                ev += " " + k + "=" + b;
+            }
+            out += st.dim() + wrap(ev, "     ") + st.reset();
+        }
+        for (size_t i = 0; i < f.callsites.size() && i < r.options.top; ++i) {
+            const uint32_t id = f.callsites[i];
+            std::string tail;
+            if (id < r.callsites.size())
+                tail = "  " + num(r.callsites[id].count) + " calls, " + formatNs(r.callsites[id].ns);
+            const std::string prefix = std::string("     ") + (i ? "   " : "at ");
+            out += prefix + shortSite(siteText(r, id), kWidth - prefix.size() - tail.size()) + tail + "\n";
+        }
+    }
+}
+
+// Processes whose stream has no End record: killed (SIGKILL, a fatal signal gpuspy could not see
+// coming), its connection or descriptor lost, or still running when the capture ended. The End record
+// holds the process's drop count and its last calls, so what the report shows of it is a lower bound.
+void cutShort(std::string& out, const Report& r, const Style& st)
+{
+    std::string list;
+    size_t n = 0;
+    for (const ProcessSummary& p : r.processes) {
+        if (p.ended) continue;
+        list += std::string(n++ ? "; " : " ") + "pid " + std::to_string(p.pid) +
+                (p.streamError.empty() ? "" : " (" + p.streamError + ")");
+    }
+    if (!n) return;
+    out += st.yellow() +
+           wrap(std::string(n == 1 ? "1 process's stream was" : std::to_string(n) + " processes' streams were") +
+                    " cut short (no End record: the process was killed or its stream was lost, or it was still running "
+                    "when the capture ended):" + list + ". Their figures stop at the last record that arrived: calls, "
+                    "GPU work and drops after it are missing, so their counts and times are lower bounds, and their "
+                    "Dropped count (marked ?) is only what was reported before the cut.",
+                " ") +
+           st.reset();
+}
+
+void overview(std::string& out, const Report& r, const Style& st)
+{
+    out += heading(st, "Processes");
+    TextTable t({"PID", "Wall", "CUDA API", "% wall", "gpuspy", "Calls", "Dropped", "Command"}, 7);
+    for (const ProcessSummary& p : r.processes)
+        t.row({std::to_string(p.pid), formatNs(p.wallNs), formatNs(p.cudaApiNs), pct(p.cudaApiPct),
+               formatNs(p.gpuspyOverheadNs), num(p.calls), p.ended ? num(p.droppedRecords) : num(p.droppedRecords) + "?",
+               p.command});
+    out += t.render(st);
+    cutShort(out, r, st);
+    for (const ProcessSummary& p : r.processes)
+        for (const std::string& n : p.notices) out += wrap("pid " + std::to_string(p.pid) + ": " + n + ".", " ");
+    if (r.devices.empty()) return;
+    out += heading(st, "Devices (busy % over each process's first to last CUDA call)");
+    TextTable d({"PID", "Dev", "Busy %", "Range %", "Busy", "Active", "Idle gaps", "Largest", "Starved", "Ops", "Timed", "Name"}, 11);
+    uint64_t boundOps = 0, estimated = 0;
+    for (const DeviceSummary& x : r.devices) {
+        boundOps += x.upperBoundOps;
+        estimated += x.estimatedOps;
+        d.row({std::to_string(x.pid), std::to_string(x.id), markBusy(pct(x.busyPct), x), busyRange(x),
+               markBusy(formatNs(x.busyNs), x), formatNs(x.activeNs), formatNs(x.idleGapNs), formatNs(x.largestGapNs),
+               formatNs(x.starvedNs), num(x.ops), num(x.timedOps), x.name});
+    }
+    out += d.render(st);
+    if (estimated)
+        out += wrap("~ estimated: " + num(estimated) + " untimed operations are placed on their streams by inference "
+                    "(busy time, gaps and starvation are read off that timeline); Range is the busy % with short and "
+                    "long durations for them.",
+                    " ");
+    if (boundOps)
+        out += wrap("<= upper bound: the busy time holds the spans of " + num(boundOps) +
+                        " blocking copies or memsets, which are upper bounds (see Transfers).",
+                    " ");
+    if (r.streams.size() > 1) {
+        out += heading(st, "Streams (busy % of the process's active span)");
+        TextTable t({"PID", "Dev", "Busy %", "Range %", "Busy", "Ops", "Estimated", "Stream"}, 7);
+        size_t shown = 0;
+        for (const StreamSummary& x : r.streams) {
+            if (shown++ == r.options.top) break;
+            const bool est = x.estimatedOps > 0;
+            const uint64_t active = x.busyPct > 0 ? uint64_t(double(x.busyNs) * 100.0 / x.busyPct) : 0;
+            auto p = [&](uint64_t ns) { return active ? pct(std::min(100.0, 100.0 * double(ns) / double(active))) : pct(0); };
+            t.row({std::to_string(x.pid), std::to_string(x.device), (est ? "~" : "") + pct(x.busyPct),
+                   est && x.busyHiNs > x.busyLoNs ? p(x.busyLoNs) + "-" + p(x.busyHiNs) : "", formatNs(x.busyNs),
+                   num(x.ops), num(x.estimatedOps), x.name});
+        }
+        out += t.render(st);
+    }
+}
+
+void apis(std::string& out, const Report& r, const Style& st)
+{
+    if (r.apis.empty()) return;
+    out += heading(st, "CUDA API summary (host time)");
+    uint64_t total = 0;
+    for (const ApiRow& a : r.apis) total += a.host.total;
+    TextTable t({"Time %", "Total", "Calls", "Avg", "Med", "Min", "Max", "Name"}, 7);
+    for (size_t i = 0; i < r.apis.size() && i < r.options.top; ++i) {
+        const ApiRow& a = r.apis[i];
+        t.row({pct(total ? 100.0 * double(a.host.total) / double(total) : 0), formatNs(a.host.total), num(a.host.count),
+               formatNs(uint64_t(a.host.avg + 0.5)), formatNs(a.host.median), formatNs(a.host.min), formatNs(a.host.max),
+               a.display + (a.errors ? " [" + num(a.errors) + " errors]" : "")});
+    }
+    out += t.render(st);
+    if (r.apis.size() > r.options.top) out += " (" + num(r.apis.size() - r.options.top) + " more in --format json/csv)\n";
+}
+
+void transfers(std::string& out, const Report& r, const Style& st)
+{
+    if (r.transfers.empty()) return;
+    out += heading(st, "Transfers (direction x host memory x mode)");
+    TextTable t({"Dir", "Memory", "Mode", "Count", "Bytes", "GPU time", "Host time", "GB/s", "<=64K", "<=1M", ">1M"}, 1);
+    t.leftAlign(0);
+    t.leftAlign(1);
+    t.leftAlign(2);
+    bool hostBasis = false;
+    uint64_t boundOps = 0;
+    for (const TransferRow& x : r.transfers) {
+        hostBasis |= x.gbpsBasis == "host";
+        const bool bound = x.upperBoundCount > 0;
+        boundOps += x.upperBoundCount;
+        t.row({x.direction, x.hostMemory, x.mode, num(x.count), formatBytes(x.bytes),
+               x.gpuNs ? markBound(formatNs(x.gpuNs), bound) : x.graphGpuNs ? "~" + formatNs(x.graphGpuNs) : "-",
+               formatNs(x.hostNs),
+               (x.gbpsBasis == "graph_estimate" ? "~" : "") + markBound(gbps(x.gbps), bound && x.gbpsBasis == "gpu", kAtLeast) +
+                   (x.gbpsBasis == "host" ? "*" : ""),
+               num(x.buckets.size() > 0 ? x.buckets[0].count : 0), num(x.buckets.size() > 1 ? x.buckets[1].count : 0),
+               num(x.buckets.size() > 2 ? x.buckets[2].count : 0)});
+    }
+    out += t.render(st);
+    out += " GB/s: bytes of the timed transfers / their GPU time";
+    out += hostBasis ? "; * no GPU time recorded: bytes / host time\n" : "\n";
+    if (std::any_of(r.transfers.begin(), r.transfers.end(), [](const TransferRow& x) { return x.graphCount > 0; }))
+        out += wrap("Mode graph: copies and memsets run as graph nodes, at their graph launch's call site; ~ their "
+                    "share of the launches' measured GPU time (an estimate).", " ");
+    if (boundOps)
+        out += wrap("<= upper bound (so GB/s >= a lower bound): " + num(boundOps) +
+                        " of these copies and memsets blocked the call on an idle stream. CUDA events cannot see "
+                        "when such work began, so its GPU time includes the driver's host time before it (and "
+                        "runs to the call's return). Other GPU times are measured.", " ");
+    for (const TransferRow& x : r.transfers) {
+        if (x.callsites.empty()) continue;
+        std::string s = x.direction + " " + x.hostMemory + " " + x.mode + " from " + siteText(r, x.callsites[0]);
+        if (x.callsites.size() > 1) s += " (+" + num(x.callsites.size() - 1) + " more)";
+        out += wrap(s, " ");
+    }
+}
+
+void kernels(std::string& out, const Report& r, const Style& st)
+{
+    const LaunchSummary& L = r.launches;
+    if (r.kernels.empty() && !L.graphLaunches) return;
+    out += heading(st, "Kernels (GPU time)");
+    uint64_t total = 0;
+    for (const KernelRow& k : r.kernels) total += k.estimatedGpuNs;
+    TextTable t({"Time %", "Total", "Count", "Avg", "Med", "Min", "Max", "Launch med", "Name"}, 8);
+    for (size_t i = 0; i < r.kernels.size() && i < r.options.top; ++i) {
+        const KernelRow& k = r.kernels[i];
+        const bool timed = k.timedCount > 0;
+        const std::string totalText = timed ? formatNs(k.estimatedGpuNs) : k.graphGpuNs ? "~" + formatNs(k.estimatedGpuNs) : "-";
+        t.row({pct(total ? 100.0 * double(k.estimatedGpuNs) / double(total) : 0), totalText,
+               num(k.count), timed ? formatNs(uint64_t(k.gpu.avg + 0.5)) : "-", timed ? formatNs(k.gpu.median) : "-",
+               timed ? formatNs(k.gpu.min) : "-", timed ? formatNs(k.gpu.max) : "-",
+               k.count > k.graphCount ? formatNs(k.medianLaunchHostNs) : "graph",
+               (k.launchBound ? "! " : "") + k.name});
+    }
+    out += t.render(st);
+    if (r.kernels.size() > r.options.top) out += " (" + num(r.kernels.size() - r.options.top) + " more kernels in --format json/csv)\n";
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.0f", L.perSecond);
+    std::string s = "Launches: " + num(L.count) + " (" + rate + "/s over the active span), host time " + formatNs(L.hostNs) +
+                    " (median " + formatNs(L.medianHostNs) + ", p99 " + formatNs(L.p99HostNs) + "). Launch-bound kernels " +
+                    "(marked !, median GPU time below the median launch cost): " + num(L.launchBoundKernels) +
+                    ". GPU idle gaps between operations: " + formatNs(L.idleGapNs) + " in all, largest " +
+                    formatNs(L.largestGapNs) + ".";
+    if (L.graphLaunches)
+        s += " Graph launches: " + num(L.graphLaunches) + ", host " + formatNs(L.graphHostNs) + ", GPU " + formatNs(L.graphGpuNs) +
+             "; their " + num(L.graphNodes) + " kernel, copy and memset nodes are counted in the tables (transfers of mode "
+             "graph), each graph's GPU time split over its nodes by their standalone timings, else evenly (~ estimated)" +
+             (L.graphEventNodes ? "; " + num(L.graphEventNodes) + " event record and wait nodes ran (no device work, untimed)"
+                                : std::string()) +
+             (L.graphsUnknown ? "; " + num(L.graphsUnknown) + " launches ran graphs whose nodes are not known" : std::string()) + ".";
+    if (L.captured) s += " " + num(L.captured) + " launches were captured into graphs (not counted above).";
+    if (!L.samplingNote.empty()) s += " " + L.samplingNote + ".";
+    out += wrap(s, " ");
+}
+
+void syncs(std::string& out, const Report& r, const Style& st)
+{
+    if (r.syncs.empty()) return;
+    out += heading(st, "Blocking syncs (host waits for the GPU)");
+    TextTable t({"Kind", "Count", "Blocked", "Busy %", "Med", "Max", "API"}, 6);
+    t.leftAlign(0);
+    bool anyBound = false;
+    for (const SyncRow& s : r.syncs) {
+        anyBound |= s.upperBoundCount > 0;
+        t.row({(s.implicit ? "implicit " : "") + s.kind, num(s.count), formatNs(s.blockedNs),
+               markBound(pct(s.blockedNs ? 100.0 * double(s.gpuBusyNs) / double(s.blockedNs) : 0), s.upperBoundCount > 0),
+               formatNs(s.host.median), formatNs(s.host.max), s.display});
+    }
+    out += t.render(st);
+    out += wrap(std::string("Busy %: share of the blocked time the call's device was running work (a wait on an "
+                            "idle GPU is waste).") +
+                    (anyBound ? " <= upper bound: the calls' own GPU spans are upper bounds (see Transfers)." : ""),
+                " ");
+    for (const SyncRow& s : r.syncs)
+        if (s.kind == "query")
+            out += wrap(s.api + ": " + num(s.notReady) + " of " + num(s.count) +
+                        " polls found the work unfinished (CUDA_ERROR_NOT_READY).", " ");
+}
+
+void nvtx(std::string& out, const Report& r, const Style& st)
+{
+    if (r.nvtx.empty()) return;
+    out += heading(st, "NVTX ranges (inclusive)");
+    TextTable t({"Range time", "Ranges", "Calls", "CUDA API", "Copies", "Bytes", "Launches", "Sync blocked", "GPU", "Name"}, 9);
+    bool anyBound = false;
+    for (size_t i = 0; i < r.nvtx.size() && i < r.options.top; ++i) {
+        const NvtxRow& n = r.nvtx[i];
+        anyBound |= n.upperBoundCount > 0;
+        t.row({formatNs(n.rangeNs), num(n.ranges), num(n.calls), formatNs(n.cudaApiNs), num(n.transfers),
+               formatBytes(n.transferBytes), num(n.launches), formatNs(n.syncBlockedNs),
+               markBound(formatNs(n.gpuNs), n.upperBoundCount > 0), n.name});
+    }
+    out += t.render(st);
+    if (anyBound) out += wrap("<= upper bound: the GPU time holds blocking copies or memsets (see Transfers).", " ");
+}
+
+void captureWindows(std::string& out, const Report& r, const Style& st)
+{
+    const CaptureWindows& cw = r.captureWindows;
+    if (!cw.used) return;
+    out += heading(st, "Capture windows");
+    if (cw.rows.empty()) {
+        out += st.red() + wrap("NO WINDOW OPENED: nothing was recorded; " + num(cw.leftOut) + " calls were left out.", " ") + st.reset();
+        return;
+    }
+    TextTable t({"Pid", "#", "Opened by", "Closed by", "Begin", "Length", "Calls", "Launches", "Copies", "Syncs", "Left out"}, 10);
+    for (const CaptureWindowRow& w : cw.rows)
+        t.row({std::to_string(w.pid), std::to_string(w.index), w.trigger, w.endedBy, formatNs(w.beginNs),
+               formatNs(w.endNs > w.beginNs ? w.endNs - w.beginNs : 0), w.empty() ? "0 EMPTY" : num(w.calls), num(w.launches),
+               num(w.transfers), num(w.syncs), num(w.leftOutBefore)});
+    out += t.render(st);
+    out += wrap(num(cw.leftOut) + " calls outside the windows were counted, not recorded (" + num(cw.leftOutLaunches) +
+                    " launches; " + num(cw.leftOutAfter) + " after the last window).",
+                " ");
+    if (cw.emptyWindows)
+        out += st.red() + wrap(num(cw.emptyWindows) + " EMPTY WINDOW(S): opened and closed with no CUDA call inside.", " ") + st.reset();
+}
+
+void sites(std::string& out, const Report& r, const Style& st)
+{
+    if (r.callsites.empty()) return;
+    out += heading(st, "Call sites (host time)");
+    TextTable t({"#", "Category", "Calls", "Host time", "Site"}, 4);
+    t.leftAlign(1);
+    for (size_t i = 0; i < r.callsites.size() && i < r.options.top; ++i) {
+        const CallSite& s = r.callsites[i];
+        t.row({std::to_string(s.id), s.category, num(s.count), formatNs(s.ns), s.label});
+    }
+    out += t.render(st);
+}
+
+}  // namespace
+
+std::string renderText(const Report& r, bool color)
+{
+    const Style st{color};
+    std::string out;
+    uint64_t wall = 0, api = 0;
+    for (const ProcessSummary& p : r.processes) {
+        wall = std::max(wall, p.wallNs);
+        api += p.cudaApiNs;
+    }
+    std::string head = "gpuspy report: " + num(r.processes.size()) + (r.processes.size() == 1 ? " process" : " processes") +
+                       ", wall " + formatNs(wall) + ", " + formatNs(api) + " in CUDA calls";
+    for (const DeviceSummary& d : r.devices)
+        head += ", GPU " + std::to_string(d.id) + (r.processes.size() > 1 ? " (pid " + std::to_string(d.pid) + ")" : "") +
+                " busy " + markBusy(pct(d.busyPct), d) + "%" + (busyRange(d).empty() ? "" : " (" + busyRange(d) + "%)");
+    out += st.bold() + clip(head, kWidth) + st.reset() + "\n";
+    for (const std::string& n : r.notes) out += st.yellow() + wrap("note: " + n, " ") + st.reset();
+    findings(out, r, st);
+    overview(out, r, st);
+    apis(out, r, st);
+    transfers(out, r, st);
+    kernels(out, r, st);
+    syncs(out, r, st);
+    nvtx(out, r, st);
+    captureWindows(out, r, st);
+    sites(out, r, st);
+    return out;
+}
+
+}  // namespace gpuspy::collect

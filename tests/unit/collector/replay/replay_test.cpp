@@ -1,0 +1,211 @@
+// tests/unit/collector/replay/replay_test.cpp: the run graph, its replay and the fixes, on hand-built
+// processes (calls with their GPU spans, as the shim sends them) and hand-built graphs.
+#include "collector/replay/whatif.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace gpuspy::collect::replay {
+namespace {
+
+using wire::Category;
+
+// A process whose calls are made by hand: APIs by name, spans as measured.
+struct Proc {
+    Process p;
+    uint64_t seq = 0;
+    std::map<std::string, uint16_t> ids;
+
+    Proc()
+    {
+        p.pid = 42;
+        p.startNs = 0;
+    }
+    uint16_t api(const std::string& name, Category cat)
+    {
+        auto it = ids.find(name);
+        if (it != ids.end()) return it->second;
+        const uint16_t id = uint16_t(ids.size() + 1);
+        p.apis[id] = {name, cat};
+        return ids[name] = id;
+    }
+    wire::CallBody& call(const std::string& name, Category cat, uint32_t tid, uint64_t begin, uint64_t end, uint64_t stream = 0x10,
+                         int device = 0)
+    {
+        wire::CallBody c{};
+        c.seq = ++seq;
+        c.beginNs = begin;
+        c.endNs = end;
+        c.stream = stream;
+        c.tid = tid;
+        c.apiId = api(name, cat);
+        c.category = cat;
+        c.device = int16_t(device);
+        p.calls.push_back(c);
+        p.lastNs = std::max(p.lastNs, end);
+        return p.calls.back();
+    }
+    // A launch of `kernel` that ran [gpuBegin, gpuEnd) (timed).
+    void launch(uint32_t tid, uint64_t begin, uint64_t end, uint64_t gpuBegin, uint64_t gpuEnd, uint64_t stream = 0x10, int device = 0)
+    {
+        wire::CallBody& c = call("cuLaunchKernel", Category::Launch, tid, begin, end, stream, device);
+        c.flags = wire::kCallDeviceWork | wire::kCallGpuTimed;
+        c.args.launch.kernelId = 1;
+        p.spans.push_back({c.seq, gpuBegin, gpuEnd, device, 0});
+    }
+    void sync(uint32_t tid, uint64_t begin, uint64_t end, uint64_t stream = 0x10, int device = 0)
+    {
+        wire::CallBody& c = call("cuStreamSynchronize", Category::Sync, tid, begin, end, stream, device);
+        c.args.sync.object = stream;
+    }
+};
+
+uint64_t savingOf(const WhatIf& w, const std::string& name)
+{
+    for (const Scenario& s : w.scenarios)
+        if (s.name == name) return w.unchanged.prediction.wallNs - s.prediction.wallNs;
+    ADD_FAILURE() << "no scenario " << name;
+    return 0;
+}
+
+// A loop: launch a 100 us kernel, wait for it, 50 us of host work; 10 steps.
+Proc syncLoop()
+{
+    Proc pr;
+    uint64_t t = 1000;
+    for (int i = 0; i < 10; ++i) {
+        pr.launch(7, t, t + 5000, t + 6000, t + 106000);
+        pr.sync(7, t + 5100, t + 107000);
+        t += 107000 + 50000;
+    }
+    pr.p.lastNs = t + 20000;
+    return pr;
+}
+
+TEST(Replay, UnchangedGivesBackTheRun)
+{
+    Proc pr = syncLoop();
+    const WhatIf w = whatIf(pr.p, {});
+    EXPECT_EQ(w.unchanged.prediction.wallNs, pr.p.lastNs);
+    EXPECT_EQ(w.unchanged.prediction.gpuBusyNs, 10u * 100000u);
+    EXPECT_NEAR(w.errorPct(), 0.0, 1e-9);
+}
+
+TEST(Replay, FewerSyncsLetsTheHostWorkOverlapTheKernels)
+{
+    // Without the per-step wait the host's 50 us of work runs while the 100 us kernels do: the run ends
+    // when the last kernel does, and the GPU is never idle between them.
+    Proc pr = syncLoop();
+    const WhatIf w = whatIf(pr.p, {}, {FixKind::FewerSyncs});
+    const uint64_t saved = savingOf(w, "fewer-syncs");
+    // Unchanged: 10 x 157 us. Fixed: the kernels back to back (1 ms from the first's start), the host's last
+    // 50 us after its loop overlaps them; then the final sync and the tail.
+    EXPECT_GT(saved, 400000u);
+    EXPECT_LT(saved, 600000u);
+}
+
+TEST(Replay, FewerSyncsKeepsTheWaitAfterACopyTheHostReads)
+{
+    Proc pr;
+    uint64_t t = 1000;
+    for (int i = 0; i < 5; ++i) {
+        pr.launch(7, t, t + 5000, t + 6000, t + 106000);
+        wire::CallBody& c = pr.call("cuMemcpyDtoHAsync_v2", Category::Transfer, 7, t + 5100, t + 8000);
+        c.flags = wire::kCallDeviceWork | wire::kCallAsync | wire::kCallGpuTimed;
+        c.args.transfer.direction = wire::Direction::DtoH;
+        c.args.transfer.dstMem = wire::MemKind::Pinned;
+        c.args.transfer.srcMem = wire::MemKind::Device;
+        c.args.transfer.bytes = 4;
+        pr.p.spans.push_back({c.seq, t + 106000, t + 108000, 0, 0});
+        pr.sync(7, t + 8100, t + 109000);
+        t += 109000 + 50000;
+    }
+    const WhatIf w = whatIf(pr.p, {}, {FixKind::FewerSyncs});
+    ASSERT_EQ(w.scenarios.size(), 1u);
+    EXPECT_EQ(w.scenarios[0].effects[0].changed, 0u);
+    EXPECT_EQ(w.scenarios[0].effects[0].kept, 4u) << "every wait but the last keeps a read of the copied data";
+    EXPECT_EQ(savingOf(w, "fewer-syncs"), 0u);
+}
+
+TEST(Replay, AThreadThatEndsEarlyIsOffTheCriticalPath)
+{
+    // Thread 1 launches on device 1 and ends at 0.5 ms; thread 2 waits on a long kernel of device 0 until
+    // 10 ms. Making thread 1's launches free (a graph) saves nothing.
+    Proc pr;
+    uint64_t t = 1000;
+    for (int i = 0; i < 40; ++i, t += 10000) pr.launch(1, t, t + 9000, t + 9500, t + 10000, 0x20, 1);
+    pr.sync(1, t, t + 1000, 0x20, 1);
+    pr.launch(2, 2000, 3000, 3500, 9000000, 0x30, 0);
+    pr.sync(2, 3100, 9001000, 0x30, 0);
+    pr.p.lastNs = 9002000;
+    const WhatIf w = whatIf(pr.p, {}, {FixKind::Graphs});
+    ASSERT_EQ(w.scenarios.size(), 1u);
+    EXPECT_GT(w.scenarios[0].effects[0].changed, 0u);
+    EXPECT_EQ(savingOf(w, "graphs"), 0u);
+    const Prediction& u = w.unchanged.prediction;
+    ASSERT_EQ(u.threadEndNs.size(), 2u);
+    EXPECT_EQ(u.endThread, 1u) << "thread 2 (index 1) sets the end";
+    bool thread1OnPath = false;
+    for (const PathPart& p : u.criticalPath) thread1OnPath = thread1OnPath || (p.kind == PathPart::Host && p.index == 0);
+    EXPECT_FALSE(thread1OnPath);
+    bool kernelOnPath = false;
+    for (const PathPart& p : u.criticalPath) kernelOnPath = kernelOnPath || (p.kind == PathPart::Device && p.ns > 8000000);
+    EXPECT_TRUE(kernelOnPath) << "device 0's long kernel sets the end";
+}
+
+TEST(Replay, APollIsReplayedAsAWaitAndABlockingWaitFreesTheHost)
+{
+    Proc pr;
+    pr.launch(7, 1000, 2000, 3000, 503000);
+    wire::CallBody& rec = pr.call("cuEventRecord", Category::Sync, 7, 2100, 2200);
+    rec.args.sync.object = 0xE;
+    uint64_t t = 2300;
+    for (; t < 503000; t += 1000) {
+        wire::CallBody& q = pr.call("cuEventQuery", Category::Sync, 7, t, t + 500);
+        q.args.sync.object = 0xE;
+        q.result = 600;
+    }
+    wire::CallBody& q = pr.call("cuEventQuery", Category::Sync, 7, t, t + 500);
+    q.args.sync.object = 0xE;
+    pr.p.lastNs = t + 1000;
+    const WhatIf w = whatIf(pr.p, {}, {FixKind::BlockingWait});
+    EXPECT_EQ(w.unchanged.prediction.wallNs, pr.p.lastNs);
+    ASSERT_EQ(w.scenarios.size(), 1u);
+    EXPECT_EQ(w.scenarios[0].effects[0].changed, 1u);
+    EXPECT_GT(w.unchanged.prediction.hostBusyNs, 450000u) << "the host spins through the poll";
+    EXPECT_LT(w.scenarios[0].prediction.hostBusyNs, 50000u) << "a blocking wait sleeps";
+    EXPECT_EQ(w.scenarios[0].prediction.wallNs, w.unchanged.prediction.wallNs);
+}
+
+TEST(Replay, AStreamWaitingOnAnEventFollowsTheOtherStreamInTheReplay)
+{
+    // Stream A: a 1 ms copy-like kernel; event; stream B waits on it, then a 100 us kernel; host syncs B.
+    // Halving nothing: the replay must keep B's kernel after A's.
+    Proc pr;
+    pr.launch(7, 1000, 2000, 3000, 1003000, 0xA);
+    wire::CallBody& rec = pr.call("cuEventRecord", Category::Sync, 7, 2100, 2200, 0xA);
+    rec.args.sync.object = 0xE;
+    wire::CallBody& w8 = pr.call("cuStreamWaitEvent", Category::Sync, 7, 2300, 2400, 0xB);
+    w8.args.sync.object = 0xE;
+    pr.launch(7, 2500, 3500, 1003000, 1103000, 0xB);
+    pr.sync(7, 3600, 1104000, 0xB);
+    const RunGraph g = buildRunGraph(pr.p);
+    ASSERT_EQ(g.ops.size(), 2u);
+    EXPECT_EQ(g.ops[1].waitsCount, 1u);
+    const Prediction p = simulate(g);
+    EXPECT_EQ(p.wallNs, pr.p.lastNs);
+    EXPECT_EQ(p.gpuBusyNs, 1100000u);
+}
+
+TEST(Fixes, NamesRoundTrip)
+{
+    for (const FixInfo& f : allFixes()) {
+        ASSERT_TRUE(fixByName(f.name).has_value()) << f.name;
+        EXPECT_EQ(*fixByName(f.name), f.kind);
+    }
+    EXPECT_FALSE(fixByName("faster").has_value());
+}
+
+}  // namespace
+}  // namespace gpuspy::collect::replay
