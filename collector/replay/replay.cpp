@@ -153,6 +153,11 @@ Prediction simulate(const RunGraph& g)
     }
     uint64_t firstBegin = g.startNs;
     pr.wallNs = lastCall.empty() || pr.endThread == kNone ? g.wallNs() : sub(lastEnd + g.tailNs, firstBegin);
+    // Work still queued when the host is done (a fix took away the wait that held the host) ends the run no
+    // sooner than it completes: the driver drains the context before the process is gone.
+    uint64_t lastOp = 0;
+    for (size_t i = 0; i < no; ++i) lastOp = std::max(lastOp, oe[i]);
+    if (pr.endThread != kNone) pr.wallNs = std::max(pr.wallNs, sub(lastOp, firstBegin));
     pr.hostBusyNs = hostBusy;
     pr.hostWaitNs = hostWait;
 

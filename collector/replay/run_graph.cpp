@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 namespace gpuspy::collect::replay {
@@ -25,6 +26,44 @@ using detail::ApiClass;
 using detail::hasFlag;
 
 uint64_t sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+// A call that blocks on its own work (a synchronous copy or memset) has its work's end event recorded after
+// it returns: where the work ended before the return (the host descheduled inside the call, or slow to
+// return), the event reads the time of its record, not the work's end. Such a span is only an upper bound
+// of the work; its length is taken as the median per byte (per op without bytes) of its kind's blocking
+// spans (same call kind, direction, host memory kind; at least kTrimSamples of them), where the span is
+// more than twice that: one slow return does not make the GPU slow in every replay of the fix. The call's
+// wait then returns later after the work (postNs), so the run replayed unchanged is the same.
+constexpr size_t kTrimSamples = 3;
+
+void trimLateEnds(RunGraph& g, std::vector<uint64_t>& done)
+{
+    auto keyOf = [](const Call& c) { return std::tuple(int(c.kind), int(c.direction), int(c.hostMem), c.bytes ? 0 : int(c.apiId)); };
+    auto rateOf = [&](const Call& c, const Op& op) { return double(op.end - op.begin) / double(c.bytes ? c.bytes : 1); };
+    std::map<std::tuple<int, int, int, int>, std::vector<double>> rates;
+    for (const Call& c : g.calls) {
+        if (c.wait != WaitKind::OwnOp || c.op == kNone || !g.ops[c.op].measured || g.ops[c.op].bounded) continue;
+        rates[keyOf(c)].push_back(rateOf(c, g.ops[c.op]));
+    }
+    std::map<std::tuple<int, int, int, int>, double> typical;
+    for (auto& [k, v] : rates) {
+        if (v.size() < kTrimSamples) continue;
+        std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+        typical[k] = v[v.size() / 2];
+    }
+    for (size_t i = 0; i < g.calls.size(); ++i) {
+        const Call& c = g.calls[i];
+        if (c.wait != WaitKind::OwnOp || c.op == kNone || !g.ops[c.op].measured || g.ops[c.op].bounded) continue;
+        auto t = typical.find(keyOf(c));
+        if (t == typical.end()) continue;
+        Op& op = g.ops[c.op];
+        const uint64_t likely = uint64_t(t->second * double(c.bytes ? c.bytes : 1));
+        if (op.end - op.begin <= 2 * likely) continue;
+        op.end = op.begin + likely;
+        op.trimmed = true;
+        done[i] = std::min(done[i], op.end);
+    }
+}
 
 struct PlacedWork {
     uint64_t begin = UINT64_MAX, end = 0;
@@ -300,7 +339,8 @@ RunGraph buildRunGraph(const Process& p)
             openPoll.erase(call.thread);
         }
 
-        const uint64_t from = call.pollFirst != kNone ? g.calls[call.pollFirst].begin : call.begin;
+        // (a poll that begins with this call: pollFirst is its own index, not in g.calls yet)
+        const uint64_t from = call.pollFirst != kNone && call.pollFirst < index ? g.calls[call.pollFirst].begin : call.begin;
         call.waited = call.wait != WaitKind::None && waitedDone > from;
         if (!call.waited && call.wait != WaitKind::OwnOp && !call.notReady && call.pollFirst == kNone)
             unblocked[c.apiId].push_back(call.end - call.begin);
@@ -309,6 +349,8 @@ RunGraph buildRunGraph(const Process& p)
         lastReturn = std::max(lastReturn, call.end);
         g.calls.push_back(call);
     }
+
+    trimLateEnds(g, done);
 
     // Calibration (see the head of this file).
     std::map<uint16_t, uint64_t> typical;

@@ -27,15 +27,15 @@ trap 'rm -rf "$dir"' EXIT
 cd "$dir"
 export SIMCUDA_KERNEL_NS=step=20000000,tiny=2000
 fail=0
-# bad fixed rule truth checked
-for pair in "pageable pinned pageable-memcpy copies always pinned" "sync-loop sync-once sync-in-loop gaps always fewer-syncs" \
-            "tiny graph launch-bound-kernels gaps strict graphs" "free-loop free-once implicit-sync gaps bound hoist-allocs" \
-            "sync-copy async-copy sync-memcpy gaps bound async-copies" \
-            "small-copies batched small-transfers calls always batch-copies"; do
+# bad fixed rule truth checked fix whatif-truth
+for pair in "pageable pinned pageable-memcpy copies always pinned calls" "sync-loop sync-once sync-in-loop gaps always fewer-syncs gaps" \
+            "tiny graph launch-bound-kernels gaps strict graphs gaps" "free-loop free-once implicit-sync gaps bound hoist-allocs gaps" \
+            "sync-copy async-copy sync-memcpy gaps bound async-copies gaps" \
+            "small-copies batched small-transfers calls always batch-copies calls"; do
     set -- $pair
     [ -n "${SAVINGS_ONLY:-}" ] && [[ " $SAVINGS_ONLY " != *" $1 "* ]] && continue
     calls=0
-    [ "$4" = calls ] && calls=1
+    [ "$4" = calls ] || [ "$7" = calls ] && calls=1
     for mode in "$1" "$2"; do
         mkdir -p "trace.$mode"
         SIMCUDA_TRACE_CALLS=$calls SIMCUDA_TRACE="$dir/trace.$mode/%p.jsonl" "$cli" record --sim --repeat 3 -f -o "$mode.gspy" -- "$prog" "$mode" \
@@ -45,13 +45,13 @@ for pair in "pageable pinned pageable-memcpy copies always pinned" "sync-loop sy
         { echo "FAIL: report/diff of $1"; fail=1; continue; }
     "$cli" whatif --format json --fix "$6" "$1.gspy" > "$1.whatif.json" && "$cli" whatif --format json "$2.gspy" > "$2.whatif.json" &&
         "$cli" report --format json "$2.gspy" > "$2.json" || { echo "FAIL: whatif of $1 / $2"; fail=1; continue; }
-    python3 - "$1" "$2" "$3" "$4" "$([ "$5" = always ] && echo 1 || echo "${GPUSPY_SAVINGS_STRICT:-0}")" "$([ "$5" = strict ] && echo "${GPUSPY_SAVINGS_STRICT:-0}" || echo 1)" "$6" "${GPUSPY_SAVINGS_STRICT:-0}" <<'PY' || fail=1
+    python3 - "$1" "$2" "$3" "$4" "$([ "$5" = always ] && echo 1 || echo "${GPUSPY_SAVINGS_STRICT:-0}")" "$([ "$5" = strict ] && echo "${GPUSPY_SAVINGS_STRICT:-0}" || echo 1)" "$6" "${GPUSPY_SAVINGS_STRICT:-0}" "$7" <<'PY' || fail=1
 import glob, json, statistics, sys
 bad, fixed, rule, kind, strict = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "1"
 bound_checked = sys.argv[6] == "1"  # the stated direction (at most / at least)
-fix, quiet = sys.argv[7], sys.argv[8] == "1"
+fix, quiet, whatif_kind = sys.argv[7], sys.argv[8] == "1", sys.argv[9]
 
-def truth(mode):
+def truth(mode, kind=kind):
     """Median over the runs of the copies' device time, the device's idle time between operations or the
     host's time in copy calls."""
     values = []
@@ -104,9 +104,8 @@ if not errors:
 # The replay (gpuspy whatif): replayed unchanged, each run within 5% of its measured wall; the fix's predicted
 # saving (median over the bad program's runs) against what the fix saved. The truth: for the pairs whose
 # saving is the bad program's GPU idle time (gaps, see above) that, robust to load, within 1.5x always (the
-# launch-bound pair, whose gaps swing with the load, on a quiet machine only); for
-# the others the median wall time of the bad runs less that of the fixed runs, within 1.5x on a quiet machine
-# (GPUSPY_SAVINGS_STRICT=1; printed otherwise: the walls of a loaded machine's runs swing by tens of ms).
+# launch-bound pair, whose gaps swing with the load, on a quiet machine only); for the pinned and batched
+# pairs the host time in copy calls the fix removes (SIMCUDA_TRACE_CALLS), always.
 wb, wf = json.load(open(f"{bad}.whatif.json")), json.load(open(f"{fixed}.whatif.json"))
 for w, mode in ((wb, bad), (wf, fixed)):
     for p in w["processes"]:
@@ -119,11 +118,19 @@ if len(predicted) != len(wb["processes"]) or not predicted:
 else:
     pred = statistics.median(predicted)
     walls = lambda r: statistics.median(p["wall_ns"] for p in r["processes"])
-    if kind == "gaps":
-        real, basis, asserted = truth(bad) - truth(fixed), "the GPU idle time it removes", bound_checked
+    if whatif_kind == "gaps":
+        real, basis, asserted = truth(bad, "gaps") - truth(fixed, "gaps"), "the GPU idle time it removes", bound_checked
     else:
-        real = walls(json.load(open(f"{bad}.json"))) - walls(json.load(open(f"{fixed}.json")))
-        basis, asserted = "median wall bad - fixed", quiet
+        # The host's time in copy calls, bad less fixed: both pairs' copies are synchronous and back to back
+        # on the host's path, so what the calls lose is what the run loses (a pageable copy's call also
+        # stages the data: more than its device time).
+        real, basis, asserted = truth(bad, "calls") - truth(fixed, "calls"), "copy calls' host time, bad - fixed", True
+    # A prediction that rests on a stated default (pinned bandwidth with no pinned copy in the capture: 2x
+    # the pageable one, where hardware shows 1.5-3x) is printed, not held to 1.5x (quiet machine: 1.46).
+    assumed = [k for p in wb["processes"] for k, c in p["calibration"].items()
+               if fix == "pinned" and k.startswith("pinned_") and c["source"].startswith("default")]
+    if assumed and not quiet:
+        asserted, basis = False, basis + "; pinned cost assumed"
     ratio = pred / real if real > 0 else float("inf")
     print(f"whatif {fix:14} {bad:>12} -> {fixed:<10} predicted {pred / 1e6:9.2f} ms  saved {real / 1e6:9.2f} ms ({basis})"
           f"  predicted/saved {ratio:5.2f}{'' if asserted else '  (not asserted: GPUSPY_SAVINGS_STRICT=1 does)'}")

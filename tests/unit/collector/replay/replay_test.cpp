@@ -198,6 +198,43 @@ TEST(Replay, AStreamWaitingOnAnEventFollowsTheOtherStreamInTheReplay)
     EXPECT_EQ(p.gpuBusyNs, 1100000u);
 }
 
+TEST(Replay, ASynchronousCopysLateEndEventDoesNotKeepTheGpuBusyInTheFix)
+{
+    // Per step: a 1 ms kernel, a synchronous 256 KiB copy of its result (10 us on the GPU) and 100 us of
+    // host work. In steps 3 and 6 the host was descheduled inside the copy call for 2 ms after the copy
+    // ended: the copy's end event, recorded after the return on an idle stream, reads 2 ms late. Made
+    // async, the copies cannot keep the GPU busy for those 2 ms: the saving is every gap of the run.
+    Proc pr;
+    uint64_t t = 1000, gaps = 0, lastGpu = 0;
+    for (int i = 0; i < 8; ++i) {
+        const uint64_t k0 = t + 6000;
+        pr.launch(7, t, t + 5000, k0, k0 + 1000000);
+        if (lastGpu) gaps += k0 - lastGpu;
+        const uint64_t late = (i == 3 || i == 6) ? 2000000 : 0;
+        const uint64_t copyEnd = k0 + 1000000 + 10000;
+        wire::CallBody& c = pr.call("cuMemcpyDtoH_v2", Category::Transfer, 7, t + 5100, copyEnd + late + 5000);
+        c.flags = wire::kCallDeviceWork | wire::kCallImplicitSync | wire::kCallGpuTimed;
+        c.args.transfer.direction = wire::Direction::DtoH;
+        c.args.transfer.dstMem = wire::MemKind::Pinned;
+        c.args.transfer.srcMem = wire::MemKind::Device;
+        c.args.transfer.bytes = 256 << 10;
+        pr.p.spans.push_back({c.seq, k0 + 1000000, copyEnd + late + 5000, 0, 0});
+        lastGpu = copyEnd;
+        t = copyEnd + late + 5000 + 100000;
+    }
+    pr.p.lastNs = t;
+    const RunGraph g = buildRunGraph(pr.p);
+    size_t trimmed = 0;
+    for (const Op& op : g.ops) trimmed += op.trimmed;
+    EXPECT_EQ(trimmed, 2u) << "only the two late ends are trimmed";
+    const WhatIf w = whatIf(pr.p, {}, {FixKind::AsyncCopies});
+    EXPECT_EQ(w.unchanged.prediction.wallNs, pr.p.lastNs) << "replayed unchanged, the run is the same";
+    // Fixed: the kernels and copies back to back (the run ends when the last copy does).
+    const uint64_t saved = savingOf(w, "async-copies");
+    EXPECT_GT(double(saved), 0.9 * double(gaps)) << "gaps " << gaps;
+    EXPECT_LT(double(saved), 1.1 * double(gaps)) << "gaps " << gaps;
+}
+
 TEST(Fixes, NamesRoundTrip)
 {
     for (const FixInfo& f : allFixes()) {
