@@ -175,7 +175,8 @@ FixEffect blockingWait(RunGraph& g, const FixScope& scope)
 }
 
 // Runs of consecutive launches from one thread, each run one graph launch: the run's first call pays
-// the graph launch, the others cost nothing; their kernels run as before.
+// the graph launch, the others cost nothing; their kernels run as before, node k queued while the launch
+// runs (after its base and k + 1 nodes' cost), as a driver streams a graph's work to the device.
 FixEffect graphs(RunGraph& g, const Calibration& cal, const FixScope& scope)
 {
     FixEffect fx;
@@ -193,7 +194,16 @@ FixEffect graphs(RunGraph& g, const Calibration& cal, const FixScope& scope)
                 uint64_t launchesNs = 0;
                 for (size_t k = i; k < j; ++k) launchesNs += g.calls[t.calls[k]].ownNs;
                 head.ownNs = std::min<uint64_t>(launchesNs, cal.graphLaunch.at(j - i));
-                for (size_t k = i + 1; k < j; ++k) g.calls[t.calls[k]].removed = true;
+                // Node k is queued once the launch has paid its base and k + 1 nodes' cost, the last at
+                // the launch's return: the first kernel does not wait for the whole graph's submission.
+                const double perNode = double(head.ownNs) / double(cal.graphLaunch.at(j - i)) * cal.graphLaunch.perByteNs;
+                const uint64_t base = head.ownNs - std::min<uint64_t>(head.ownNs, uint64_t(perNode * double(j - i)));
+                for (size_t k = i; k < j; ++k) {
+                    Call& c = g.calls[t.calls[k]];
+                    c.submitVia = t.calls[i];
+                    c.submitAtNs = std::min<uint64_t>(head.ownNs, base + uint64_t(perNode * double(k - i + 1)));
+                    if (k > i) c.removed = true;
+                }
                 fx.changed += j - i;
             }
             i = j == i ? i + 1 : j;

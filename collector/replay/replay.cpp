@@ -117,7 +117,8 @@ Prediction simulate(const RunGraph& g)
         lastCall[t] = i;
         if (c.removed) {
             ce[i] = begin;
-            if (c.op != kNone) placeOp(c.op, begin, i);
+            if (c.op != kNone && c.submitVia == kNone) placeOp(c.op, begin, i);
+            else if (c.op != kNone) placeOp(c.op, cb[c.submitVia] + c.submitAtNs, c.submitVia);
             continue;
         }
         const bool waitsOnOwn = c.wait == WaitKind::OwnOp && c.op != kNone;
@@ -129,7 +130,7 @@ Prediction simulate(const RunGraph& g)
             callBound[i].op = w;
         }
         ce[i] = end;
-        if (c.op != kNone && !waitsOnOwn) placeOp(c.op, end, i);
+        if (c.op != kNone && !waitsOnOwn) placeOp(c.op, c.submitVia == kNone ? end : cb[c.submitVia] + c.submitAtNs, c.submitVia == kNone ? i : c.submitVia);
         const uint64_t blocked = end - begin - std::min(end - begin, c.ownNs);
         const bool spinning = c.pollFirst != kNone && !c.blockingPoll;
         if (spinning) hostBusy += end - begin;
@@ -202,10 +203,14 @@ Prediction simulate(const RunGraph& g)
             op = kNone;
             if (b.call == kNone) break;
             // Submitted by a call: at its return, or at its begin for a call that waits on its own op.
-            const bool atBegin = g.calls[b.call].wait == WaitKind::OwnOp && !g.calls[b.call].removed;
-            const uint64_t submitted = atBegin ? cb[b.call] : ce[b.call];
+            const Call& by = g.calls[b.call];
+            const bool atBegin = by.wait == WaitKind::OwnOp && !by.removed;
+            const uint32_t via = o.call != kNone ? g.calls[o.call].submitVia : kNone;
+            const uint64_t submitted = via != kNone ? cb[via] + g.calls[o.call].submitAtNs
+                                       : atBegin                 ? cb[b.call]
+                                                                 : ce[b.call];
             parts[{PathPart::Latency, o.stream}] += sub(ob[here], submitted);
-            walkHost(b.call, atBegin ? cb[b.call] : ce[b.call]);
+            walkHost(b.call, submitted);
         }
     }
     for (const auto& [k, ns] : parts)

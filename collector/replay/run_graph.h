@@ -58,6 +58,10 @@ struct Call {
     uint64_t bytes = 0;
     uint32_t kernelId = 0;
     bool removed = false;     // a fix took the call out (its cost and its wait)
+    // A fix that queues this call's op from another call (a graph launch submits its nodes in order while
+    // it runs): the op is submitted at `submitVia`'s begin + `submitAtNs` (kNone: at this call's return).
+    uint32_t submitVia = kNone;
+    uint64_t submitAtNs = 0;
     bool blockingPoll = false; // a fix made the poll a blocking wait: the host sleeps, not spins
 };
 

@@ -154,6 +154,29 @@ TEST(Replay, AThreadThatEndsEarlyIsOffTheCriticalPath)
     EXPECT_TRUE(kernelOnPath) << "device 0's long kernel sets the end";
 }
 
+TEST(Replay, AGraphOfAGpuBoundLoopQueuesItsFirstKernelAtOnce)
+{
+    // Ten rounds of 400 launches (5 us each) of 20 us kernels, then a wait: the GPU sets the pace. As one
+    // graph launch a round, the first kernel is queued once the launch has paid its base and one node, not
+    // after the whole graph's submission: the fix can save the host's launch time but never lengthens the run.
+    Proc pr;
+    uint64_t t = 1000;
+    for (int r = 0; r < 10; ++r) {
+        uint64_t gpu = t + 6000;
+        for (int i = 0; i < 400; ++i, t += 5000, gpu += 20000) pr.launch(7, t, t + 4800, gpu, gpu + 20000);
+        pr.sync(7, t, gpu + 1000);
+        t = gpu + 2000;
+    }
+    pr.p.lastNs = t;
+    const WhatIf w = whatIf(pr.p, {}, {FixKind::Graphs});
+    ASSERT_EQ(w.scenarios.size(), 1u);
+    EXPECT_EQ(w.scenarios[0].effects[0].changed, 4000u);
+    const Prediction& fixed = w.scenarios[0].prediction;
+    EXPECT_LE(fixed.wallNs, w.unchanged.prediction.wallNs);
+    EXPECT_EQ(fixed.gpuBusyNs, w.unchanged.prediction.gpuBusyNs);
+    EXPECT_LT(fixed.hostBusyNs, w.unchanged.prediction.hostBusyNs / 4) << "the launches' host time is what goes";
+}
+
 TEST(Replay, APollIsReplayedAsAWaitAndABlockingWaitFreesTheHost)
 {
     Proc pr;
