@@ -210,6 +210,24 @@ struct NvtxRow {
     uint64_t upperBoundCount = 0, upperBoundGpuNs = 0;
 };
 
+// What the replay (collector/replay/predict.h) made of a finding's fix: the run's dependency graph replayed
+// with the fix applied to the finding's own calls, against the graph replayed unchanged.
+struct FindingPrediction {
+    std::string fix;              // the fix as `gpuspy whatif --fix` names it; empty: no prediction made
+    uint64_t formulaNs = 0;       // the rule's own estimate, which the prediction replaces
+    std::string formulaBound;     // and how to read it (estimate, at_most, at_least)
+    uint64_t savingNs = 0;        // replay(unchanged) - replay(fixed), summed over the processes
+    // Where a cost the fix needs is assumed (no sample in the capture): the saving at either end of the
+    // assumed cost's range; both equal savingNs otherwise.
+    uint64_t lowNs = 0, highNs = 0;
+    uint64_t wallNs = 0, fixedWallNs = 0;  // the replay's wall unchanged and with the fix (the longest process)
+    uint64_t changed = 0, kept = 0;        // calls the fix changed, and calls it had to keep
+    std::string keptWhy;
+    double replayErrorPct = 0;             // the unchanged replay against the measured wall (the worst process)
+    std::vector<std::string> costs;        // the calibrated costs the fix rests on, with their sources
+    uint32_t processes = 0;                // processes replayed
+};
+
 struct Finding {
     std::string rule;      // pageable-memcpy, sync-memcpy, ...
     std::string severity;  // high, medium, low (by savings as a share of wall time); info: no saving
@@ -222,6 +240,9 @@ struct Finding {
     std::string savingsBound = "estimate";
     std::vector<std::pair<std::string, double>> evidence;  // named numbers, in order
     std::vector<uint32_t> callsites;
+    // Every (pid, stack id) its calls came from: the calls its fix changes in the replay.
+    std::vector<std::pair<uint32_t, uint32_t>> stacks;
+    FindingPrediction prediction;
 };
 
 // A capture window (record --capture-range, --delay/--duration, ctl start/stop): when it was open and

@@ -16,6 +16,7 @@
 
 namespace gpuspy::collect {
 struct Report;
+struct ReportOptions;
 }
 
 namespace gpuspy::collect::cli {
@@ -114,8 +115,14 @@ struct ReportSource {
 std::string reportOfCapture(const std::string& path, const ReportRequest& request, ReportSource& source);
 
 // The Report behind reportOfCapture, for commands that work on it (diff). Only with the report code
-// in the build (GPUSPY_HAVE_REPORT).
+// in the build (GPUSPY_HAVE_REPORT). The streaming read keeps up to kReplayCallBudget calls of the capture
+// in memory for the replay that predicts the findings' savings (collector/replay/predict.h); the
+// processes past it keep their rules' formulas, and a note says so.
 Report analyzeCapture(const std::string& path, const ReportRequest& request, ReportSource& source);
+inline constexpr uint64_t kReplayCallBudget = 500'000;  // about 50 MiB of calls, 200 MiB with the graph
+
+// analyze() of a capture held in memory, then the replay's predictions of its findings' savings.
+Report analyzeAndPredict(const Capture& capture, const ReportOptions& options);
 
 // The JSON of `gpuspy diff --format json A B` (with the runs' spreads of repeated captures), for the
 // viewer's diff page. Only with the report code in the build; throws std::runtime_error ("gpuspy diff:

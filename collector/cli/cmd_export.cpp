@@ -117,7 +117,7 @@ int runExport(int argc, char** argv)
         out = exportFolded(capture, metric);
     } else {
 #if GPUSPY_HAVE_REPORT
-        Report report = analyze(capture, ReportOptions{});
+        Report report = analyzeAndPredict(capture, ReportOptions{});
         const std::string merged = mergedRunsNote(capture);
         if (!merged.empty()) report.notes.push_back(merged);
         out = format == "csv" ? (merged.empty() ? "" : "# " + merged + "\n") + renderCsv(report) : renderJson(report);

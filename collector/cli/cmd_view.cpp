@@ -165,7 +165,7 @@ int runView(int argc, char** argv)
         fmt::print(stderr, "gpuspy view: {}: {}\n", file, e.what());
         return kExitFailure;
     }
-    Report report = analyze(capture, ReportOptions{});
+    Report report = analyzeAndPredict(capture, ReportOptions{});
     if (const std::string merged = mergedRunsNote(capture); !merged.empty()) report.notes.push_back(merged);
     const std::string data = exportViewerData(capture, report, file);
 

@@ -8,6 +8,7 @@
 #if GPUSPY_HAVE_REPORT
 #include "collector/analyze/analyze.h"
 #include "collector/report/report.h"
+#include "collector/replay/predict.h"
 
 #include <nlohmann/json.hpp>
 #endif
@@ -194,7 +195,7 @@ Report analyzeRuns(const std::string& path, const ReportOptions& options, const 
         Capture one;
         for (size_t i : run.processes)
             if (i < all.processes.size()) one.processes.push_back(std::move(all.processes[i]));
-        Report r = analyze(one, options);
+        Report r = analyzeAndPredict(one, options);
         RunFigures f = runFigures(r);
         f.run = run.run;
         f.exitStatus = run.exitStatus;
@@ -214,6 +215,13 @@ Report analyzeRuns(const std::string& path, const ReportOptions& options, const 
 
 }  // namespace
 
+Report analyzeAndPredict(const Capture& capture, const ReportOptions& options)
+{
+    Report r = analyze(capture, options);
+    replay::predictFindings(r, capture);
+    return r;
+}
+
 Report analyzeCapture(const std::string& path, const ReportRequest& request, ReportSource& source)
 {
     ReadOptions read;
@@ -226,7 +234,7 @@ Report analyzeCapture(const std::string& path, const ReportRequest& request, Rep
         source.capture = readCapture(path, ReadOptions{}, &source.info);
         source.runsInCapture = source.capture.runs.size();
         selectRun(source.capture, request.run);
-        Report report = analyze(source.capture, options);
+        Report report = analyzeAndPredict(source.capture, options);
         if (source.runsInCapture >= 2)
             report.notes.push_back(fmt::format("the capture holds {} runs of the command (record --repeat): this report "
                                                "is run {}'s (--run)",
@@ -247,9 +255,12 @@ Report analyzeCapture(const std::string& path, const ReportRequest& request, Rep
     };
 #endif
     read.onProcess = [&](const Process& p) { analyzer.onProcess(p); };
+    read.keepEvents = true;  // for the replay, up to its budget
+    read.keepCallsUpTo = kReplayCallBudget;
     source.capture = readCapture(path, read, &source.info);
     source.runsInCapture = source.capture.runs.size();
     Report report = analyzer.finish(source.capture.badStreams);
+    if (source.capture.runs.size() < 2) replay::predictFindings(report, source.capture);
 #if GPUSPY_HAVE_SYMBOLIZE
     lateSymbols.addNotes(report.notes);
 #endif

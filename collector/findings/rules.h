@@ -6,6 +6,7 @@
 
 #include "collector/analyze/internal.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -65,6 +66,13 @@ public:
         f.estimatedSavingsNs = savings;
         f.message = std::move(message);
         f.callsites = topSites(namedSites(m_cx, m.sites), m_cx.options->top);
+        for (const auto& [raw, ns] : m.sites) {
+            if (raw >= m_cx.rawSites.size()) continue;
+            const RawSite& s = m_cx.rawSites[raw];
+            if (s.proc < m_cx.processes.size()) f.stacks.push_back({m_cx.processes[s.proc].pid, s.stackId});
+        }
+        std::sort(f.stacks.begin(), f.stacks.end());
+        f.stacks.erase(std::unique(f.stacks.begin(), f.stacks.end()), f.stacks.end());
         f.severity = severityOf(savings);
         m_r.findings.push_back(std::move(f));
         return m_r.findings.back();

@@ -329,6 +329,8 @@ void readBareStream(const std::string& path, Input& in, const uint8_t* first, si
     StreamIngest ingest;
     ingest.setKeepRaw(false);
     ingest.setKeepEvents(options.keepEvents);
+    uint64_t budget = options.keepCallsUpTo;
+    if (budget != UINT64_MAX) ingest.setEventBudget(&budget);
     if (options.onRecord) ingest.setObserver(options.onRecord);
     ingest.feed(first, firstSize);
     std::vector<uint8_t> buf(1u << 20);
@@ -357,6 +359,7 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
 {
     // Streams by index; their chunks interleave in any order (each is flushed when it has data).
     std::map<uint32_t, StreamState> streams;
+    uint64_t budget = options.keepCallsUpTo;  // calls still to keep, all streams together
     std::vector<CaptureRunBody> runs;
     std::vector<uint8_t> stored, raw;
     std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
@@ -440,6 +443,7 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
             s.ingest = std::make_unique<StreamIngest>();
             s.ingest->setKeepRaw(false);
             s.ingest->setKeepEvents(options.keepEvents);
+            if (budget != UINT64_MAX) s.ingest->setEventBudget(&budget);
             if (options.onRecord) s.ingest->setObserver(options.onRecord);
         }
         if (kind == ChunkKind::Stream) {

@@ -145,6 +145,9 @@ struct ReadOptions {
     // false: the processes keep definitions and totals only, not their Call, GpuSpan and Nvtx records,
     // so memory does not grow with the capture (see StreamIngest::setKeepEvents).
     bool keepEvents = true;
+    // With keepEvents: how many calls to keep over the whole capture; the processes whose calls pass it
+    // keep none (Process::eventsDropped), so memory stays bounded (`report` keeps them for the replay).
+    uint64_t keepCallsUpTo = UINT64_MAX;
 };
 
 // What readCapture noticed beyond the per-process stream errors.

@@ -221,6 +221,17 @@ void StreamIngest::onRecord(const wire::RecordView& v)
 {
     applyHeader();
     if (v.type == wire::RecordType::Call) ++m_calls;
+    if (m_keepEvents && m_budget && v.type == wire::RecordType::Call) {
+        if (*m_budget == 0) {
+            m_keepEvents = false;
+            m_process.eventsDropped = true;
+            std::vector<wire::CallBody>().swap(m_process.calls);
+            std::vector<wire::GpuSpanBody>().swap(m_process.spans);
+            std::vector<wire::NvtxBody>().swap(m_process.nvtx);
+        } else {
+            --*m_budget;
+        }
+    }
     applyRecord(m_process, v, m_keepEvents);
     if (m_observer) m_observer(m_process, v);
 }

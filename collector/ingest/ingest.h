@@ -42,6 +42,9 @@ public:
     // Process holds only definitions, totals and lastNs, and memory does not grow with the records:
     // a streaming reader takes the events from the observer instead.
     void setKeepEvents(bool keep) { m_keepEvents = keep; }
+    // With events kept: the calls left to keep, shared by the streams of one reader. A call that finds it
+    // at 0 makes this process drop what it kept and keep no more (Process::eventsDropped).
+    void setEventBudget(uint64_t* remaining) { m_budget = remaining; }
 
     // Returns false once the stream is bad (then error() says why); later input is ignored.
     bool feed(const void* data, size_t n);
@@ -80,6 +83,7 @@ private:
     Observer m_observer;
     bool m_keepRaw = true;
     bool m_keepEvents = true;
+    uint64_t* m_budget = nullptr;
     bool m_headerApplied = false;
     uint64_t m_received = 0;
     uint64_t m_calls = 0;

@@ -72,6 +72,9 @@ struct Process {
     std::vector<std::string> notices;
 
     bool ended = false;          // an End record arrived: the stream closed cleanly
+    // The reader's budget of kept calls ran out (ReadOptions::keepCallsUpTo): calls, spans and NVTX
+    // records were not kept, only definitions and totals.
+    bool eventsDropped = false;
     wire::EndBody end{};
     std::string streamError;     // why the stream was cut short, with its offset; empty if it was not
 

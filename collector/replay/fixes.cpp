@@ -15,7 +15,9 @@ namespace {
 // call, no graph launch). Pinned copies: twice the bandwidth of the pageable ones measured (PCIe
 // systems measure 1.5-3x); an async call: 3 us of host time; a graph launch: 2.5 us + 0.3 us per node
 // (straight-line graphs on recent drivers).
-constexpr double kDefaultPinnedSpeedup = 2.0;
+constexpr double kDefaultPinnedSpeedup = 2.0, kPinnedSpeedupLow = 1.5, kPinnedSpeedupHigh = 3.0;
+// A default with no sample of its own: the true cost taken to lie within half to twice of it.
+constexpr double kDefaultLowScale = 0.5, kDefaultHighScale = 2.0;
 constexpr double kDefaultAsyncCallNs = 3000;
 constexpr double kDefaultGraphBaseNs = 2500, kDefaultGraphPerNodeNs = 300;
 // A copy whose device time nothing in the capture measured (its spans only bound it: blocking copies on an
@@ -324,8 +326,10 @@ Calibration calibrate(const RunGraph& g)
             if (fitLine(kinds[d][m], &a, &b))
                 cal.copy[d][m] = {a, b, fmt::format("measured: {} timed copies of the kind", kinds[d][m].size())};
             else
+            {
                 cal.copy[d][m] = {kDefaultCopyFixedNs, 1.0 / (m ? kDefaultPinnedBytesPerNs : kDefaultPageableBytesPerNs),
-                                  m ? "default: 2 us + 12 GB/s" : "default: 2 us + 6 GB/s"};
+                                  m ? "default: 2 us + 12 GB/s" : "default: 2 us + 6 GB/s", kDefaultLowScale, kDefaultHighScale};
+            }
         }
     static const char* kDir[2] = {"HtoD", "DtoH"};
     for (int d = 0; d < 2; ++d) {
@@ -335,11 +339,16 @@ Calibration calibrate(const RunGraph& g)
             k = {a, b, fmt::format("measured: {} timed pinned {} copies", samples[1][d].size(), kDir[d])};
         } else if (fitLine(samples[0][d], &a, &b)) {
             k = {a, b / kDefaultPinnedSpeedup,
-                 fmt::format("default: {}x the bandwidth of the {} timed pageable {} copies (no pinned one timed)",
-                             kDefaultPinnedSpeedup, samples[0][d].size(), kDir[d])};
+                 fmt::format("default: {}x the bandwidth of the {} timed pageable {} copies (no pinned one timed; "
+                             "{}-{}x on PCIe systems)",
+                             kDefaultPinnedSpeedup, samples[0][d].size(), kDir[d], kPinnedSpeedupLow, kPinnedSpeedupHigh)};
+            k.lowScale = kDefaultPinnedSpeedup / kPinnedSpeedupHigh;
+            k.highScale = kDefaultPinnedSpeedup / kPinnedSpeedupLow;
         } else {
             k = {kDefaultCopyFixedNs, 1.0 / kDefaultPinnedBytesPerNs,
                  fmt::format("default: 2 us + 12 GB/s (no {} copy's device time measured)", kDir[d])};
+            k.lowScale = kDefaultLowScale;
+            k.highScale = kDefaultHighScale;
         }
     }
     if (!asyncCalls.empty()) {
@@ -347,15 +356,68 @@ Calibration calibrate(const RunGraph& g)
     } else if (!launches.empty()) {
         cal.asyncCall = {double(medianOf(launches)), 0, fmt::format("measured: median of {} launches (no async copy seen)", launches.size())};
     } else {
-        cal.asyncCall = {kDefaultAsyncCallNs, 0, "default: 3 us"};
+        cal.asyncCall = {kDefaultAsyncCallNs, 0, "default: 3 us", kDefaultLowScale, kDefaultHighScale};
     }
-    cal.graphLaunch = {kDefaultGraphBaseNs, kDefaultGraphPerNodeNs, "default: 2.5 us + 0.3 us per node"};
+    cal.graphLaunch = {kDefaultGraphBaseNs, kDefaultGraphPerNodeNs, "default: 2.5 us + 0.3 us per node", kDefaultLowScale,
+                       kDefaultHighScale};
     if (!launches.empty()) {
         // Never dearer per kernel than the launches it replaces.
         const double perLaunch = double(medianOf(launches));
         if (perLaunch < cal.graphLaunch.perByteNs) cal.graphLaunch.perByteNs = perLaunch;
     }
     return cal;
+}
+
+namespace {
+
+// The costs a fix rests on, by name.
+std::vector<std::pair<std::string, Cost*>> costRefs(Calibration& cal, FixKind kind)
+{
+    static const char* kCopy[3] = {"HtoD", "DtoH", "DtoD"};
+    std::vector<std::pair<std::string, Cost*>> v;
+    switch (kind) {
+    case FixKind::Pinned:
+    case FixKind::AsyncCopies:
+        v.push_back({"pinned HtoD copy", &cal.pinnedCopy[0]});
+        v.push_back({"pinned DtoH copy", &cal.pinnedCopy[1]});
+        v.push_back({"async copy call", &cal.asyncCall});
+        break;
+    case FixKind::Graphs: v.push_back({"graph launch", &cal.graphLaunch}); break;
+    case FixKind::BatchCopies:
+        for (int d = 0; d < 3; ++d)
+            for (int m = 0; m < 2; ++m) v.push_back({fmt::format("{} copy from {} memory", kCopy[d], m ? "pinned or device" : "pageable"), &cal.copy[d][m]});
+        break;
+    case FixKind::FewerSyncs:
+    case FixKind::HoistAllocs:
+    case FixKind::BlockingWait: break;
+    }
+    return v;
+}
+
+}  // namespace
+
+std::vector<std::string> costsOf(const Calibration& cal, FixKind kind)
+{
+    Calibration c = cal;
+    std::vector<std::string> out;
+    for (const auto& [name, cost] : costRefs(c, kind)) out.push_back(name + ": " + cost->source);
+    return out;
+}
+
+bool restsOnAssumedCost(const Calibration& cal, FixKind kind)
+{
+    Calibration c = cal;
+    for (const auto& [name, cost] : costRefs(c, kind))
+        if (cost->assumed()) return true;
+    return false;
+}
+
+Calibration atAssumedEnd(const Calibration& cal, FixKind kind, bool high)
+{
+    Calibration c = cal;
+    for (const auto& [name, cost] : costRefs(c, kind))
+        if (cost->assumed()) *cost = cost->scaled(high ? cost->highScale : cost->lowScale);
+    return c;
 }
 
 FixEffect applyFix(RunGraph& g, FixKind kind, const Calibration& cal, const FixScope& scope)

@@ -30,7 +30,18 @@ const FixInfo& fixInfo(FixKind k);
 struct Cost {
     double fixedNs = 0, perByteNs = 0;  // fixedNs + perByteNs x bytes
     std::string source;                  // "measured: N pinned HtoD copies" or "default: ..."
+    // An assumed cost (a default): the range the true cost may lie in, as factors of this one (both 1
+    // for a measured cost).
+    double lowScale = 1, highScale = 1;
     uint64_t at(uint64_t bytes) const { return uint64_t(fixedNs + perByteNs * double(bytes)); }
+    bool assumed() const { return lowScale != 1 || highScale != 1; }
+    Cost scaled(double f) const
+    {
+        Cost c = *this;
+        c.fixedNs *= f;
+        c.perByteNs *= f;
+        return c;
+    }
 };
 struct Calibration {
     Cost pinnedCopy[2];  // device time of a pinned copy: HtoD, DtoH
@@ -41,6 +52,12 @@ struct Calibration {
     Cost copy[3][2];
 };
 Calibration calibrate(const RunGraph& g);
+
+// The costs `kind` rests on, each with its source ("pinned HtoD copy: measured: ..."), and `cal` with
+// those that are assumed set to the low (`high` false) or high end of their range.
+std::vector<std::string> costsOf(const Calibration& cal, FixKind kind);
+bool restsOnAssumedCost(const Calibration& cal, FixKind kind);
+Calibration atAssumedEnd(const Calibration& cal, FixKind kind, bool high);
 
 // Which calls a fix may change: by stack (a finding's call sites); empty: all it applies to.
 struct FixScope {

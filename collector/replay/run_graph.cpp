@@ -65,6 +65,35 @@ void trimLateEnds(RunGraph& g, std::vector<uint64_t>& done)
     }
 }
 
+// A blocking copy or memset on an idle stream has only an upper bound for its span: CUDA events cannot see
+// when its work began, so the span holds the driver's host time around the work (and any time the host was
+// descheduled inside the call). Alike ones (same call kind, direction, host memory kind and size) do the
+// same device work: each is taken to last the shortest span of its kind, the tightest bound there is (the
+// report's findings take it so, collector/findings/transfers.cpp), and the rest of its span is host time
+// of the call (postNs), which a fix that shortens the work does not remove.
+void tightenBoundedSpans(RunGraph& g, std::vector<uint64_t>& done)
+{
+    auto keyOf = [](const Call& c) { return std::tuple(int(c.kind), int(c.direction), int(c.hostMem), c.bytes); };
+    std::map<std::tuple<int, int, int, uint64_t>, uint64_t> shortest;
+    auto bounded = [&](const Call& c) { return c.wait == WaitKind::OwnOp && c.op != kNone && g.ops[c.op].bounded; };
+    for (const Call& c : g.calls) {
+        if (!bounded(c)) continue;
+        const Op& op = g.ops[c.op];
+        auto [it, fresh] = shortest.try_emplace(keyOf(c), op.end - op.begin);
+        if (!fresh) it->second = std::min(it->second, op.end - op.begin);
+    }
+    for (size_t i = 0; i < g.calls.size(); ++i) {
+        const Call& c = g.calls[i];
+        if (!bounded(c)) continue;
+        Op& op = g.ops[c.op];
+        const uint64_t tight = shortest[keyOf(c)];
+        if (op.end - op.begin <= tight) continue;
+        op.end = op.begin + tight;
+        op.trimmed = true;
+        done[i] = std::min(done[i], op.end);
+    }
+}
+
 struct PlacedWork {
     uint64_t begin = UINT64_MAX, end = 0;
     bool measured = false, bounded = false;
@@ -351,6 +380,7 @@ RunGraph buildRunGraph(const Process& p)
     }
 
     trimLateEnds(g, done);
+    tightenBoundedSpans(g, done);
 
     // Calibration (see the head of this file).
     std::map<uint16_t, uint64_t> typical;

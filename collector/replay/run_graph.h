@@ -72,8 +72,8 @@ struct Op {
     uint64_t begin = 0, end = 0;  // as placed (the timeline's estimate; measured where timed)
     bool measured = false;
     bool bounded = false;     // measured, but only as an upper bound (a blocking copy on an idle stream)
-    bool trimmed = false;     // measured end recorded late, after its blocking call's return: its length
-                              // taken from its kind's blocking spans (run_graph.cpp, trimLateEnds)
+    bool trimmed = false;     // a blocking call's span longer than its work (recorded late, or only an upper
+                              // bound: run_graph.cpp, trimLateEnds and tightenBoundedSpans); its length
     // Calibrated: from its submission (its call's return; its begin for a call that blocks on it) to its
     // start when nothing held it, as measured where it found its stream free.
     int64_t latency = 0;

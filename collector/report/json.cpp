@@ -56,7 +56,10 @@
 //              left_out_launches_before empty}]} (record --capture-range, --delay, --duration, ctl start/stop)
 //   findings   rule severity (high medium low info) message count ns estimated_savings_ns
 //              estimated_savings_bound (estimate, at_most, at_least: see the message) callsites[id] |
-//              evidence{name: number}
+//              evidence{name: number} | prediction{basis ("replay") fix saving_ns low_ns high_ns
+//              formula_saving_ns formula_bound wall_ns fixed_wall_ns calls_changed calls_kept kept_because
+//              replay_error_pct processes costs[]} (where the replay predicted the saving, which is then
+//              estimated_savings_ns: collector/replay/predict.h)
 //   runs       (captures of `record --repeat N` only; the sections above are then the run of median
 //              wall's) run exit_status pids headline{wall_ns cuda_api_ns gpu_busy_ns launches
 //              sync_blocked_ns transfer_bytes}; median_run; spread{wide_pct headline kernels transfers
@@ -223,10 +226,20 @@ nlohmann::ordered_json reportJson(const Report& r)
     for (const Finding& f : r.findings) {
         Json evidence = Json::object();
         for (const auto& [k, v] : f.evidence) evidence[k] = v;
-        findings.push_back(Json{{"rule", f.rule}, {"severity", f.severity}, {"message", f.message}, {"count", f.count},
-                                {"ns", f.ns}, {"estimated_savings_ns", f.estimatedSavingsNs},
-                                {"estimated_savings_bound", f.savingsBound},
-                                {"callsites", ids(f.callsites)}, {"evidence", evidence}});
+        Json row{{"rule", f.rule}, {"severity", f.severity}, {"message", f.message}, {"count", f.count},
+                 {"ns", f.ns}, {"estimated_savings_ns", f.estimatedSavingsNs},
+                 {"estimated_savings_bound", f.savingsBound},
+                 {"callsites", ids(f.callsites)}, {"evidence", evidence}};
+        const FindingPrediction& p = f.prediction;
+        if (!p.fix.empty())
+            row["prediction"] = Json{{"basis", "replay"}, {"fix", p.fix}, {"saving_ns", p.savingNs},
+                                     {"low_ns", p.lowNs}, {"high_ns", p.highNs}, {"formula_saving_ns", p.formulaNs},
+                                     {"formula_bound", p.formulaBound}, {"wall_ns", p.wallNs},
+                                     {"fixed_wall_ns", p.fixedWallNs}, {"calls_changed", p.changed},
+                                     {"calls_kept", p.kept}, {"kept_because", p.keptWhy},
+                                     {"replay_error_pct", p.replayErrorPct}, {"processes", p.processes},
+                                     {"costs", strings(p.costs)}};
+        findings.push_back(std::move(row));
     }
     return j;
 }

@@ -240,7 +240,7 @@ void findings(std::string& out, const Report& r, const Style& st)
         std::string line = " " + head + severityText(st, f.severity) + " " + st.bold() + f.rule + st.reset();
         if (f.estimatedSavingsNs)
             line += std::string(f.savingsBound == "at_most" ? "  at most " : f.savingsBound == "at_least" ? "  at least " : "  ~") +
-                    formatNs(f.estimatedSavingsNs) + " to save";
+                    formatNs(f.estimatedSavingsNs) + " to save" + (f.prediction.fix.empty() ? "" : " (predicted)");
         out += line + "\n";
         out += wrap(f.message, "     ");
         if (!f.evidence.empty()) {

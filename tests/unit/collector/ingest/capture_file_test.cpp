@@ -372,6 +372,31 @@ TEST(CollectorCaptureFile, LargeStreamsSpanChunksAndCompress)
     EXPECT_LT(perRecord, 40.0);
 }
 
+TEST(CollectorCaptureFile, KeptCallsStopAtTheBudgetAndTheProcessPastItKeepsNone)
+{
+    // Two processes of 3 calls each (sampleProcess) and a budget of 4: the first keeps its events, the
+    // second drops what it kept at its second call past the budget and says so; both keep their totals.
+    TempDir dir;
+    std::vector<std::vector<uint8_t>> streams;
+    Capture c = sampleCapture(streams);
+    const size_t each = c.processes[0].calls.size();
+    ASSERT_GE(each, 3u);
+    writeCapture(dir.file("b.gspy"), c, streams, false);
+    ReadOptions opt;
+    opt.keepCallsUpTo = each + 1;
+    size_t seen = 0;
+    opt.onRecord = [&](const Process&, const wire::RecordView& v) { seen += v.type == wire::RecordType::Call; };
+    const Capture r = readCapture(dir.file("b.gspy"), opt);
+    ASSERT_EQ(r.processes.size(), 2u);
+    EXPECT_EQ(seen, 2 * each) << "the observer sees every call, kept or not";
+    EXPECT_EQ(r.processes[0].calls.size(), each);
+    EXPECT_FALSE(r.processes[0].eventsDropped);
+    EXPECT_TRUE(r.processes[1].calls.empty());
+    EXPECT_TRUE(r.processes[1].spans.empty());
+    EXPECT_TRUE(r.processes[1].eventsDropped);
+    EXPECT_EQ(r.processes[1].apis.size(), c.processes[1].apis.size()) << "definitions are kept";
+}
+
 TEST(CollectorCaptureFile, ObserverSeesEveryRecordWithDefinitions)
 {
     TempDir dir;

@@ -1,5 +1,6 @@
 // tests/unit/collector/replay/replay_test.cpp: the run graph, its replay and the fixes, on hand-built
 // processes (calls with their GPU spans, as the shim sends them) and hand-built graphs.
+#include "collector/replay/predict.h"
 #include "collector/replay/whatif.h"
 
 #include <gtest/gtest.h>
@@ -256,6 +257,44 @@ TEST(Replay, ASynchronousCopysLateEndEventDoesNotKeepTheGpuBusyInTheFix)
     const uint64_t saved = savingOf(w, "async-copies");
     EXPECT_GT(double(saved), 0.9 * double(gaps)) << "gaps " << gaps;
     EXPECT_LT(double(saved), 1.1 * double(gaps)) << "gaps " << gaps;
+}
+
+// The report's findings with the replay's savings: thread 1 launches tiny kernels on device 1 (a
+// launch-bound finding by the rule's formula) and ends at 0.4 ms; thread 2's 9 ms kernel on device 0 sets
+// the end. The prediction replaces the formula: a graph for thread 1 saves nothing.
+TEST(Predict, ALaunchBoundThreadOffTheCriticalPathIsPredictedToSaveNothing)
+{
+    Proc pr;
+    uint64_t t = 1000;
+    for (int i = 0; i < 40; ++i, t += 10000) {
+        pr.launch(1, t, t + 9000, t + 9500, t + 10000, 0x20, 1);
+        pr.p.calls.back().stackId = 5;
+    }
+    pr.sync(1, t, t + 1000, 0x20, 1);
+    pr.launch(2, 2000, 3000, 3500, 9000000, 0x30, 0);
+    pr.p.calls.back().stackId = 6;
+    pr.sync(2, 3100, 9001000, 0x30, 0);
+    pr.p.lastNs = 9002000;
+    pr.p.kernels[1] = "_Z4tinyv";
+    pr.p.ended = true;
+    Capture capture;
+    capture.processes.push_back(pr.p);
+    Report r = analyze(capture, {});
+    const auto it = std::find_if(r.findings.begin(), r.findings.end(), [](const Finding& f) { return f.rule == "launch-bound-kernels"; });
+    ASSERT_NE(it, r.findings.end()) << "the rule fires on the tiny launches";
+    const uint64_t formula = it->estimatedSavingsNs;
+    EXPECT_GT(formula, 0u);
+    EXPECT_TRUE(it->prediction.fix.empty());
+    predictFindings(r, capture);
+    const auto f = std::find_if(r.findings.begin(), r.findings.end(), [](const Finding& x) { return x.rule == "launch-bound-kernels"; });
+    ASSERT_NE(f, r.findings.end());
+    EXPECT_EQ(f->prediction.fix, "graphs");
+    EXPECT_EQ(f->prediction.formulaNs, formula);
+    EXPECT_EQ(f->prediction.changed, 40u) << "thread 1's launches, not thread 2's";
+    EXPECT_EQ(f->estimatedSavingsNs, 0u);
+    EXPECT_EQ(f->severity, "low");
+    EXPECT_NE(f->message.find("does not set the end of the run"), std::string::npos) << f->message;
+    EXPECT_NEAR(f->prediction.replayErrorPct, 0.0, 1e-9);
 }
 
 TEST(Fixes, NamesRoundTrip)

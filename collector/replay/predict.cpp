@@ -1,0 +1,235 @@
+// collector/replay/predict.cpp: the findings' savings as replay predictions (predict.h).
+#include "collector/replay/predict.h"
+
+#include "collector/analyze/internal.h"
+#include "collector/replay/fixes.h"
+#include "collector/replay/replay.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace gpuspy::collect::replay {
+
+namespace {
+
+struct RuleFix {
+    const char* rule;
+    FixKind fix;
+};
+constexpr RuleFix kRuleFixes[] = {
+    {"pageable-memcpy", FixKind::Pinned},         {"pageable-async-memcpy", FixKind::Pinned},
+    {"sync-memcpy", FixKind::AsyncCopies},        {"sync-in-loop", FixKind::FewerSyncs},
+    {"launch-bound-kernels", FixKind::Graphs},    {"small-transfers", FixKind::BatchCopies},
+    {"implicit-sync", FixKind::HoistAllocs},
+};
+
+std::optional<FixKind> fixKindOfRule(const std::string& rule)
+{
+    for (const RuleFix& rf : kRuleFixes)
+        if (rule == rf.rule) return rf.fix;
+    return std::nullopt;
+}
+
+uint64_t sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+std::string ms(uint64_t ns) { return detail::formatNs(ns); }
+
+// Severity as the rules give it (collector/findings/rules.h): the saving as a share of the wall.
+std::string severityOf(uint64_t savings, uint64_t wallNs)
+{
+    const double share = wallNs ? double(savings) / double(wallNs) : 0;
+    return share >= 0.10 ? "high" : share >= 0.02 ? "medium" : "low";
+}
+
+// One process replayed: its graph, calibration and unchanged prediction, built once for every finding.
+struct Replayed {
+    RunGraph graph;
+    Calibration cal;
+    Prediction unchanged;
+    double errorPct = 0;
+};
+
+struct Tally {
+    uint64_t saving = 0, low = 0, high = 0, wall = 0, fixedWall = 0, changed = 0, kept = 0;
+    uint32_t processes = 0;
+    double errorPct = 0;
+    std::string keptWhy, assumption;
+    std::vector<std::string> costs;
+    bool missing = false;  // a process of the finding was not replayed
+};
+
+uint64_t savingWith(const Replayed& rp, FixKind kind, const Calibration& cal, const FixScope& scope, FixEffect* fx,
+                    uint64_t* fixedWall)
+{
+    RunGraph fixed = rp.graph;
+    const FixEffect e = applyFix(fixed, kind, cal, scope);
+    if (fx) *fx = e;
+    const Prediction p = simulate(fixed);
+    if (fixedWall) *fixedWall = p.wallNs;
+    return sub(rp.unchanged.wallNs, p.wallNs);
+}
+
+std::string predictionText(const FindingPrediction& p, const std::string& assumption)
+{
+    std::string s = fmt::format(
+        " Predicted saving {} by replaying the run's dependency graph with the fix ({}): wall {} -> {}; the unchanged "
+        "replay is within {:.1f}% of the measured wall; {} call(s) changed",
+        ms(p.savingNs), p.fix, ms(p.wallNs), ms(p.fixedWallNs), std::fabs(p.replayErrorPct), p.changed);
+    if (p.kept) s += fmt::format(", {} kept ({})", p.kept, p.keptWhy);
+    s += ".";
+    if (p.lowNs != p.highNs)
+        s += fmt::format(" It rests on an assumed cost (no sample in the capture): {} to {} over its range.", ms(p.lowNs),
+                         ms(p.highNs));
+    if (!assumption.empty()) s += " Assumed: " + assumption + ".";
+    if (!p.savingNs && p.formulaNs)
+        s += " The rule's own formula said " + ms(p.formulaNs) +
+             ", but what the fix shortens does not set the end of the run (another thread, stream or wait does).";
+    else if (p.formulaNs != p.savingNs)
+        s += " (The rule's formula over totals said " + ms(p.formulaNs) + ".)";
+    return s;
+}
+
+}  // namespace
+
+std::optional<std::string> fixOfRule(const std::string& rule)
+{
+    const auto k = fixKindOfRule(rule);
+    if (!k) return std::nullopt;
+    return std::string(fixInfo(*k).name);
+}
+
+void predictFindings(Report& r, const Capture& capture)
+{
+    bool any = false;
+    for (const Finding& f : r.findings) any = any || (fixKindOfRule(f.rule) && !f.stacks.empty());
+    if (!any) return;
+
+    // The report's processes that hold their events, replayed once each.
+    std::map<uint32_t, const Process*> byPid;
+    for (const Process& p : capture.processes) byPid.emplace(p.pid, &p);
+    std::map<uint32_t, Replayed> replayed;
+    std::vector<uint32_t> dropped;
+    uint64_t longestWall = 0;
+    for (const ProcessSummary& ps : r.processes) {
+        longestWall = std::max(longestWall, ps.wallNs);
+        auto it = byPid.find(ps.pid);
+        if (it == byPid.end() || it->second->calls.empty()) {
+            if (it != byPid.end() && it->second->eventsDropped) dropped.push_back(ps.pid);
+            continue;
+        }
+        Replayed rp;
+        rp.graph = buildRunGraph(*it->second);
+        rp.cal = calibrate(rp.graph);
+        rp.unchanged = simulate(rp.graph);
+        const uint64_t measured = rp.graph.wallNs();
+        rp.errorPct = measured ? 100.0 * (double(rp.unchanged.wallNs) - double(measured)) / double(measured) : 0;
+        replayed.emplace(ps.pid, std::move(rp));
+    }
+
+    bool predicted = false;
+    double worstError = 0;
+    for (Finding& f : r.findings) {
+        const auto kind = fixKindOfRule(f.rule);
+        if (!kind || f.stacks.empty()) continue;
+        std::map<uint32_t, FixScope> scopes;
+        for (const auto& [pid, stack] : f.stacks) scopes[pid].stacks.insert(stack);
+        Tally t;
+        for (const auto& [pid, scope] : scopes) {
+            auto it = replayed.find(pid);
+            if (it == replayed.end()) {
+                t.missing = true;
+                continue;
+            }
+            const Replayed& rp = it->second;
+            FixEffect fx;
+            uint64_t fixedWall = 0;
+            const uint64_t s = savingWith(rp, *kind, rp.cal, scope, &fx, &fixedWall);
+            uint64_t lo = s, hi = s;
+            if (restsOnAssumedCost(rp.cal, *kind)) {
+                // The dearer end of the assumed cost saves less, the cheaper end more.
+                const uint64_t dear = savingWith(rp, *kind, atAssumedEnd(rp.cal, *kind, true), scope, nullptr, nullptr);
+                const uint64_t cheap = savingWith(rp, *kind, atAssumedEnd(rp.cal, *kind, false), scope, nullptr, nullptr);
+                lo = std::min({s, dear, cheap});
+                hi = std::max({s, dear, cheap});
+            }
+            t.saving += s;
+            t.low += lo;
+            t.high += hi;
+            t.wall = std::max(t.wall, rp.unchanged.wallNs);
+            t.fixedWall = std::max(t.fixedWall, fixedWall);
+            t.changed += fx.changed;
+            t.kept += fx.kept;
+            if (t.keptWhy.empty()) t.keptWhy = fx.keptWhy;
+            if (t.assumption.empty()) t.assumption = fx.assumption;
+            ++t.processes;
+            if (std::fabs(rp.errorPct) > std::fabs(t.errorPct)) t.errorPct = rp.errorPct;
+            if (t.costs.empty()) t.costs = costsOf(rp.cal, *kind);
+        }
+        if (t.missing || !t.processes) continue;
+        if (!t.changed) {
+            // The fix as the replay models it finds nothing to change among the finding's calls (launches
+            // too few in a row for a graph, copies too few for a batch): no prediction; the formula stands.
+            f.message += fmt::format(" The replay's {} fix finds none of these calls to change (its model: {}), so this "
+                                     "saving is the rule's formula, not a prediction.",
+                                     fixInfo(*kind).name, fixInfo(*kind).what);
+            continue;
+        }
+
+        FindingPrediction& p = f.prediction;
+        p.fix = fixInfo(*kind).name;
+        p.formulaNs = f.estimatedSavingsNs;
+        p.formulaBound = f.savingsBound;
+        // A bound the rule states holds whatever the model says (implicit-sync can save no more than its
+        // calls' host time; a bounded copy's wait at least its measured part): the prediction stays inside it.
+        auto clamp = [&](uint64_t v) {
+            if (f.savingsBound == "at_most") return std::min(v, p.formulaNs);
+            if (f.savingsBound == "at_least") return std::max(v, p.formulaNs);
+            return v;
+        };
+        p.savingNs = clamp(t.saving);
+        p.lowNs = clamp(t.low);
+        p.highNs = clamp(t.high);
+        p.wallNs = t.wall;
+        p.fixedWallNs = t.fixedWall;
+        p.changed = t.changed;
+        p.kept = t.kept;
+        p.keptWhy = t.keptWhy;
+        p.replayErrorPct = t.errorPct;
+        p.costs = t.costs;
+        p.processes = t.processes;
+        f.estimatedSavingsNs = p.savingNs;
+        f.severity = severityOf(p.savingNs, longestWall);
+        f.message += predictionText(p, t.assumption);
+        f.evidence.push_back({"formula_saving_ns", double(p.formulaNs)});
+        f.evidence.push_back({"replay_error_pct", std::round(p.replayErrorPct * 10) / 10});
+        if (p.lowNs != p.highNs) {
+            f.evidence.push_back({"predicted_low_ns", double(p.lowNs)});
+            f.evidence.push_back({"predicted_high_ns", double(p.highNs)});
+        }
+        predicted = true;
+        worstError = std::max(worstError, std::fabs(p.replayErrorPct));
+    }
+    if (!predicted && dropped.empty()) return;
+
+    std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& c) {
+        return a.estimatedSavingsNs > c.estimatedSavingsNs || (a.estimatedSavingsNs == c.estimatedSavingsNs && a.ns > c.ns);
+    });
+    if (predicted)
+        r.notes.push_back(fmt::format("the findings' savings that say \"predicted\" come from replaying each process's "
+                                      "dependency graph with the fix applied to the finding's calls (gpuspy whatif "
+                                      "shows the replay); replayed unchanged, it is within {:.1f}% of the measured wall",
+                                      worstError));
+    if (!dropped.empty()) {
+        std::string pids;
+        for (size_t i = 0; i < dropped.size() && i < 8; ++i) pids += fmt::format("{}{}", i ? ", " : "", dropped[i]);
+        if (dropped.size() > 8) pids += fmt::format(" and {} more", dropped.size() - 8);
+        r.notes.push_back("the replay kept no calls of pid(s) " + pids +
+                          " (past its budget of calls held in memory): their findings' savings are the rules' formulas; "
+                          "gpuspy whatif --process PID replays one");
+    }
+}
+
+}  // namespace gpuspy::collect::replay
