@@ -33,6 +33,19 @@ DurationStats durationStats(std::vector<uint64_t> v)
     return s;
 }
 
+std::string findingSeverity(uint64_t savingsNs, uint64_t wallNs)
+{
+    const double share = wallNs ? double(savingsNs) / double(wallNs) : 0;
+    return share >= 0.10 ? "high" : share >= 0.02 ? "medium" : "low";
+}
+
+void rankFindings(std::vector<Finding>& findings)
+{
+    std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& c) {
+        return a.estimatedSavingsNs > c.estimatedSavingsNs || (a.estimatedSavingsNs == c.estimatedSavingsNs && a.ns > c.ns);
+    });
+}
+
 namespace detail {
 
 std::string demangle(const std::string& mangled)

@@ -245,6 +245,11 @@ struct Finding {
     FindingPrediction prediction;
 };
 
+// A finding's severity by its saving as a share of the wall time: high from 10%, medium from 2%, else
+// low. The findings' order: by saving, then by the time involved (the rules' and the replay's alike).
+std::string findingSeverity(uint64_t savingsNs, uint64_t wallNs);
+void rankFindings(std::vector<Finding>& findings);
+
 // A capture window (record --capture-range, --delay/--duration, ctl start/stop): when it was open and
 // what it recorded; the calls left out (not recorded) in the gap before it and, for the last, after it.
 struct CaptureWindowRow {

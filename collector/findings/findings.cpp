@@ -131,9 +131,7 @@ void analyzeFindings(Context& cx, Report& r)
     syncInLoop(b);
     implicitSync(b);
     droppedRecords(b, r);
-    std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& c) {
-        return a.estimatedSavingsNs > c.estimatedSavingsNs || (a.estimatedSavingsNs == c.estimatedSavingsNs && a.ns > c.ns);
-    });
+    rankFindings(r.findings);
 }
 
 }  // namespace gpuspy::collect::detail

@@ -26,7 +26,6 @@ constexpr double kBusyThresholdPct = 80;     // gpu-idle below this
 constexpr double kStarvedShare = 0.2;        // gpu-starved: idle-while-host-outside-CUDA share of the GPU's span
 constexpr uint64_t kMinLoopSyncs = 10;       // explicit waits from one call site
 constexpr uint64_t kMinHotAllocs = 10;       // alloc/free calls from one call site
-constexpr double kHighShare = 0.10, kMediumShare = 0.02;  // severity: savings as a share of wall time
 
 std::string fmtPct(double pct);
 std::string fmtGbps(double gbps);
@@ -78,11 +77,7 @@ public:
         return m_r.findings.back();
     }
 
-    std::string severityOf(uint64_t savings) const
-    {
-        const double share = m_cx.wallNs ? double(savings) / double(m_cx.wallNs) : 0;
-        return share >= kHighShare ? "high" : share >= kMediumShare ? "medium" : "low";
-    }
+    std::string severityOf(uint64_t savings) const { return findingSeverity(savings, m_cx.wallNs); }
 
     const Context& cx() const { return m_cx; }
     const Report& report() const { return m_r; }

@@ -370,11 +370,12 @@ Calibration calibrate(const RunGraph& g)
 
 namespace {
 
-// The costs a fix rests on, by name.
-std::vector<std::pair<std::string, Cost*>> costRefs(Calibration& cal, FixKind kind)
+// The costs a fix rests on, by name (Cal: Calibration or const Calibration).
+template <class Cal>
+auto costRefs(Cal& cal, FixKind kind)
 {
     static const char* kCopy[3] = {"HtoD", "DtoH", "DtoD"};
-    std::vector<std::pair<std::string, Cost*>> v;
+    std::vector<std::pair<std::string, decltype(&cal.asyncCall)>> v;
     switch (kind) {
     case FixKind::Pinned:
     case FixKind::AsyncCopies:
@@ -398,16 +399,14 @@ std::vector<std::pair<std::string, Cost*>> costRefs(Calibration& cal, FixKind ki
 
 std::vector<std::string> costsOf(const Calibration& cal, FixKind kind)
 {
-    Calibration c = cal;
     std::vector<std::string> out;
-    for (const auto& [name, cost] : costRefs(c, kind)) out.push_back(name + ": " + cost->source);
+    for (const auto& [name, cost] : costRefs(cal, kind)) out.push_back(name + ": " + cost->source);
     return out;
 }
 
 bool restsOnAssumedCost(const Calibration& cal, FixKind kind)
 {
-    Calibration c = cal;
-    for (const auto& [name, cost] : costRefs(c, kind))
+    for (const auto& [name, cost] : costRefs(cal, kind))
         if (cost->assumed()) return true;
     return false;
 }

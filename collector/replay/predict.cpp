@@ -33,16 +33,7 @@ std::optional<FixKind> fixKindOfRule(const std::string& rule)
     return std::nullopt;
 }
 
-uint64_t sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
-
 std::string ms(uint64_t ns) { return detail::formatNs(ns); }
-
-// Severity as the rules give it (collector/findings/rules.h): the saving as a share of the wall.
-std::string severityOf(uint64_t savings, uint64_t wallNs)
-{
-    const double share = wallNs ? double(savings) / double(wallNs) : 0;
-    return share >= 0.10 ? "high" : share >= 0.02 ? "medium" : "low";
-}
 
 // One process replayed: its graph, calibration and unchanged prediction, built once for every finding.
 struct Replayed {
@@ -93,13 +84,6 @@ std::string predictionText(const FindingPrediction& p, const std::string& assump
 }
 
 }  // namespace
-
-std::optional<std::string> fixOfRule(const std::string& rule)
-{
-    const auto k = fixKindOfRule(rule);
-    if (!k) return std::nullopt;
-    return std::string(fixInfo(*k).name);
-}
 
 void predictFindings(Report& r, const Capture& capture)
 {
@@ -201,7 +185,7 @@ void predictFindings(Report& r, const Capture& capture)
         p.costs = t.costs;
         p.processes = t.processes;
         f.estimatedSavingsNs = p.savingNs;
-        f.severity = severityOf(p.savingNs, longestWall);
+        f.severity = findingSeverity(p.savingNs, longestWall);
         f.message += predictionText(p, t.assumption);
         f.evidence.push_back({"formula_saving_ns", double(p.formulaNs)});
         f.evidence.push_back({"replay_error_pct", std::round(p.replayErrorPct * 10) / 10});
@@ -214,9 +198,7 @@ void predictFindings(Report& r, const Capture& capture)
     }
     if (!predicted && dropped.empty()) return;
 
-    std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& c) {
-        return a.estimatedSavingsNs > c.estimatedSavingsNs || (a.estimatedSavingsNs == c.estimatedSavingsNs && a.ns > c.ns);
-    });
+    rankFindings(r.findings);
     if (predicted)
         r.notes.push_back(fmt::format("the findings' savings that say \"predicted\" come from replaying each process's "
                                       "dependency graph with the fix applied to the finding's calls (gpuspy whatif "

@@ -10,13 +10,8 @@
 #include "collector/analyze/analyze.h"
 #include "collector/model/model.h"
 
-#include <optional>
-#include <string>
 
 namespace gpuspy::collect::replay {
-
-// The fix a finding's advice is (by `gpuspy whatif` name), if the replay models it.
-std::optional<std::string> fixOfRule(const std::string& rule);
 
 // `capture` holds the report's processes with their events (a process whose events were not kept,
 // Process::eventsDropped, keeps its findings' formulas, and a note says so).

@@ -13,8 +13,6 @@ namespace gpuspy::collect::replay {
 
 namespace {
 
-uint64_t sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
-
 // What bounded a node: for a call, `call` is its thread's previous call (kNone: its first) and `op` the op
 // whose end its wait returned after (kNone: its own cost set its end); for an op, the call that submitted
 // it or the op it followed (its stream's previous, or an event's).
@@ -83,6 +81,10 @@ Prediction simulate(const RunGraph& g)
         auto [it, fresh] = deviceLast.try_emplace(op.device, oi);
         if (!fresh && oe[oi] > oe[it->second]) it->second = oi;
     };
+    // Where and by which call an op is queued: at the call's return (`ret`), or where a fix queues it from
+    // another call (a graph launch's node: Call::submitVia).
+    auto queuedAt = [&](const Call& c, uint64_t ret) { return c.submitVia == kNone ? ret : cb[c.submitVia] + c.submitAtNs; };
+    auto queuedBy = [&](const Call& c, uint32_t i) { return c.submitVia == kNone ? i : c.submitVia; };
     // The op whose end a wait waits for (kNone: nothing to wait for).
     auto waitedOp = [&](const Call& c) -> uint32_t {
         switch (c.wait) {
@@ -117,8 +119,7 @@ Prediction simulate(const RunGraph& g)
         lastCall[t] = i;
         if (c.removed) {
             ce[i] = begin;
-            if (c.op != kNone && c.submitVia == kNone) placeOp(c.op, begin, i);
-            else if (c.op != kNone) placeOp(c.op, cb[c.submitVia] + c.submitAtNs, c.submitVia);
+            if (c.op != kNone) placeOp(c.op, queuedAt(c, begin), queuedBy(c, i));
             continue;
         }
         const bool waitsOnOwn = c.wait == WaitKind::OwnOp && c.op != kNone;
@@ -130,7 +131,7 @@ Prediction simulate(const RunGraph& g)
             callBound[i].op = w;
         }
         ce[i] = end;
-        if (c.op != kNone && !waitsOnOwn) placeOp(c.op, c.submitVia == kNone ? end : cb[c.submitVia] + c.submitAtNs, c.submitVia == kNone ? i : c.submitVia);
+        if (c.op != kNone && !waitsOnOwn) placeOp(c.op, queuedAt(c, end), queuedBy(c, i));
         const uint64_t blocked = end - begin - std::min(end - begin, c.ownNs);
         const bool spinning = c.pollFirst != kNone && !c.blockingPoll;
         if (spinning) hostBusy += end - begin;
@@ -205,10 +206,8 @@ Prediction simulate(const RunGraph& g)
             // Submitted by a call: at its return, or at its begin for a call that waits on its own op.
             const Call& by = g.calls[b.call];
             const bool atBegin = by.wait == WaitKind::OwnOp && !by.removed;
-            const uint32_t via = o.call != kNone ? g.calls[o.call].submitVia : kNone;
-            const uint64_t submitted = via != kNone ? cb[via] + g.calls[o.call].submitAtNs
-                                       : atBegin                 ? cb[b.call]
-                                                                 : ce[b.call];
+            const uint64_t ret = atBegin ? cb[b.call] : ce[b.call];
+            const uint64_t submitted = o.call != kNone ? queuedAt(g.calls[o.call], ret) : ret;
             parts[{PathPart::Latency, o.stream}] += sub(ob[here], submitted);
             walkHost(b.call, submitted);
         }

@@ -25,8 +25,6 @@ namespace {
 using detail::ApiClass;
 using detail::hasFlag;
 
-uint64_t sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
-
 // A call that blocks on its own work (a synchronous copy or memset) has its work's end event recorded after
 // it returns: where the work ended before the return (the host descheduled inside the call, or slow to
 // return), the event reads the time of its record, not the work's end. Such a span is only an upper bound
@@ -35,6 +33,16 @@ uint64_t sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 // more than twice that: one slow return does not make the GPU slow in every replay of the fix. The call's
 // wait then returns later after the work (postNs), so the run replayed unchanged is the same.
 constexpr size_t kTrimSamples = 3;
+
+// Call i's op taken to last `length`: the rest of its span is the call's, after the work (done[i]).
+void shortenOwnOp(RunGraph& g, std::vector<uint64_t>& done, size_t i, uint64_t length)
+{
+    Op& op = g.ops[g.calls[i].op];
+    if (op.end - op.begin <= length) return;
+    op.end = op.begin + length;
+    op.trimmed = true;
+    done[i] = std::min(done[i], op.end);
+}
 
 void trimLateEnds(RunGraph& g, std::vector<uint64_t>& done)
 {
@@ -56,12 +64,9 @@ void trimLateEnds(RunGraph& g, std::vector<uint64_t>& done)
         if (c.wait != WaitKind::OwnOp || c.op == kNone || !g.ops[c.op].measured || g.ops[c.op].bounded) continue;
         auto t = typical.find(keyOf(c));
         if (t == typical.end()) continue;
-        Op& op = g.ops[c.op];
+        const Op& op = g.ops[c.op];
         const uint64_t likely = uint64_t(t->second * double(c.bytes ? c.bytes : 1));
-        if (op.end - op.begin <= 2 * likely) continue;
-        op.end = op.begin + likely;
-        op.trimmed = true;
-        done[i] = std::min(done[i], op.end);
+        if (op.end - op.begin > 2 * likely) shortenOwnOp(g, done, i, likely);
     }
 }
 
@@ -84,13 +89,7 @@ void tightenBoundedSpans(RunGraph& g, std::vector<uint64_t>& done)
     }
     for (size_t i = 0; i < g.calls.size(); ++i) {
         const Call& c = g.calls[i];
-        if (!bounded(c)) continue;
-        Op& op = g.ops[c.op];
-        const uint64_t tight = shortest[keyOf(c)];
-        if (op.end - op.begin <= tight) continue;
-        op.end = op.begin + tight;
-        op.trimmed = true;
-        done[i] = std::min(done[i], op.end);
+        if (bounded(c)) shortenOwnOp(g, done, i, shortest[keyOf(c)]);
     }
 }
 

@@ -15,6 +15,9 @@ namespace gpuspy::collect::replay {
 
 inline constexpr uint32_t kNone = UINT32_MAX;
 
+// a - b, or 0 where b is later.
+inline uint64_t sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
 // What a call waits for before it returns.
 enum class WaitKind : uint8_t {
     None,
@@ -73,7 +76,8 @@ struct Op {
     bool measured = false;
     bool bounded = false;     // measured, but only as an upper bound (a blocking copy on an idle stream)
     bool trimmed = false;     // a blocking call's span longer than its work (recorded late, or only an upper
-                              // bound: run_graph.cpp, trimLateEnds and tightenBoundedSpans); its length
+                              // bound): its length taken from its kind's spans (run_graph.cpp, trimLateEnds
+                              // and tightenBoundedSpans)
     // Calibrated: from its submission (its call's return; its begin for a call that blocks on it) to its
     // start when nothing held it, as measured where it found its stream free.
     int64_t latency = 0;
