@@ -462,7 +462,7 @@ void* attachMain(void*)
     // Every pointer back first (a call in flight inside a wrapper finishes there), then the stream ends.
     const size_t slots = g_slotCount;
     const size_t restored = restoreSlots();
-    stopRecording(kDetachFlushNs, false, 0);
+    stopRecording(kDetachFlushNs, false, 0, StopFor::Detach);
     g_attachedAtNs.store(0, std::memory_order_release);
     snprintf(line, sizeof line, "detached slots=%zu restored=%zu\n", slots, restored);
     pthread_mutex_lock(&g_lock);

@@ -53,6 +53,29 @@ std::atomic<uint64_t> g_flushReq{0};
 std::atomic<uint64_t> g_flushAck{0};
 thread_local bool t_drainThread GS_TLS = false;
 std::atomic<bool> g_finished{false};
+// A stop's limits (drainStopAndFlush; 0: no stop under way). Past the first, the drain thread takes
+// no more records from the lanes (what is left is counted as dropped) and ends the stream; a socket that
+// does not take what it sends is waited for until the second, a little before the stop gives up waiting.
+std::atomic<uint64_t> g_stopTakeUntilNs{0};
+std::atomic<uint64_t> g_stopWriteUntilNs{0};
+
+bool past(const std::atomic<uint64_t>& limit)
+{
+    const uint64_t d = limit.load(std::memory_order_acquire);
+    return d != 0 && nowNs() >= d;
+}
+bool pastStopDeadline() { return past(g_stopTakeUntilNs); }
+
+// The driver gate (drainDriverEnter/Leave). A thread that ends the process from inside a hooked call
+// (a signal handler calling exit in the middle of cuLaunchKernel) may hold the driver's locks until the
+// process is gone: a drain thread blocked on them would hold the exit for the whole flush limit and
+// never write End. So the exit closes the gate (no driver call from then on: pending GPU spans stay
+// unresolved), and a drain thread already inside a driver call that does not come back out promptly
+// has its work taken over by the exiting thread, which writes the rest of the stream from buffers of
+// its own; the drain thread, should it ever return, parks for good without touching anything.
+enum Gate : int { kGateOpen = 0, kGateInDriver = 1, kGateClosed = 2, kGateTakenOver = 3 };
+std::atomic<int> g_gate{kGateOpen};
+constexpr uint64_t kGateGraceNs = 20000000;  // how long an exit waits for a driver call to come back
 
 // The drain thread's rest between passes that found every lane empty: a futex wait of at most the poll
 // period on g_wakeSeq, which drainWake bumps (a lane crossing half full, a stop or flush request).
@@ -134,7 +157,9 @@ uint64_t parseBytes(const char* s)
 
 int createAt(char* path, size_t cap, int pid)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = fdTakeSpareFile(path);  // made at load (fds.cpp): no number under a limit the app lowered since
+    if (fd >= 0) return fd;
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST) {
         struct stat st{};
         if (lstat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
@@ -195,7 +220,8 @@ int openCaptureFile()
 
 int connectSocket(const char* path)
 {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = fdTakeSpareSocket();  // made at load (fds.cpp): no number under a limit the app lowered since
+    if (fd < 0) fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -216,17 +242,19 @@ int connectSocket(const char* path)
 enum class Write { Ok, Failed, WouldBlock };
 
 // A socket is written without blocking: while a collector does not read, the drain thread waits in
-// poll, a short while at a time, and a stop that must be quick (a signal, _exit, exec) gives up there
-// instead of waiting on it (WouldBlock: the caller counts what was not sent).
+// poll, a short while at a time, and a stop gives up there once its limit is near (WouldBlock: the
+// caller counts what was not sent).
 Write writeRaw(const uint8_t* p, size_t n)
 {
     while (n > 0) {
         ssize_t w = g_out.socket ? send(g_out.own.fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) : write(g_out.own.fd, p, n);
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && g_out.socket && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (g_fast.load(std::memory_order_acquire)) return Write::WouldBlock;
+            // A collector behind: waited for, within a stop's limit (a fast stop's too: giving up at
+            // the first full buffer lost the End of every burst that outran the collector).
+            if (past(g_stopWriteUntilNs)) return Write::WouldBlock;
             pollfd pfd{g_out.own.fd, POLLOUT, 0};
-            poll(&pfd, 1, 20);
+            poll(&pfd, 1, 5);
             continue;
         }
         if (w <= 0) return Write::Failed;
@@ -684,7 +712,9 @@ void encodeWindowRecords(OutBuffer& out, bool final)
 void encodeBatch(OutBuffer& out, const Item* items, size_t count, bool waitGpu)
 {
     // Definitions first, so that the records that follow can refer to them: every definition an item
-    // refers to was made before the item was queued, so before this.
+    // refers to was made before the item was queued, so before this. (Device names are asked of the
+    // driver before anything is encoded: see the driver gate.)
+    resolveDeviceNames();
     out.n += drainDefs(out.buf + out.n, kBufSize - out.n);
     encodeWindowRecords(out, false);
     for (size_t i = 0; i < count; ++i) {
@@ -731,27 +761,31 @@ uint64_t discardLanes(Item* items)
     return n;
 }
 
-void* drainMain(void*)
-{
-    ++t_depth;  // nothing this thread calls is recorded
-    t_drainThread = true;
-    prctl(PR_SET_NAME, "gpuspy-drain", 0, 0, 0);
+// A drain's working state: the drain thread's own, and a second set for an exit that takes its work
+// over (the drain thread may still be writing into its own buffer past what it had encoded).
+struct Work {
     OutBuffer out;
-    out.buf = static_cast<uint8_t*>(malloc(kBufSize));
-    out.scratch = static_cast<uint8_t*>(malloc(kBufSize));
-    Item* items = static_cast<Item*>(malloc(sizeof(Item) * kBatch));
-    if (!out.buf || !out.scratch || !items) {
-        g_finished.store(true);
-        return nullptr;
+    Item* items = nullptr;
+    bool allocate()
+    {
+        out.buf = static_cast<uint8_t*>(malloc(kBufSize));
+        out.scratch = static_cast<uint8_t*>(malloc(kBufSize));
+        items = static_cast<Item*>(malloc(sizeof(Item) * kBatch));
+        return out.buf && out.scratch && items;
     }
-    openOutput(out.scratch);
-    if (giveUpIfFailed()) return nullptr;
-    bool stopping = false;
+};
+Work g_work;
+Work g_takeover;  // allocated with g_work (pages untouched until a takeover: no memory until then)
+
+// Passes over the lanes until a stop finds them all empty, or its limit passes (what is left is
+// counted as dropped when the stream ends). False: nothing can be written any more (given up).
+bool drainPasses(Work& w, bool stopping, bool ownThread)
+{
     for (;;) {
-        if (giveUpIfFailed()) return nullptr;  // the items still in the lanes are leaked, like at exit
+        if (giveUpIfFailed()) return false;  // the items still in the lanes are leaked, like at exit
         if (!stopping && g_stop.load(std::memory_order_acquire)) stopping = true;
 #ifdef GPUSPY_HAVE_STACK
-        stackPrefault();
+        if (ownThread) stackPrefault();
 #endif
         const uint32_t wakeSeq = g_wakeSeq.load(std::memory_order_seq_cst);
         const uint64_t flushReq = g_flushReq.load(std::memory_order_acquire);
@@ -760,17 +794,25 @@ void* drainMain(void*)
             readControl();
             windowTick(nowNs());
         }
-        if (drainLanes(out, items, waitGpu) == 0) {
-            out.flush();
+        if (drainLanes(w.out, w.items, waitGpu) == 0 || (stopping && pastStopDeadline())) {
+            w.out.flush();
             g_flushAck.store(flushReq, std::memory_order_release);
-            // Stopping: no new call is recorded (Draining), every lane was found empty.
-            if (stopping) break;
+            // Stopping: no new call is recorded (Draining), every lane was found empty (or the stop's
+            // limit came first).
+            if (stopping) return true;
             waitForWork(wakeSeq);
         }
     }
-    // Final totals: per-thread figures for threads still alive, then End.
+}
+
+// Final totals: per-thread figures for threads still alive, then End; the output closed.
+void endStream(Work& w)
+{
+    OutBuffer& out = w.out;
+    resolveDeviceNames();
     out.n += drainDefs(out.buf + out.n, kBufSize - out.n);
-    out.n += gpuDrain(out.buf + out.n, kBufSize - out.n, nullptr, 0, !g_fast.load(std::memory_order_acquire));
+    const bool waitGpu = !g_fast.load(std::memory_order_acquire) && !pastStopDeadline();
+    out.n += gpuDrain(out.buf + out.n, kBufSize - out.n, nullptr, 0, waitGpu);
     encodeWindowRecords(out, true);
     out.flush();  // before End is made: what this cannot write is in End's count
     wire::ThreadStatsBody stats[256];
@@ -788,7 +830,7 @@ void* drainMain(void*)
     wire::EndBody end{};
     end.endNs = nowNs();
     end.recordsMade = recordsMade();
-    countDrainDrop(discardLanes(items));
+    countDrainDrop(discardLanes(w.items));
     end.recordsDropped = recordsDropped();
     end.gpuSpansSampledOut = gpuSampledOut();
     end.exitReason = g_exitReason.load(std::memory_order_acquire);
@@ -799,7 +841,37 @@ void* drainMain(void*)
     if (g_out.socket && fdStillOurs(g_out.own)) shutdown(g_out.own.fd, SHUT_WR);
     fdRelease(g_out.own);
     g_finished.store(true, std::memory_order_release);
+}
+
+void* drainMain(void*)
+{
+    ++t_depth;  // nothing this thread calls is recorded
+    t_drainThread = true;
+    prctl(PR_SET_NAME, "gpuspy-drain", 0, 0, 0);
+    // Fresh buffers each stream (the last ones leaked, as at exit: a drain thread parked after a
+    // takeover may still hold them).
+    g_work = Work{};
+    g_takeover = Work{};
+    if (!g_work.allocate() || !g_takeover.allocate()) {
+        g_finished.store(true);
+        return nullptr;
+    }
+    openOutput(g_work.out.scratch);
+    if (giveUpIfFailed()) return nullptr;
+    if (!drainPasses(g_work, false, true)) return nullptr;
+    endStream(g_work);
     return nullptr;  // buffers leaked on purpose: exit is near
+}
+
+// An exit from inside a hooked call found the drain thread inside a driver call that did not come
+// back (it waits on a lock the exiting thread holds): the exiting thread ends the stream itself. What
+// the drain thread had encoded goes out first, then the lanes from the second set of buffers.
+void takeOverStream()
+{
+    ++t_depth;
+    g_work.out.flush();
+    if (drainPasses(g_takeover, true, false)) endStream(g_takeover);
+    --t_depth;
 }
 
 pthread_t g_thread;
@@ -861,17 +933,57 @@ bool drainFlushNow(uint64_t timeoutNs)
     return true;
 }
 
-void drainStopAndFlush(uint64_t timeoutNs, bool fast, int exitReason)
+void drainStopAndFlush(uint64_t timeoutNs, bool fast, int exitReason, bool mayHoldDriver)
 {
     // Async-signal-safe too (a signal handler, _exit): atomics, drainWake and nanosleep only.
     if (!g_running.load() || t_drainThread) return;
     if (fast) g_fast.store(true, std::memory_order_release);
     g_exitReason.store(exitReason, std::memory_order_release);
+    const uint64_t start = nowNs();
+    const uint64_t deadline = start + timeoutNs;
+    // The drain thread ends the stream a little before the limit, so that End is written within it.
+    const uint64_t margin = timeoutNs / 4 < 100000000ull ? timeoutNs / 4 : 100000000ull;
+    g_stopTakeUntilNs.store(deadline - margin, std::memory_order_release);
+    g_stopWriteUntilNs.store(deadline - margin / 10, std::memory_order_release);
     g_stop.store(true, std::memory_order_release);
     drainWake();
-    const uint64_t deadline = nowNs() + timeoutNs;
+    if (mayHoldDriver) {
+        const uint64_t grace = start + kGateGraceNs;
+        for (;;) {
+            if (g_finished.load(std::memory_order_acquire)) return;
+            int gate = g_gate.load(std::memory_order_acquire);
+            if (gate == kGateOpen && g_gate.compare_exchange_strong(gate, kGateClosed)) break;
+            if (gate == kGateClosed || gate == kGateTakenOver) break;
+            if (gate == kGateInDriver && nowNs() >= grace) {
+                if (g_gate.compare_exchange_strong(gate, kGateTakenOver)) {
+                    takeOverStream();
+                    return;
+                }
+                continue;
+            }
+            timespec ts{0, 100000};
+            nanosleep(&ts, nullptr);
+        }
+    }
     while (!g_finished.load(std::memory_order_acquire) && nowNs() < deadline) {
         timespec ts{0, 500000};
+        nanosleep(&ts, nullptr);
+    }
+}
+
+bool drainDriverEnter()
+{
+    int open = kGateOpen;
+    return g_gate.compare_exchange_strong(open, kGateInDriver, std::memory_order_acq_rel);
+}
+
+void drainDriverLeave()
+{
+    int inside = kGateInDriver;
+    if (g_gate.compare_exchange_strong(inside, kGateOpen, std::memory_order_acq_rel)) return;
+    // Taken over: the stream is the exiting thread's now. Never touch it again.
+    for (;;) {
+        timespec ts{3600, 0};
         nanosleep(&ts, nullptr);
     }
 }
@@ -884,6 +996,10 @@ void drainRestartable()
     g_finished.store(false);
     g_fast.store(false);
     g_exitReason.store(0);
+    g_stopTakeUntilNs.store(0);
+    g_stopWriteUntilNs.store(0);
+    // A drain thread parked after a takeover stays parked; the new one may call the driver.
+    g_gate.store(kGateOpen);
     // A new stream (new file): every definition is pending again.
     internForgetSent();
 #ifdef GPUSPY_HAVE_STACK
@@ -898,6 +1014,9 @@ void drainAfterForkChild()
     g_stop.store(false);
     g_finished.store(false);
     g_drainWaiting.store(false);  // the parent's drain thread may have been waiting
+    g_stopTakeUntilNs.store(0);
+    g_stopWriteUntilNs.store(0);
+    g_gate.store(kGateOpen);
     fdRelease(g_out.own);  // our copy only (when the child did not take its number); the parent's stream goes on
     g_out = Output{};
     internForgetSent();

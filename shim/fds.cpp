@@ -5,12 +5,19 @@
 // Also libunwind's memory-validation pipe: libunwind 1.6 makes it with pipe2 at its first unwind and
 // keeps the numbers for the life of the process; pipe2, interposed (preload.cpp), moves it high when
 // libunwind runs on gpuspy's behalf (OwnPipesScope).
+// Spares made at load (fdsReserveAtLoad): the collector's socket, libunwind's pipe, and the capture file
+// (unnamed until it is used) are made when the library loads, above the floor the limit then allows,
+// and handed out when they are first needed. An
+// app that lowers RLIMIT_NOFILE before its first CUDA call would otherwise lose numbers under its new
+// limit to them (a new descriptor takes the lowest free number, and none above the limit can be had).
 #include "shim/shim.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cstdio>
 
 namespace gpuspy::shim {
 namespace {
@@ -123,6 +130,95 @@ void unwindPipeCheck()
     fdRelease(a);  // our end, if the app took only the other
     fdRelease(b);
     g_unwindPipe.store(nullptr, std::memory_order_release);
+}
+
+// The spares: taken (set to -1) by their first user; a number the app took over meanwhile is never handed out.
+OwnedFd g_spareSocket;
+OwnedFd g_sparePipe[2];
+std::atomic<bool> g_sparesTaken[3];  // socket, pipe, file: handed out (or given up) once
+
+OwnedFd g_spareFile;       // an unnamed file (O_TMPFILE) in the capture's directory
+int g_spareFilePid = 0;
+
+void fdsReserveAtLoad(bool socket, bool pipe, const char* fileDir)
+{
+    const int savedErrno = errno;
+    if (socket) g_spareSocket = fdOwn(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    // Nothing appears in the directory until the file is given its name (fdTakeSpareFile); a process
+    // that never records leaves nothing behind. Filesystems without O_TMPFILE: none is made.
+    if (fileDir && *fileDir) {
+        g_spareFile = fdOwn(open(fileDir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600));
+        g_spareFilePid = int(getpid());
+    }
+    int fds[2] = {-1, -1};
+    if (pipe && pipe2(fds, O_CLOEXEC) == 0) {
+        // Through fdOwn, not the interposed pipe2's move: these are no libunwind's yet.
+        g_sparePipe[0] = fdOwn(fds[0]);
+        g_sparePipe[1] = fdOwn(fds[1]);
+    }
+    errno = savedErrno;
+}
+
+int fdTakeSpareSocket()
+{
+    if (g_sparesTaken[0].exchange(true)) return -1;
+    OwnedFd o = g_spareSocket;
+    g_spareSocket = OwnedFd{};
+    return fdStillOurs(o) ? o.fd : -1;
+}
+
+bool fdTakeSparePipe(int fds[2], int flags)
+{
+    if (g_sparesTaken[1].exchange(true)) return false;
+    OwnedFd a = g_sparePipe[0], b = g_sparePipe[1];
+    g_sparePipe[0] = g_sparePipe[1] = OwnedFd{};
+    if (!fdStillOurs(a) || !fdStillOurs(b)) {
+        fdRelease(a);
+        fdRelease(b);
+        return false;
+    }
+    // The flags pipe2 was asked for: O_NONBLOCK belongs to the pipe, close-on-exec to each number.
+    OwnedFd* const pair[2] = {&a, &b};
+    for (OwnedFd* o : pair) {
+        const int fl = fcntl(o->fd, F_GETFL);
+        if (fl >= 0) fcntl(o->fd, F_SETFL, (flags & O_NONBLOCK) ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+        fcntl(o->fd, F_SETFD, (flags & O_CLOEXEC) ? FD_CLOEXEC : 0);
+    }
+    fds[0] = a.fd;
+    fds[1] = b.fd;
+    return true;
+}
+
+int fdTakeSpareFile(const char* path)
+{
+    if (g_sparesTaken[2].exchange(true)) return -1;
+    OwnedFd o = g_spareFile;
+    g_spareFile = OwnedFd{};
+    if (g_spareFilePid != int(getpid()) || !fdStillOurs(o)) return -1;
+    // Named as open(O_CREAT | O_EXCL) would make it: linkat fails on any existing name (the caller then
+    // goes its usual way, and this one is closed: it vanishes with its last descriptor).
+    const int savedErrno = errno;
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", o.fd);
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0) {
+        fdRelease(o);
+        errno = savedErrno;
+        return -1;
+    }
+    errno = savedErrno;
+    return o.fd;
+}
+
+void fdsAfterForkChild()
+{
+    // The spare file was made for the parent's capture (its name has the parent's pid).
+    if (!g_sparesTaken[2].exchange(true)) fdRelease(g_spareFile);
+    g_spareFile = OwnedFd{};
+    // A socket is one connection: a spare the parent has not used yet is the parent's (our copy is
+    // closed), and a child makes its own when it needs one. The spare pipe may serve both (libunwind's
+    // own pipe is shared with a forked child the same way).
+    if (!g_sparesTaken[0].exchange(true)) fdRelease(g_spareSocket);
+    g_spareSocket = OwnedFd{};
 }
 
 OwnPipesScope::OwnPipesScope() { ++t_ownPipes; }

@@ -566,7 +566,9 @@ void gpuAfterForkChild()
     g_capturing.store(0);
 }
 
-size_t gpuDrain(uint8_t* out, size_t cap, const Item* calls, size_t count, bool final)
+namespace {
+
+size_t resolveSpans(uint8_t* out, size_t cap, const Item* calls, size_t count, bool final)
 {
     size_t n = 0;
     if (!g_pending) {
@@ -648,6 +650,19 @@ size_t gpuDrain(uint8_t* out, size_t cap, const Item* calls, size_t count, bool 
         g_inFlight.fetch_sub(1, std::memory_order_acq_rel);
     }
     g_pendingCount = keep;
+    return n;
+}
+
+}  // namespace
+
+size_t gpuDrain(uint8_t* out, size_t cap, const Item* calls, size_t count, bool final)
+{
+    // Behind the driver gate (drain.cpp): once an exit closed it, nothing here runs, not even the
+    // pending list's bookkeeping (a drain thread whose work was taken over may still be inside it).
+    // The spans not resolved then are lost with the process.
+    if (!drainDriverEnter()) return 0;
+    const size_t n = resolveSpans(out, cap, calls, count, final);
+    drainDriverLeave();
     return n;
 }
 

@@ -70,6 +70,10 @@ uint32_t g_stringSent = 0;
 constexpr int kMaxDevices = 64;
 std::atomic<uint64_t> g_devicesSeen{0};
 uint64_t g_devicesSent = 0;
+// The devices' names, looked up by the drain thread (resolveDeviceNames) before it encodes anything:
+// a driver call that an exit takes over (drain.cpp's gate) then loses no definition already marked sent.
+uint64_t g_devicesNamed = 0;
+char g_deviceNames[kMaxDevices][128];
 
 constexpr size_t kMaxThreadDefs = 4096;
 uint32_t g_threadTids[kMaxThreadDefs];
@@ -486,6 +490,23 @@ size_t drainStringDefs(uint8_t* out, size_t cap)
     return n;
 }
 
+void resolveDeviceNames()
+{
+    const uint64_t seen = g_devicesSeen.load(std::memory_order_acquire);
+    for (int dev = 0; dev < kMaxDevices; ++dev) {
+        const uint64_t bit = 1ull << dev;
+        if (!(seen & bit) || (g_devicesNamed & bit)) continue;
+        const Driver& d = driver();
+        char name[sizeof g_deviceNames[0]] = {0};
+        if (!drainDriverEnter()) return;  // closed by an exit: the defs say "device N"
+        const bool named = d.deviceGetName && d.deviceGetName(name, sizeof name - 1, CUdevice(dev)) == CUDA_SUCCESS;
+        drainDriverLeave();
+        if (!named) snprintf(name, sizeof name, "device %d", dev);
+        memcpy(g_deviceNames[dev], name, sizeof name);
+        g_devicesNamed |= bit;
+    }
+}
+
 size_t drainDeviceDefs(uint8_t* out, size_t cap)
 {
     size_t n = 0;
@@ -493,13 +514,12 @@ size_t drainDeviceDefs(uint8_t* out, size_t cap)
     for (int dev = 0; dev < kMaxDevices; ++dev) {
         const uint64_t bit = 1ull << dev;
         if (!(seen & bit) || (g_devicesSent & bit)) continue;
-        char name[256] = {0};
-        const Driver& d = driver();
-        if (!d.deviceGetName || d.deviceGetName(name, sizeof name - 1, CUdevice(dev)) != CUDA_SUCCESS)
-            snprintf(name, sizeof name, "device %d", dev);
+        char placeholder[32];
+        snprintf(placeholder, sizeof placeholder, "device %d", dev);
+        const char* name = (g_devicesNamed & bit) ? g_deviceNames[dev] : placeholder;
         wire::DeviceDefBody b{};
         b.device = dev;
-        b.length = uint32_t(strnlen(name, sizeof name));
+        b.length = uint32_t(strnlen(name, sizeof g_deviceNames[0]));
         const size_t k = wire::encodeVar(out + n, cap - n, b, name, b.length);
         if (k == 0) break;
         n += k;

@@ -3,7 +3,9 @@
 // quick_exit (_exit and exec are interposed in preload.cpp). Without an app handler, each writes out
 // what was recorded, with a short time limit, from an async-signal-safe path (atomics and nanosleep:
 // the drain thread does the writing, and gives up on a collector that does not read), then the
-// default action happens, with the same wait status. The app's own handler runs at once.
+// default action happens, with the same wait status. The app's own handler runs at once. A signal that
+// arrives while the process is already ending, during gpuspy's flush of that end, waits for the flush
+// and lets the end under way finish with its own status (without gpuspy it would have found no process).
 // The app may change those handlers after ours went in (sigaction and signal are interposed in
 // preload.cpp): it sees its own handlers, and ours stays in front of them.
 #include "shim/shim.h"
@@ -21,6 +23,9 @@ namespace {
 
 constexpr uint64_t kSignalFlushNs = 500000000ull;  // a dying process is given half a second at most
 constexpr uint64_t kQuickExitFlushNs = 1000000000ull;
+// A signal that finds an exit flush under way waits for it at most this long (the longest flush limit,
+// atexit's 2 s, and a little).
+constexpr uint64_t kAwaitExitFlushNs = 2500000000ull;
 constexpr int kExitSignal = 1;  // wire::EndBody::exitReason
 
 // Every signal whose default action ends the process (SIGKILL and SIGSTOP aside, which cannot be
@@ -118,7 +123,15 @@ void onSignal(int sig, siginfo_t* info, void* context)
         return;
     }
     // The default action ends the process: end the stream, then let that happen as without us.
-    stopRecording(kSignalFlushNs, true, kExitSignal);
+    if (!stopRecording(kSignalFlushNs, true, kExitSignal, StopFor::Ending) &&
+        awaitStopUnderWay(kAwaitExitFlushNs) == StopFor::Ending) {
+        // The process was already ending (exit, _exit, quick_exit, another fatal signal) and gpuspy's
+        // flush of that end was under way: without gpuspy it would be gone by now, and this signal
+        // would have found no process. It waited for the flush; the end already under way goes on,
+        // with the status the app gave it.
+        errno = savedErrno;
+        return;
+    }
     setDefault(sig);
     errno = savedErrno;
     // A real fault happens again when the instruction reruns, now with the default action; any other
@@ -129,7 +142,7 @@ void onSignal(int sig, siginfo_t* info, void* context)
 
 void onQuickExit()
 {
-    stopRecording(kQuickExitFlushNs, true, 0);
+    stopRecording(kQuickExitFlushNs, true, 0, StopFor::Ending);
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ int execThrough(const char* name, Args... args)
         errno = ENOSYS;
         return -1;
     }
-    const bool stopped = stopRecording(kExitFlushNs, true, 0);
+    const bool stopped = stopRecording(kExitFlushNs, true, 0, StopFor::Exec);
     const int rc = real(args...);
     const int savedErrno = errno;
     if (stopped) resumeRecording();
@@ -127,13 +127,13 @@ extern "C" __attribute__((visibility("default"))) GS_UNINSTRUMENTED void* dlsym(
 // used CUDA) is last seen. exit() itself calls the kernel directly, not this.
 extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
-    gpuspy::shim::stopRecording(gpuspy::shim::kExitFlushNs, true, 0);
+    gpuspy::shim::stopRecording(gpuspy::shim::kExitFlushNs, true, 0, gpuspy::shim::StopFor::Ending);
     for (;;) syscall(SYS_exit_group, status);
 }
 
 extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status)
 {
-    gpuspy::shim::stopRecording(gpuspy::shim::kExitFlushNs, true, 0);
+    gpuspy::shim::stopRecording(gpuspy::shim::kExitFlushNs, true, 0, gpuspy::shim::StopFor::Ending);
     for (;;) syscall(SYS_exit_group, status);
 }
 
@@ -233,8 +233,13 @@ extern "C" __attribute__((visibility("default"))) int pipe2(int fds[2], int flag
         errno = ENOSYS;
         return -1;
     }
+    const bool ours = gpuspy::shim::inOwnPipesScope();
+    if (ours && gpuspy::shim::fdTakeSparePipe(fds, flags)) {  // made at load, above the floor (fds.cpp)
+        gpuspy::shim::noteUnwindPipe(fds);
+        return 0;
+    }
     const int rc = real(fds, flags);
-    if (rc != 0 || !gpuspy::shim::inOwnPipesScope()) return rc;
+    if (rc != 0 || !ours) return rc;
     return movePair(fds);  // F_DUPFD_CLOEXEC; O_NONBLOCK belongs to the pipe, shared by the copies
 }
 
@@ -245,8 +250,13 @@ extern "C" __attribute__((visibility("default"))) int pipe(int fds[2])
         errno = ENOSYS;
         return -1;
     }
+    const bool ours = gpuspy::shim::inOwnPipesScope();
+    if (ours && gpuspy::shim::fdTakeSparePipe(fds, 0)) {
+        gpuspy::shim::noteUnwindPipe(fds);
+        return 0;
+    }
     const int rc = real(fds);
-    if (rc != 0 || !gpuspy::shim::inOwnPipesScope()) return rc;
+    if (rc != 0 || !ours) return rc;
     return movePair(fds);
 }
 

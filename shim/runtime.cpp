@@ -15,6 +15,10 @@ namespace gpuspy::shim {
 
 std::atomic<int> g_state{int(State::Off)};
 thread_local int t_depth GS_TLS = 0;
+namespace {
+std::atomic<int> g_stopFor{int(StopFor::None)};  // what the stop under way (or last made) is for
+thread_local bool t_stopping GS_TLS = false;     // this thread runs stopRecording
+}  // namespace
 
 // The counters are written by the owning thread only (plain stores, no locked instruction on the
 // hot path) and read by others: the drain thread's totals, the exit report.
@@ -175,6 +179,7 @@ void postforkChild()
     g_made.store(0);
     g_dropped.store(0);
     drainAfterForkChild();
+    fdsAfterForkChild();
     gpuAfterForkChild();
     clockAfterForkChild();
     windowAfterForkChild();
@@ -210,7 +215,7 @@ void atExit()
 {
     // Exit drains with a time limit, then leaks on purpose: cudart's own exit handlers call the
     // driver after us and must find working (pass-through) wrappers.
-    stopRecording(2000000000ull, false, 0);
+    stopRecording(2000000000ull, false, 0, StopFor::Ending);
 }
 
 __attribute__((destructor)) void libraryTeardown()
@@ -220,7 +225,7 @@ __attribute__((destructor)) void libraryTeardown()
 
 }  // namespace
 
-bool stopRecording(uint64_t timeoutNs, bool fast, int exitReason)
+bool stopRecording(uint64_t timeoutNs, bool fast, int exitReason, StopFor why)
 {
     // Only the process that started recording: a vfork child shares our memory but not our drain
     // thread, and must not end the parent's stream.
@@ -228,11 +233,31 @@ bool stopRecording(uint64_t timeoutNs, bool fast, int exitReason)
     if (onDrainThread()) return false;
     int expected = int(State::On);
     if (!g_state.compare_exchange_strong(expected, int(State::Draining))) return false;
+    g_stopFor.store(int(why), std::memory_order_release);
+    // Inside a hooked call: a signal handler interrupted it (and now ends the process), perhaps with
+    // the driver's locks held.
+    const bool insideCall = t_depth > 0;
+    t_stopping = true;
     ++t_depth;
-    drainStopAndFlush(timeoutNs, fast, exitReason);
+    drainStopAndFlush(timeoutNs, fast, exitReason, insideCall);
     g_state.store(int(State::Dead));
     --t_depth;
+    t_stopping = false;
     return true;
+}
+
+StopFor awaitStopUnderWay(uint64_t timeoutNs)
+{
+    if (g_recordingPid == 0 || pid_t(syscall(SYS_getpid)) != g_recordingPid) return StopFor::None;
+    if (g_state.load(std::memory_order_acquire) != int(State::Draining)) return StopFor::None;
+    const StopFor why = StopFor(g_stopFor.load(std::memory_order_acquire));
+    if (t_stopping) return why;  // nested in the stop itself: it goes on when the handler returns
+    const uint64_t deadline = nowNs() + timeoutNs;
+    while (g_state.load(std::memory_order_acquire) == int(State::Draining) && nowNs() < deadline) {
+        timespec ts{0, 500000};
+        nanosleep(&ts, nullptr);
+    }
+    return why;
 }
 
 bool flushRecording(uint64_t timeoutNs)

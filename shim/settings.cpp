@@ -4,6 +4,7 @@
 #include "shim/shim.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <climits>
 #include <cstdlib>
@@ -53,6 +54,45 @@ void pointNvtxHere()
     setenv("NVTX_INJECTION64_PATH", path, 0);
 }
 
+// Preloaded (not dlopened by gpuspy attach into a process long started): the descriptors the shim will
+// need are made now, before the app can lower its RLIMIT_NOFILE (fds.cpp): the collector's socket when
+// there is one to reach, libunwind's pipe when stacks are on. Not when gpuspy is disabled.
+void reserveDescriptors()
+{
+    const char* off = getenv("GPUSPY_DISABLE");
+    const char* preload = getenv("LD_PRELOAD");
+    Dl_info info{};
+    if ((off && off[0] == '1') || !preload || !dladdr(reinterpret_cast<void*>(&reserveDescriptors), &info) ||
+        !info.dli_fname)
+        return;
+    const char* base = strrchr(info.dli_fname, '/');
+    if (!strstr(preload, base ? base + 1 : info.dli_fname)) return;
+    const char* sock = getenv("GPUSPY_SOCKET");
+    bool stacks = false;
+#ifdef GPUSPY_HAVE_STACK
+    const char* depth = getenv("GPUSPY_STACK_DEPTH");
+    stacks = !depth || strtoul(depth, nullptr, 10) != 0;
+#endif
+    // The capture file's directory, when the shim writes the capture itself: GPUSPY_OUTPUT's (not when
+    // it names a device, a FIFO or a pattern in its directory part), else where the process started.
+    char dir[kMaxValue] = {0};
+    if (!(sock && *sock)) {
+        const char* out = setting("GPUSPY_OUTPUT");
+        struct stat st{};
+        if (out && *out) {
+            if (stat(out, &st) != 0 || S_ISREG(st.st_mode)) {
+                strcpy(dir, out);
+                char* slash = strrchr(dir, '/');
+                if (slash && slash != dir && !memchr(dir, '%', size_t(slash - dir))) *slash = 0;
+                else dir[0] = 0;
+            }
+        } else if (g_cwd[0]) {
+            strcpy(dir, g_cwd);
+        }
+    }
+    fdsReserveAtLoad(sock && *sock, stacks, dir);
+}
+
 // Before the app's own constructors (which may chdir or clear the environment).
 __attribute__((constructor(101))) void loadSettings()
 {
@@ -69,6 +109,7 @@ __attribute__((constructor(101))) void loadSettings()
     g_loaded = true;
     windowConfigure();
     pointNvtxHere();
+    reserveDescriptors();
 }
 
 }  // namespace

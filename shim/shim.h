@@ -110,9 +110,19 @@ inline uint64_t nowNs()
 uint32_t currentTid();
 bool ensureStarted();  // Off -> On on the first recorded call; false when not recording
 void startTimes(uint64_t* monoNs, uint64_t* realNs);  // when recording started (Off -> On)
+// What a stop is for: the process ends (exit, _exit, quick_exit, a signal's default action) or goes on
+// in some form (an exec, a detach).
+enum class StopFor : int { None = 0, Ending = 1, Exec = 2, Detach = 3 };
 // On -> Draining -> Dead: ends the stream, waiting at most timeoutNs (fast: not for pending GPU spans).
-// Async-signal-safe. False when this process was not recording (or a vfork child shares our memory).
-bool stopRecording(uint64_t timeoutNs, bool fast, int exitReason);
+// Async-signal-safe. False when this process was not recording (or a vfork child shares our memory),
+// or another stop is under way. A thread that stops from inside a hooked call (a signal handler that
+// exits there) may hold the driver's locks: the drain thread makes no driver call after that, and is
+// not waited for while it is inside one (drain.cpp, "the driver gate").
+bool stopRecording(uint64_t timeoutNs, bool fast, int exitReason, StopFor why);
+// A signal's view of a stop another path began (the app's exit flush): waits, at most timeoutNs, for it
+// to end and says what it was for; StopFor::None when no stop was under way when it was called. At
+// once on the thread that runs the stop (a signal nested in it). Async-signal-safe.
+StopFor awaitStopUnderWay(uint64_t timeoutNs);
 bool flushRecording(uint64_t timeoutNs);  // everything recorded so far written; recording goes on
 void resumeRecording();                   // after a stop for an exec that failed
 
@@ -183,6 +193,14 @@ struct OwnedFd {
 int fdMoveHigh(int fd);        // fd, or a close-on-exec copy above the floor (fd then closed)
 OwnedFd fdOwn(int fd);         // moved high, its identity taken
 bool fdStillOurs(const OwnedFd& o);  // the number still refers to what we opened (the app may own it now)
+// Spares made at load, while the app's limit is the one it started with (settings.cpp's constructor):
+// a socket for the collector, a pipe for libunwind, an unnamed capture file in fileDir (null: none).
+// Each is handed out once, if still ours.
+void fdsReserveAtLoad(bool socket, bool pipe, const char* fileDir);
+int fdTakeSpareSocket();                  // -1: none (then socket() as usual)
+int fdTakeSpareFile(const char* path);    // the spare file, named path (as O_CREAT|O_EXCL); -1: none
+bool fdTakeSparePipe(int fds[2], int flags);  // false: none (then pipe2 as usual)
+void fdsAfterForkChild();
 void fdRelease(OwnedFd& o);    // closed only when still ours; forgotten either way
 // While one is alive on a thread, pipes made there (libunwind's validation pipe) go above the floor.
 struct OwnPipesScope {
@@ -330,6 +348,7 @@ void noteThreadName(uint32_t tid);
 size_t drainKernelDefs(uint8_t* out, size_t cap);
 size_t drainStringDefs(uint8_t* out, size_t cap);
 size_t drainDeviceDefs(uint8_t* out, size_t cap);
+void resolveDeviceNames();  // the drain thread, before it encodes: the driver's names of devices seen
 size_t drainThreadDefs(uint8_t* out, size_t cap);
 void internForgetSent();  // a new stream: every definition is pending again
 void internPrefork();
@@ -342,8 +361,17 @@ void drainStart();
 // app's threads): the drain thread, the attach thread. False when it could not.
 bool startOwnThread(pthread_t* thread, void* (*main)(void*));
 // Ends the stream (End record, exitReason as in wire::EndBody) and waits, at most timeoutNs, for the
-// drain thread to write it; fast: no waiting for pending GPU spans. Async-signal-safe.
-void drainStopAndFlush(uint64_t timeoutNs, bool fast = false, int exitReason = 0);
+// drain thread to write it; fast: no waiting for pending GPU spans. The drain thread stops taking
+// records a little before the limit: what it has not written then is counted as dropped, and End goes
+// out. mayHoldDriver: the calling thread may hold the driver's locks (it stops from inside a hooked
+// call): the driver gate closes, and a drain thread blocked inside a driver call has its work taken
+// over by the caller. Async-signal-safe.
+void drainStopAndFlush(uint64_t timeoutNs, bool fast = false, int exitReason = 0, bool mayHoldDriver = false);
+// The driver gate: the drain thread's driver calls (event queries, anchors, device names) go between
+// these. Enter is false once an exit closed the gate (no driver call, nothing resolved); Leave never
+// returns to a drain thread whose work an exit took over while it was inside (it parks for good).
+bool drainDriverEnter();
+void drainDriverLeave();
 // Waits, at most timeoutNs, until everything queued so far is written; the stream goes on.
 // Async-signal-safe. False: timed out or nothing to flush.
 bool drainFlushNow(uint64_t timeoutNs);

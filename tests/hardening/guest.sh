@@ -12,6 +12,9 @@
 #   spill_compact: the capture file the shim writes alone is compressed (<= 24 bytes a launch)
 #   spill_cap, spill_cap_socket: GPUSPY_MAX_BYTES bounds a capture file, drops counted, said once
 #   daemon, clearenv, chdir, gone: settings and the output path fixed when the library loaded
+#   fd_low_limit, fd_low_limit_record: RLIMIT_NOFILE lowered to 16 before the first CUDA call (low_limit.c):
+#       the app opens as many descriptors as without gpuspy (the collector's socket, with record, and
+#       libunwind's pipe were made at load, above the limit), and every launch is in the capture
 #   setuid: a server that drops privileges before its first CUDA call, refused by the collector's
 #       private socket: stderr names that cause (not a bare "no collector") (root only: else 77)
 # Usage: guest.sh MODE GPUSPY LIBGPUSPY WORKDIR PROGRAM
@@ -67,6 +70,22 @@ fd_all_record)
     took=$(sed -n 's/^took \([0-9]*\) numbers$/\1/p' shim.err)
     [[ $(stat -c %s shim.data) -eq $((took * 38)) ]] || hz_fail "the data file has $(stat -c %s shim.data) bytes, the app wrote $((took * 38))"
     complete cap.gspy 1000
+    ;;
+fd_low_limit | fd_low_limit_record)
+    hz_run . base "$prog" 16
+    if [[ $mode == fd_low_limit ]]; then
+        hz_run . shim env LD_PRELOAD="$preload" GPUSPY_OUTPUT="$PWD/cap.gspy" "$prog" 16
+        hz_same . base shim
+    else
+        if [[ -n ${GPUSPY_TEST_PRELOAD:-} ]]; then
+            hz_note "skipped: gpuspy record cannot preload the sanitizer runtime first"
+            exit 0
+        fi
+        hz_run . shim "$gpuspy" record --sim -o cap.gspy -- "$prog" 16
+        [[ $(cat shim.rc) == $(cat base.rc) ]] || hz_fail "exit status $(cat shim.rc) under gpuspy record, $(cat base.rc) without"
+        grep -qxF "$(cat base.out)" shim.out || hz_fail "the app's stdout is not in record's: $(cat shim.out) (without gpuspy: $(cat base.out))"
+    fi
+    complete cap.gspy 400
     ;;
 spill_compact)
     # No collector: the capture file is compressed like the collector's, at most 24 bytes a call.

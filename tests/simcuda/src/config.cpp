@@ -64,7 +64,8 @@ void parseHostCost(Config& c, const char* s)
 
 // name@N=value or name@*=value (SIMCUDA_FAIL: the CUresult; SIMCUDA_STALL: how long, in ns, the thread
 // is held up after the call submitted its work, as one preempted right after a driver's doorbell write:
-// a profiler sees the call return late).
+// a profiler sees the call return late; SIMCUDA_SIGNAL: the signal sent to the calling thread inside
+// the call).
 void parseCallRules(std::vector<CallRule>& out, const char* var, const char* s, bool positive)
 {
     for (const std::string& item : splitList(s)) {
@@ -108,6 +109,7 @@ Config* load()
     if (const char* e = getenv("SIMCUDA_HOST_COST")) parseHostCost(*c, e);
     if (const char* e = getenv("SIMCUDA_FAIL")) parseCallRules(c->fails, "SIMCUDA_FAIL", e, false);
     if (const char* e = getenv("SIMCUDA_STALL")) parseCallRules(c->stalls, "SIMCUDA_STALL", e, true);
+    if (const char* e = getenv("SIMCUDA_SIGNAL")) parseCallRules(c->signals, "SIMCUDA_SIGNAL", e, true);
     if (const char* e = getenv("SIMCUDA_TRACE")) c->tracePath = e;
     if (const char* e = getenv("SIMCUDA_TRACE_CALLS")) c->traceCalls = atoi(e) != 0;
     if (const char* e = getenv("SIMCUDA_QUIET")) c->quiet = atoi(e) != 0;

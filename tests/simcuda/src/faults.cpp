@@ -1,7 +1,11 @@
 // SIMCUDA_FAIL: makes chosen calls return a chosen CUresult without doing their work.
 // SIMCUDA_STALL: holds chosen calls' threads up after they submitted their work.
+// SIMCUDA_SIGNAL: sends chosen calls' threads a signal in the middle of the call, the model's lock held.
 #include "sim.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <csignal>
 #include <ctime>
 
 namespace simcuda {
@@ -44,6 +48,17 @@ void injectStall(const ApiInfo& api)
     timespec ts{time_t(r->value / 1000000000), long(r->value % 1000000000)};
     while (nanosleep(&ts, &ts) != 0) {
     }
+}
+
+void injectSignal(const ApiInfo& api)
+{
+    static auto& counters = *new std::map<std::string, long>;
+    const CallRule* r = chosen(api.signalRules, config().signals, counters);
+    if (!r) return;
+    // Delivered before tgkill returns (the thread's own, unblocked signal): the handler runs here,
+    // with the lock held until it returns, if it ever does.
+    Lock g(bigLock());
+    syscall(SYS_tgkill, getpid(), pid_t(syscall(SYS_gettid)), int(r->value));
 }
 
 }  // namespace simcuda

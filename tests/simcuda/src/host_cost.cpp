@@ -85,6 +85,8 @@ ApiInfo& registerApi(const char* abiName)
         if (c.fails[i].name == abiName || c.fails[i].name == info->base) info->failRules.push_back(static_cast<int>(i));
     for (size_t i = 0; i < c.stalls.size(); ++i)
         if (c.stalls[i].name == abiName || c.stalls[i].name == info->base) info->stallRules.push_back(static_cast<int>(i));
+    for (size_t i = 0; i < c.signals.size(); ++i)
+        if (c.signals[i].name == abiName || c.signals[i].name == info->base) info->signalRules.push_back(static_cast<int>(i));
     return *info;
 }
 
@@ -146,6 +148,7 @@ ApiScope::ApiScope(ApiInfo& api, bool manualCost) : m_api(api), m_start(config()
         return;
     }
     if (!manualCost) spinFor(api.cost);
+    if (!api.signalRules.empty()) injectSignal(api);
 }
 
 ApiScope::~ApiScope()

@@ -38,7 +38,7 @@ struct KernelRule {
 struct CallRule {
     std::string name;
     long nth;
-    long long value;  // the CUresult to return (FAIL), the ns to hold the thread up (STALL)
+    long long value;  // the CUresult to return (FAIL), the ns to hold the thread up (STALL), the signal (SIGNAL)
 };
 struct Config {
     int devices = 1;
@@ -51,6 +51,7 @@ struct Config {
     std::map<std::string, Ns> hostCost;  // base name -> ns (overrides)
     std::vector<CallRule> fails;
     std::vector<CallRule> stalls;
+    std::vector<CallRule> signals;
     std::string tracePath;
     bool traceCalls = false;
     bool quiet = false;
@@ -65,6 +66,7 @@ struct ApiInfo {
     Ns cost;
     std::vector<int> failRules;  // indexes into config().fails
     std::vector<int> stallRules;  // indexes into config().stalls
+    std::vector<int> signalRules;  // indexes into config().signals
     bool poll = false;           // cuEventQuery, cuStreamQuery: see ApiScope
     bool eventRecord = false;    // cuEventRecord(WithFlags): see ApiScope
 };
@@ -94,6 +96,10 @@ private:
 bool injectFault(ApiInfo& api, CUresult* rc);
 // SIMCUDA_STALL: the calling thread sleeps after the call submitted its work, before it returns.
 void injectStall(const ApiInfo& api);
+// SIMCUDA_SIGNAL: the calling thread is sent a signal in the middle of the call, the model's lock held
+// (a real driver holds its own locks across most of a call: a handler that runs then, and never
+// returns, leaves them held).
+void injectSignal(const ApiInfo& api);
 
 // When a call hands its work to the device. A real driver writes the doorbell at the end of
 // cuLaunchKernel, cuMemcpy*Async or cuEventRecord, so the device can start the work no earlier than

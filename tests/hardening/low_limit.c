@@ -1,0 +1,48 @@
+/* tests/hardening/low_limit.c: an app that lowers its descriptor limit before its first CUDA call.
+ *
+ *   low_limit LIMIT
+ *
+ * Sets RLIMIT_NOFILE to LIMIT, sets up the driver and launches 200 kernels (gpuspy, if preloaded, has
+ * connected to its collector and unwound stacks by then), waits for the device, then opens /dev/null
+ * until it cannot and prints how many it opened: the same with gpuspy as without (issue 30: the shim's
+ * socket and libunwind's pipe, made at the first call, took three of the app's numbers). */
+#include "driver_setup.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+int main(int argc, char** argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: low_limit LIMIT\n");
+        return 2;
+    }
+    const struct rlimit rl = {(rlim_t)atol(argv[1]), (rlim_t)atol(argv[1])};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        perror("setrlimit");
+        return 1;
+    }
+    struct HzDriver drv;
+    if (hzDriverSetUp(&drv, "low_limit", "limit_kernel")) return 1;
+    void* params[] = {&drv.buf};
+    long failed = 0;
+    for (int i = 0; i < 200; ++i)
+        if (cuLaunchKernel(drv.fn, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != CUDA_SUCCESS) ++failed;
+    if (cuCtxSynchronize() != CUDA_SUCCESS) ++failed;
+    const struct timespec settle = {0, 200000000};  /* gpuspy's drain thread done with its first pass */
+    nanosleep(&settle, NULL);
+    int fds[4096];
+    int opened = 0;
+    while (opened < 4096 && (fds[opened] = open("/dev/null", O_RDONLY)) >= 0) ++opened;
+    for (int i = 0; i < opened; ++i) close(fds[i]);
+    for (int i = 0; i < 200; ++i)
+        if (cuLaunchKernel(drv.fn, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != CUDA_SUCCESS) ++failed;
+    if (cuCtxSynchronize() != CUDA_SUCCESS) ++failed;
+    printf("limit %s: opened %d descriptors; 400 launches, %ld failed\n", argv[1], opened, failed);
+    hzDriverTearDown(&drv);
+    return 0;
+}
