@@ -44,7 +44,7 @@ struct GraphBook {
 struct ProcView {
     const Process* proc = nullptr;
     std::unordered_set<std::string> kernelFunctions;  // demangled kernel names, without parameters (filled on demand)
-    mutable std::unordered_map<uint64_t, KernelAcc*> kernelAccs;  // kernel id (| 1 << 32: host function) -> row
+    mutable std::unordered_map<uint64_t, KernelAcc*> kernelAccs;  // kernel id -> row (host functions have one row: Context::hostFunctions)
     mutable GraphBook graphs;
 
     std::string apiName(const wire::CallBody& c) const;
@@ -207,6 +207,7 @@ struct Context {
     std::map<std::tuple<int, std::string, std::string>, TransferAcc> transfers;  // direction, host memory, mode
     std::unordered_map<uint32_t, TransferAcc*> transferOf;  // direction, memory kinds, async -> row
     std::map<std::string, KernelAcc> kernels;  // by demangled name: one row across processes
+    KernelAcc hostFunctions;                   // every process's host functions: never a kernel row
     LaunchSummary launches;
     QuantileSketch launchHost;
     std::map<std::pair<std::string, bool>, SyncAcc> syncs;  // api, implicit
@@ -295,7 +296,8 @@ void addGraphLaunch(Context&, const ProcView&, const CallInfo&);
 // The transfer row of a direction x host memory x mode ("sync", "async", "graph"), made on first use.
 TransferAcc& transferAccOf(Context&, const wire::TransferArgs& t, const char* mode);
 void addToBucket(TransferRow& row, uint64_t bytes);
-// The kernel row of a launch call of this process (a host function's when it launched one).
+// The kernel row of a launch call of this process (the host functions' row, Context::hostFunctions, when
+// it launched one).
 KernelAcc& kernelAccOf(Context&, const ProcView&, const wire::CallBody& c, bool hostFunction);
 
 // The sections' rows, at the end.
@@ -321,8 +323,8 @@ bool gpuSpanIsUpperBound(const wire::CallBody& c, const wire::GpuSpanBody& s);
 // Transfers: the kind of host memory involved, and whether a call counts as one (moved data).
 std::string transferHostMemory(const wire::TransferArgs& t);
 bool isCountedTransfer(const wire::CallBody& c);
-// A kernel launch that ran (succeeded, not recorded into a capture).
-bool isCountedLaunch(const wire::CallBody& c);
+// A kernel launch that ran (succeeded, not recorded into a capture); a host function is none.
+bool isCountedLaunch(const ApiClass& api, const wire::CallBody& c);
 
 // Explicit host waits: context, stream and event synchronization and the query polls.
 bool isExplicitSync(std::string_view abiName);

@@ -213,7 +213,7 @@ void attributeNvtx(Context& cx, ProcState& ps, const CallInfo& ci)
             row.transferBytes += c.args.transfer.bytes;
             row.transferHostNs += hostNs(c);
         }
-        if (isCountedLaunch(c)) {
+        if (isCountedLaunch(*ci.api, c)) {
             ++row.launches;
             row.launchHostNs += hostNs(c);
         }

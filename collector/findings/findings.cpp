@@ -94,7 +94,7 @@ void addFindingCall(Context& cx, const ProcView& pv, const CallInfo& ci)
         if (async && isHostCopy(c) && memory == "pinned") F.pinnedAsync.add(ci);
         if (isCopy(c) && c.args.transfer.bytes <= kSmallCopyBytes) F.small.add(ci);
     }
-    if (isCountedLaunch(c)) F.launches.add(ci);
+    if (isCountedLaunch(*ci.api, c)) F.launches.add(ci);
     if (ci.api->explicitWait && !ci.api->query && ci.rawSite != kNoRawSite) {
         LoopSyncAcc& a = F.loopSyncs[ci.rawSite];
         ++a.count;

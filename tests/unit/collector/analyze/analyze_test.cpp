@@ -642,8 +642,9 @@ TEST(Analyze, GenericNodeApi)
     };
     const KernelRow* stepRow = kernel("step(float*)");
     const KernelRow* normRow = kernel("norm(float*)");
-    const KernelRow* hostRow = kernel("[host function]");
-    ASSERT_TRUE(stepRow && normRow && hostRow);
+    const KernelRow* hostRow = &r.hostFunctions;
+    ASSERT_TRUE(stepRow && normRow);
+    EXPECT_EQ(kernel("[host function]"), nullptr);  // never a kernel row
     EXPECT_EQ(stepRow->graphCount, 1u);
     EXPECT_EQ(normRow->graphCount, 3u);  // the child's, twice, and step switched to norm once
     EXPECT_EQ(hostRow->graphCount, 2u);
@@ -651,6 +652,44 @@ TEST(Analyze, GenericNodeApi)
     ASSERT_TRUE(htod);
     EXPECT_EQ(htod->count, 2u);
     EXPECT_EQ(htod->bytes, 4 * KiB + 1 * KiB);
+}
+
+// Host functions (cudaLaunchHostFunc) are host code a stream runs, not kernels: their own row (how many,
+// how long they held the stream, from where), never in the Kernels table, the launch count or a
+// launch-bound finding, though each holds its stream for less than its launch call takes.
+TEST(Analyze, HostFunctionsAreTheirOwnRowNeverKernels)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    const uint32_t kern = b.site("loop", 10), host = b.site("loop", 11);
+    for (uint64_t i = 0, t = 0; i < 20; ++i, t += 200) {
+        b.launch(1, t, t + 3, t + 3, t + 103, kern);
+        wire::CallBody& c = b.call("cuLaunchHostFunc", Category::Launch, t + 3, t + 33,
+                                   uint16_t(wire::kCallDeviceWork | wire::kCallAsync | wire::kCallGpuTimed), host);
+        b.span(c.seq, t + 103, t + 105);
+    }
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.kernels.size(), 1u);
+    EXPECT_EQ(r.kernels[0].name, "step(float*)");
+    EXPECT_EQ(r.launches.count, 20u);
+    EXPECT_EQ(r.launches.hostNs, 20u * 3);
+    EXPECT_EQ(r.launches.timed, 20u);
+    EXPECT_EQ(r.launches.launchBoundKernels, 0u);
+    EXPECT_FALSE(findingOf(r, "launch-bound-kernels"));
+    const KernelRow& h = r.hostFunctions;
+    EXPECT_EQ(h.count, 20u);
+    EXPECT_EQ(h.timedCount, 20u);
+    EXPECT_EQ(h.gpuNs, 20u * 2);  // the time they held their stream
+    EXPECT_EQ(h.launchHostNs, 20u * 30);
+    ASSERT_EQ(h.callsites.size(), 1u);
+    EXPECT_EQ(r.callsites[h.callsites[0]].label, "loop (app.cu:11)");
+    const nlohmann::json j = nlohmann::json::parse(renderJson(r));
+    EXPECT_EQ(j["host_functions"]["count"], 20);
+    EXPECT_EQ(j["host_functions"]["stream_ns"], 40);
+    EXPECT_EQ(j["launches"]["count"], 20);
+    for (const auto& k : j["kernels"]) EXPECT_NE(k["name"], "[host function]");
+    const std::string text = renderText(r, false);
+    EXPECT_NE(text.find("Host functions (cudaLaunchHostFunc"), std::string::npos) << text;
 }
 
 // Graph work: the nodes captured into a graph count in the kernel and transfer tables at every launch
