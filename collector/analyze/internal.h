@@ -88,6 +88,7 @@ struct CallInfo {
     bool foundEmpty = false;        // device work that found its stream empty: the device waited for this call
     uint32_t rawSite = kNoRawSite;
     const std::vector<wire::GpuSpanBody>* spans = nullptr;  // null when untimed
+    uint64_t threadOrdinal = 0;     // its place among its thread's calls (1, 2, ...), in host time order
 };
 
 // Order statistics and sums of a set of calls (a finding's evidence).
@@ -179,9 +180,11 @@ struct LoopSyncAcc {
     int device = -1;  // of the first wait
     std::map<std::string, uint64_t> apis;
 };
-// Allocations and frees from one call site (implicit-sync).
+// Allocations and frees from one call site (implicit-sync). A burst: calls from the site one after the
+// other on their thread, no other call between them (allocating 32 buffers in a row is one).
 struct HotAllocAcc {
     uint64_t count = 0, hostNs = 0, busyNs = 0;
+    uint64_t bursts = 0;
 };
 
 // The findings' accumulators (collector/findings/findings.cpp reads them at the end).
@@ -191,6 +194,7 @@ struct FindingAccs {
     Matched syncMemcpy, pageableAsync, pinnedAsync, launches, small, pooled, hotAll;
     std::map<uint32_t, LoopSyncAcc> loopSyncs;  // by raw site
     std::map<uint32_t, HotAllocAcc> hotAllocs;  // by raw site
+    std::map<std::pair<uint32_t, uint32_t>, uint64_t> hotAllocLast;  // (raw site, tid) -> ordinal of its last call
     std::map<uint32_t, std::pair<uint64_t, uint64_t>> syncMemcpySpan;  // by pid: first begin, last end of syncMemcpy
 };
 

@@ -1531,6 +1531,41 @@ TEST(Findings, ImplicitSyncAllocFreeInHotPath)
     EXPECT_NE(f->message.find("cudaMallocAsync"), std::string::npos);
 }
 
+// Work done once is not the hot path: 32 cudaMalloc one after the other before the loop and 32 cudaFree
+// after it are one burst each (setup, teardown), set aside and said so; the allocations and frees
+// repeated in the loop, other calls between them, are the finding.
+TEST(Findings, ImplicitSyncSetsAsideSetupAndTeardown)
+{
+    auto run = [](bool allocInLoop) {
+        ProcBuilder b;
+        b.p.kernels[1] = "_Z4stepPf";
+        const uint32_t setup = b.site("main", 10), alloc = b.site("step", 20), kern = b.site("step", 21),
+                       free = b.site("step", 22), teardown = b.site("main", 30);
+        uint64_t t = 0;
+        for (int i = 0; i < 32; ++i, t += 50) b.call("cuMemAlloc_v2", Category::Alloc, t, t + 40, 0, setup);
+        for (int i = 0; i < 20; ++i, t += 200) {
+            if (allocInLoop) b.call("cuMemAlloc_v2", Category::Alloc, t, t + 20, 0, alloc);
+            b.launch(1, t + 20, t + 30, t + 30, t + 130, kern);
+            if (allocInLoop) b.call("cuMemFree_v2", Category::Alloc, t + 30, t + 140, wire::kCallImplicitSync, free);
+        }
+        for (int i = 0; i < 32; ++i, t += 50)
+            b.call("cuMemFree_v2", Category::Alloc, t, t + 40, wire::kCallImplicitSync, teardown);
+        return analyze(b.capture(), {});
+    };
+    const Report once = run(false);
+    EXPECT_FALSE(findingOf(once, "implicit-sync")) << findingOf(once, "implicit-sync")->message;
+    EXPECT_TRUE(std::any_of(once.notes.begin(), once.notes.end(), [](const std::string& n) {
+        return n.find("implicit-sync: 64 allocations and frees from 2 call site(s)") == 0 && n.find("set aside") != std::string::npos;
+    }));
+    const Report loop = run(true);
+    const Finding* f = findingOf(loop, "implicit-sync");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->count, 40u);  // the loop's 20 allocations and 20 frees, not the 64 of setup and teardown
+    EXPECT_EQ(f->ns, 20u * (20 + 110));
+    EXPECT_NE(f->message.find("Done once, not in the hot path: 64 allocations and frees"), std::string::npos) << f->message;
+    for (uint32_t id : f->callsites) EXPECT_EQ(loop.callsites[id].label.rfind("step (", 0), 0u) << loop.callsites[id].label;
+}
+
 // A synchronous copy after a long kernel waits for the kernel; with an async copy the host's work
 // overlaps it, which saves no more than that work (tests/savings: sync-copy -> async-copy).
 TEST(Findings, SyncMemcpyOnABusyGpuSavesNoMoreThanTheHostsWork)
