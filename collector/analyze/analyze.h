@@ -167,7 +167,7 @@ struct KernelRow {
 };
 
 struct LaunchSummary {
-    uint64_t count = 0;         // kernel launches that succeeded and were not captured
+    uint64_t count = 0;         // kernel launches that succeeded and were not captured (host functions are not)
     double perSecond = 0;       // over the active span(s)
     DurationStats host;         // host time in launch calls
     uint64_t hostNs = 0, medianHostNs = 0, p99HostNs = 0;
@@ -281,6 +281,11 @@ struct Report {
     std::vector<ApiRow> apis;           // by total host time
     std::vector<TransferRow> transfers; // by host time
     std::vector<KernelRow> kernels;     // by GPU time
+    // Host functions (cudaLaunchHostFunc, graph host nodes): host code a stream runs in its order, holding
+    // the stream while it runs. Not kernels: never in `kernels`, the launch counts or launch-bound
+    // findings. Named "[host function]"; gpuNs, gpu and estimatedGpuNs are the time they held their
+    // stream (launchBound and emptyStreamLaunches unused).
+    KernelRow hostFunctions;
     LaunchSummary launches;
     std::vector<SyncRow> syncs;         // by blocked time
     std::vector<NvtxRow> nvtx;          // by range time

@@ -44,7 +44,7 @@ struct GraphBook {
 struct ProcView {
     const Process* proc = nullptr;
     std::unordered_set<std::string> kernelFunctions;  // demangled kernel names, without parameters (filled on demand)
-    mutable std::unordered_map<uint64_t, KernelAcc*> kernelAccs;  // kernel id (| 1 << 32: host function) -> row
+    mutable std::unordered_map<uint64_t, KernelAcc*> kernelAccs;  // kernel id -> row (host functions have one row: Context::hostFunctions)
     mutable GraphBook graphs;
 
     std::string apiName(const wire::CallBody& c) const;
@@ -88,6 +88,7 @@ struct CallInfo {
     bool foundEmpty = false;        // device work that found its stream empty: the device waited for this call
     uint32_t rawSite = kNoRawSite;
     const std::vector<wire::GpuSpanBody>* spans = nullptr;  // null when untimed
+    uint64_t threadOrdinal = 0;     // its place among its thread's calls (1, 2, ...), in host time order
 };
 
 // Order statistics and sums of a set of calls (a finding's evidence).
@@ -179,9 +180,11 @@ struct LoopSyncAcc {
     int device = -1;  // of the first wait
     std::map<std::string, uint64_t> apis;
 };
-// Allocations and frees from one call site (implicit-sync).
+// Allocations and frees from one call site (implicit-sync). A burst: calls from the site one after the
+// other on their thread, no other call between them (allocating 32 buffers in a row is one).
 struct HotAllocAcc {
     uint64_t count = 0, hostNs = 0, busyNs = 0;
+    uint64_t bursts = 0;
 };
 
 // The findings' accumulators (collector/findings/findings.cpp reads them at the end).
@@ -191,6 +194,7 @@ struct FindingAccs {
     Matched syncMemcpy, pageableAsync, pinnedAsync, launches, small, pooled, hotAll;
     std::map<uint32_t, LoopSyncAcc> loopSyncs;  // by raw site
     std::map<uint32_t, HotAllocAcc> hotAllocs;  // by raw site
+    std::map<std::pair<uint32_t, uint32_t>, uint64_t> hotAllocLast;  // (raw site, tid) -> ordinal of its last call
     std::map<uint32_t, std::pair<uint64_t, uint64_t>> syncMemcpySpan;  // by pid: first begin, last end of syncMemcpy
 };
 
@@ -207,6 +211,7 @@ struct Context {
     std::map<std::tuple<int, std::string, std::string>, TransferAcc> transfers;  // direction, host memory, mode
     std::unordered_map<uint32_t, TransferAcc*> transferOf;  // direction, memory kinds, async -> row
     std::map<std::string, KernelAcc> kernels;  // by demangled name: one row across processes
+    KernelAcc hostFunctions;                   // every process's host functions: never a kernel row
     LaunchSummary launches;
     QuantileSketch launchHost;
     std::map<std::pair<std::string, bool>, SyncAcc> syncs;  // api, implicit
@@ -295,7 +300,8 @@ void addGraphLaunch(Context&, const ProcView&, const CallInfo&);
 // The transfer row of a direction x host memory x mode ("sync", "async", "graph"), made on first use.
 TransferAcc& transferAccOf(Context&, const wire::TransferArgs& t, const char* mode);
 void addToBucket(TransferRow& row, uint64_t bytes);
-// The kernel row of a launch call of this process (a host function's when it launched one).
+// The kernel row of a launch call of this process (the host functions' row, Context::hostFunctions, when
+// it launched one).
 KernelAcc& kernelAccOf(Context&, const ProcView&, const wire::CallBody& c, bool hostFunction);
 
 // The sections' rows, at the end.
@@ -321,8 +327,8 @@ bool gpuSpanIsUpperBound(const wire::CallBody& c, const wire::GpuSpanBody& s);
 // Transfers: the kind of host memory involved, and whether a call counts as one (moved data).
 std::string transferHostMemory(const wire::TransferArgs& t);
 bool isCountedTransfer(const wire::CallBody& c);
-// A kernel launch that ran (succeeded, not recorded into a capture).
-bool isCountedLaunch(const wire::CallBody& c);
+// A kernel launch that ran (succeeded, not recorded into a capture); a host function is none.
+bool isCountedLaunch(const ApiClass& api, const wire::CallBody& c);
 
 // Explicit host waits: context, stream and event synchronization and the query polls.
 bool isExplicitSync(std::string_view abiName);

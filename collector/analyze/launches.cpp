@@ -1,5 +1,6 @@
 // collector/analyze/launches.cpp: kernel launches: how many, how fast the host issues them, what each
-// costs on the host and on the GPU, which kernels are launch-bound, and how long the GPU sits idle.
+// costs on the host and on the GPU, which kernels are launch-bound, and how long the GPU sits idle; host
+// functions (cudaLaunchHostFunc) apart, in their own row.
 #include "collector/analyze/internal.h"
 
 #include "collector/model/api_names.h"
@@ -8,13 +9,13 @@
 
 namespace gpuspy::collect::detail {
 
-bool isCountedLaunch(const wire::CallBody& c)
+bool isCountedLaunch(const ApiClass& api, const wire::CallBody& c)
 {
-    return c.category == wire::Category::Launch && succeeded(c) && !hasFlag(c, wire::kCallCapturing);
+    return c.category == wire::Category::Launch && !api.hostFunc && succeeded(c) && !hasFlag(c, wire::kCallCapturing);
 }
 
 namespace {
-void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci);
+void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci, bool kernel);
 }
 
 void addLaunch(Context& cx, const ProcView& pv, const CallInfo& ci)
@@ -38,27 +39,35 @@ void addLaunch(Context& cx, const ProcView& pv, const CallInfo& ci)
         ++L.captured;
         return;
     }
-    cx.launchHost.add(hostNs(c));
-    addLaunchTo(cx, kernelAccOf(cx, pv, c, c.args.launch.kernelId == 0 && ci.api->hostFunc), ci);
+    // A host function is host code the stream runs, not a kernel: its own row, and no launch to count
+    // toward the launch rate or a launch-bound kernel ("fuse the kernels" cannot apply to it).
+    const bool hostFunction = c.args.launch.kernelId == 0 && ci.api->hostFunc;
+    if (!hostFunction) cx.launchHost.add(hostNs(c));
+    addLaunchTo(cx, kernelAccOf(cx, pv, c, hostFunction), ci, !hostFunction);
 }
 
 KernelAcc& kernelAccOf(Context& cx, const ProcView& pv, const wire::CallBody& c, bool hostFunction)
 {
-    KernelAcc*& slot = pv.kernelAccs[uint64_t(c.args.launch.kernelId) | (hostFunction ? 1ull << 32 : 0)];
+    if (hostFunction) {
+        if (cx.hostFunctions.row.name.empty()) cx.hostFunctions.row.name = "[host function]";
+        return cx.hostFunctions;
+    }
+    KernelAcc*& slot = pv.kernelAccs[c.args.launch.kernelId];
     if (slot) return *slot;
     std::string mangled;
-    std::string name = hostFunction ? "[host function]" : pv.kernelName(c.args.launch.kernelId, &mangled);
+    std::string name = pv.kernelName(c.args.launch.kernelId, &mangled);
     KernelAcc& k = cx.kernels[name];
     if (k.row.name.empty()) k.row.name = name;
     if (k.row.mangled.empty()) k.row.mangled = mangled;
     // A kernel defined later than its first launch is named again then.
-    if (hostFunction || pv.proc->kernels.count(c.args.launch.kernelId)) slot = &k;
+    if (pv.proc->kernels.count(c.args.launch.kernelId)) slot = &k;
     return k;
 }
 
 namespace {
 
-void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci)
+// kernel: a kernel launch (false: a host function), which the launch summary counts.
+void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci, bool kernel)
 {
     const wire::CallBody& c = *ci.call;
     LaunchSummary& L = cx.launches;
@@ -66,11 +75,11 @@ void addLaunchTo(Context& cx, KernelAcc& a, const CallInfo& ci)
     a.row.launchHostNs += hostNs(c);
     a.host.add(hostNs(c));
     if (ci.timed) {
-        ++L.timed;
+        if (kernel) ++L.timed;
         ++a.row.timedCount;
         a.row.gpuNs += ci.gpuNs;
         a.gpu.add(ci.gpuNs);
-    } else if (hasFlag(c, wire::kCallGpuSampledOut)) {
+    } else if (hasFlag(c, wire::kCallGpuSampledOut) && kernel) {
         ++L.sampledOut;
     }
     if (ci.foundEmpty) ++a.row.emptyStreamLaunches;
@@ -96,21 +105,29 @@ void finishLaunches(Context& cx, Report& r)
     L.medianHostNs = L.host.median;
     L.p99HostNs = L.host.p99;
     L.perSecond = activeNs ? double(L.count) * 1e9 / double(activeNs) : 0;
-    for (auto& [name, a] : cx.kernels) {
+    // Untimed launches (sampled out) are assumed to take the timed ones' mean; graph nodes have their
+    // share of their launches' time.
+    auto finishRow = [&](KernelAcc& a) {
         KernelRow& k = a.row;
         k.gpu = a.gpu.stats();
         k.medianLaunchHostNs = a.host.stats().median;
-        // Untimed launches (sampled out) are assumed to take the timed ones' mean; graph nodes have
-        // their share of their launches' time.
         const uint64_t own = k.count - k.graphCount;
         k.estimatedGpuNs = (k.timedCount ? uint64_t(double(k.gpuNs) * double(own) / double(k.timedCount) + 0.5) : 0) +
                            k.graphGpuNs;
+        k.callsites = topSites(namedSites(cx, a.sites), cx.options->top);
+    };
+    if (cx.hostFunctions.row.count) {
+        finishRow(cx.hostFunctions);
+        r.hostFunctions = cx.hostFunctions.row;
+    }
+    for (auto& [name, a] : cx.kernels) {
+        KernelRow& k = a.row;
+        finishRow(a);
         k.launchBound = k.timedCount > 0 && k.gpu.median < k.medianLaunchHostNs;
         if (k.launchBound) {
             ++L.launchBoundKernels;
             L.launchBoundNames.push_back(k.name);
         }
-        k.callsites = topSites(namedSites(cx, a.sites), cx.options->top);
         r.kernels.push_back(k);
     }
     std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const KernelRow& a, const KernelRow& b) {

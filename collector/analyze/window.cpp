@@ -51,6 +51,7 @@ struct ProcState {
     std::map<int, DeviceAcc> devices;
     std::vector<StreamAcc> streams;  // by DeviceTimeline stream index
     std::unordered_set<uint32_t> tids;
+    std::unordered_map<uint32_t, uint64_t> threadCalls;  // calls placed per thread (CallInfo::threadOrdinal)
     uint64_t maxSpanEnd = 0;
     bool anyCall = false;
     std::map<uint32_t, WindowTally> windowTally;  // by CallBody::window
@@ -213,7 +214,7 @@ void attributeNvtx(Context& cx, ProcState& ps, const CallInfo& ci)
             row.transferBytes += c.args.transfer.bytes;
             row.transferHostNs += hostNs(c);
         }
-        if (isCountedLaunch(c)) {
+        if (isCountedLaunch(*ci.api, c)) {
             ++row.launches;
             row.launchHostNs += hostNs(c);
         }
@@ -248,6 +249,7 @@ void placeCall(Context& cx, ProcState& ps, const wire::CallBody& c, const ApiCla
     ci.foundEmpty = placed.foundEmpty;
     u.known = placed.known;
     ci.rawSite = rawSiteOf(cx, ps.siteIndex, ps.rawSites, c);
+    ci.threadOrdinal = ++ps.threadCalls[c.tid];
     attributeNvtx(cx, ps, ci);
 }
 

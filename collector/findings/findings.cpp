@@ -94,7 +94,7 @@ void addFindingCall(Context& cx, const ProcView& pv, const CallInfo& ci)
         if (async && isHostCopy(c) && memory == "pinned") F.pinnedAsync.add(ci);
         if (isCopy(c) && c.args.transfer.bytes <= kSmallCopyBytes) F.small.add(ci);
     }
-    if (isCountedLaunch(c)) F.launches.add(ci);
+    if (isCountedLaunch(*ci.api, c)) F.launches.add(ci);
     if (ci.api->explicitWait && !ci.api->query && ci.rawSite != kNoRawSite) {
         LoopSyncAcc& a = F.loopSyncs[ci.rawSite];
         ++a.count;
@@ -113,6 +113,12 @@ void addFindingCall(Context& cx, const ProcView& pv, const CallInfo& ci)
                 ++a.count;
                 a.hostNs += hostNs(c);
                 a.busyNs += ci.busyNs;
+                // A new burst unless the thread's previous call came from this site too (calls are placed
+                // per thread in host time order; waits may be accounted after a later call, so the
+                // ordinal, not this order, says what came before).
+                uint64_t& last = F.hotAllocLast[{ci.rawSite, c.tid}];
+                if (!last || ci.threadOrdinal != last + 1) ++a.bursts;
+                last = ci.threadOrdinal;
             }
         }
         if (ci.api->asyncName) F.pooled.add(ci);

@@ -15,8 +15,6 @@ namespace gpuspy::collect::detail::rules {
 
 // When a pattern is a finding. Repetition is what makes a pattern worth changing: one synchronous
 // copy of the results at the end is normal, a hundred in a loop are not.
-// When a pattern is a finding. Repetition is what makes a pattern worth changing: one synchronous
-// copy of the results at the end is normal, a hundred in a loop are not.
 constexpr uint64_t kMinRepeats = 8;          // sync / pageable copies before they are a finding...
 constexpr double kMinWallShare = 0.05;       // ...unless they take this share of the wall time
 constexpr uint64_t kSmallCopyBytes = 64u << 10;
@@ -25,7 +23,7 @@ constexpr uint64_t kMinLaunchBound = 16;     // launches of one launch-bound ker
 constexpr double kBusyThresholdPct = 80;     // gpu-idle below this
 constexpr double kStarvedShare = 0.2;        // gpu-starved: idle-while-host-outside-CUDA share of the GPU's span
 constexpr uint64_t kMinLoopSyncs = 10;       // explicit waits from one call site
-constexpr uint64_t kMinHotAllocs = 10;       // alloc/free calls from one call site
+constexpr uint64_t kMinHotAllocs = 10;       // alloc/free bursts from one call site (HotAllocAcc)
 
 std::string fmtPct(double pct);
 std::string fmtGbps(double gbps);
@@ -78,6 +76,9 @@ public:
     }
 
     std::string severityOf(uint64_t savings) const { return findingSeverity(savings, m_cx.wallNs); }
+
+    // A note for the report's reader: what a rule set aside, and why.
+    void note(std::string text) { m_r.notes.push_back(std::move(text)); }
 
     const Context& cx() const { return m_cx; }
     const Report& report() const { return m_r; }

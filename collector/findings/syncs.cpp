@@ -85,12 +85,36 @@ void implicitSync(Builder& b)
 {
     const Context& cx = b.cx();
     const Matched& all = cx.findings.hotAll;
-    std::map<int, uint64_t> perSiteCount;
-    for (const auto& [raw, a] : cx.findings.hotAllocs) perSiteCount[cx.rawSites[raw].site] += a.count;
+    // Work done once is not the hot path. A call site is in the loop when its calls come back again and
+    // again with other calls between them (cudaMalloc, a kernel, cudaFree, round after round): at least
+    // kMinHotAllocs bursts. Calls one after the other from one site, nothing else between (32 cudaMalloc
+    // before the loop, the 32 cudaFree after it), are one burst: setup or teardown, however many calls,
+    // set aside and said so; as is a site called once.
+    std::map<int, HotAllocAcc> perSite;
+    for (const auto& [raw, a] : cx.findings.hotAllocs) {
+        HotAllocAcc& s = perSite[cx.rawSites[raw].site];
+        s.count += a.count;
+        s.bursts += a.bursts;
+    }
     std::set<int> hotSites;
-    for (const auto& [s, n] : perSiteCount)
-        if (s != kNoSite && n >= kMinHotAllocs) hotSites.insert(s);
-    if (hotSites.empty()) return;
+    uint64_t setAside = 0, setAsideSites = 0;
+    for (const auto& [s, a] : perSite) {
+        if (s == kNoSite) continue;
+        if (a.bursts >= kMinHotAllocs) {
+            hotSites.insert(s);
+        } else if (a.count >= kMinHotAllocs) {  // the repetition a loop would have
+            setAside += a.count;
+            ++setAsideSites;
+        }
+    }
+    const std::string setAsideText =
+        std::to_string(setAside) + " allocations and frees from " + std::to_string(setAsideSites) +
+        " call site(s) that ran them in fewer than " + std::to_string(kMinHotAllocs) +
+        " bursts (calls one after the other, none between: setup before the loop or teardown after it) were set aside";
+    if (hotSites.empty()) {
+        if (setAside) b.note("implicit-sync: " + setAsideText + ", not counted as in the hot path");
+        return;
+    }
     // Only the calls from the hot sites.
     Matched h;
     for (const auto& [raw, a] : cx.findings.hotAllocs) {
@@ -129,13 +153,14 @@ void implicitSync(Builder& b)
                            "). Allocate once outside the loop, or use stream-ordered allocation "
                            "(cudaMallocAsync/cudaFreeAsync) or a pool. Estimated saving at most " + formatNs(savings) +
                            ", " + refText + "; less where the host has no work of its own to overlap the GPU work the "
-                           "frees waited for (the waits on a busy GPU then move elsewhere).");
+                           "frees waited for (the waits on a busy GPU then move elsewhere)." +
+                           (setAside ? " Done once, not in the hot path: " + setAsideText + "." : std::string()));
     // An upper bound: the calls' own host time is all that removing them can take off the host's path.
     // tests/savings (free-loop -> free-once): the fix saved 0.2x-0.9x of it, never more.
     f.savingsBound = "at_most";
     f.evidence = {{"calls", double(h.count)}, {"host_ns", double(h.hostNs)}, {"gpu_busy_ns", double(h.busyNs)},
                   {"alloc_free_calls_total", double(all.count)}, {"reference_call_ns", double(ref)},
-                  {"gpu_idle_ns", double(idle)}};
+                  {"gpu_idle_ns", double(idle)}, {"setup_calls_set_aside", double(setAside)}};
 }
 
 }  // namespace gpuspy::collect::detail::rules

@@ -146,17 +146,37 @@ FixEffect fewerSyncs(RunGraph& g, const FixScope& scope)
     return fx;
 }
 
+// Bursts of allocations and frees per site: calls from the site one after the other on their thread, no
+// other call between (the implicit-sync rule's, collector/findings/syncs.cpp). A site of fewer than
+// kLoopCalls bursts ran as setup or teardown (32 buffers allocated in a row before the loop), not in it.
+std::map<uint64_t, uint64_t> allocBurstsPerSite(const RunGraph& g)
+{
+    std::map<uint64_t, uint64_t> n;
+    for (const Thread& t : g.threads) {
+        uint64_t prev = UINT64_MAX;
+        for (uint32_t i : t.calls) {
+            const Call& c = g.calls[i];
+            const bool alloc = c.kind == CallKind::Alloc || c.kind == CallKind::Free;
+            const uint64_t site = alloc ? siteOf(c) : UINT64_MAX;
+            if (alloc && site != prev) ++n[site];
+            prev = site;
+        }
+    }
+    return n;
+}
+
 // Allocations and frees in loops: one allocation before the loop (the site's first), one free after it
-// (its last); stream-ordered and pool allocations alike.
+// (its last); stream-ordered and pool allocations alike. Setup and teardown stay as they are.
 FixEffect hoistAllocs(RunGraph& g, const FixScope& scope)
 {
     FixEffect fx;
     const auto perSite = callsPerSite(g, CallKind::Alloc, CallKind::Free);
+    const auto bursts = allocBurstsPerSite(g);
     std::map<uint64_t, uint64_t> seen;
     for (Call& c : g.calls) {
         if ((c.kind != CallKind::Alloc && c.kind != CallKind::Free) || !scope.has(c.stackId)) continue;
         const uint64_t n = perSite.at(siteOf(c));
-        if (n < kLoopCalls) continue;
+        if (n < kLoopCalls || bursts.at(siteOf(c)) < kLoopCalls) continue;
         const uint64_t k = ++seen[siteOf(c)];
         if ((c.kind == CallKind::Alloc && k == 1) || (c.kind == CallKind::Free && k == n)) continue;
         c.removed = true;

@@ -37,6 +37,11 @@
 //              gpu{stats} median_launch_host_ns launch_bound callsites[id] graph_count (of count, runs as
 //              a graph node) graph_gpu_ns (their estimated share of their graph launches' time; in
 //              estimated_gpu_ns, not in gpu_ns)
+//   host_functions {count stream_ns (the time the timed ones held their stream) median_stream_ns
+//              launch_host_ns | timed_count estimated_stream_ns (scaled to every one, graph nodes' shares
+//              included) stream{stats} median_launch_host_ns graph_count graph_stream_ns callsites[id]}
+//              (cudaLaunchHostFunc and graph host nodes: host code run in stream order, never kernels;
+//              not in kernels, launches or launch-bound findings)
 //   launches   {count host_ns median_host_ns launch_bound_kernels(number) | launch_bound_kernel_names
 //              p99_host_ns per_second host{stats} timed sampled_out captured failed graph_launches
 //              graph_host_ns graph_gpu_ns graph_nodes graphs_unknown (launches of graphs whose nodes were
@@ -169,6 +174,13 @@ nlohmann::ordered_json reportJson(const Report& r)
                                {"empty_stream_launches", k.emptyStreamLaunches},
                                {"graph_count", k.graphCount}, {"graph_gpu_ns", k.graphGpuNs},
                                {"callsites", ids(k.callsites)}});
+
+    const KernelRow& h = r.hostFunctions;
+    j["host_functions"] = Json{{"count", h.count}, {"stream_ns", h.gpuNs}, {"median_stream_ns", h.gpu.median},
+                               {"launch_host_ns", h.launchHostNs}, {"timed_count", h.timedCount},
+                               {"estimated_stream_ns", h.estimatedGpuNs}, {"stream", stats(h.gpu)},
+                               {"median_launch_host_ns", h.medianLaunchHostNs}, {"graph_count", h.graphCount},
+                               {"graph_stream_ns", h.graphGpuNs}, {"callsites", ids(h.callsites)}};
 
     const LaunchSummary& L = r.launches;
     j["launches"] = Json{{"count", L.count}, {"host_ns", L.hostNs}, {"median_host_ns", L.medianHostNs},

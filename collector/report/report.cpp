@@ -88,6 +88,15 @@ std::vector<Table> reportTables(const Report& r)
         out.push_back(std::move(t));
     }
     {
+        Table t{"host_functions", {"count", "stream_ns", "median_stream_ns", "timed_count", "estimated_stream_ns",
+                                   "launch_host_ns", "median_launch_host_ns", "graph_count", "callsites"}, {}};
+        const KernelRow& h = r.hostFunctions;
+        if (h.count)
+            t.rows.push_back({num(h.count), num(h.gpuNs), num(h.gpu.median), num(h.timedCount), num(h.estimatedGpuNs),
+                              num(h.launchHostNs), num(h.medianLaunchHostNs), num(h.graphCount), join(h.callsites)});
+        out.push_back(std::move(t));
+    }
+    {
         const LaunchSummary& L = r.launches;
         Table t{"launches", {"count", "per_second", "host_ns", "median_host_ns", "p99_host_ns", "timed", "sampled_out",
                              "captured", "failed", "graph_launches", "graph_host_ns", "graph_gpu_ns",

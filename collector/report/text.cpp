@@ -424,13 +424,35 @@ void kernels(std::string& out, const Report& r, const Style& st)
                     formatNs(L.largestGapNs) + ".";
     if (L.graphLaunches)
         s += " Graph launches: " + num(L.graphLaunches) + ", host " + formatNs(L.graphHostNs) + ", GPU " + formatNs(L.graphGpuNs) +
-             "; their " + num(L.graphNodes) + " kernel, copy and memset nodes are counted in the tables (transfers of mode "
+             "; their " + num(L.graphNodes) + " kernel, copy, memset and host nodes are counted in the tables (transfers of mode "
              "graph), each graph's GPU time split over its nodes by their standalone timings, else evenly (~ estimated)" +
              (L.graphEventNodes ? "; " + num(L.graphEventNodes) + " event record and wait nodes ran (no device work, untimed)"
                                 : std::string()) +
              (L.graphsUnknown ? "; " + num(L.graphsUnknown) + " launches ran graphs whose nodes are not known" : std::string()) + ".";
     if (L.captured) s += " " + num(L.captured) + " launches were captured into graphs (not counted above).";
     if (!L.samplingNote.empty()) s += " " + L.samplingNote + ".";
+    out += wrap(s, " ");
+}
+
+// Host functions (cudaLaunchHostFunc, graph host nodes) apart from the kernels: host code the stream ran
+// in its order, holding it meanwhile.
+void hostFunctions(std::string& out, const Report& r, const Style& st)
+{
+    const KernelRow& h = r.hostFunctions;
+    if (!h.count) return;
+    out += heading(st, "Host functions (cudaLaunchHostFunc: host code run in stream order, not kernels)");
+    TextTable t({"Count", "Graph", "Held stream", "Med", "Max", "Launch med", "Call site"}, 6);
+    const bool timed = h.timedCount > 0;
+    const std::string held = timed ? formatNs(h.estimatedGpuNs) : h.graphGpuNs ? "~" + formatNs(h.estimatedGpuNs) : "-";
+    t.row({num(h.count), num(h.graphCount), held, timed ? formatNs(h.gpu.median) : "-", timed ? formatNs(h.gpu.max) : "-",
+           h.count > h.graphCount ? formatNs(h.medianLaunchHostNs) : "graph",
+           h.callsites.empty() ? "-" : shortSite(siteText(r, h.callsites[0]), 40)});
+    out += t.render(st);
+    std::string s = "Held stream: the time they held their stream (work queued behind them waited)";
+    if (h.timedCount < h.count - h.graphCount) s += ", " + num(h.timedCount) + " timed, the rest at their mean";
+    if (h.graphCount) s += "; graph host nodes at their graph launches' split (~ estimated)";
+    s += ". Not counted as kernel launches.";
+    for (size_t i = 1; i < h.callsites.size(); ++i) s += i == 1 ? " Also from " + siteText(r, h.callsites[i]) : ", " + siteText(r, h.callsites[i]);
     out += wrap(s, " ");
 }
 
@@ -533,6 +555,7 @@ std::string renderText(const Report& r, bool color)
     apis(out, r, st);
     transfers(out, r, st);
     kernels(out, r, st);
+    hostFunctions(out, r, st);
     syncs(out, r, st);
     nvtx(out, r, st);
     captureWindows(out, r, st);

@@ -32,7 +32,8 @@
 //    records, no op: they run no device work) are launches.graph_event_nodes, by count.
 //  * kernels: count by name exactly; the trace's mangled names are demangled (__cxa_demangle) and
 //    compared with the report's demangled name (and its "mangled" field with the trace name). Trace
-//    host_func ops (cuLaunchHostFunc, graph host nodes) are the report's "[host function]" row, by count.
+//    host_func ops (cuLaunchHostFunc, graph host nodes) are the report's host_functions, by count (graph
+//    nodes apart), never a kernel row; launches.count is the kernels run by launch calls.
 //  * syncs: trace "wait" records by api. cuCtxSynchronize/cuStreamSynchronize/cuEventSynchronize are
 //    the explicit rows (implicit == false); every other api that waited is an implicit row whose kind
 //    must fit the reason (copy: sync_copy|pageable_copy, memset: sync_memset, free: free_sync,
@@ -633,17 +634,17 @@ int main(int argc, char** argv)
     checkGpuTimeSources(report, t, bounds, opsOfGroup);
 
     // ---- kernels
-    static const std::string kHostFunctionRow = "[host function]";
     std::map<std::string, std::vector<size_t>> kernelOps;  // run by launch calls: their GPU times are measured
     std::map<std::string, long long> kernelCount, graphKernelCount;
     std::map<std::string, std::set<std::string>> mangledOf;
+    uint64_t hostFuncs = 0, graphHostFuncs = 0;
     for (size_t i = 0; i < t.ops.size(); ++i) {
         const Op& o = t.ops[i];
-        // Host functions (cuLaunchHostFunc, graph host nodes) are the report's "[host function]" row:
-        // their counts are checked, not their times.
+        // Host functions (cuLaunchHostFunc, graph host nodes) are the report's host_functions, never a
+        // kernel row: their counts are checked, not their times.
         if (o.op == "host_func") {
-            ++kernelCount[kHostFunctionRow];
-            if (o.graph) ++graphKernelCount[kHostFunctionRow];
+            ++hostFuncs;
+            graphHostFuncs += o.graph;
             continue;
         }
         if (o.op != "kernel") continue;
@@ -675,6 +676,21 @@ int main(int argc, char** argv)
     for (const auto& [name, n] : kernelCount)
         if (!reportKernels.count(name))
             fail("kernel " + name + ": " + std::to_string(n) + " launches in the trace, none in the report");
+    {
+        const Json h = report.value("host_functions", Json::object());
+        check(h.value("count", 0ULL) == hostFuncs && h.value("graph_count", 0ULL) == graphHostFuncs,
+              "host functions: report count " + std::to_string(h.value("count", 0ULL)) + " (graph " +
+                  std::to_string(h.value("graph_count", 0ULL)) + "), trace " + std::to_string(hostFuncs) + " (graph " +
+                  std::to_string(graphHostFuncs) + ")");
+        // Host functions are no kernel launches: beside them, the launch count is the trace's kernels run
+        // by launch calls.
+        uint64_t launched = 0;
+        for (const auto& [name, idx] : kernelOps) launched += idx.size();
+        if (hostFuncs > graphHostFuncs)
+            check(report["launches"].value("count", 0ULL) == launched,
+              "launches: report count " + std::to_string(report["launches"].value("count", 0ULL)) + ", trace " +
+                  std::to_string(launched) + " kernels run by launch calls (host functions not counted)");
+    }
 
     // ---- graph launches: one per cuGraphLaunch call that replayed nodes.
     std::set<std::tuple<long long, long long, long long>> replays;
@@ -694,6 +710,7 @@ int main(int argc, char** argv)
         uint64_t split = 0;
         for (const Json& k : report["kernels"]) split += k.value("graph_gpu_ns", 0ULL);
         for (const Json& r : report["transfers"]) split += r.value("graph_gpu_ns", 0ULL);
+        split += report.value("host_functions", Json::object()).value("graph_stream_ns", 0ULL);
         const Json& L = report["launches"];
         const uint64_t whole = L.value("graph_gpu_ns", 0ULL), nodes = L.value("graph_nodes", 0ULL);
         const bool allKnown = L.value("graphs_unknown", 0ULL) == 0;

@@ -642,8 +642,9 @@ TEST(Analyze, GenericNodeApi)
     };
     const KernelRow* stepRow = kernel("step(float*)");
     const KernelRow* normRow = kernel("norm(float*)");
-    const KernelRow* hostRow = kernel("[host function]");
-    ASSERT_TRUE(stepRow && normRow && hostRow);
+    const KernelRow* hostRow = &r.hostFunctions;
+    ASSERT_TRUE(stepRow && normRow);
+    EXPECT_EQ(kernel("[host function]"), nullptr);  // never a kernel row
     EXPECT_EQ(stepRow->graphCount, 1u);
     EXPECT_EQ(normRow->graphCount, 3u);  // the child's, twice, and step switched to norm once
     EXPECT_EQ(hostRow->graphCount, 2u);
@@ -651,6 +652,44 @@ TEST(Analyze, GenericNodeApi)
     ASSERT_TRUE(htod);
     EXPECT_EQ(htod->count, 2u);
     EXPECT_EQ(htod->bytes, 4 * KiB + 1 * KiB);
+}
+
+// Host functions (cudaLaunchHostFunc) are host code a stream runs, not kernels: their own row (how many,
+// how long they held the stream, from where), never in the Kernels table, the launch count or a
+// launch-bound finding, though each holds its stream for less than its launch call takes.
+TEST(Analyze, HostFunctionsAreTheirOwnRowNeverKernels)
+{
+    ProcBuilder b;
+    b.p.kernels[1] = "_Z4stepPf";
+    const uint32_t kern = b.site("loop", 10), host = b.site("loop", 11);
+    for (uint64_t i = 0, t = 0; i < 20; ++i, t += 200) {
+        b.launch(1, t, t + 3, t + 3, t + 103, kern);
+        wire::CallBody& c = b.call("cuLaunchHostFunc", Category::Launch, t + 3, t + 33,
+                                   uint16_t(wire::kCallDeviceWork | wire::kCallAsync | wire::kCallGpuTimed), host);
+        b.span(c.seq, t + 103, t + 105);
+    }
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.kernels.size(), 1u);
+    EXPECT_EQ(r.kernels[0].name, "step(float*)");
+    EXPECT_EQ(r.launches.count, 20u);
+    EXPECT_EQ(r.launches.hostNs, 20u * 3);
+    EXPECT_EQ(r.launches.timed, 20u);
+    EXPECT_EQ(r.launches.launchBoundKernels, 0u);
+    EXPECT_FALSE(findingOf(r, "launch-bound-kernels"));
+    const KernelRow& h = r.hostFunctions;
+    EXPECT_EQ(h.count, 20u);
+    EXPECT_EQ(h.timedCount, 20u);
+    EXPECT_EQ(h.gpuNs, 20u * 2);  // the time they held their stream
+    EXPECT_EQ(h.launchHostNs, 20u * 30);
+    ASSERT_EQ(h.callsites.size(), 1u);
+    EXPECT_EQ(r.callsites[h.callsites[0]].label, "loop (app.cu:11)");
+    const nlohmann::json j = nlohmann::json::parse(renderJson(r));
+    EXPECT_EQ(j["host_functions"]["count"], 20);
+    EXPECT_EQ(j["host_functions"]["stream_ns"], 40);
+    EXPECT_EQ(j["launches"]["count"], 20);
+    for (const auto& k : j["kernels"]) EXPECT_NE(k["name"], "[host function]");
+    const std::string text = renderText(r, false);
+    EXPECT_NE(text.find("Host functions (cudaLaunchHostFunc"), std::string::npos) << text;
 }
 
 // Graph work: the nodes captured into a graph count in the kernel and transfer tables at every launch
@@ -1490,6 +1529,41 @@ TEST(Findings, ImplicitSyncAllocFreeInHotPath)
     ASSERT_EQ(f->callsites.size(), 2u);
     EXPECT_EQ(r.callsites[f->callsites[0]].label, "loop (app.cu:25)");
     EXPECT_NE(f->message.find("cudaMallocAsync"), std::string::npos);
+}
+
+// Work done once is not the hot path: 32 cudaMalloc one after the other before the loop and 32 cudaFree
+// after it are one burst each (setup, teardown), set aside and said so; the allocations and frees
+// repeated in the loop, other calls between them, are the finding.
+TEST(Findings, ImplicitSyncSetsAsideSetupAndTeardown)
+{
+    auto run = [](bool allocInLoop) {
+        ProcBuilder b;
+        b.p.kernels[1] = "_Z4stepPf";
+        const uint32_t setup = b.site("main", 10), alloc = b.site("step", 20), kern = b.site("step", 21),
+                       free = b.site("step", 22), teardown = b.site("main", 30);
+        uint64_t t = 0;
+        for (int i = 0; i < 32; ++i, t += 50) b.call("cuMemAlloc_v2", Category::Alloc, t, t + 40, 0, setup);
+        for (int i = 0; i < 20; ++i, t += 200) {
+            if (allocInLoop) b.call("cuMemAlloc_v2", Category::Alloc, t, t + 20, 0, alloc);
+            b.launch(1, t + 20, t + 30, t + 30, t + 130, kern);
+            if (allocInLoop) b.call("cuMemFree_v2", Category::Alloc, t + 30, t + 140, wire::kCallImplicitSync, free);
+        }
+        for (int i = 0; i < 32; ++i, t += 50)
+            b.call("cuMemFree_v2", Category::Alloc, t, t + 40, wire::kCallImplicitSync, teardown);
+        return analyze(b.capture(), {});
+    };
+    const Report once = run(false);
+    EXPECT_FALSE(findingOf(once, "implicit-sync")) << findingOf(once, "implicit-sync")->message;
+    EXPECT_TRUE(std::any_of(once.notes.begin(), once.notes.end(), [](const std::string& n) {
+        return n.find("implicit-sync: 64 allocations and frees from 2 call site(s)") == 0 && n.find("set aside") != std::string::npos;
+    }));
+    const Report loop = run(true);
+    const Finding* f = findingOf(loop, "implicit-sync");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->count, 40u);  // the loop's 20 allocations and 20 frees, not the 64 of setup and teardown
+    EXPECT_EQ(f->ns, 20u * (20 + 110));
+    EXPECT_NE(f->message.find("Done once, not in the hot path: 64 allocations and frees"), std::string::npos) << f->message;
+    for (uint32_t id : f->callsites) EXPECT_EQ(loop.callsites[id].label.rfind("step (", 0), 0u) << loop.callsites[id].label;
 }
 
 // A synchronous copy after a long kernel waits for the kernel; with an async copy the host's work

@@ -202,6 +202,31 @@ TEST(Replay, APollIsReplayedAsAWaitAndABlockingWaitFreesTheHost)
     EXPECT_EQ(w.scenarios[0].prediction.wallNs, w.unchanged.prediction.wallNs);
 }
 
+// Allocations made once are not hoisted: 32 cudaMalloc in a row before the loop and the 32 cudaFree after
+// it are one burst each (setup, teardown) and stay; the loop's allocation and free, other calls between
+// them, go but for the first allocation and the last free.
+TEST(Fixes, HoistAllocsLeavesSetupAndTeardownAlone)
+{
+    Proc pr;
+    uint64_t t = 1000;
+    auto alloc = [&](const char* name, uint32_t stack) {
+        pr.call(name, Category::Alloc, 7, t, t + 100).stackId = stack;
+        t += 200;
+    };
+    for (int i = 0; i < 32; ++i) alloc("cuMemAlloc_v2", 1);
+    for (int i = 0; i < 10; ++i) {
+        alloc("cuMemAlloc_v2", 2);
+        pr.launch(7, t, t + 100, t + 200, t + 1200);
+        t += 1300;
+        alloc("cuMemFree_v2", 3);
+    }
+    for (int i = 0; i < 32; ++i) alloc("cuMemFree_v2", 4);
+    pr.p.lastNs = t;
+    const WhatIf w = whatIf(pr.p, {}, {FixKind::HoistAllocs});
+    ASSERT_EQ(w.scenarios.size(), 1u);
+    EXPECT_EQ(w.scenarios[0].effects[0].changed, 9u + 9u);
+}
+
 TEST(Replay, AStreamWaitingOnAnEventFollowsTheOtherStreamInTheReplay)
 {
     // Stream A: a 1 ms copy-like kernel; event; stream B waits on it, then a 100 us kernel; host syncs B.
