@@ -40,7 +40,8 @@ python3 "$GPUSPY_ROOT/tests/package/run_from_tarball.py" "$tarball" \
 sanitizer_targets=(gpuspy gpuspy_cli gpuspy_fake_shim simcuda compare_capture ring_client wire_tests shim_tests collector_tests
                    shim_exit_paths shim_threads_churn shim_errno_guest shim_exit_from_thread
                    hardening_storm hardening_families hardening_spawn hardening_quiet_after_burst
-                   hardening_fd_takeover hardening_unwind_pipe hardening_sig_guard hardening_sig_default hardening_daemon)
+                   hardening_fd_takeover hardening_unwind_pipe hardening_sig_guard hardening_sig_default hardening_daemon
+                   hardening_exit_hazards hardening_low_limit)
 sanitizer_phase() {
   local kind=$1
   local dir=$GPUSPY_ROOT/build-$kind
