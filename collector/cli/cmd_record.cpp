@@ -293,6 +293,7 @@ int runRecord(int argc, char** argv)
     }
 
     installSignalHandlers(server->wakeFd());
+    const std::string socketPath = server->socketPath();
     // Descendants whose parent exits are handed to us, not to init: a daemon's double fork, a worker
     // that outlives the command. We wait for those that carry the shim, as for the command.
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -365,7 +366,7 @@ int runRecord(int argc, char** argv)
                 // Before finishing, always a fresh look: a descendant may be about to connect.
                 if (now - scannedAt >= kScanIntervalNs || (quiet && scannedAt < quietFrom)) {
                     scannedAt = now;
-                    carrying = descendantsCarryingShim(shim);
+                    carrying = descendantsCarryingShim(shim, socketPath);
                     shimSeen = shimSeen || !carrying.empty();
                 }
                 if (quiet && carrying.empty()) break;
@@ -375,7 +376,7 @@ int runRecord(int argc, char** argv)
                     if (server->openConnections() > 0)
                         what = fmt::format("{} traced process(es) still connected", server->openConnections());
                     if (!carrying.empty())
-                        what += fmt::format("{}{} process(es) still running with gpuspy loaded: {}", what.empty() ? "" : " and ",
+                        what += fmt::format("{}{} process(es) still running with gpuspy loaded or its settings: {}", what.empty() ? "" : " and ",
                                             carrying.size(), describe(carrying));
                     say("gpuspy: {} has exited; waiting for {} (Ctrl-C to stop waiting)\n", o.command[0], what);
                 }
@@ -395,10 +396,10 @@ int runRecord(int argc, char** argv)
     }
     restoreSignalHandlers();
     if (childDone && !carrying.empty()) {
-        carrying = descendantsCarryingShim(shim);
+        carrying = descendantsCarryingShim(shim, socketPath);
         if (!carrying.empty())
-            say("gpuspy: stopped waiting; still running with gpuspy loaded, not in this capture from now "
-                               "on: {}\n", describe(carrying));
+            say("gpuspy: stopped waiting; still running with gpuspy loaded or its settings, not in this capture "
+                               "from now on: {}\n", describe(carrying));
     }
 
     const int exitStatus = exitStatusOf(status);

@@ -47,9 +47,21 @@ bool hasShimMapped(pid_t pid, const std::string& shim)
     return false;
 }
 
+bool hasSettingsFor(pid_t pid, const std::string& socket)
+{
+    std::ifstream env("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+    const std::string want = "GPUSPY_SOCKET=" + socket;
+    std::string entry;
+    while (std::getline(env, entry, '\0'))
+        if (entry == want) return true;
+    return false;
+}
+
 // Our live descendants (orphaned ones are handed to us by the kernel, as to a subreaper: they stay
-// ours) that carry the shim. A zombie has no mappings and is not one.
-std::vector<Descendant> descendantsCarryingShim(const std::string& shim)
+// ours) that carry the shim or its settings. A zombie has no mappings and is not one. The settings
+// count too: a statically linked supervisor cannot load the shim but starts workers that do, and a
+// process caught between two execs of a chain has the next image's loader still to run.
+std::vector<Descendant> descendantsCarryingShim(const std::string& shim, const std::string& socket)
 {
     struct Entry {
         pid_t ppid;
@@ -86,7 +98,9 @@ std::vector<Descendant> descendantsCarryingShim(const std::string& shim)
             auto it = all.find(up);
             up = it == all.end() ? 0 : it->second.ppid;
         }
-        if (up == self && hasShimMapped(pid, shim)) out.push_back({pid, en.comm});
+        if (up != self) continue;
+        if (hasShimMapped(pid, shim)) out.push_back({pid, en.comm, true});
+        else if (!socket.empty() && hasSettingsFor(pid, socket)) out.push_back({pid, en.comm, false});
     }
     std::sort(out.begin(), out.end(), [](const Descendant& a, const Descendant& b) { return a.pid < b.pid; });
     return out;
@@ -95,7 +109,8 @@ std::vector<Descendant> descendantsCarryingShim(const std::string& shim)
 std::string describe(const std::vector<Descendant>& ds)
 {
     std::string s;
-    for (size_t i = 0; i < ds.size() && i < 8; ++i) s += fmt::format("{}pid {} ({})", i ? ", " : "", ds[i].pid, ds[i].comm);
+    for (size_t i = 0; i < ds.size() && i < 8; ++i)
+        s += fmt::format("{}pid {} ({}{})", i ? ", " : "", ds[i].pid, ds[i].comm, ds[i].loaded ? "" : ", gpuspy's settings only");
     if (ds.size() > 8) s += fmt::format(" and {} more", ds.size() - 8);
     return s;
 }

@@ -15,6 +15,9 @@
 #   fd_low_limit, fd_low_limit_record: RLIMIT_NOFILE lowered to 16 before the first CUDA call (low_limit.c):
 #       the app opens as many descriptors as without gpuspy (the collector's socket, with record, and
 #       libunwind's pipe were made at load, above the limit), and every launch is in the capture
+#   daemon_static_supervisor: gpuspy record of a statically linked supervisor (supervise.c, HZ_SUPERVISE)
+#       that double-forks a worker which execs 1 s later: record waits for it (the settings in its
+#       environment), and the worker's 200 launches are in record's capture, none in a file of its own
 #   setuid: a server that drops privileges before its first CUDA call, refused by the collector's
 #       private socket: stderr names that cause (not a bare "no collector") (root only: else 77)
 # Usage: guest.sh MODE GPUSPY LIBGPUSPY WORKDIR PROGRAM
@@ -86,6 +89,19 @@ fd_low_limit | fd_low_limit_record)
         grep -qxF "$(cat base.out)" shim.out || hz_fail "the app's stdout is not in record's: $(cat shim.out) (without gpuspy: $(cat base.out))"
     fi
     complete cap.gspy 400
+    ;;
+daemon_static_supervisor)
+    if [[ -n ${GPUSPY_TEST_PRELOAD:-} ]]; then
+        hz_note "skipped: gpuspy record cannot preload the sanitizer runtime first"
+        exit 0
+    fi
+    cmd=("$HZ_SUPERVISE" 1000 "$prog" burst_exit 200)
+    hz_run . base "${cmd[@]}"
+    hz_run . shim env HZ_QUIET_FILE="$PWD/cap.gspy" "$gpuspy" record --sim -o cap.gspy -- "${cmd[@]}"
+    [[ $(cat shim.rc) == $(cat base.rc) ]] || hz_fail "exit status $(cat shim.rc) under gpuspy record, $(cat base.rc) without"
+    grep -qxF "$(cat base.out)" shim.out || hz_fail "the app's stdout is not in record's: $(cat shim.out)"
+    complete cap.gspy 200
+    grep -q "no process connected" shim.err && hz_fail "record ended before the daemon connected: $(grep '^gpuspy:' shim.err)"
     ;;
 spill_compact)
     # No collector: the capture file is compressed like the collector's, at most 24 bytes a call.
