@@ -545,8 +545,12 @@ bool recoverTakenOver(uint8_t* scratch, bool unstarted)
     if (!g_out.saidTakenOver) {
         g_out.saidTakenOver = true;
         char msg[200];
-        snprintf(msg, sizeof msg, "gpuspy: the app took over descriptor %d (gpuspy's output); opening it again\n",
-                 lost.fd);
+        // Closed (close_range, closefrom) or the number reused: say which. EBADF: nothing behind it now.
+        const int savedErrno = errno;
+        const bool closed = fcntl(lost.fd, F_GETFD) == -1 && errno == EBADF;
+        errno = savedErrno;
+        snprintf(msg, sizeof msg, "gpuspy: the app %s descriptor %d (gpuspy's output); opening it again\n",
+                 closed ? "closed" : "took over", lost.fd);
         note(msg);
     }
     if (g_out.socket) {

@@ -372,7 +372,7 @@ int runCollect(int argc, char** argv)
         Capture capture = server->takeCapture();
         server.reset();
         finishCapture(capture, *writer);
-        say("{}\n", captureSummary(*writer, capture.processes.size(), calls, capture.badStreams));
+        say("{}\n", captureSummary(*writer, capture.distinctProcesses(), calls, capture.badStreams));
         if (writer->failed()) rc = kExitFailure;
     } catch (const std::exception& e) {
         say("gpuspy collect: {}\n", e.what());

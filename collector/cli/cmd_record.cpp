@@ -410,7 +410,7 @@ int runRecord(int argc, char** argv)
         Capture capture = server->takeCapture();
         server.reset();
         finishCapture(capture, *writer);
-        processes = capture.processes.size();
+        processes = capture.distinctProcesses();
         say("{}\n", captureSummary(*writer, processes, calls, capture.badStreams));
     } catch (const std::exception& e) {
         say("gpuspy record: {}\n", e.what());

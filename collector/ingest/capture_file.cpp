@@ -353,7 +353,29 @@ void readBareStream(const std::string& path, Input& in, const uint8_t* first, si
 struct StreamState {
     std::unique_ptr<StreamIngest> ingest;
     std::string collectorError;  // the Error chunk: damage seen when the collector received it
+    // A stream that continues an earlier one of the same process (the shim connected again after
+    // the app closed or took over its socket): its chunks go to that stream's ingest, its Symbol
+    // records' module indexes shifted by the modules that stream had before.
+    StreamState* into = nullptr;
+    uint32_t moduleBase = 0;
+    bool seen = false;  // a Stream chunk of it has been read
 };
+
+// The earlier stream `first` (a Stream chunk's bytes, from its start) continues, if any: one of the
+// same process (pid and start instant) that has not ended and is not damaged.
+StreamState* continued(std::map<uint32_t, StreamState>& streams, uint32_t index, const std::vector<uint8_t>& first)
+{
+    if (first.size() < sizeof(wire::StreamHeader)) return nullptr;
+    wire::StreamHeader h;
+    std::memcpy(&h, first.data(), sizeof h);
+    if (std::memcmp(h.magic, wire::kStreamMagic, sizeof h.magic) != 0) return nullptr;
+    for (auto& [i, s] : streams) {
+        if (i >= index || s.into || !s.ingest || s.ingest->failed() || !s.ingest->hasHeader()) continue;
+        const Process& p = s.ingest->process();
+        if (p.pid == h.pid && p.startNs == h.startMonotonicNs && !p.ended) return &s;
+    }
+    return nullptr;
+}
 
 void readChunks(const std::string& path, Input& in, const ReadOptions& options, Capture& capture, ReadInfo& info)
 {
@@ -438,7 +460,15 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
             continue;
         }
         if (kind != ChunkKind::Stream && kind != ChunkKind::Symbols && kind != ChunkKind::Error) continue;  // newer minor
-        StreamState& s = streams[h.stream];
+        StreamState& self = streams[h.stream];
+        if (kind == ChunkKind::Stream && !self.seen) {
+            self.seen = true;
+            if (StreamState* earlier = continued(streams, h.stream, raw)) {
+                self.into = earlier;
+                self.moduleBase = earlier->ingest->resume();
+            }
+        }
+        StreamState& s = self.into ? *self.into : self;
         if (!s.ingest) {
             s.ingest = std::make_unique<StreamIngest>();
             s.ingest->setKeepRaw(false);
@@ -460,10 +490,20 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
             // Symbols: a small stream of its own; only Symbol records are taken from it.
             wire::StreamDecoder d;
             Process& proc = s.ingest->process();
+            std::vector<uint8_t> shifted;
             const bool ok = d.feed(raw.data(), raw.size(), [&](const wire::RecordView& v) {
                 if (v.type != wire::RecordType::Symbol) return;
-                applyRecord(proc, v);
-                if (options.onRecord) options.onRecord(proc, v);
+                wire::RecordView rv = v;
+                auto b = v.as<wire::SymbolBody>();
+                if (self.moduleBase && b.moduleIndex != UINT32_MAX) {
+                    // A continued stream's modules come after those of the stream it continues.
+                    b.moduleIndex += self.moduleBase;
+                    shifted.assign(v.body, v.body + v.size);
+                    std::memcpy(shifted.data(), &b, sizeof b);
+                    rv.body = shifted.data();
+                }
+                applyRecord(proc, rv);
+                if (options.onRecord) options.onRecord(proc, rv);
             });
             if (!ok || !d.finish())
                 info.damage = "symbols of process #" + std::to_string(h.stream) + ": " + d.errorMessage() +
@@ -480,6 +520,8 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
     uint64_t bad = 0;
     std::map<uint32_t, size_t> processOfStream;
     for (auto& [index, s] : streams) {
+        if (s.into) continue;  // its records are in the stream it continues
+        if (!s.ingest) continue;
         StreamIngest& ingest = *s.ingest;
         if (!s.collectorError.empty()) {
             ingest.fail(s.collectorError);
@@ -495,6 +537,10 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
         processOfStream[index] = capture.processes.size();
         capture.processes.push_back(std::move(ingest.process()));
     }
+    for (auto& [index, s] : streams)
+        if (s.into)
+            for (auto& [i, t] : streams)
+                if (&t == s.into && processOfStream.count(i)) processOfStream[index] = processOfStream[i];
     capture.badStreams = ended ? std::max(endBad, bad) : bad;
     for (const CaptureRunBody& r : runs) {
         RunInfo run;
@@ -504,7 +550,8 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
         run.endNs = r.endNs;
         for (auto it = processOfStream.lower_bound(r.firstStream);
              it != processOfStream.end() && it->first < uint64_t(r.firstStream) + r.streams; ++it)
-            run.processes.push_back(it->second);
+            if (std::find(run.processes.begin(), run.processes.end(), it->second) == run.processes.end())
+                run.processes.push_back(it->second);
         capture.runs.push_back(std::move(run));
     }
 }

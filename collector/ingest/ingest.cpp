@@ -199,6 +199,14 @@ void StreamIngest::fail(const std::string& message)
     dropUnvalidated();
 }
 
+uint32_t StreamIngest::resume()
+{
+    m_decoder = wire::StreamDecoder();
+    m_resumed = true;
+    if (m_keepRaw) m_raw.clear();
+    return uint32_t(m_process.modules.size());
+}
+
 void StreamIngest::dropUnvalidated()
 {
     if (!m_keepRaw) return;

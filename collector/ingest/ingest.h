@@ -56,7 +56,15 @@ public:
     // Marks the stream as damaged from outside (a capture chunk that could not be read, ...).
     void fail(const std::string& message);
 
-    bool hasHeader() const { return m_decoder.hasHeader(); }
+    // The bytes fed from now on are a new stream of the same process: its shim lost the first one (the
+    // app closed or took over its socket, close_range) and connected again. A record the lost connection
+    // cut is dropped (the shim counted what it could not send); the Process, its definitions and events
+    // go on. Returns how many modules the process had announced before (the new stream announces its
+    // own again, after them: its Symbol records' module indexes count from there).
+    uint32_t resume();
+    bool resumed() const { return m_resumed; }
+
+    bool hasHeader() const { return m_headerApplied || m_decoder.hasHeader(); }
     const wire::StreamHeader& header() const { return m_decoder.header(); }
     uint64_t bytesReceived() const { return m_received; }
     uint64_t validBytes() const { return m_decoder.offset(); }  // stream offset up to which all is valid
@@ -85,6 +93,7 @@ private:
     bool m_keepEvents = true;
     uint64_t* m_budget = nullptr;
     bool m_headerApplied = false;
+    bool m_resumed = false;
     uint64_t m_received = 0;
     uint64_t m_calls = 0;
     // Bytes received but not yet taken; m_raw[0] is stream offset m_rawBase. Only the prefix up to

@@ -105,6 +105,20 @@ struct Capture {
     std::vector<Process> processes;
     std::vector<RunInfo> runs;  // empty: one run (a capture not made with --repeat)
     uint64_t badStreams = 0;  // connections or file sections that were malformed (their valid prefix is kept)
+
+    // Processes, a process whose shim connected again (a second stream of it, not yet joined to the
+    // first as the capture reader joins them) counted once.
+    size_t distinctProcesses() const
+    {
+        size_t n = 0;
+        for (size_t i = 0; i < processes.size(); ++i) {
+            bool again = false;
+            for (size_t j = 0; j < i && !again; ++j)
+                again = processes[j].pid == processes[i].pid && processes[j].startNs == processes[i].startNs;
+            n += !again;
+        }
+        return n;
+    }
 };
 
 }  // namespace gpuspy::collect

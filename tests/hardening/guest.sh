@@ -7,7 +7,8 @@
 #   sig_guard: 10 SIGSEGVs handled by the app with a collector that does not read: no waiting
 #   sig_default: HUP PIPE USR1 USR2 ALRM QUIT TERM INT with the default action: same wait status, the
 #       capture complete (End included)
-#   fd_all_record: fd_all with the collector's socket (gpuspy record)
+#   fd_all_record, fd_closefrom_record: fd_all, fd_closefrom with the collector's socket (gpuspy record):
+#       the reconnected stream is one process in the report, not cut short
 #   disabled: GPUSPY_DISABLE=1 holds no descriptor (as many open as without gpuspy), writes nothing
 #   spill_compact: the capture file the shim writes alone is compressed (<= 24 bytes a launch)
 #   spill_cap, spill_cap_socket: GPUSPY_MAX_BYTES bounds a capture file, drops counted, said once
@@ -58,21 +59,30 @@ disabled)
         hz_fail "descriptors open with gpuspy disabled: $(grep '^took' shim.err), without gpuspy: $(grep '^took' base.err)"
     ls ./*.gspy 2>/dev/null && hz_fail "a capture was written with GPUSPY_DISABLE=1"
     ;;
-fd_all_record)
-    # The same through the collector's socket (gpuspy record): the socket's number taken over, gpuspy
-    # connects again (a second stream of the same process) and nothing is lost or sent to the app's file.
+fd_all_record | fd_closefrom_record)
+    # The same through the collector's socket (gpuspy record): the socket's number taken over (or closed:
+    # closefrom), gpuspy connects again (a second stream of the same process, joined to the first when
+    # the capture is read: one process in the report, not cut short) and nothing is lost or sent to the
+    # app's file.
     # Not in a sanitizer build: record preloads the instrumented shim without the sanitizer runtime.
     if [[ -n ${GPUSPY_TEST_PRELOAD:-} ]]; then
         hz_note "skipped: gpuspy record cannot preload the sanitizer runtime first"
         exit 0
     fi
-    hz_run . base "$prog" all "$PWD/base.data"
-    hz_run . shim env HZ_QUIET_FILE="$PWD/cap.gspy" "$gpuspy" record --sim -o cap.gspy -- "$prog" all "$PWD/shim.data"
+    how=${mode#fd_}
+    how=${how%_record}
+    hz_run . base "$prog" "$how" "$PWD/base.data"
+    hz_run . shim env HZ_QUIET_FILE="$PWD/cap.gspy" "$gpuspy" record --sim -o cap.gspy -- "$prog" "$how" "$PWD/shim.data"
     [[ $(cat shim.rc) == $(cat base.rc) ]] || hz_fail "exit status $(cat shim.rc) under gpuspy record, $(cat base.rc) without"
     grep -qxF "$(cat base.out)" shim.out || hz_fail "the app's stdout is not in record's: $(cat shim.out)"
     took=$(sed -n 's/^took \([0-9]*\) numbers$/\1/p' shim.err)
     [[ $(stat -c %s shim.data) -eq $((took * 38)) ]] || hz_fail "the data file has $(stat -c %s shim.data) bytes, the app wrote $((took * 38))"
     complete cap.gspy 1000
+    grep -q "^gpuspy report: 1 process," shim.out || hz_fail "the report does not show one process: $(grep '^gpuspy report' shim.out)"
+    grep -q "cut short\|lower bound" shim.out && hz_fail "the report calls the process cut short: $(grep -n 'cut short\|lower bound' shim.out)"
+    if [[ $how == closefrom ]]; then
+        grep -q "^gpuspy: the app closed descriptor" shim.err || hz_fail "stderr does not say the app closed gpuspy's descriptor: $(grep '^gpuspy:' shim.err)"
+    fi
     ;;
 fd_low_limit | fd_low_limit_record)
     hz_run . base "$prog" 16
