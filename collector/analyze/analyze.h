@@ -235,6 +235,8 @@ struct Finding {
     uint64_t count = 0;    // calls (or launches, gaps, records) involved
     uint64_t ns = 0;       // host or GPU time involved
     uint64_t estimatedSavingsNs = 0;
+    // Host CPU time the fix frees, apart from wall time (spin-wait: a thread polling instead of sleeping).
+    uint64_t hostCpuSavingsNs = 0;
     // How to read estimatedSavingsNs: "estimate"; "at_most" or "at_least" where it rests on GPU times
     // that are only upper bounds (the message says why).
     std::string savingsBound = "estimate";

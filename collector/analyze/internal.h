@@ -187,6 +187,21 @@ struct HotAllocAcc {
     uint64_t bursts = 0;
 };
 
+// A thread's queries in a row (spin-wait): cuEventQuery/cuStreamQuery calls with no other call of the
+// thread between them, open until another call comes.
+struct PollRun {
+    uint64_t lastOrdinal = 0;          // CallInfo::threadOrdinal of its last query
+    uint64_t firstNs = 0, lastNs = 0;  // its first query's begin, its last one's end
+    uint64_t lastPollNs = 0;           // its last query's host time
+    uint64_t pollNs = 0, notReady = 0; // host time in the queries; those answered CUDA_ERROR_NOT_READY
+    uint64_t gaps = 0, shortGaps = 0, shortGapNs = 0;  // between its queries; those the thread did nothing in
+    uint32_t rawSite = kNoRawSite;     // of its first query
+};
+// The runs that were busy-waits, from one call site (collector/findings/spin.cpp says which are).
+struct SpinAcc {
+    uint64_t runs = 0, notReady = 0, spanNs = 0, pollNs = 0, cpuNs = 0;
+};
+
 // The findings' accumulators (collector/findings/findings.cpp reads them at the end).
 struct FindingAccs {
     Matched pageable[2];     // synchronous pageable copies: HtoD, DtoH
@@ -195,6 +210,8 @@ struct FindingAccs {
     std::map<uint32_t, LoopSyncAcc> loopSyncs;  // by raw site
     std::map<uint32_t, HotAllocAcc> hotAllocs;  // by raw site
     std::map<std::pair<uint32_t, uint32_t>, uint64_t> hotAllocLast;  // (raw site, tid) -> ordinal of its last call
+    std::map<std::pair<uint32_t, uint32_t>, PollRun> pollRuns;       // (pid, tid) -> its open run of queries
+    std::map<uint32_t, SpinAcc> spins;                               // by raw site of a run's first query
     std::map<uint32_t, std::pair<uint64_t, uint64_t>> syncMemcpySpan;  // by pid: first begin, last end of syncMemcpy
 };
 

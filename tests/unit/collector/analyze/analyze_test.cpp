@@ -1566,6 +1566,63 @@ TEST(Findings, ImplicitSyncSetsAsideSetupAndTeardown)
     for (uint32_t id : f->callsites) EXPECT_EQ(loop.callsites[id].label.rfind("step (", 0), 0u) << loop.callsites[id].label;
 }
 
+// A thread that polls cuEventQuery back to back while a kernel runs burns a core: spin-wait, its saving the
+// host CPU time a blocking wait frees (no wall time). Polls spread through the thread's own work, or a
+// blocking cuEventSynchronize, are no busy-wait.
+TEST(Findings, SpinWaitIsPollingInARowAndFreesHostCpuNotWall)
+{
+    enum Shape { Spin, PollBetweenWork, Blocking };
+    uint64_t notReady = 0, spanNs = 0;
+    auto run = [&](Shape shape) {
+        ProcBuilder b;
+        b.p.kernels[1] = "_Z4stepPf";
+        const uint32_t kern = b.site("step", 10), poll = b.site("step", 12);
+        uint64_t t = 0;
+        notReady = spanNs = 0;
+        for (int i = 0; i < 5; ++i) {
+            const uint64_t done = t + 10 + 1000000;  // a 1 ms kernel
+            b.launch(1, t, t + 10, t + 10, done, kern);
+            b.call("cuEventRecord", Category::Other, t + 10, t + 12);
+            uint64_t p = t + 12;
+            if (shape == Blocking) {
+                b.call("cuEventSynchronize", Category::Sync, p, done + 5, 0, poll);
+                p = done + 5;
+            } else {
+                // 400 ns polls, 100 ns apart (back to back) or 10 us apart (the thread's own work between).
+                const uint64_t step = shape == Spin ? 500 : 10400;
+                for (; p + 400 < done; p += step, ++notReady)
+                    b.call("cuEventQuery", Category::Sync, p, p + 400, 0, poll, 600);
+                b.call("cuEventQuery", Category::Sync, p, p + 400, 0, poll);
+                spanNs += p + 400 - (t + 12);
+                p += 400;
+            }
+            t = p + 1000;
+        }
+        return analyze(b.capture(), {});
+    };
+    const Report spin = run(Spin);
+    const Finding* f = findingOf(spin, "spin-wait");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->count, notReady);
+    EXPECT_EQ(f->estimatedSavingsNs, 0u);       // no wall time
+    EXPECT_EQ(f->hostCpuSavingsNs, spanNs);     // polls and the idle gaps between them: the runs' whole span
+    EXPECT_NE(f->message.find("saves no wall time"), std::string::npos) << f->message;
+    EXPECT_NE(f->message.find("cudaEventBlockingSync"), std::string::npos) << f->message;
+    ASSERT_EQ(f->callsites.size(), 1u);
+    EXPECT_EQ(spin.callsites[f->callsites[0]].label, "step (app.cu:12)");
+    const nlohmann::json j = nlohmann::json::parse(renderJson(spin));
+    bool inJson = false;
+    for (const auto& x : j["findings"])
+        inJson = inJson || (x["rule"] == "spin-wait" && x["host_cpu_savings_ns"] == spanNs);
+    EXPECT_TRUE(inJson);
+    EXPECT_NE(renderText(spin, false).find("of host CPU to free (not wall time)"), std::string::npos);
+    const Report between = run(PollBetweenWork);
+    EXPECT_GT(notReady, 5u * 16);  // enough polls in a row: their gaps make it no spin
+    EXPECT_FALSE(findingOf(between, "spin-wait")) << findingOf(between, "spin-wait")->message;
+    const Report blocking = run(Blocking);
+    EXPECT_FALSE(findingOf(blocking, "spin-wait"));
+}
+
 // A synchronous copy after a long kernel waits for the kernel; with an async copy the host's work
 // overlaps it, which saves no more than that work (tests/savings: sync-copy -> async-copy).
 TEST(Findings, SyncMemcpyOnABusyGpuSavesNoMoreThanTheHostsWork)
