@@ -668,7 +668,9 @@ TEST(Analyze, HostFunctionsAreTheirOwnRowNeverKernels)
                                    uint16_t(wire::kCallDeviceWork | wire::kCallAsync | wire::kCallGpuTimed), host);
         b.span(c.seq, t + 103, t + 105);
     }
+    b.call("cuLaunchHostFunc", Category::Launch, 5000, 5010, wire::kCallCapturing, host);  // into a graph: no launch
     const Report r = analyze(b.capture(), {});
+    EXPECT_EQ(r.launches.captured, 0u);
     ASSERT_EQ(r.kernels.size(), 1u);
     EXPECT_EQ(r.kernels[0].name, "step(float*)");
     EXPECT_EQ(r.launches.count, 20u);
