@@ -89,7 +89,29 @@ struct CallInfo {
     uint32_t rawSite = kNoRawSite;
     const std::vector<wire::GpuSpanBody>* spans = nullptr;  // null when untimed
     uint64_t threadOrdinal = 0;     // its place among its thread's calls (1, 2, ...), in host time order
+    // An allocation or free that turns memory over, as a loop does (worked out in host time order): an
+    // allocation after one of its site's earlier allocations was freed, a free of memory allocated
+    // since its site's previous call. Setup's buffers live until teardown frees them: neither.
+    bool turnsOver = false;
 };
+
+// Whether an allocation or release turns memory over as a loop does (CallInfo::turnsOver): an
+// allocation made after one of its site's earlier allocations was freed, a release of memory allocated
+// since its site's previous call. Setup's buffers live until teardown frees them: neither. Fed a
+// process's allocation-family calls in host time order (collector/analyze/turnover.cpp); the replay's
+// hoist-allocs asks it too.
+class AllocTurnover {
+public:
+    // site: any key of the call site; address: what the call allocated or released (0: none named).
+    bool onCall(uint64_t site, uint64_t address, bool release, uint64_t beginNs);
+
+private:
+    static constexpr size_t kMaxLive = size_t(1) << 20;  // beyond: addresses nothing matches
+    std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> m_live;   // address -> (site, begin)
+    std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> m_sites;  // site -> (previous begin, last free of its memory)
+};
+// A call that gives memory back: a free, a host unregister, a destroy.
+bool isRelease(const ApiClass& api);
 
 // Order statistics and sums of a set of calls (a finding's evidence).
 struct Matched {
@@ -185,6 +207,7 @@ struct LoopSyncAcc {
 struct HotAllocAcc {
     uint64_t count = 0, hostNs = 0, busyNs = 0;
     uint64_t bursts = 0;
+    uint64_t withPtr = 0, turnsOver = 0;  // calls that named an address; of which turned memory over (CallInfo)
 };
 
 // A thread's queries in a row (spin-wait): cuEventQuery/cuStreamQuery calls with no other call of the

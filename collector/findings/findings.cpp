@@ -120,6 +120,8 @@ void addFindingCall(Context& cx, const ProcView& pv, const CallInfo& ci)
                 uint64_t& last = F.hotAllocLast[{ci.rawSite, c.tid}];
                 if (!last || ci.threadOrdinal != last + 1) ++a.bursts;
                 last = ci.threadOrdinal;
+                if (c.args.alloc.ptr && succeeded(c)) ++a.withPtr;
+                a.turnsOver += ci.turnsOver;
             }
         }
         if (ci.api->asyncName) F.pooled.add(ci);

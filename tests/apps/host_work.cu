@@ -8,6 +8,8 @@
 //   loop_allocs    kSteps x (cudaMalloc, hw_step, cudaFree): allocations repeated in the loop
 //   setup_allocs   kBuffers cudaMalloc before the loop, kSteps x hw_step, kBuffers cudaFree after it:
 //                  one-time setup and teardown, not the hot path (the fix of loop_allocs)
+//   setup_uploads  the same, each buffer filled from the host as it is allocated (cudaMalloc, cudaMemcpy,
+//                  kBuffers times): still setup, its buffers live until teardown
 //   spin           kSteps x (hw_wait, cudaEventRecord, poll cudaEventQuery until it is done): a busy-wait
 //   blocking_wait  the same with cudaEventSynchronize on a cudaEventBlockingSync event (the fix of spin)
 #include "app_common.h"
@@ -60,6 +62,22 @@ static void setupAllocs(cudaStream_t s, float*)
     for (float* b : bufs) CK(cudaFree(b));
 }
 
+static void setupUploads(cudaStream_t s, float*)
+{
+    std::vector<float> host(kBufferBytes / sizeof(float), 1.f);
+    std::vector<float*> bufs(kBuffers);
+    for (float*& b : bufs) {
+        CK(cudaMalloc(&b, kBufferBytes));
+        CK(cudaMemcpy(b, host.data(), kBufferBytes, cudaMemcpyHostToDevice));
+    }
+    for (int i = 0; i < kSteps; ++i) {
+        hw_step<<<64, 128, 0, s>>>(bufs[i % kBuffers]);
+        CK_LAUNCH();
+    }
+    CK(cudaStreamSynchronize(s));
+    for (float* b : bufs) CK(cudaFree(b));
+}
+
 static void spin(cudaStream_t s, float* d)
 {
     cudaEvent_t done;
@@ -95,10 +113,11 @@ int main(int argc, char** argv)
 {
     const std::string mode = argc > 1 ? argv[1] : "";
     void (*run)(cudaStream_t, float*) = mode == "host_funcs" ? hostFuncs : mode == "loop_allocs" ? loopAllocs
-                                      : mode == "setup_allocs" ? setupAllocs : mode == "spin" ? spin
+                                      : mode == "setup_allocs" ? setupAllocs : mode == "setup_uploads" ? setupUploads
+                                      : mode == "spin" ? spin
                                       : mode == "blocking_wait" ? blockingWait : nullptr;
     if (!run) {
-        std::fprintf(stderr, "usage: %s host_funcs|loop_allocs|setup_allocs|spin|blocking_wait\n", argv[0]);
+        std::fprintf(stderr, "usage: %s host_funcs|loop_allocs|setup_allocs|setup_uploads|spin|blocking_wait\n", argv[0]);
         return 2;
     }
     cudaStream_t s;

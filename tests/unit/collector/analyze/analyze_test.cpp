@@ -1534,32 +1534,43 @@ TEST(Findings, ImplicitSyncAllocFreeInHotPath)
 }
 
 // Work done once is not the hot path: 32 cudaMalloc one after the other before the loop and 32 cudaFree
-// after it are one burst each (setup, teardown), set aside and said so; the allocations and frees
-// repeated in the loop, other calls between them, are the finding.
+// after it are one burst each (setup, teardown), set aside and said so; so are 32 allocations each
+// followed by a copy of the buffer's contents (32 bursts), whose buffers live until teardown frees them.
+// The allocations and frees repeated in the loop, other calls between them, turning their memory over,
+// are the finding.
 TEST(Findings, ImplicitSyncSetsAsideSetupAndTeardown)
 {
-    auto run = [](bool allocInLoop) {
+    auto run = [](bool allocInLoop, bool copyEach) {
         ProcBuilder b;
         b.p.kernels[1] = "_Z4stepPf";
-        const uint32_t setup = b.site("main", 10), alloc = b.site("step", 20), kern = b.site("step", 21),
-                       free = b.site("step", 22), teardown = b.site("main", 30);
+        const uint32_t setup = b.site("main", 10), upload = b.site("main", 11), alloc = b.site("step", 20),
+                       kern = b.site("step", 21), free = b.site("step", 22), teardown = b.site("main", 30);
         uint64_t t = 0;
-        for (int i = 0; i < 32; ++i, t += 50) b.call("cuMemAlloc_v2", Category::Alloc, t, t + 40, 0, setup);
-        for (int i = 0; i < 20; ++i, t += 200) {
-            if (allocInLoop) b.call("cuMemAlloc_v2", Category::Alloc, t, t + 20, 0, alloc);
-            b.launch(1, t + 20, t + 30, t + 30, t + 130, kern);
-            if (allocInLoop) b.call("cuMemFree_v2", Category::Alloc, t + 30, t + 140, wire::kCallImplicitSync, free);
+        for (uint64_t i = 0; i < 32; ++i, t += 50) {
+            b.call("cuMemAlloc_v2", Category::Alloc, t, t + 40, 0, setup).args.alloc.ptr = 0x100000 + i * 0x1000;
+            if (copyEach)
+                b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, KiB, t + 40, t + 45, false,
+                       0, 0, upload);
         }
-        for (int i = 0; i < 32; ++i, t += 50)
-            b.call("cuMemFree_v2", Category::Alloc, t, t + 40, wire::kCallImplicitSync, teardown);
+        for (int i = 0; i < 20; ++i, t += 200) {
+            if (allocInLoop) b.call("cuMemAlloc_v2", Category::Alloc, t, t + 20, 0, alloc).args.alloc.ptr = 0x900000;
+            b.launch(1, t + 20, t + 30, t + 30, t + 130, kern);
+            if (allocInLoop)
+                b.call("cuMemFree_v2", Category::Alloc, t + 30, t + 140, wire::kCallImplicitSync, free).args.alloc.ptr = 0x900000;
+        }
+        for (uint64_t i = 0; i < 32; ++i, t += 50)
+            b.call("cuMemFree_v2", Category::Alloc, t, t + 40, wire::kCallImplicitSync, teardown).args.alloc.ptr =
+                0x100000 + i * 0x1000;
         return analyze(b.capture(), {});
     };
-    const Report once = run(false);
-    EXPECT_FALSE(findingOf(once, "implicit-sync")) << findingOf(once, "implicit-sync")->message;
-    EXPECT_TRUE(std::any_of(once.notes.begin(), once.notes.end(), [](const std::string& n) {
-        return n.find("implicit-sync: 64 allocations and frees from 2 call site(s)") == 0 && n.find("set aside") != std::string::npos;
-    }));
-    const Report loop = run(true);
+    for (bool copyEach : {false, true}) {
+        const Report once = run(false, copyEach);
+        EXPECT_FALSE(findingOf(once, "implicit-sync")) << findingOf(once, "implicit-sync")->message;
+        EXPECT_TRUE(std::any_of(once.notes.begin(), once.notes.end(), [](const std::string& n) {
+            return n.find("implicit-sync: 64 allocations and frees from 2 call site(s)") == 0 && n.find("set aside") != std::string::npos;
+        })) << copyEach;
+    }
+    const Report loop = run(true, true);
     const Finding* f = findingOf(loop, "implicit-sync");
     ASSERT_TRUE(f);
     EXPECT_EQ(f->count, 40u);  // the loop's 20 allocations and 20 frees, not the 64 of setup and teardown

@@ -227,6 +227,36 @@ TEST(Fixes, HoistAllocsLeavesSetupAndTeardownAlone)
     EXPECT_EQ(w.scenarios[0].effects[0].changed, 9u + 9u);
 }
 
+// Setup that allocates its buffers one by one, each followed by its upload (32 bursts), is setup still:
+// its buffers live from before the loop to after it, while the loop's allocation is freed every round.
+TEST(Fixes, HoistAllocsLeavesBuffersThatLiveThroughTheLoopAlone)
+{
+    Proc pr;
+    uint64_t t = 1000;
+    auto alloc = [&](const char* name, uint32_t stack, uint64_t address) {
+        wire::CallBody& c = pr.call(name, Category::Alloc, 7, t, t + 100);
+        c.stackId = stack;
+        c.args.alloc.ptr = address;
+        t += 200;
+    };
+    for (uint64_t i = 0; i < 32; ++i) {
+        alloc("cuMemAlloc_v2", 1, 0x100000 + i * 0x1000);
+        pr.call("cuMemcpyHtoD_v2", Category::Transfer, 7, t, t + 50).stackId = 5;
+        t += 100;
+    }
+    for (int i = 0; i < 10; ++i) {
+        alloc("cuMemAlloc_v2", 2, 0x900000);
+        pr.launch(7, t, t + 100, t + 200, t + 1200);
+        t += 1300;
+        alloc("cuMemFree_v2", 3, 0x900000);
+    }
+    for (uint64_t i = 0; i < 32; ++i) alloc("cuMemFree_v2", 4, 0x100000 + i * 0x1000);
+    pr.p.lastNs = t;
+    const WhatIf w = whatIf(pr.p, {}, {FixKind::HoistAllocs});
+    ASSERT_EQ(w.scenarios.size(), 1u);
+    EXPECT_EQ(w.scenarios[0].effects[0].changed, 9u + 9u);
+}
+
 TEST(Replay, AStreamWaitingOnAnEventFollowsTheOtherStreamInTheReplay)
 {
     // Stream A: a 1 ms copy-like kernel; event; stream B waits on it, then a 100 us kernel; host syncs B.
