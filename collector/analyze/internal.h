@@ -10,6 +10,7 @@
 #include "collector/timeline/device_timeline.h"
 #include "collector/timeline/intervals.h"
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -210,19 +211,31 @@ struct HotAllocAcc {
     uint64_t withPtr = 0, turnsOver = 0;  // calls that named an address; of which turned memory over (CallInfo)
 };
 
+// Durations in 64 buckets a factor sqrt(2) apart, each with its count and sum: the cycles of a poll loop
+// (one poll's begin to the next's), whose few long ones are the thread off the CPU (spin-wait).
+struct CycleHistogram {
+    std::array<std::pair<uint64_t, uint64_t>, 64> buckets{};  // count, summed ns
+    void add(uint64_t ns);
+    void merge(const CycleHistogram& o);
+    // The CPU time the cycles took: their sum, a cycle over 64x the median and 100 us counted as the
+    // median (the rest of it the thread was descheduled, not polling).
+    uint64_t onCpuNs() const;
+};
 // A thread's queries in a row (spin-wait): cuEventQuery/cuStreamQuery calls with no other call of the
 // thread between them, open until another call comes.
 struct PollRun {
     uint64_t lastOrdinal = 0;          // CallInfo::threadOrdinal of its last query
     uint64_t firstNs = 0, lastNs = 0;  // its first query's begin, its last one's end
-    uint64_t lastPollNs = 0;           // its last query's host time
+    uint64_t lastBeginNs = 0, lastPollNs = 0;  // its last query's begin and host time
     uint64_t pollNs = 0, notReady = 0; // host time in the queries; those answered CUDA_ERROR_NOT_READY
-    uint64_t gaps = 0, shortGaps = 0, shortGapNs = 0;  // between its queries; those the thread did nothing in
+    uint64_t gaps = 0, shortGaps = 0;  // between its queries; those the thread did nothing in
+    CycleHistogram cycles;             // each query's begin to the next one's (the last: its host time)
     uint32_t rawSite = kNoRawSite;     // of its first query
 };
 // The runs that were busy-waits, from one call site (collector/findings/spin.cpp says which are).
 struct SpinAcc {
-    uint64_t runs = 0, notReady = 0, spanNs = 0, pollNs = 0, cpuNs = 0;
+    uint64_t runs = 0, notReady = 0, spanNs = 0, pollNs = 0;
+    CycleHistogram cycles;
 };
 
 // The findings' accumulators (collector/findings/findings.cpp reads them at the end).

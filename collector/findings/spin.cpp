@@ -15,7 +15,8 @@ constexpr uint64_t kIdleGapNs = 1000;
 // A run of queries is a busy-wait when kMinSpinPolls or more answered not-ready in a row and at least
 // half of the gaps between them were idle: nothing but the polls. A thread doing its own work between
 // occasional polls is not spinning; one descheduled now and then still is (its few long gaps). The host
-// CPU time it burnt: its polls and its idle gaps (not the long gaps: off the CPU, or working).
+// CPU time it burnt: its poll cycles, those stretched by the thread being off the CPU counted at the
+// median cycle (CycleHistogram::onCpuNs): on a loaded host the wall clock overstates it.
 bool isSpin(const PollRun& run) { return run.notReady >= kMinSpinPolls && 2 * run.shortGaps >= run.gaps; }
 
 void addRun(SpinAcc& a, const PollRun& run)
@@ -24,7 +25,8 @@ void addRun(SpinAcc& a, const PollRun& run)
     a.notReady += run.notReady;
     a.spanNs += run.lastNs - run.firstNs;
     a.pollNs += run.pollNs;
-    a.cpuNs += run.pollNs + run.shortGapNs;
+    a.cycles.merge(run.cycles);
+    a.cycles.add(run.lastPollNs);  // the last query's own time: no next one to measure its cycle to
 }
 
 void closeRun(FindingAccs& F, const PollRun& run)
@@ -49,12 +51,11 @@ void addPoll(FindingAccs& F, const ProcView& pv, const CallInfo& ci)
     } else {
         const uint64_t gap = c.beginNs > run.lastNs ? c.beginNs - run.lastNs : 0;
         ++run.gaps;
-        if (gap <= std::max(run.lastPollNs, kIdleGapNs)) {
-            ++run.shortGaps;
-            run.shortGapNs += gap;
-        }
+        if (gap <= std::max(run.lastPollNs, kIdleGapNs)) ++run.shortGaps;
+        run.cycles.add(c.beginNs > run.lastBeginNs ? c.beginNs - run.lastBeginNs : 0);
     }
     run.lastOrdinal = ci.threadOrdinal;
+    run.lastBeginNs = c.beginNs;
     run.lastNs = std::max(run.lastNs, c.endNs);
     run.lastPollNs = hostNs(c);
     run.pollNs += hostNs(c);
@@ -76,12 +77,13 @@ void spinWait(Builder& b)
     Matched m;
     uint64_t runs = 0, pollNs = 0, spanNs = 0;
     for (const auto& [raw, a] : spins) {
+        const uint64_t cpu = a.cycles.onCpuNs();
         runs += a.runs;
         m.count += a.notReady;
-        m.hostNs += a.cpuNs;
+        m.hostNs += cpu;
         pollNs += a.pollNs;
         spanNs += a.spanNs;
-        m.sites[raw] += a.cpuNs;
+        m.sites[raw] += cpu;
     }
     if (!runs) return;
     const uint64_t cpu = m.hostNs;
@@ -92,8 +94,8 @@ void spinWait(Builder& b)
                            std::to_string(runs) + " run(s) of at least " + std::to_string(kMinSpinPolls) + " in a row" +
                            siteLabel(cx, topSites(namedSites(cx, m.sites), 1)) + ", the thread doing nothing else: " +
                            formatNs(cpu) + " of host CPU time spent polling (" + fmtPct(share) + " of the wall; " +
-                           formatNs(pollNs) + " inside the queries, the rest between them; the runs spanned " +
-                           formatNs(spanNs) + "). Wait instead with "
+                           formatNs(pollNs) + " inside the queries; the runs spanned " + formatNs(spanNs) +
+                           ", the rest the thread was off the CPU). Wait instead with "
                            "cudaEventSynchronize on an event created with cudaEventBlockingSync (or cudaStreamSynchronize "
                            "after cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync)): the thread sleeps until the GPU is "
                            "done. It frees about " + formatNs(cpu) + " of host CPU time, a core for other threads or "

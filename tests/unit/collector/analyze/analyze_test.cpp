@@ -1580,11 +1580,11 @@ TEST(Findings, ImplicitSyncSetsAsideSetupAndTeardown)
 }
 
 // A thread that polls cuEventQuery back to back while a kernel runs burns a core: spin-wait, its saving the
-// host CPU time a blocking wait frees (no wall time). Polls spread through the thread's own work, or a
-// blocking cuEventSynchronize, are no busy-wait.
+// host CPU time a blocking wait frees (no wall time); a stretch the thread was off the CPU in is not
+// counted. Polls spread through the thread's own work, or a blocking cuEventSynchronize, are no busy-wait.
 TEST(Findings, SpinWaitIsPollingInARowAndFreesHostCpuNotWall)
 {
-    enum Shape { Spin, PollBetweenWork, Blocking };
+    enum Shape { Spin, SpinDescheduled, PollBetweenWork, Blocking };
     uint64_t notReady = 0, spanNs = 0;
     auto run = [&](Shape shape) {
         ProcBuilder b;
@@ -1602,9 +1602,11 @@ TEST(Findings, SpinWaitIsPollingInARowAndFreesHostCpuNotWall)
                 p = done + 5;
             } else {
                 // 400 ns polls, 100 ns apart (back to back) or 10 us apart (the thread's own work between).
-                const uint64_t step = shape == Spin ? 500 : 10400;
-                for (; p + 400 < done; p += step, ++notReady)
+                const uint64_t step = shape == PollBetweenWork ? 10400 : 500;
+                for (int k = 0; p + 400 < done; p += step, ++notReady, ++k) {
                     b.call("cuEventQuery", Category::Sync, p, p + 400, 0, poll, 600);
+                    if (shape == SpinDescheduled && i == 2 && k == 100) p += 300000;  // off the CPU for 300 us
+                }
                 b.call("cuEventQuery", Category::Sync, p, p + 400, 0, poll);
                 spanNs += p + 400 - (t + 12);
                 p += 400;
@@ -1629,6 +1631,11 @@ TEST(Findings, SpinWaitIsPollingInARowAndFreesHostCpuNotWall)
         inJson = inJson || (x["rule"] == "spin-wait" && x["host_cpu_savings_ns"] == spanNs);
     EXPECT_TRUE(inJson);
     EXPECT_NE(renderText(spin, false).find("of host CPU to free (not wall time)"), std::string::npos);
+    const Report descheduled = run(SpinDescheduled);
+    const Finding* d = findingOf(descheduled, "spin-wait");
+    ASSERT_TRUE(d);
+    // The stretched cycle counts as a typical one (the median's bucket mean: about 500).
+    EXPECT_NEAR(double(d->hostCpuSavingsNs), double(spanNs - 300000), 10.0);
     const Report between = run(PollBetweenWork);
     EXPECT_GT(notReady, 5u * 16);  // enough polls in a row: their gaps make it no spin
     EXPECT_FALSE(findingOf(between, "spin-wait")) << findingOf(between, "spin-wait")->message;
