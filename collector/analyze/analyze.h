@@ -248,7 +248,8 @@ struct Finding {
 };
 
 // A finding's severity by its saving as a share of the wall time: high from 10%, medium from 2%, else
-// low. The findings' order: by saving, then by the time involved (the rules' and the replay's alike).
+// low. The findings' order: by saving, then by host CPU freed, then by the time involved (the rules' and
+// the replay's alike).
 std::string findingSeverity(uint64_t savingsNs, uint64_t wallNs);
 void rankFindings(std::vector<Finding>& findings);
 
