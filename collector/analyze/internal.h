@@ -107,7 +107,7 @@ public:
     bool onCall(uint64_t site, uint64_t address, bool release, uint64_t beginNs);
 
 private:
-    static constexpr size_t kMaxLive = size_t(1) << 20;  // beyond: addresses nothing matches
+    static constexpr size_t kMaxLive = size_t(1) << 16;  // beyond: addresses nothing matches (a few MiB at most)
     std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> m_live;   // address -> (site, begin)
     std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> m_sites;  // site -> (previous begin, last free of its memory)
 };
