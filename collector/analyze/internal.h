@@ -90,13 +90,12 @@ struct CallInfo {
     uint32_t rawSite = kNoRawSite;
     const std::vector<wire::GpuSpanBody>* spans = nullptr;  // null when untimed
     uint64_t threadOrdinal = 0;     // its place among its thread's calls (1, 2, ...), in host time order
-    // An allocation or free that turns memory over, as a loop does (worked out in host time order): an
-    // allocation after one of its site's earlier allocations was freed, a free of memory allocated
-    // since its site's previous call. Setup's buffers live until teardown frees them: neither.
-    bool turnsOver = false;
+    // Of an allocation or free (AllocTurnover, worked out in host time order): whether it turns memory
+    // over as a loop does; Unknown where its address says nothing (none named, or never seen allocated).
+    enum class Turnover : uint8_t { Unknown, Stays, Turns } turnover = Turnover::Unknown;
 };
 
-// Whether an allocation or release turns memory over as a loop does (CallInfo::turnsOver): an
+// Whether an allocation or release turns memory over as a loop does (CallInfo::turnover): an
 // allocation made after one of its site's earlier allocations was freed, a release of memory allocated
 // since its site's previous call. Setup's buffers live until teardown frees them: neither. Fed a
 // process's allocation-family calls in host time order (collector/analyze/turnover.cpp); the replay's
@@ -104,7 +103,8 @@ struct CallInfo {
 class AllocTurnover {
 public:
     // site: any key of the call site; address: what the call allocated or released (0: none named).
-    bool onCall(uint64_t site, uint64_t address, bool release, uint64_t beginNs);
+    // Unknown: no address, a release of memory not seen allocated, an allocation past the bound.
+    CallInfo::Turnover onCall(uint64_t site, uint64_t address, bool release, uint64_t beginNs);
 
 private:
     static constexpr size_t kMaxLive = size_t(1) << 16;  // beyond: addresses nothing matches (a few MiB at most)
@@ -208,7 +208,7 @@ struct LoopSyncAcc {
 struct HotAllocAcc {
     uint64_t count = 0, hostNs = 0, busyNs = 0;
     uint64_t bursts = 0;
-    uint64_t withPtr = 0, turnsOver = 0;  // calls that named an address; of which turned memory over (CallInfo)
+    uint64_t judged = 0, turnsOver = 0;  // calls whose turnover is known (CallInfo::turnover); of which turned
 };
 
 // Durations in 64 buckets a factor sqrt(2) apart, each with its count and sum: the cycles of a poll loop

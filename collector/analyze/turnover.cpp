@@ -11,24 +11,25 @@ bool isRelease(const ApiClass& api)
     return api.freeLike || api.name.find("Unregister") != std::string::npos || api.name.find("Destroy") != std::string::npos;
 }
 
-bool AllocTurnover::onCall(uint64_t site, uint64_t address, bool release, uint64_t beginNs)
+CallInfo::Turnover AllocTurnover::onCall(uint64_t site, uint64_t address, bool release, uint64_t beginNs)
 {
+    using T = CallInfo::Turnover;
     // One lookup for this site: references into an unordered_map survive its rehashing.
     auto& [prevNs, freedMineNs] = m_sites[site];
-    bool turns = false;
+    T out = T::Unknown;
     if (address && release) {
         if (auto it = m_live.find(address); it != m_live.end()) {
-            turns = it->second.second >= prevNs;  // allocated since this site's previous call
+            out = it->second.second >= prevNs ? T::Turns : T::Stays;  // allocated since this site's previous call?
             auto& owner = m_sites[it->second.first].second;
             owner = std::max(owner, beginNs);
             m_live.erase(it);
         }
-    } else if (address) {
-        turns = freedMineNs > prevNs;  // one of this site's allocations was freed since its previous call
-        if (m_live.size() < kMaxLive) m_live[address] = {site, beginNs};
+    } else if (address && m_live.size() < kMaxLive) {
+        out = freedMineNs > prevNs ? T::Turns : T::Stays;  // one of its allocations freed since its previous call?
+        m_live[address] = {site, beginNs};
     }
     prevNs = beginNs;
-    return turns;
+    return out;
 }
 
 }  // namespace gpuspy::collect::detail

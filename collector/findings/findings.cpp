@@ -120,8 +120,8 @@ void addFindingCall(Context& cx, const ProcView& pv, const CallInfo& ci)
                 uint64_t& last = F.hotAllocLast[{ci.rawSite, c.tid}];
                 if (!last || ci.threadOrdinal != last + 1) ++a.bursts;
                 last = ci.threadOrdinal;
-                if (c.args.alloc.ptr && succeeded(c)) ++a.withPtr;
-                a.turnsOver += ci.turnsOver;
+                a.judged += ci.turnover != CallInfo::Turnover::Unknown;
+                a.turnsOver += ci.turnover == CallInfo::Turnover::Turns;
             }
         }
         if (ci.api->asyncName) F.pooled.add(ci);

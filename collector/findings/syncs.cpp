@@ -89,23 +89,24 @@ void implicitSync(Builder& b)
     // again with other calls between them (cudaMalloc, a kernel, cudaFree, round after round): at least
     // kMinHotAllocs bursts. Calls one after the other from one site, nothing else between (32 cudaMalloc
     // before the loop, the 32 cudaFree after it), are one burst: setup or teardown, however many calls.
-    // And the loop turns its memory over: it allocates again after it freed (CallInfo::turnsOver).
+    // And the loop turns its memory over: it allocates again after it freed (CallInfo::turnover).
     // Buffers allocated one by one before the loop (each followed by a copy of its weights: 32 bursts)
-    // live until teardown frees them: setup too. Where the calls named no address, bursts alone decide.
-    // What is left out is set aside and said so; as is a site called once.
+    // live until teardown frees them: setup too. Where no call of the site could be judged (no address,
+    // memory never seen allocated), bursts alone decide. What is left out is set aside and said so; as
+    // is a site called once.
     std::map<int, HotAllocAcc> perSite;
     for (const auto& [raw, a] : cx.findings.hotAllocs) {
         HotAllocAcc& s = perSite[cx.rawSites[raw].site];
         s.count += a.count;
         s.bursts += a.bursts;
-        s.withPtr += a.withPtr;
+        s.judged += a.judged;
         s.turnsOver += a.turnsOver;
     }
     std::set<int> hotSites;
     uint64_t setAside = 0, setAsideSites = 0;
     for (const auto& [s, a] : perSite) {
         if (s == kNoSite) continue;
-        if (a.bursts >= kMinHotAllocs && (!a.withPtr || a.turnsOver + 1 >= kMinHotAllocs)) {
+        if (a.bursts >= kMinHotAllocs && (!a.judged || a.turnsOver + 1 >= kMinHotAllocs)) {
             hotSites.insert(s);
         } else if (a.count >= kMinHotAllocs) {  // the repetition a loop would have
             setAside += a.count;

@@ -174,8 +174,9 @@ std::set<uint64_t> loopAllocSites(const RunGraph& g)
     for (const Call& c : g.calls)  // in host time order
         if (c.kind == CallKind::Alloc || c.kind == CallKind::Free) {
             Tally& t = n[siteOf(c)];
-            t.named += c.address != 0;
-            t.turns += turnover.onCall(siteOf(c), c.address, c.release, c.begin);
+            const auto turn = turnover.onCall(siteOf(c), c.address, c.release, c.begin);
+            t.named += turn != detail::CallInfo::Turnover::Unknown;
+            t.turns += turn == detail::CallInfo::Turnover::Turns;
         }
     std::set<uint64_t> loops;
     for (const auto& [site, t] : n)
