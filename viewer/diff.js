@@ -28,6 +28,7 @@ function fmtPct(p) {
 const HEADLINE = [
   ['wall_ns', 'wall', fmtNs], ['cuda_api_ns', 'CUDA API time', fmtNs], ['calls', 'CUDA calls', String],
   ['launches', 'kernel launches', String], ['graph_launches', 'graph launches', String],
+  ['host_functions', 'host functions', String],
   ['transfer_bytes', 'bytes transferred', fmtBytes], ['sync_blocked_ns', 'blocked in syncs', fmtNs],
 ];
 
@@ -44,7 +45,7 @@ function diffTables(doc) {
   if (runs) head.columns.push('over the runs');
   for (const [key, label, fmt] of HEADLINE) {
     const p = doc.headline[key];
-    if (!p || (key === 'graph_launches' && !p.a && !p.b)) continue;
+    if (!p || ((key === 'graph_launches' || key === 'host_functions') && !p.a && !p.b)) continue;
     const row = [label, fmt(p.a), fmt(p.b), (p.delta > 0 ? '+' : p.delta < 0 ? '-' : '') + fmt(Math.abs(p.delta)),
                  fmtPct(p.change_pct)];
     if (runs) row.push(verdictOf(doc, 'headline', key) || '');

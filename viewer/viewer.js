@@ -406,6 +406,15 @@
         ['Max', (r) => r.max_ns, fmtNs, true], ['Errors', (r) => r.errors, fmtCount, true],
       ], 'Host time inside each hooked driver entry point, named with the runtime call it comes from.'],
     ];
+    const hostFunctions = report.host_functions;
+    if (hostFunctions && hostFunctions.count)
+      tables.splice(2, 0, ['Host functions', 'host_functions', [hostFunctions], [
+        ['Count', (r) => r.count, fmtCount, true], ['Graph nodes', (r) => r.graph_count, fmtCount, true],
+        ['Held stream', (r) => r.estimated_stream_ns, (v, r) => (r.timed_count < r.count ? '~' : '') + fmtNs(v), true],
+        ['Median', (r) => r.median_stream_ns, fmtNs, true], ['Launch host time', (r) => r.launch_host_ns, fmtNs, true],
+        ['Top call site', (r) => siteLabel(r.callsites)],
+      ], 'cudaLaunchHostFunc and graph host nodes: host code the stream runs in its order, not kernels. Held stream: ' +
+        'how long they held their stream (~: the untimed ones at the timed ones\' mean).']);
     if ((report.nvtx || []).length)
       tables.push(['NVTX ranges', 'nvtx', report.nvtx, [
         ['Range', (r) => r.name], ['Ranges', (r) => r.ranges, fmtCount, true], ['Time', (r) => r.range_ns, fmtNs, true],

@@ -41,8 +41,12 @@ std::string findingSeverity(uint64_t savingsNs, uint64_t wallNs)
 
 void rankFindings(std::vector<Finding>& findings)
 {
+    // By wall time saved; among equal ones (none, mostly), by host CPU time freed (spin-wait), then by
+    // the time involved.
     std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& c) {
-        return a.estimatedSavingsNs > c.estimatedSavingsNs || (a.estimatedSavingsNs == c.estimatedSavingsNs && a.ns > c.ns);
+        if (a.estimatedSavingsNs != c.estimatedSavingsNs) return a.estimatedSavingsNs > c.estimatedSavingsNs;
+        if (a.hostCpuSavingsNs != c.hostCpuSavingsNs) return a.hostCpuSavingsNs > c.hostCpuSavingsNs;
+        return a.ns > c.ns;
     });
 }
 

@@ -235,6 +235,8 @@ struct Finding {
     uint64_t count = 0;    // calls (or launches, gaps, records) involved
     uint64_t ns = 0;       // host or GPU time involved
     uint64_t estimatedSavingsNs = 0;
+    // Host CPU time the fix frees, apart from wall time (spin-wait: a thread polling instead of sleeping).
+    uint64_t hostCpuSavingsNs = 0;
     // How to read estimatedSavingsNs: "estimate"; "at_most" or "at_least" where it rests on GPU times
     // that are only upper bounds (the message says why).
     std::string savingsBound = "estimate";
@@ -246,7 +248,8 @@ struct Finding {
 };
 
 // A finding's severity by its saving as a share of the wall time: high from 10%, medium from 2%, else
-// low. The findings' order: by saving, then by the time involved (the rules' and the replay's alike).
+// low. The findings' order: by saving, then by host CPU freed, then by the time involved (the rules' and
+// the replay's alike).
 std::string findingSeverity(uint64_t savingsNs, uint64_t wallNs);
 void rankFindings(std::vector<Finding>& findings);
 

@@ -10,6 +10,7 @@
 #include "collector/timeline/device_timeline.h"
 #include "collector/timeline/intervals.h"
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -89,7 +90,29 @@ struct CallInfo {
     uint32_t rawSite = kNoRawSite;
     const std::vector<wire::GpuSpanBody>* spans = nullptr;  // null when untimed
     uint64_t threadOrdinal = 0;     // its place among its thread's calls (1, 2, ...), in host time order
+    // Of an allocation or free (AllocTurnover, worked out in host time order): whether it turns memory
+    // over as a loop does; Unknown where its address says nothing (none named, or never seen allocated).
+    enum class Turnover : uint8_t { Unknown, Stays, Turns } turnover = Turnover::Unknown;
 };
+
+// Whether an allocation or release turns memory over as a loop does (CallInfo::turnover): an
+// allocation made after one of its site's earlier allocations was freed, a release of memory allocated
+// since its site's previous call. Setup's buffers live until teardown frees them: neither. Fed a
+// process's allocation-family calls in host time order (collector/analyze/turnover.cpp); the replay's
+// hoist-allocs asks it too.
+class AllocTurnover {
+public:
+    // site: any key of the call site; address: what the call allocated or released (0: none named).
+    // Unknown: no address, a release of memory not seen allocated, an allocation past the bound.
+    CallInfo::Turnover onCall(uint64_t site, uint64_t address, bool release, uint64_t beginNs);
+
+private:
+    static constexpr size_t kMaxLive = size_t(1) << 16;  // beyond: addresses nothing matches (a few MiB at most)
+    std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> m_live;   // address -> (site, begin)
+    std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> m_sites;  // site -> (previous begin, last free of its memory)
+};
+// A call that gives memory back: a free, a host unregister, a destroy.
+bool isRelease(const ApiClass& api);
 
 // Order statistics and sums of a set of calls (a finding's evidence).
 struct Matched {
@@ -185,6 +208,34 @@ struct LoopSyncAcc {
 struct HotAllocAcc {
     uint64_t count = 0, hostNs = 0, busyNs = 0;
     uint64_t bursts = 0;
+    uint64_t judged = 0, turnsOver = 0;  // calls whose turnover is known (CallInfo::turnover); of which turned
+};
+
+// Durations in 64 buckets a factor sqrt(2) apart, each with its count and sum: the cycles of a poll loop
+// (one poll's begin to the next's), whose few long ones are the thread off the CPU (spin-wait).
+struct CycleHistogram {
+    std::array<std::pair<uint64_t, uint64_t>, 64> buckets{};  // count, summed ns
+    void add(uint64_t ns);
+    void merge(const CycleHistogram& o);
+    // The CPU time the cycles took: their sum, a cycle over 64x the median and 100 us counted as the
+    // median (the rest of it the thread was descheduled, not polling).
+    uint64_t onCpuNs() const;
+};
+// A thread's queries in a row (spin-wait): cuEventQuery/cuStreamQuery calls with no other call of the
+// thread between them, open until another call comes.
+struct PollRun {
+    uint64_t lastOrdinal = 0;          // CallInfo::threadOrdinal of its last query
+    uint64_t firstNs = 0, lastNs = 0;  // its first query's begin, its last one's end
+    uint64_t lastBeginNs = 0, lastPollNs = 0;  // its last query's begin and host time
+    uint64_t pollNs = 0, notReady = 0; // host time in the queries; those answered CUDA_ERROR_NOT_READY
+    uint64_t gaps = 0, shortGaps = 0;  // between its queries; those the thread did nothing in
+    CycleHistogram cycles;             // each query's begin to the next one's (the last: its host time)
+    uint32_t rawSite = kNoRawSite;     // of its first query
+};
+// The runs that were busy-waits, from one call site (collector/findings/spin.cpp says which are).
+struct SpinAcc {
+    uint64_t runs = 0, notReady = 0, spanNs = 0, pollNs = 0;
+    CycleHistogram cycles;
 };
 
 // The findings' accumulators (collector/findings/findings.cpp reads them at the end).
@@ -195,6 +246,8 @@ struct FindingAccs {
     std::map<uint32_t, LoopSyncAcc> loopSyncs;  // by raw site
     std::map<uint32_t, HotAllocAcc> hotAllocs;  // by raw site
     std::map<std::pair<uint32_t, uint32_t>, uint64_t> hotAllocLast;  // (raw site, tid) -> ordinal of its last call
+    std::map<std::pair<uint32_t, uint32_t>, PollRun> pollRuns;       // (pid, tid) -> its open run of queries
+    std::map<uint32_t, SpinAcc> spins;                               // by raw site of a run's first query
     std::map<uint32_t, std::pair<uint64_t, uint64_t>> syncMemcpySpan;  // by pid: first begin, last end of syncMemcpy
 };
 

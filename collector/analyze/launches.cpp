@@ -31,17 +31,18 @@ void addLaunch(Context& cx, const ProcView& pv, const CallInfo& ci)
         return;
     }
     if (c.category != wire::Category::Launch) return;
+    // A host function is host code the stream runs, not a kernel: its own row, and no launch to count
+    // (failed, captured, or toward the launch rate or a launch-bound kernel: "fuse the kernels" cannot
+    // apply to it).
+    const bool hostFunction = c.args.launch.kernelId == 0 && ci.api->hostFunc;
     if (!succeeded(c)) {
-        ++L.failed;
+        if (!hostFunction) ++L.failed;
         return;
     }
     if (hasFlag(c, wire::kCallCapturing)) {
-        ++L.captured;
+        if (!hostFunction) ++L.captured;
         return;
     }
-    // A host function is host code the stream runs, not a kernel: its own row, and no launch to count
-    // toward the launch rate or a launch-bound kernel ("fuse the kernels" cannot apply to it).
-    const bool hostFunction = c.args.launch.kernelId == 0 && ci.api->hostFunc;
     if (!hostFunction) cx.launchHost.add(hostNs(c));
     addLaunchTo(cx, kernelAccOf(cx, pv, c, hostFunction), ci, !hostFunction);
 }

@@ -52,6 +52,7 @@ struct ProcState {
     std::vector<StreamAcc> streams;  // by DeviceTimeline stream index
     std::unordered_set<uint32_t> tids;
     std::unordered_map<uint32_t, uint64_t> threadCalls;  // calls placed per thread (CallInfo::threadOrdinal)
+    AllocTurnover turnover;  // CallInfo::turnover
     uint64_t maxSpanEnd = 0;
     bool anyCall = false;
     std::map<uint32_t, WindowTally> windowTally;  // by CallBody::window
@@ -250,6 +251,8 @@ void placeCall(Context& cx, ProcState& ps, const wire::CallBody& c, const ApiCla
     u.known = placed.known;
     ci.rawSite = rawSiteOf(cx, ps.siteIndex, ps.rawSites, c);
     ci.threadOrdinal = ++ps.threadCalls[c.tid];
+    if (c.category == wire::Category::Alloc && ci.rawSite != kNoRawSite)
+        ci.turnover = ps.turnover.onCall(ci.rawSite, succeeded(c) ? c.args.alloc.ptr : 0, isRelease(api), c.beginNs);
     attributeNvtx(cx, ps, ci);
 }
 

@@ -147,6 +147,7 @@ HeadlineDiff headlineOf(const Report& a, const Report& b)
         out.calls.*side = calls;
         out.launches.*side = r.launches.count;
         out.graphLaunches.*side = r.launches.graphLaunches;
+        out.hostFunctions.*side = r.hostFunctions.count;
         out.transferBytes.*side = bytes;
         out.syncBlockedNs.*side = blocked;
     };
@@ -181,7 +182,7 @@ bool ReportDiff::changed() const
 {
     const HeadlineDiff& h = headline;
     if (h.wallNs.changed() || h.cudaApiNs.changed() || h.calls.changed() || h.launches.changed() ||
-        h.graphLaunches.changed() || h.transferBytes.changed() || h.syncBlockedNs.changed() ||
+        h.graphLaunches.changed() || h.hostFunctions.changed() || h.transferBytes.changed() || h.syncBlockedNs.changed() ||
         busyDiffers(h.busyA, h.busyB))
         return true;
     for (const ProcessDiff& p : processes)

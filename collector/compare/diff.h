@@ -37,6 +37,7 @@ struct BusyFigure {
 // own process, or the worker that lived longest); cudaApiNs and calls sum over the processes.
 struct HeadlineDiff {
     DiffPair wallNs, cudaApiNs, calls, launches, graphLaunches, transferBytes, syncBlockedNs;
+    DiffPair hostFunctions;  // cudaLaunchHostFunc calls and graph host nodes run (not in launches)
     BusyFigure busyA, busyB;  // over every device of every process
 };
 

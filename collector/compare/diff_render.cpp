@@ -123,6 +123,7 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
     out += figureLine("CUDA calls", h.calls, plain);
     out += figureLine("kernel launches", h.launches, plain);
     if (h.graphLaunches.a || h.graphLaunches.b) out += figureLine("graph launches", h.graphLaunches, plain);
+    if (h.hostFunctions.a || h.hostFunctions.b) out += figureLine("host functions", h.hostFunctions, plain);
     out += figureLine("bytes transferred", h.transferBytes, formatBytes);
     out += figureLine("blocked in syncs", h.syncBlockedNs, formatNs);
     out += fmt::format("  {:<22} A {}\n  {:<22} B {}\n", "GPU busy", busyText(h.busyA), "", busyText(h.busyB));
@@ -260,6 +261,7 @@ Json diffJson(const ReportDiff& d, const std::string& nameA, const std::string& 
     pairJson(h.calls, head, "calls");
     pairJson(h.launches, head, "launches");
     pairJson(h.graphLaunches, head, "graph_launches");
+    pairJson(h.hostFunctions, head, "host_functions");
     pairJson(h.transferBytes, head, "transfer_bytes");
     pairJson(h.syncBlockedNs, head, "sync_blocked_ns");
     head["gpu_busy"] = Json{{"a", busyJson(h.busyA)}, {"b", busyJson(h.busyB)}};

@@ -105,6 +105,7 @@ void addFindingCall(Context& cx, const ProcView& pv, const CallInfo& ci)
         a.last = std::max(a.last, c.endNs);
         ++a.apis[ci.api->name];
     }
+    addPoll(F, pv, ci);
     if (c.category == wire::Category::Alloc) {
         if (!hasFlag(c, wire::kCallAsync) && !ci.api->asyncName) {
             F.hotAll.add(ci);
@@ -119,6 +120,8 @@ void addFindingCall(Context& cx, const ProcView& pv, const CallInfo& ci)
                 uint64_t& last = F.hotAllocLast[{ci.rawSite, c.tid}];
                 if (!last || ci.threadOrdinal != last + 1) ++a.bursts;
                 last = ci.threadOrdinal;
+                a.judged += ci.turnover != CallInfo::Turnover::Unknown;
+                a.turnsOver += ci.turnover == CallInfo::Turnover::Turns;
             }
         }
         if (ci.api->asyncName) F.pooled.add(ci);
@@ -136,6 +139,7 @@ void analyzeFindings(Context& cx, Report& r)
     gpuIdleAndStarved(b, r);
     syncInLoop(b);
     implicitSync(b);
+    spinWait(b);
     droppedRecords(b, r);
     rankFindings(r.findings);
 }

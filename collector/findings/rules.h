@@ -24,6 +24,7 @@ constexpr double kBusyThresholdPct = 80;     // gpu-idle below this
 constexpr double kStarvedShare = 0.2;        // gpu-starved: idle-while-host-outside-CUDA share of the GPU's span
 constexpr uint64_t kMinLoopSyncs = 10;       // explicit waits from one call site
 constexpr uint64_t kMinHotAllocs = 10;       // alloc/free bursts from one call site (HotAllocAcc)
+constexpr uint64_t kMinSpinPolls = 16;       // not-ready queries in a row before a run of them is a busy-wait
 
 std::string fmtPct(double pct);
 std::string fmtGbps(double gbps);
@@ -98,5 +99,8 @@ void gpuIdleAndStarved(Builder& b, const Report& r);  // gpu_idle.cpp
 void syncInLoop(Builder& b);           // syncs.cpp
 void implicitSync(Builder& b);
 void droppedRecords(Builder& b, const Report& r);     // dropped.cpp
+void spinWait(Builder& b);                            // spin.cpp
+// A query's part of the spin-wait accumulators (spin.cpp), fed per call by addFindingCall.
+void addPoll(FindingAccs& F, const ProcView& pv, const CallInfo& ci);
 
 }  // namespace gpuspy::collect::detail::rules

@@ -88,19 +88,25 @@ void implicitSync(Builder& b)
     // Work done once is not the hot path. A call site is in the loop when its calls come back again and
     // again with other calls between them (cudaMalloc, a kernel, cudaFree, round after round): at least
     // kMinHotAllocs bursts. Calls one after the other from one site, nothing else between (32 cudaMalloc
-    // before the loop, the 32 cudaFree after it), are one burst: setup or teardown, however many calls,
-    // set aside and said so; as is a site called once.
+    // before the loop, the 32 cudaFree after it), are one burst: setup or teardown, however many calls.
+    // And the loop turns its memory over: it allocates again after it freed (CallInfo::turnover).
+    // Buffers allocated one by one before the loop (each followed by a copy of its weights: 32 bursts)
+    // live until teardown frees them: setup too. Where no call of the site could be judged (no address,
+    // memory never seen allocated), bursts alone decide. What is left out is set aside and said so; as
+    // is a site called once.
     std::map<int, HotAllocAcc> perSite;
     for (const auto& [raw, a] : cx.findings.hotAllocs) {
         HotAllocAcc& s = perSite[cx.rawSites[raw].site];
         s.count += a.count;
         s.bursts += a.bursts;
+        s.judged += a.judged;
+        s.turnsOver += a.turnsOver;
     }
     std::set<int> hotSites;
     uint64_t setAside = 0, setAsideSites = 0;
     for (const auto& [s, a] : perSite) {
         if (s == kNoSite) continue;
-        if (a.bursts >= kMinHotAllocs) {
+        if (a.bursts >= kMinHotAllocs && (!a.judged || a.turnsOver + 1 >= kMinHotAllocs)) {
             hotSites.insert(s);
         } else if (a.count >= kMinHotAllocs) {  // the repetition a loop would have
             setAside += a.count;
@@ -110,7 +116,8 @@ void implicitSync(Builder& b)
     const std::string setAsideText =
         std::to_string(setAside) + " allocations and frees from " + std::to_string(setAsideSites) +
         " call site(s) that ran them in fewer than " + std::to_string(kMinHotAllocs) +
-        " bursts (calls one after the other, none between: setup before the loop or teardown after it) were set aside";
+        " bursts (calls one after the other, none between) or on buffers that live from before the loop to after it "
+        "(setup before the loop, teardown after it) were set aside";
     if (hotSites.empty()) {
         if (setAside) b.note("implicit-sync: " + setAsideText + ", not counted as in the hot path");
         return;

@@ -2,10 +2,13 @@
 // fixed program pays.
 #include "collector/replay/fixes.h"
 
+#include "collector/analyze/internal.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace gpuspy::collect::replay {
 
@@ -146,23 +149,39 @@ FixEffect fewerSyncs(RunGraph& g, const FixScope& scope)
     return fx;
 }
 
-// Bursts of allocations and frees per site: calls from the site one after the other on their thread, no
-// other call between (the implicit-sync rule's, collector/findings/syncs.cpp). A site of fewer than
-// kLoopCalls bursts ran as setup or teardown (32 buffers allocated in a row before the loop), not in it.
-std::map<uint64_t, uint64_t> allocBurstsPerSite(const RunGraph& g)
+// The sites whose allocations and frees ran in a loop, by the implicit-sync rule's test
+// (collector/findings/syncs.cpp): kLoopCalls bursts or more (calls from the site one after the other on
+// their thread, no other call between) and, where the calls name addresses, memory turned over that
+// often (detail::AllocTurnover). The others are setup or teardown: 32 buffers allocated in a row before
+// the loop, or one by one with their uploads, living until the frees after it.
+std::set<uint64_t> loopAllocSites(const RunGraph& g)
 {
-    std::map<uint64_t, uint64_t> n;
+    struct Tally {
+        uint64_t bursts = 0, named = 0, turns = 0;
+    };
+    std::map<uint64_t, Tally> n;
     for (const Thread& t : g.threads) {
         uint64_t prev = UINT64_MAX;
         for (uint32_t i : t.calls) {
             const Call& c = g.calls[i];
             const bool alloc = c.kind == CallKind::Alloc || c.kind == CallKind::Free;
             const uint64_t site = alloc ? siteOf(c) : UINT64_MAX;
-            if (alloc && site != prev) ++n[site];
+            if (alloc && site != prev) ++n[site].bursts;
             prev = site;
         }
     }
-    return n;
+    detail::AllocTurnover turnover;
+    for (const Call& c : g.calls)  // in host time order
+        if (c.kind == CallKind::Alloc || c.kind == CallKind::Free) {
+            Tally& t = n[siteOf(c)];
+            const auto turn = turnover.onCall(siteOf(c), c.address, c.release, c.begin);
+            t.named += turn != detail::CallInfo::Turnover::Unknown;
+            t.turns += turn == detail::CallInfo::Turnover::Turns;
+        }
+    std::set<uint64_t> loops;
+    for (const auto& [site, t] : n)
+        if (t.bursts >= kLoopCalls && (!t.named || t.turns + 1 >= kLoopCalls)) loops.insert(site);
+    return loops;
 }
 
 // Allocations and frees in loops: one allocation before the loop (the site's first), one free after it
@@ -171,12 +190,12 @@ FixEffect hoistAllocs(RunGraph& g, const FixScope& scope)
 {
     FixEffect fx;
     const auto perSite = callsPerSite(g, CallKind::Alloc, CallKind::Free);
-    const auto bursts = allocBurstsPerSite(g);
+    const std::set<uint64_t> loops = loopAllocSites(g);
     std::map<uint64_t, uint64_t> seen;
     for (Call& c : g.calls) {
         if ((c.kind != CallKind::Alloc && c.kind != CallKind::Free) || !scope.has(c.stackId)) continue;
         const uint64_t n = perSite.at(siteOf(c));
-        if (n < kLoopCalls || bursts.at(siteOf(c)) < kLoopCalls) continue;
+        if (n < kLoopCalls || !loops.count(siteOf(c))) continue;
         const uint64_t k = ++seen[siteOf(c)];
         if ((c.kind == CallKind::Alloc && k == 1) || (c.kind == CallKind::Free && k == n)) continue;
         c.removed = true;

@@ -245,6 +245,8 @@ RunGraph buildRunGraph(const Process& p)
             call.bytes = c.args.transfer.bytes;
         } else if (c.category == wire::Category::Alloc) {
             call.bytes = c.args.alloc.bytes;
+            call.address = c.result == 0 ? c.args.alloc.ptr : 0;
+            call.release = detail::isRelease(a);
         } else if (c.category == wire::Category::Launch) {
             call.kernelId = c.args.launch.kernelId;
         }

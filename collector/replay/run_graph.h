@@ -59,6 +59,8 @@ struct Call {
     wire::MemKind hostMem = wire::MemKind::Unknown;  // the host side of a copy
     bool async = false;       // the *Async form
     uint64_t bytes = 0;
+    uint64_t address = 0;     // what an allocation made or a release gave back (0: none named)
+    bool release = false;     // a free, unregister or destroy (detail::isRelease)
     uint32_t kernelId = 0;
     bool removed = false;     // a fix took the call out (its cost and its wait)
     // A fix that queues this call's op from another call (a graph launch submits its nodes in order while

@@ -61,7 +61,8 @@
 //              left_out_launches_before empty}]} (record --capture-range, --delay, --duration, ctl start/stop)
 //   findings   rule severity (high medium low info) message count ns estimated_savings_ns
 //              estimated_savings_bound (estimate, at_most, at_least: see the message) callsites[id] |
-//              evidence{name: number} | prediction{basis ("replay") fix saving_ns low_ns high_ns
+//              evidence{name: number} host_cpu_savings_ns (host CPU time the fix frees, not wall time:
+//              spin-wait) | prediction{basis ("replay") fix saving_ns low_ns high_ns
 //              formula_saving_ns formula_bound wall_ns fixed_wall_ns calls_changed calls_kept kept_because
 //              replay_error_pct processes costs[]} (where the replay predicted the saving, which is then
 //              estimated_savings_ns: collector/replay/predict.h)
@@ -241,7 +242,8 @@ nlohmann::ordered_json reportJson(const Report& r)
         Json row{{"rule", f.rule}, {"severity", f.severity}, {"message", f.message}, {"count", f.count},
                  {"ns", f.ns}, {"estimated_savings_ns", f.estimatedSavingsNs},
                  {"estimated_savings_bound", f.savingsBound},
-                 {"callsites", ids(f.callsites)}, {"evidence", evidence}};
+                 {"callsites", ids(f.callsites)}, {"evidence", evidence},
+                 {"host_cpu_savings_ns", f.hostCpuSavingsNs}};
         const FindingPrediction& p = f.prediction;
         if (!p.fix.empty())
             row["prediction"] = Json{{"basis", "replay"}, {"fix", p.fix}, {"saving_ns", p.savingNs},

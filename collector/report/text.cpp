@@ -241,6 +241,7 @@ void findings(std::string& out, const Report& r, const Style& st)
         if (f.estimatedSavingsNs)
             line += std::string(f.savingsBound == "at_most" ? "  at most " : f.savingsBound == "at_least" ? "  at least " : "  ~") +
                     formatNs(f.estimatedSavingsNs) + " to save" + (f.prediction.fix.empty() ? "" : " (predicted)");
+        if (f.hostCpuSavingsNs) line += "  ~" + formatNs(f.hostCpuSavingsNs) + " of host CPU to free (not wall time)";
         out += line + "\n";
         out += wrap(f.message, "     ");
         if (!f.evidence.empty()) {

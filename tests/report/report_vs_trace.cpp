@@ -34,6 +34,9 @@
 //    compared with the report's demangled name (and its "mangled" field with the trace name). Trace
 //    host_func ops (cuLaunchHostFunc, graph host nodes) are the report's host_functions, by count (graph
 //    nodes apart), never a kernel row; launches.count is the kernels run by launch calls.
+//  * spin-wait: runs of queries on an app thread with no other call between, 16 or more answered
+//    CUDA_ERROR_NOT_READY (trace "call" records' rc), are busy-waits: the finding counts 80-100% of their
+//    not-ready polls, its host CPU time is at most what they spanned, and it is absent without one.
 //  * syncs: trace "wait" records by api. cuCtxSynchronize/cuStreamSynchronize/cuEventSynchronize are
 //    the explicit rows (implicit == false); every other api that waited is an implicit row whose kind
 //    must fit the reason (copy: sync_copy|pageable_copy, memset: sync_memset, free: free_sync,
@@ -201,6 +204,8 @@ struct Wait {
 struct Call {
     std::string api;
     long long pid = 0, tid = 0, start = 0, end = 0;
+    int rc = 0;        // the CUresult it returned
+    bool app = false;  // on a thread of the app (not the profiler's own)
 };
 
 struct Trace {
@@ -279,7 +284,8 @@ Trace readTrace(const std::vector<std::string>& files, const std::set<std::pair<
             } else if (type == "graph_event") {
                 if (app) ++t.graphEvents;
             } else if (type == "call") {
-                t.calls.push_back(Call{j.value("api", ""), pid, tid, j.value("start", 0LL), j.value("end", 0LL)});
+                t.calls.push_back(Call{j.value("api", ""), pid, tid, j.value("start", 0LL), j.value("end", 0LL),
+                                       j.value("rc", 0), app});
             }
         }
     }
@@ -814,6 +820,59 @@ int main(int argc, char** argv)
         for (const auto& [thread, calls] : dump.callsByThread)
             for (const ShimCall& c : calls) truth.calls.push_back({c.api, c.pid, c.dev, c.begin, c.end, false});
         timeline_checks::check(report, truth, [](bool cond, const std::string& what) { return check(cond, what); });
+    }
+
+    // ---- spin-wait against the driver's calls: on each app thread, runs of queries (cuEventQuery,
+    // cuStreamQuery) with no other call between, 16 or more answered CUDA_ERROR_NOT_READY: busy-waits.
+    // The finding counts their not-ready polls (at least 80%: a run the thread was often descheduled in
+    // may not read as polling back to back), and the host CPU time it says they burnt is no more than
+    // the runs spanned (the shim sees each call a little wider: 2% and 20 us a run); no such run, no finding.
+    {
+        std::map<std::pair<long long, long long>, std::vector<const Call*>> byThread;
+        for (const Call& c : t.calls)
+            if (c.app) byThread[{c.pid, c.tid}].push_back(&c);
+        uint64_t runs = 0, notReady = 0, spanNs = 0;
+        for (auto& [key, calls] : byThread) {
+            std::sort(calls.begin(), calls.end(), [](const Call* a, const Call* b) { return a->start < b->start; });
+            uint64_t n = 0;
+            long long first = -1, last = 0;
+            auto close = [&] {
+                if (first >= 0 && n >= 16) {
+                    ++runs;
+                    notReady += n;
+                    spanNs += uint64_t(last - first);
+                }
+                n = 0;
+                first = -1;
+            };
+            for (const Call* c : calls) {
+                if (c->api.find("Query") == std::string::npos) {
+                    close();
+                    continue;
+                }
+                if (first < 0) first = c->start;
+                last = c->end;
+                if (c->rc == 600) ++n;
+                else close();
+            }
+            close();
+        }
+        const Json* spin = nullptr;
+        for (const Json& f : report["findings"])
+            if (f.value("rule", "") == "spin-wait") spin = &f;
+        if (!runs) {
+            check(!spin, "spin-wait: the trace has no run of 16 not-ready queries in a row, and no finding");
+        } else if (spin) {
+            const Json& ev = (*spin)["evidence"];
+            const double polls = ev.value("polls_not_ready", 0.0), cpu = ev.value("host_cpu_ns", 0.0);
+            check(polls <= double(notReady) && polls >= 0.8 * double(notReady),
+                  "spin-wait: " + std::to_string(uint64_t(polls)) + " not-ready polls, the trace's busy-waits " +
+                      std::to_string(notReady) + " in " + std::to_string(runs) + " runs");
+            check(cpu > 0 && cpu <= 1.02 * double(spanNs) + 20000.0 * double(runs) &&
+                      double(spin->value("host_cpu_savings_ns", 0ULL)) == cpu,
+                  "spin-wait: host CPU " + fmtNs(cpu) + " no more than the trace's busy-waits spanned (" +
+                      fmtNs(double(spanNs)) + "), and its saving");
+        }
     }
 
     // ---- findings

@@ -668,7 +668,9 @@ TEST(Analyze, HostFunctionsAreTheirOwnRowNeverKernels)
                                    uint16_t(wire::kCallDeviceWork | wire::kCallAsync | wire::kCallGpuTimed), host);
         b.span(c.seq, t + 103, t + 105);
     }
+    b.call("cuLaunchHostFunc", Category::Launch, 5000, 5010, wire::kCallCapturing, host);  // into a graph: no launch
     const Report r = analyze(b.capture(), {});
+    EXPECT_EQ(r.launches.captured, 0u);
     ASSERT_EQ(r.kernels.size(), 1u);
     EXPECT_EQ(r.kernels[0].name, "step(float*)");
     EXPECT_EQ(r.launches.count, 20u);
@@ -1532,38 +1534,115 @@ TEST(Findings, ImplicitSyncAllocFreeInHotPath)
 }
 
 // Work done once is not the hot path: 32 cudaMalloc one after the other before the loop and 32 cudaFree
-// after it are one burst each (setup, teardown), set aside and said so; the allocations and frees
-// repeated in the loop, other calls between them, are the finding.
+// after it are one burst each (setup, teardown), set aside and said so; so are 32 allocations each
+// followed by a copy of the buffer's contents (32 bursts), whose buffers live until teardown frees them.
+// The allocations and frees repeated in the loop, other calls between them, turning their memory over,
+// are the finding.
 TEST(Findings, ImplicitSyncSetsAsideSetupAndTeardown)
 {
-    auto run = [](bool allocInLoop) {
+    auto run = [](bool allocInLoop, bool copyEach) {
         ProcBuilder b;
         b.p.kernels[1] = "_Z4stepPf";
-        const uint32_t setup = b.site("main", 10), alloc = b.site("step", 20), kern = b.site("step", 21),
-                       free = b.site("step", 22), teardown = b.site("main", 30);
+        const uint32_t setup = b.site("main", 10), upload = b.site("main", 11), alloc = b.site("step", 20),
+                       kern = b.site("step", 21), free = b.site("step", 22), teardown = b.site("main", 30);
         uint64_t t = 0;
-        for (int i = 0; i < 32; ++i, t += 50) b.call("cuMemAlloc_v2", Category::Alloc, t, t + 40, 0, setup);
-        for (int i = 0; i < 20; ++i, t += 200) {
-            if (allocInLoop) b.call("cuMemAlloc_v2", Category::Alloc, t, t + 20, 0, alloc);
-            b.launch(1, t + 20, t + 30, t + 30, t + 130, kern);
-            if (allocInLoop) b.call("cuMemFree_v2", Category::Alloc, t + 30, t + 140, wire::kCallImplicitSync, free);
+        for (uint64_t i = 0; i < 32; ++i, t += 50) {
+            b.call("cuMemAlloc_v2", Category::Alloc, t, t + 40, 0, setup).args.alloc.ptr = 0x100000 + i * 0x1000;
+            if (copyEach)
+                b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, KiB, t + 40, t + 45, false,
+                       0, 0, upload);
         }
-        for (int i = 0; i < 32; ++i, t += 50)
-            b.call("cuMemFree_v2", Category::Alloc, t, t + 40, wire::kCallImplicitSync, teardown);
+        for (int i = 0; i < 20; ++i, t += 200) {
+            if (allocInLoop) b.call("cuMemAlloc_v2", Category::Alloc, t, t + 20, 0, alloc).args.alloc.ptr = 0x900000;
+            b.launch(1, t + 20, t + 30, t + 30, t + 130, kern);
+            if (allocInLoop)
+                b.call("cuMemFree_v2", Category::Alloc, t + 30, t + 140, wire::kCallImplicitSync, free).args.alloc.ptr = 0x900000;
+        }
+        for (uint64_t i = 0; i < 32; ++i, t += 50)
+            b.call("cuMemFree_v2", Category::Alloc, t, t + 40, wire::kCallImplicitSync, teardown).args.alloc.ptr =
+                0x100000 + i * 0x1000;
         return analyze(b.capture(), {});
     };
-    const Report once = run(false);
-    EXPECT_FALSE(findingOf(once, "implicit-sync")) << findingOf(once, "implicit-sync")->message;
-    EXPECT_TRUE(std::any_of(once.notes.begin(), once.notes.end(), [](const std::string& n) {
-        return n.find("implicit-sync: 64 allocations and frees from 2 call site(s)") == 0 && n.find("set aside") != std::string::npos;
-    }));
-    const Report loop = run(true);
+    for (bool copyEach : {false, true}) {
+        const Report once = run(false, copyEach);
+        EXPECT_FALSE(findingOf(once, "implicit-sync")) << findingOf(once, "implicit-sync")->message;
+        EXPECT_TRUE(std::any_of(once.notes.begin(), once.notes.end(), [](const std::string& n) {
+            return n.find("implicit-sync: 64 allocations and frees from 2 call site(s)") == 0 && n.find("set aside") != std::string::npos;
+        })) << copyEach;
+    }
+    const Report loop = run(true, true);
     const Finding* f = findingOf(loop, "implicit-sync");
     ASSERT_TRUE(f);
     EXPECT_EQ(f->count, 40u);  // the loop's 20 allocations and 20 frees, not the 64 of setup and teardown
     EXPECT_EQ(f->ns, 20u * (20 + 110));
     EXPECT_NE(f->message.find("Done once, not in the hot path: 64 allocations and frees"), std::string::npos) << f->message;
     for (uint32_t id : f->callsites) EXPECT_EQ(loop.callsites[id].label.rfind("step (", 0), 0u) << loop.callsites[id].label;
+}
+
+// A thread that polls cuEventQuery back to back while a kernel runs burns a core: spin-wait, its saving the
+// host CPU time a blocking wait frees (no wall time); a stretch the thread was off the CPU in is not
+// counted. Polls spread through the thread's own work, or a blocking cuEventSynchronize, are no busy-wait.
+TEST(Findings, SpinWaitIsPollingInARowAndFreesHostCpuNotWall)
+{
+    enum Shape { Spin, SpinDescheduled, PollBetweenWork, Blocking };
+    uint64_t notReady = 0, spanNs = 0;
+    auto run = [&](Shape shape) {
+        ProcBuilder b;
+        b.p.kernels[1] = "_Z4stepPf";
+        const uint32_t kern = b.site("step", 10), poll = b.site("step", 12);
+        uint64_t t = 0;
+        notReady = spanNs = 0;
+        for (int i = 0; i < 5; ++i) {
+            const uint64_t done = t + 10 + 1000000;  // a 1 ms kernel
+            b.launch(1, t, t + 10, t + 10, done, kern);
+            b.call("cuEventRecord", Category::Other, t + 10, t + 12);
+            uint64_t p = t + 12;
+            if (shape == Blocking) {
+                b.call("cuEventSynchronize", Category::Sync, p, done + 5, 0, poll);
+                p = done + 5;
+            } else {
+                // 400 ns polls, 100 ns apart (back to back) or 10 us apart (the thread's own work between).
+                const uint64_t step = shape == PollBetweenWork ? 10400 : 500;
+                for (int k = 0; p + 400 < done; p += step, ++notReady, ++k) {
+                    b.call("cuEventQuery", Category::Sync, p, p + 400, 0, poll, 600);
+                    if (shape == SpinDescheduled && i == 2 && k == 100) p += 300000;  // off the CPU for 300 us
+                }
+                b.call("cuEventQuery", Category::Sync, p, p + 400, 0, poll);
+                spanNs += p + 400 - (t + 12);
+                p += 400;
+            }
+            t = p + 1000;
+        }
+        return analyze(b.capture(), {});
+    };
+    const Report spin = run(Spin);
+    const Finding* f = findingOf(spin, "spin-wait");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->count, notReady);
+    EXPECT_EQ(f->estimatedSavingsNs, 0u);       // no wall time
+    EXPECT_EQ(f->hostCpuSavingsNs, spanNs);     // polls and the idle gaps between them: the runs' whole span
+    EXPECT_NE(f->message.find("saves no wall time"), std::string::npos) << f->message;
+    EXPECT_NE(f->message.find("cudaEventBlockingSync"), std::string::npos) << f->message;
+    ASSERT_EQ(f->callsites.size(), 1u);
+    EXPECT_EQ(spin.callsites[f->callsites[0]].label, "step (app.cu:12)");
+    const nlohmann::json j = nlohmann::json::parse(renderJson(spin));
+    bool inJson = false;
+    for (const auto& x : j["findings"])
+        inJson = inJson || (x["rule"] == "spin-wait" && x["host_cpu_savings_ns"] == spanNs);
+    EXPECT_TRUE(inJson);
+    EXPECT_NE(renderText(spin, false).find("of host CPU to free (not wall time)"), std::string::npos);
+    for (const Finding& x : spin.findings)  // ahead of the findings that save nothing either
+        if (x.rule != "spin-wait" && !x.estimatedSavingsNs) EXPECT_GT(&x, f) << x.rule;
+    const Report descheduled = run(SpinDescheduled);
+    const Finding* d = findingOf(descheduled, "spin-wait");
+    ASSERT_TRUE(d);
+    // The stretched cycle counts as a typical one (the median's bucket mean: about 500).
+    EXPECT_NEAR(double(d->hostCpuSavingsNs), double(spanNs - 300000), 10.0);
+    const Report between = run(PollBetweenWork);
+    EXPECT_GT(notReady, 5u * 16);  // enough polls in a row: their gaps make it no spin
+    EXPECT_FALSE(findingOf(between, "spin-wait")) << findingOf(between, "spin-wait")->message;
+    const Report blocking = run(Blocking);
+    EXPECT_FALSE(findingOf(blocking, "spin-wait"));
 }
 
 // A synchronous copy after a long kernel waits for the kernel; with an async copy the host's work

@@ -164,6 +164,19 @@ TEST(Diff, HeadlineFigures)
     for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 100u) << line;
     EXPECT_NE(text.find("(estimate, 20.0-30.0%)"), std::string::npos) << text;
     EXPECT_NE(text.find("B is 25.0% faster than A"), std::string::npos) << text;
+    EXPECT_EQ(text.find("host functions"), std::string::npos) << text;  // neither side ran any
+}
+
+// Host functions are no kernel launches: a line of their own in the headline.
+TEST(Diff, HostFunctionsApartFromLaunches)
+{
+    Report a = before(), b = after();
+    a.hostFunctions.count = 40;
+    const ReportDiff d = diffReports(a, b);
+    EXPECT_EQ(d.headline.hostFunctions.a, 40u);
+    EXPECT_EQ(d.headline.hostFunctions.b, 0u);
+    EXPECT_EQ(d.headline.launches.a, a.launches.count);
+    EXPECT_NE(renderDiffText(d, "a", "b", 10).find("host functions"), std::string::npos);
 }
 
 TEST(Diff, TransfersPairedByKindAndSyncsByKind)

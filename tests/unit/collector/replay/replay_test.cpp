@@ -202,29 +202,42 @@ TEST(Replay, APollIsReplayedAsAWaitAndABlockingWaitFreesTheHost)
     EXPECT_EQ(w.scenarios[0].prediction.wallNs, w.unchanged.prediction.wallNs);
 }
 
-// Allocations made once are not hoisted: 32 cudaMalloc in a row before the loop and the 32 cudaFree after
-// it are one burst each (setup, teardown) and stay; the loop's allocation and free, other calls between
-// them, go but for the first allocation and the last free.
-TEST(Fixes, HoistAllocsLeavesSetupAndTeardownAlone)
+// Allocations made once are not hoisted: 32 cudaMalloc before the loop and the 32 cudaFree after it, in a
+// row (one burst each), or each allocation followed by its upload (32 bursts, but the buffers live from
+// before the loop to after it), stay; the loop's allocation and free, freed every round, go but for the
+// first allocation and the last free.
+uint64_t hoistedWithSetup(bool uploads)
 {
     Proc pr;
     uint64_t t = 1000;
-    auto alloc = [&](const char* name, uint32_t stack) {
-        pr.call(name, Category::Alloc, 7, t, t + 100).stackId = stack;
+    auto alloc = [&](const char* name, uint32_t stack, uint64_t address) {
+        wire::CallBody& c = pr.call(name, Category::Alloc, 7, t, t + 100);
+        c.stackId = stack;
+        c.args.alloc.ptr = address;
         t += 200;
     };
-    for (int i = 0; i < 32; ++i) alloc("cuMemAlloc_v2", 1);
+    for (uint64_t i = 0; i < 32; ++i) {
+        alloc("cuMemAlloc_v2", 1, 0x100000 + i * 0x1000);
+        if (uploads) pr.call("cuMemcpyHtoD_v2", Category::Transfer, 7, t, t + 50).stackId = 5;
+        t += 100;
+    }
     for (int i = 0; i < 10; ++i) {
-        alloc("cuMemAlloc_v2", 2);
+        alloc("cuMemAlloc_v2", 2, 0x900000);
         pr.launch(7, t, t + 100, t + 200, t + 1200);
         t += 1300;
-        alloc("cuMemFree_v2", 3);
+        alloc("cuMemFree_v2", 3, 0x900000);
     }
-    for (int i = 0; i < 32; ++i) alloc("cuMemFree_v2", 4);
+    for (uint64_t i = 0; i < 32; ++i) alloc("cuMemFree_v2", 4, 0x100000 + i * 0x1000);
     pr.p.lastNs = t;
     const WhatIf w = whatIf(pr.p, {}, {FixKind::HoistAllocs});
-    ASSERT_EQ(w.scenarios.size(), 1u);
-    EXPECT_EQ(w.scenarios[0].effects[0].changed, 9u + 9u);
+    EXPECT_EQ(w.scenarios.size(), 1u);
+    return w.scenarios.empty() ? 0 : w.scenarios[0].effects[0].changed;
+}
+
+TEST(Fixes, HoistAllocsLeavesSetupAndTeardownAlone)
+{
+    EXPECT_EQ(hoistedWithSetup(false), 9u + 9u);
+    EXPECT_EQ(hoistedWithSetup(true), 9u + 9u);
 }
 
 TEST(Replay, AStreamWaitingOnAnEventFollowsTheOtherStreamInTheReplay)
