@@ -1,6 +1,9 @@
 // shim/drain.cpp: the one drain thread that empties every thread's lane (lanes.cpp), turns the items
 // into wire records and writes them to the collector's socket or, with no collector, to a capture file
 // (the collector's compressed layout, capped by GPUSPY_MAX_BYTES).
+// Over 600 lines (about 1,000): the output (socket or file, its recovery when the app takes the number)
+// and the passes share the Output and Work state with the exit's takeover (the driver gate); the next
+// split is the output into a file of its own behind a small interface (open, write, recover, close).
 #include "shim/shim.h"
 #ifdef GPUSPY_HAVE_STACK
 #include "shim/python.h"
