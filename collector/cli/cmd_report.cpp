@@ -88,6 +88,12 @@ int runReport(int argc, char** argv)
                    have.empty() ? "none" : have);
         return kExitFailure;
     }
+    if (capture.processes.empty() && info.damage.empty()) {
+        // Not "No findings", as if the program were healthy: there is nothing to judge.
+        fmt::print(stderr, "gpuspy report: {}: the capture holds no process: no process made a CUDA call gpuspy saw{}\n",
+                   file, run > 0 ? fmt::format(" in run {}", run) : std::string());
+        return kExitFailure;
+    }
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
     if (!info.damage.empty()) {
