@@ -339,9 +339,13 @@ ReportDiff diffReports(const Report& a, const Report& b)
         f.savingsNs = pairOf(x, y, &Finding::estimatedSavingsNs);
         f.count = pairOf(x, y, &Finding::count);
         f.ns = pairOf(x, y, &Finding::ns);
+        // A finding that saves nothing on either side (gpu-idle, an INFO note) has changed only if its
+        // severity did: its count and time move with every run, and "0 ns -> 0 ns" read as a change.
+        const bool savesNothing = f.savingsNs.a == 0 && f.savingsNs.b == 0;
         f.status = !y ? "resolved"
                  : !x ? "new"
-                 : (f.savingsNs.changed() || f.count.changed() || f.ns.changed() || f.severityA != f.severityB)
+                 : (f.severityA != f.severityB ||
+                    (!savesNothing && (f.savingsNs.changed() || f.count.changed() || f.ns.changed())))
                      ? "changed"
                      : "same";
         d.findings.push_back(std::move(f));

@@ -297,6 +297,32 @@ TEST(Diff, FindingsResolvedNewChanged)
     EXPECT_TRUE(j["findings"][1]["estimated_savings_ns"]["change_pct"].is_null());  // new: no percentage
 }
 
+// gpu-idle and other findings that save nothing: their count and time move with every run, and that
+// alone is no change ("0 ns -> 0 ns" read as one in every diff); a change of severity still is.
+TEST(Diff, AFindingThatSavesNothingChangesOnlyWithItsSeverity)
+{
+    Report a, b;
+    Finding idle;
+    idle.rule = "gpu-idle";
+    idle.severity = "INFO";
+    idle.count = 3;
+    idle.ns = 1200000;
+    a.findings.push_back(idle);
+    idle.count = 4;
+    idle.ns = 1350000;
+    b.findings.push_back(idle);
+    ReportDiff d = diffReports(a, b);
+    ASSERT_EQ(d.findings.size(), 1u);
+    EXPECT_EQ(d.findings[0].status, "same");
+    b.findings[0].severity = "MEDIUM";
+    d = diffReports(a, b);
+    EXPECT_EQ(d.findings[0].status, "changed");
+    b.findings[0].severity = "INFO";
+    b.findings[0].estimatedSavingsNs = 1000;
+    d = diffReports(a, b);
+    EXPECT_EQ(d.findings[0].status, "changed");
+}
+
 TEST(Diff, ProcessesPairedByCommand)
 {
     Report a = before(), b = after();
