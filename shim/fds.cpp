@@ -7,9 +7,9 @@
 // libunwind runs on gpuspy's behalf (OwnPipesScope).
 // Spares made at load (fdsReserveAtLoad): the collector's socket, libunwind's pipe, and the capture file
 // (unnamed until it is used) are made when the library loads, above the floor the limit then allows,
-// and handed out when they are first needed. An
-// app that lowers RLIMIT_NOFILE before its first CUDA call would otherwise lose numbers under its new
-// limit to them (a new descriptor takes the lowest free number, and none above the limit can be had).
+// and handed out when they are first needed. An app that lowers RLIMIT_NOFILE before its first CUDA
+// call would otherwise lose numbers under its new limit to them (a new descriptor takes the lowest free
+// number, and none above the limit can be had).
 #include "shim/shim.h"
 
 #include <fcntl.h>
@@ -132,7 +132,7 @@ void unwindPipeCheck()
     g_unwindPipe.store(nullptr, std::memory_order_release);
 }
 
-// The spares: taken (set to -1) by their first user; a number the app took over meanwhile is never handed out.
+// The spares: each handed out once, to its first user; a number the app took over meanwhile never is.
 OwnedFd g_spareSocket;
 OwnedFd g_sparePipe[2];
 std::atomic<bool> g_sparesTaken[3];  // socket, pipe, file: handed out (or given up) once

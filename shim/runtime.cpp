@@ -191,8 +191,7 @@ void postforkChild()
 
 void onceInit()
 {
-    const char* off = setting("GPUSPY_DISABLE");
-    g_disabled = off && off[0] == '1';
+    g_disabled = disabledSetting();
     // Recording off: no handler, no thread, no descriptor (libunwind's pipe is made by stackConfigure).
     if (g_disabled) return;
     pthread_key_create(&g_threadKey, threadExit);
@@ -205,9 +204,7 @@ void onceInit()
     gpuConfigure();
     windowConfigure();
 #ifdef GPUSPY_HAVE_STACK
-    unsigned depth = 24;
-    if (const char* d = setting("GPUSPY_STACK_DEPTH")) depth = unsigned(strtoul(d, nullptr, 10));
-    stackConfigure(depth);
+    stackConfigure(stackDepthSetting());
 #endif
 }
 

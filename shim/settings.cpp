@@ -46,8 +46,7 @@ void absolutize(char* value)
 // to set. Never over an injection the user chose for another tool; not when gpuspy is disabled.
 void pointNvtxHere()
 {
-    const char* off = getenv("GPUSPY_DISABLE");
-    if ((off && off[0] == '1') || getenv("NVTX_INJECTION64_PATH")) return;
+    if (disabledSetting() || getenv("NVTX_INJECTION64_PATH")) return;
     Dl_info info{};
     char path[PATH_MAX];
     if (!dladdr(reinterpret_cast<void*>(&pointNvtxHere), &info) || !info.dli_fname || !realpath(info.dli_fname, path)) return;
@@ -59,19 +58,17 @@ void pointNvtxHere()
 // there is one to reach, libunwind's pipe when stacks are on. Not when gpuspy is disabled.
 void reserveDescriptors()
 {
-    const char* off = getenv("GPUSPY_DISABLE");
     const char* preload = getenv("LD_PRELOAD");
     Dl_info info{};
-    if ((off && off[0] == '1') || !preload || !dladdr(reinterpret_cast<void*>(&reserveDescriptors), &info) ||
+    if (disabledSetting() || !preload || !dladdr(reinterpret_cast<void*>(&reserveDescriptors), &info) ||
         !info.dli_fname)
         return;
     const char* base = strrchr(info.dli_fname, '/');
     if (!strstr(preload, base ? base + 1 : info.dli_fname)) return;
-    const char* sock = getenv("GPUSPY_SOCKET");
+    const char* sock = setting("GPUSPY_SOCKET");
     bool stacks = false;
 #ifdef GPUSPY_HAVE_STACK
-    const char* depth = getenv("GPUSPY_STACK_DEPTH");
-    stacks = !depth || strtoul(depth, nullptr, 10) != 0;
+    stacks = stackDepthSetting() != 0;
 #endif
     // The capture file's directory, when the shim writes the capture itself: GPUSPY_OUTPUT's (not when
     // it names a device, a FIFO or a pattern in its directory part), else where the process started.
@@ -124,6 +121,18 @@ const char* setting(const char* name)
     // Not set at load (or not a name read then): whatever the environment says now (a unit test that
     // sets one before the first call, a library not loaded by the dynamic loader).
     return getenv(name);
+}
+
+bool disabledSetting()
+{
+    const char* off = setting("GPUSPY_DISABLE");
+    return off && off[0] == '1';
+}
+
+unsigned stackDepthSetting()
+{
+    const char* d = setting("GPUSPY_STACK_DEPTH");
+    return d ? unsigned(strtoul(d, nullptr, 10)) : 24;
 }
 
 uint64_t loadMonoNs() { return g_loadNs ? g_loadNs : nowNs(); }

@@ -178,6 +178,8 @@ void windowAfterForkChild();
 // ---- settings.cpp: GPUSPY_* as set when the library loaded (a daemon's chdir, clearenv come later);
 // one not set then is read from the environment now. GPUSPY_OUTPUT and GPUSPY_SOCKET are absolute.
 const char* setting(const char* name);
+bool disabledSetting();         // GPUSPY_DISABLE=1: no recording, no handler, thread or descriptor
+unsigned stackDepthSetting();   // GPUSPY_STACK_DEPTH, 24 when unset (0: stacks off)
 uint64_t loadMonoNs();        // CLOCK_MONOTONIC when the library loaded (--delay counts from it)
 // gpuspy attach: the value it passed replaces what was read at load ("": unset).
 void settingOverride(const char* name, const char* value);
