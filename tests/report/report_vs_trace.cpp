@@ -814,7 +814,10 @@ int main(int argc, char** argv)
     // ---- the device timeline against the truth of every op (timeline_checks.h)
     {
         timeline_checks::Truth truth;
-        for (const Op& o : t.ops) truth.ops[{o.pid, o.dev}].push_back({o.start, o.end});
+        for (const Op& o : t.ops) {
+            truth.ops[{o.pid, o.dev}].push_back({o.start, o.end});
+            truth.streams[{o.pid, o.dev}][o.stream].push_back({o.start, o.end});
+        }
         for (const Wait& w : t.waits)
             truth.waits.push_back({w.api, w.pid, w.dev, w.start, w.end, isExplicitApi(w.api)});
         for (const auto& [thread, calls] : dump.callsByThread)
