@@ -87,7 +87,15 @@ Ev* acquire(Pool* pool)
     if (__atomic_load_n(&pool->created, __ATOMIC_RELAXED) >= kMaxEventsPerPool) return nullptr;
     const Driver& d = driver();
     CUevent e = nullptr;
-    if (!d.eventCreate || d.eventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return nullptr;
+    if (!d.eventCreate) return nullptr;
+    // An event belongs to the context current when it is made, and can be recorded only on that
+    // context's streams: a pool of another context (a stream of another device used while this one is
+    // current) makes its events with its own context current for the moment.
+    const CUcontext own = pool->ctx.load(std::memory_order_relaxed), current = currentContext();
+    if (own != current && (!d.ctxSetCurrent || d.ctxSetCurrent(own) != CUDA_SUCCESS)) return nullptr;
+    const CUresult made = d.eventCreate(&e, CU_EVENT_DEFAULT);
+    if (own != current) d.ctxSetCurrent(current);
+    if (made != CUDA_SUCCESS) return nullptr;
     void* mem = malloc(sizeof(Ev));
     if (!mem) return nullptr;
     ev = new (mem) Ev{e, {1}, nullptr, pool};
@@ -110,6 +118,10 @@ void release(Ev* ev)
 // window its operation was recorded in (`window`, the calls' CallBody::window; 0 without windows).
 struct StreamSlot {
     std::atomic<uint64_t> key{0};
+    // The context the stream belongs to and its device (a created stream; the default streams belong
+    // to the current context): asked of the driver once, forgotten when the stream is destroyed.
+    std::atomic<CUcontext> ctx{nullptr};
+    std::atomic<int> device{-1};
     std::atomic_flag busy = ATOMIC_FLAG_INIT;
     // Written under `busy`; read without it only to skip taking it when there is nothing to forget.
     std::atomic<Ev*> lastEnd{nullptr};
@@ -169,6 +181,27 @@ bool hasLastEndIn(const StreamSlot* s, uint32_t window)
 }
 
 thread_local TimingBudget t_budget GS_TLS;
+
+// A created stream's own context and device in place of the current ones: a stream of device 1 may be
+// used while device 0 is current (cudaMemcpyPeerAsync, a library's stream); its work runs on device 1,
+// and only events of its own context can be recorded on it. Unknown (the driver cannot say, or the
+// context is one no hook saw): the current ones stand.
+void ownContext(StreamSlot* slot, CUstream stream, CUcontext* ctx, int* dev)
+{
+    if (!slot || uintptr_t(stream) <= uintptr_t(CU_STREAM_PER_THREAD)) return;
+    CUcontext own = slot->ctx.load(std::memory_order_acquire);
+    if (!own) {
+        const Driver& d = driver();
+        if (!d.streamGetCtx || d.streamGetCtx(stream, &own) != CUDA_SUCCESS || !own) return;
+        const int ownDev = own == *ctx ? *dev : deviceOfContext(own);
+        if (ownDev < 0) return;
+        slot->device.store(ownDev, std::memory_order_relaxed);
+        slot->ctx.store(own, std::memory_order_release);
+    }
+    if (own == *ctx) return;
+    *ctx = own;
+    *dev = slot->device.load(std::memory_order_relaxed);
+}
 
 void forgetLastEnd(StreamSlot* slot)
 {
@@ -350,11 +383,12 @@ void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
 {
     if (!g_on || !scope.active()) return;
     CUcontext ctx = nullptr;
-    const int dev = deviceOfCurrentContext(&ctx);
+    int dev = deviceOfCurrentContext(&ctx);
+    const bool pt = scope.perThread();
+    StreamSlot* slot = ctx ? slotFor(streamKey(stream, pt, ctx), true) : nullptr;
+    ownContext(slot, stream, &ctx, &dev);
     scope.body().device = int16_t(dev);
     if (!ctx) return;
-    const bool pt = scope.perThread();
-    StreamSlot* slot = slotFor(streamKey(stream, pt, ctx), true);
     if (g_capturing.load(std::memory_order_acquire) > 0) {
         // Something is capturing: ask the driver whether this stream is (it may have joined a capture
         // through an event wait); events recorded into a capture would become graph nodes.
@@ -421,12 +455,13 @@ void gpuMarkDrain(CallScope& scope, CUstream stream)
 {
     if (!g_on || !scope.active() || g_capturing.load(std::memory_order_acquire) > 0) return;
     CUcontext ctx = nullptr;
-    const int dev = deviceOfCurrentContext(&ctx);
+    int dev = deviceOfCurrentContext(&ctx);
     if (!ctx) return;
     const bool pt = scope.perThread();
     // A stream whose last operation was timed has its end already; one never seen has nothing queued.
     StreamSlot* slot = slotFor(streamKey(stream, pt, ctx), false);
     if (!slot || hasLastEndIn(slot, scope.body().window)) return;
+    ownContext(slot, stream, &ctx, &dev);
     if (!t_budget.allows(scope.entryNs(), true, g_budgetPpm)) return;
     Pool* pool = poolFor(ctx, dev);
     Ev* ev = pool ? acquire(pool) : nullptr;
@@ -509,6 +544,16 @@ void gpuStreamTouched(CUstream stream, bool perThread)
     CUcontext ctx = nullptr;
     if (uintptr_t(stream) <= 2) deviceOfCurrentContext(&ctx);
     if (StreamSlot* slot = slotFor(streamKey(stream, perThread, ctx), false)) forgetLastEnd(slot);
+}
+
+void gpuStreamDestroyed(CUstream stream)
+{
+    if (uintptr_t(stream) <= uintptr_t(CU_STREAM_PER_THREAD)) return;
+    // Its handle may come back for a stream of another context: neither its end nor its context stays.
+    if (StreamSlot* slot = slotFor(streamKey(stream, false, nullptr), false)) {
+        forgetLastEnd(slot);
+        slot->ctx.store(nullptr, std::memory_order_release);
+    }
 }
 
 void gpuCaptureBegin(CUstream stream, bool perThread)

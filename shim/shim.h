@@ -85,6 +85,7 @@ struct Driver {
     decltype(&::cuEventSynchronize) eventSynchronize;
     decltype(&::cuEventElapsedTime_v2) eventElapsedTime;
     decltype(&::cuStreamCreate) streamCreate;
+    decltype(&::cuStreamGetCtx) streamGetCtx;
     decltype(&::cuStreamIsCapturing) streamIsCapturing;
     decltype(&::cuStreamIsCapturing_ptsz) streamIsCapturingPtsz;
     // Which graph a capturing call joins: the 12.3 ABI, else the 11.3 one (a driver may drop either).
@@ -423,6 +424,7 @@ void gpuAfter(CallScope& scope, CUresult rc);
 void gpuMarkDrain(CallScope& scope, CUstream stream);
 void gpuDropped(const Item& item);  // a timed record its lane could not take: events back to the pool
 void gpuStreamTouched(CUstream stream, bool perThread);  // untimed work joined the stream
+void gpuStreamDestroyed(CUstream stream);                  // its handle may come back for another stream
 // ---- hooks/graph.cpp, from gpuAfter: a launch, copy or memset just captured into a stream capture has
 // its node (made by the driver) tied to the call's seq, like a node added by the node API, so that a
 // later cuGraph(Exec)*SetParams on that node names the recorded node it changes.

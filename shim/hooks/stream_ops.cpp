@@ -212,6 +212,15 @@ CUresult greenStreamCreate(CUstream* ps, CUgreenCtx g, unsigned int flags, int p
     return s.finish(rc);
 }
 
+// The stream's timing state (its last end event, its context) goes first: its handle may come back
+// for a stream of another context.
+template <Api A>
+CUresult streamDestroy(CUstream stream)
+{
+    gpuStreamDestroyed(stream);
+    return forwardCall<A, decltype(&::cuStreamDestroy_v2)>([&](CallScope& s) { s.setStream(stream); }, stream);
+}
+
 template <Api A, class Fn, class Handle, class... Args>
 CUresult onHandle(Handle h, Args... args)
 {
@@ -304,6 +313,7 @@ GS_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx g)
     return onHandle<Api::cuGreenCtxDestroy, decltype(&::cuGreenCtxDestroy)>(g, g);
 }
 GS_WRAP(greenStreamCreate, cuGreenCtxStreamCreate, (CUstream* s, CUgreenCtx g, unsigned int f, int p), (s, g, f, p))
+GS_WRAP(streamDestroy, cuStreamDestroy_v2, (CUstream s), (s))
 GS_EXPORT CUresult cuCtxFromGreenCtx(CUcontext* c, CUgreenCtx g)
 {
     return onHandle<Api::cuCtxFromGreenCtx, decltype(&::cuCtxFromGreenCtx)>(g, c, g);

@@ -1,5 +1,7 @@
 // two_devices: work on two devices selected with cudaSetDevice (run with SIMCUDA_DEVICES=2), then a peer
-// copy from device 0 to device 1.
+// copy from device 0 to device 1, then peer copies queued on a stream of device 1 while device 0 is
+// current (their work runs on device 1, and only device 1's events can time it: issue 28), the stream
+// synchronized from device 0 and destroyed.
 #include "app_common.h"
 
 constexpr int kDevices = 2;
@@ -7,6 +9,7 @@ constexpr int kLaunchesPerDevice = 10;
 constexpr int kElems = 1 << 16;
 constexpr size_t kBytes = kElems * sizeof(float);
 constexpr int kPeerCopies = 1;
+constexpr int kPeerAsyncCopies = 20;
 constexpr int kThreads = 256;
 constexpr int kBlocks = kElems / kThreads;
 
@@ -38,6 +41,13 @@ int main()
         }
     }
     for (int c = 0; c < kPeerCopies; ++c) CK(cudaMemcpyPeer(buf[1], 1, buf[0], 0, kBytes));
+    cudaStream_t onDevice1;
+    CK(cudaSetDevice(1));
+    CK(cudaStreamCreateWithFlags(&onDevice1, cudaStreamNonBlocking));
+    CK(cudaSetDevice(0));
+    for (int c = 0; c < kPeerAsyncCopies; ++c) CK(cudaMemcpyPeerAsync(buf[1], 1, buf[0], 0, kBytes, onDevice1));
+    CK(cudaStreamSynchronize(onDevice1));
+    CK(cudaStreamDestroy(onDevice1));
     for (int d = 0; d < kDevices; ++d) {
         CK(cudaSetDevice(d));
         CK(cudaDeviceSynchronize());

@@ -143,6 +143,9 @@ CUresult eventRecord(CUevent he, CUstream h, unsigned flags, bool pt, const ApiS
     Lock g(bigLock());
     Stream* s = nullptr;
     if (CUresult rc = lookupStream(h, pt, &s)) return rc;
+    // As CUDA: an event can be recorded only on a stream of the context it was made in (whichever is
+    // current): another device's stream is refused.
+    if (s->ctx != e->ctx) return CUDA_ERROR_INVALID_HANDLE;
     if (s->capture) {
         if (flags & CU_EVENT_RECORD_EXTERNAL) {
             // CUDA: captured as an event record node; a plain record only marks a point of the capture
