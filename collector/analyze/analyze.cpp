@@ -4,6 +4,7 @@
 #include "collector/analyze/internal.h"
 
 #include "collector/model/api_names.h"
+#include "collector/model/library_code.h"
 
 #include <cxxabi.h>
 
@@ -163,7 +164,21 @@ bool isLibraryFrame(const ReportFrame& f, const ProcView& pv)
     }
     for (std::string_view p : {".cudafe1.stub.c", "/cuda_runtime.h", "/cuda_runtime_api.h", "/crt/host_runtime.h"})
         if (f.file.find(p) != std::string::npos) return true;
-    return false;
+    // CUB, thrust, libcu++ inlined into the user's file: the site is the user's line that called them.
+    return isToolkitHeaderCode(f.file, f.function);
+}
+
+// The package a Python file was installed in: "numba" for .../site-packages/numba/cuda/cudadrv/driver.py,
+// "python" for the standard library.
+std::string pythonPackageOf(const std::string& file)
+{
+    for (std::string_view root : {"/site-packages/", "/dist-packages/"}) {
+        const size_t at = file.find(root);
+        if (at == std::string::npos) continue;
+        const size_t b = at + root.size(), e = file.find_first_of("/.", b);
+        return file.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    }
+    return "python";
 }
 
 bool isCoreCudaFrame(const ReportFrame& f)
@@ -236,10 +251,14 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId)
     size_t site = r.frames.size();
     for (size_t i = 0; i < r.frames.size(); ++i) {
         // In a Python program the app's own code is its Python code: the interpreter, libffi, ctypes
-        // and a framework's native libraries in between are not where the user looks.
-        r.frames[i].app = python ? r.frames[i].python : !isLibraryFrame(r.frames[i], pv);
+        // and a framework's native libraries in between are not where the user looks, nor are the
+        // frames of installed packages (numba's driver.py) and of the standard library.
+        r.frames[i].app = python ? r.frames[i].python && !isInstalledPython(r.frames[i].file) : !isLibraryFrame(r.frames[i], pv);
         if (r.frames[i].app && site == r.frames.size()) site = i;
     }
+    // Only package frames (a program run from site-packages, a stack cut short): the first Python frame.
+    for (size_t i = 0; python && site == r.frames.size() && i < r.frames.size(); ++i)
+        if (r.frames[i].python) site = i;
     // No app frame: a library's own thread or exit handler (NCCL's proxy thread) is named by the
     // library's outermost frame; else (a truncated stack) the first frame outside the driver, runtime
     // and gpuspy, else the innermost.
@@ -269,7 +288,15 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId)
             r.label += " \u2190 " + named(r.frames[site + 1]);
         // The CUDA call came from inside one of NVIDIA's libraries: which library call the app made
         // ("main (gemm.cu:41) \u2192 cublasSgemm_v2 (libcublas.so.13)"), the frame nearest the site's.
-        if (f.app)
+        // Code of the toolkit's headers or of an installed Python package right below the user's frame:
+        // the call the user wrote into it ("main (sort.cu:48) \u2192 cub::DeviceRadixSort::SortKeys (CUB)",
+        // "step (app.py:10) \u2192 launch_kernel (numba)").
+        const ReportFrame* below = f.app && site > 0 ? &r.frames[site - 1] : nullptr;
+        std::string intoLibrary = below ? toolkitCallOf(below->file, below->function) : std::string();
+        if (below && intoLibrary.empty() && f.python && below->python && !below->function.empty())
+            intoLibrary = below->function + " (" + pythonPackageOf(below->file) + ")";
+        if (!intoLibrary.empty()) r.label += " \u2192 " + intoLibrary;
+        else if (f.app)
             for (size_t i = site; i-- > 0;) {
                 const std::string call = libraryCallOf(r.frames[i].module, r.frames[i].function);
                 if (call.empty()) continue;

@@ -4,6 +4,7 @@
 
 #include "collector/analyze/internal.h"
 #include "collector/model/api_names.h"
+#include "collector/model/library_code.h"
 #include "collector/timeline/device_timeline.h"
 
 #include <fcntl.h>
@@ -52,6 +53,7 @@ bool isLibraryFrame(const OutFrame& f)
         return true;
     for (std::string_view p : {".cudafe1.stub.c", "/cuda_runtime.h", "/cuda_runtime_api.h", "/crt/"})
         if (f.file.find(p) != std::string::npos) return true;
+    if (isToolkitHeaderCode(f.file, f.function)) return true;  // CUB, thrust inlined into the user's file
     return !libraryCallOf("", f.function).empty();  // a library's C API linked in (ncclAllReduce)
 }
 

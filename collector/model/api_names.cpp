@@ -128,8 +128,10 @@ std::string libraryCallOf(std::string_view module, std::string_view function)
     };
     const size_t slash = module.rfind('/');
     const std::string_view file = slash == std::string_view::npos ? module : module.substr(slash + 1);
-    // The function as written, without a demangled signature.
-    const std::string_view fn = function.substr(0, std::min(function.find('('), function.size()));
+    // The function as written, without a demangled signature; NCCL's strong aliases (pncclAllReduce, what
+    // its symbol table names the code of ncclAllReduce) by the public name the user called.
+    std::string_view fn = function.substr(0, std::min(function.find('('), function.size()));
+    if (fn.size() > 5 && fn.substr(0, 5) == "pnccl" && std::isupper(static_cast<unsigned char>(fn[5]))) fn.remove_prefix(1);
     for (const Library& l : kLibraries) {
         if (file.substr(0, l.module.size()) == l.module)
             return (fn.empty() ? std::string("(unnamed)") : std::string(fn)) + " (" + std::string(file) + ")";

@@ -1,6 +1,8 @@
 // thrust_cub: thrust sort/reduce/scan and a CUB device reduce, built at nvcc's default arch (no -arch), as a
 // program built without thinking about the GPU is. Its fatbin then holds only SASS and PTX for an older arch,
-// which a CC 9.0 driver JIT-compiles from the PTX: CUB checks the PTX version each kernel reports.
+// which a CC 9.0 driver JIT-compiles from the PTX: CUB checks the PTX version each kernel reports. Two CUB
+// radix sorts from two lines of main: each is its own call site, named by its line (issue 28).
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <thrust/device_vector.h>
 #include <thrust/reduce.h>
@@ -50,6 +52,19 @@ int main()
     CK(cub::DeviceReduce::Sum(scratch, scratchBytes, thrust::raw_pointer_cast(v.data()), out, kItems));
     CK(cudaDeviceSynchronize());
     std::printf("cub::DeviceReduce::Sum: done\n");
+    int* keys = thrust::raw_pointer_cast(v.data());
+    int* sorted;
+    CK(cudaMalloc(&sorted, kItems * sizeof(int)));
+    size_t sortBytes = 0;
+    CK(cub::DeviceRadixSort::SortKeys(nullptr, sortBytes, keys, sorted, kItems));
+    void* sortScratch;
+    CK(cudaMalloc(&sortScratch, sortBytes));
+    CK(cub::DeviceRadixSort::SortKeys(sortScratch, sortBytes, keys, sorted, kItems));
+    CK(cub::DeviceRadixSort::SortKeys(sortScratch, sortBytes, sorted, keys, kItems));
+    CK(cudaDeviceSynchronize());
+    std::printf("cub::DeviceRadixSort::SortKeys twice: done\n");
+    CK(cudaFree(sortScratch));
+    CK(cudaFree(sorted));
     CK(cudaFree(scratch));
     CK(cudaFree(out));
     return 0;

@@ -2,7 +2,7 @@
 # try does: a synchronous copy from pageable memory inside to_device(), called from step(). The report
 # must name to_device and its line, not libffi or the interpreter (issue 18).
 # Usage: python3 cuda_copies.py MODE   (MODE: main, threads, threads_free, mp [spawn|fork], driver, callback,
-#                                        native_thread LIBRARY, churn N, depths N)
+#                                        native_thread LIBRARY, churn N, depths N, package)
 import ctypes
 import sys
 import threading
@@ -140,6 +140,25 @@ def run_depths(iterations):
         query_nested(rt, i % 4)
 
 
+def package_step(buffer, host):
+    buffer.upload(host)  # the package's copy, called from this line
+
+
+def run_package():
+    # Through a package installed where pip puts one (tests/python/site-packages/gpukit): its frames
+    # stand between this line and cudaMemcpy, and the report names this line (issue 28).
+    import os
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "site-packages"))
+    import gpukit
+
+    buffer = gpukit.Buffer()
+    host = ctypes.create_string_buffer(gpukit.NBYTES)
+    for _ in range(ITERATIONS):
+        package_step(buffer, host)
+    buffer.free()
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "main"
     if mode == "main":
@@ -179,6 +198,8 @@ def main():
         run_driver()
     elif mode == "callback":
         run_callback()
+    elif mode == "package":
+        run_package()
     elif mode == "churn":
         run_churn(int(sys.argv[2]))
     elif mode == "depths":

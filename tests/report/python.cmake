@@ -33,6 +33,14 @@ foreach(case "main;to_device;step;outer" "threads;to_device;step;" "mp_spawn;to_
                    ${_outer})
   set_tests_properties(report.python.${_mode}.lines PROPERTIES LABELS report FIXTURES_REQUIRED python_${_mode})
 endforeach()
+# Through a package in a site-packages folder (tests/python/site-packages/gpukit): its frames are the
+# library's, the site is the user's line (issue 28).
+add_test(NAME report.python.package
+         COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${_py_ldpath}
+                 bash ${CMAKE_CURRENT_SOURCE_DIR}/run_report.sh ${_py_work}/python.package $<TARGET_FILE:${GPUSPY_CLI_TARGET}>
+                 $<TARGET_FILE:report_vs_trace> ${CMAKE_CURRENT_SOURCE_DIR}/expect/python_package.txt ${_py_src}
+                 -- ${GPUSPY_PYTHON3} ${_py_src}/cuda_copies.py package)
+set_tests_properties(report.python.package PROPERTIES LABELS report TIMEOUT 600)
 # 8 threads copying at once (their captures intern Python frames concurrently): no ground-truth check
 # (concurrent blocking copies are the timeline's open case, see cuda_copies.py), the exact lines only.
 add_test(NAME report.python.threads_free

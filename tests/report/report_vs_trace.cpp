@@ -11,7 +11,8 @@
 //   --expect  findings: lines `present RULE FUNC[|FUNC...]` (the finding must be there, and every one
 //             of its call sites must be named after one of the functions, in a source file under
 //             --app-src), `absent RULE...` and `library-call NAME...` (a call site in the app's own code,
-//             with a source line, names that library call below it); '#' starts a comment.
+//             with a source line, names that library call below it), `library-call-lines NAME N` (at
+//             least N lines of the app's source name it, each its own site); '#' starts a comment.
 //   --app-src the directory of the apps' sources (tests/apps)
 //   --rel-tol relative allowance on GPU times and busy time on top of the computed bound (default 0.02)
 //
@@ -969,6 +970,23 @@ int main(int argc, char** argv)
                     }
                     check(found, "a call site in the app's source names the library call " + name);
                 }
+            } else if (verb == "library-call-lines") {
+                // At least N lines of the app's source call this library call, each its own site (issue 28:
+                // four CUB sorts shared one label, the header code inlined into main counted as main's).
+                std::string name;
+                size_t want = 0;
+                ls >> name >> want;
+                std::set<std::pair<std::string, long long>> lines;
+                for (const auto& [id, c] : sites) {
+                    const size_t sf = c->value("site_frame", size_t(0));
+                    if (sf >= (*c)["frames"].size()) continue;
+                    const Json& f = (*c)["frames"][sf];
+                    if (f.value("app", false) && f.value("line", 0LL) > 0 &&
+                        c->value("label", "").find("\u2192 " + name + " (") != std::string::npos)
+                        lines.insert({f.value("file", ""), f.value("line", 0LL)});
+                }
+                check(lines.size() >= want, "call sites on " + std::to_string(lines.size()) + " lines of the app's source name " +
+                                                name + " (expected at least " + std::to_string(want) + ")");
             } else {
                 usage(expectPath + ": unknown line '" + line + "'");
             }

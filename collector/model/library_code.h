@@ -1,0 +1,25 @@
+// collector/model/library_code.h: code that is a library's though it sits in the user's binary or
+// script: the CUDA toolkit's headers inlined into the user's file (CUB, thrust, libcu++, cooperative
+// groups), and in Python the installed packages and the standard library. A call site is the first
+// frame outside them; the library call the user made is named after the outermost of them.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace gpuspy::collect {
+
+// A frame of code compiled from the CUDA toolkit's headers: by its source file when the binary has line
+// information (<toolkit>/include/..., cccl/, /usr/include/thrust/...), else by the versioned namespaces
+// CCCL puts its code in (cub::CUB_300001_SM_750::, thrust::THRUST_300001_SM_750_NS::, cuda::std::__4::).
+bool isToolkitHeaderCode(std::string_view file, std::string_view function);
+
+// The call a user wrote into toolkit header code, from its outermost frame: "cub::DeviceRadixSort::SortKeys
+// (CUB)", "thrust::device_vector::device_vector (thrust)"; "" when the frame is not toolkit header code.
+std::string toolkitCallOf(std::string_view file, std::string_view function);
+
+// A Python source file of an installed package or of the standard library (site-packages,
+// dist-packages, /usr/lib/python3.X/, a virtual environment's lib/): never the user's own line.
+bool isInstalledPython(std::string_view file);
+
+}  // namespace gpuspy::collect
