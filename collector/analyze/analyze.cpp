@@ -217,6 +217,7 @@ struct ResolvedStack {
     std::vector<ReportFrame> frames;
     size_t siteFrame = 0;
     std::string label;
+    std::string libraryCall;  // see CallSite::libraryCall
 };
 
 ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId)
@@ -280,29 +281,29 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId)
     const std::string libraryCall = f.app ? std::string() : libraryCallOf(f.module, f.function);
     if (!libraryCall.empty()) {
         r.label = libraryCall + " (inside the library)";
+        r.libraryCall = libraryCall;
     } else if (!f.function.empty()) {
         r.label = named(f);
         // A Python site names its caller too ("to_device (app.py:8) ← step (app.py:10)"): helpers
         // like to_device are called from many places, and a Python stack has no inlining to show it.
         if (f.python && site + 1 < r.frames.size() && r.frames[site + 1].python)
             r.label += " \u2190 " + named(r.frames[site + 1]);
-        // The CUDA call came from inside one of NVIDIA's libraries: which library call the app made
-        // ("main (gemm.cu:41) \u2192 cublasSgemm_v2 (libcublas.so.13)"), the frame nearest the site's.
         // Code of the toolkit's headers or of an installed Python package right below the user's frame:
         // the call the user wrote into it ("main (sort.cu:48) \u2192 cub::DeviceRadixSort::SortKeys (CUB)",
-        // "step (app.py:10) \u2192 launch_kernel (numba)").
+        // "step (app.py:10) \u2192 launch_kernel (numba)"). Else, the CUDA call came from inside one of
+        // NVIDIA's libraries: which library call the app made ("main (gemm.cu:41) \u2192 cublasSgemm_v2
+        // (libcublas.so.13)"), the frame nearest the site's.
         const ReportFrame* below = f.app && site > 0 ? &r.frames[site - 1] : nullptr;
         std::string intoLibrary = below ? toolkitCallOf(below->file, below->function) : std::string();
         if (below && intoLibrary.empty() && f.python && below->python && !below->function.empty())
             intoLibrary = below->function + " (" + pythonPackageOf(below->file) + ")";
-        if (!intoLibrary.empty()) r.label += " \u2192 " + intoLibrary;
-        else if (f.app)
+        if (intoLibrary.empty() && f.app)
             for (size_t i = site; i-- > 0;) {
-                const std::string call = libraryCallOf(r.frames[i].module, r.frames[i].function);
-                if (call.empty()) continue;
-                r.label += " \u2192 " + call;
-                break;
+                intoLibrary = libraryCallOf(r.frames[i].module, r.frames[i].function);
+                if (!intoLibrary.empty()) break;
             }
+        if (!intoLibrary.empty()) r.label += " \u2192 " + intoLibrary;
+        r.libraryCall = intoLibrary;
     } else if (!f.module.empty()) {
         r.label = baseNameOf(f.module) + off;
     } else {
@@ -377,6 +378,7 @@ void resolveSites(Context& cx, const ProcView& view, const std::vector<uint32_t>
             s.label = st.label;
             s.frames = st.frames;
             s.siteFrame = st.siteFrame;
+            s.libraryCall = st.libraryCall;
             cx.sites.push_back(std::move(s));
         }
         CallSite& s = cx.sites[size_t(pos->second)];

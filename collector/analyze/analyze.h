@@ -51,6 +51,10 @@ struct CallSite {
     size_t siteFrame = 0;             // index in frames of the frame the site is named after
     uint64_t count = 0, ns = 0;       // calls and their host time
     std::vector<std::string> apis;    // entry points called from here
+    // The library call the CUDA calls were made inside ("cusolverDnSsyevd (libcusolver.so.12)",
+    // "thrust::sort (thrust)", "Buffer.upload (gpukit)"), or on a library's own thread; "" when the
+    // user's code made them: advice on how to make them is for the user's calls only.
+    std::string libraryCall;
 };
 
 struct ProcessSummary {

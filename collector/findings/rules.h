@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -73,8 +74,12 @@ public:
         f.stacks.erase(std::unique(f.stacks.begin(), f.stacks.end()), f.stacks.end());
         f.severity = severityOf(savings);
         m_r.findings.push_back(std::move(f));
+        noteLibraryShare(m_r.findings.size() - 1, m);
         return m_r.findings.back();
     }
+
+    // After every rule: the findings whose calls a library made (library_calls.cpp).
+    void setApartLibraryCalls();
 
     std::string severityOf(uint64_t savings) const { return findingSeverity(savings, m_cx.wallNs); }
 
@@ -85,8 +90,19 @@ public:
     const Report& report() const { return m_r; }
 
 private:
+    // How much of a finding's host time its calls made inside library calls, by library call, and the
+    // stacks of the user's own (library_calls.cpp).
+    struct LibraryShare {
+        size_t finding = 0;
+        uint64_t libraryNs = 0, totalNs = 0;
+        std::map<std::string, uint64_t> calls;              // library call -> host ns
+        std::vector<std::pair<uint32_t, uint32_t>> userStacks;  // (pid, stack id) of the user's own calls
+    };
+    void noteLibraryShare(size_t finding, const Matched& m);
+
     const Context& m_cx;
     Report& m_r;
+    std::vector<LibraryShare> m_shares;
 };
 
 // The rules, one family a file.

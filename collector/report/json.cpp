@@ -55,7 +55,7 @@
 //              inside whose GPU time is only an upper bound, as in transfers, and their part of gpu_ns:
 //              with any, gpu_ns is an upper bound)
 //   callsites  id category (transfer launch sync alloc) frames[{function file line module offset
-//              address inlined app}] count ns | label site_frame apis
+//              address inlined app}] count ns | label site_frame apis library_call
 //   capture_windows {used left_out left_out_launches left_out_after empty_windows windows[{pid index trigger
 //              ended_by begin_ns end_ns calls launches transfers syncs allocs left_out_before
 //              left_out_launches_before empty}]} (record --capture-range, --delay, --duration, ctl start/stop)
@@ -232,7 +232,8 @@ nlohmann::ordered_json reportJson(const Report& r)
             frames.push_back(Json{{"function", f.function}, {"file", f.file}, {"line", f.line}, {"module", f.module},
                                   {"offset", f.offset}, {"address", f.address}, {"inlined", f.inlined}, {"app", f.app}});
         sites.push_back(Json{{"id", s.id}, {"category", s.category}, {"frames", frames}, {"count", s.count},
-                             {"ns", s.ns}, {"label", s.label}, {"site_frame", s.siteFrame}, {"apis", strings(s.apis)}});
+                             {"ns", s.ns}, {"label", s.label}, {"site_frame", s.siteFrame}, {"apis", strings(s.apis)},
+                             {"library_call", s.libraryCall}});
     }
 
     Json& findings = j["findings"] = Json::array();

@@ -12,7 +12,9 @@
 //             of its call sites must be named after one of the functions, in a source file under
 //             --app-src), `absent RULE...` and `library-call NAME...` (a call site in the app's own code,
 //             with a source line, names that library call below it), `library-call-lines NAME N` (at
-//             least N lines of the app's source name it, each its own site); '#' starts a comment.
+//             least N lines of the app's source name it, each its own site), `library-made RULE...`
+//             (its calls were made inside library calls: information without a saving; -if-present: when
+//             it fired); '#' starts a comment.
 //   --app-src the directory of the apps' sources (tests/apps)
 //   --rel-tol relative allowance on GPU times and busy time on top of the computed bound (default 0.02)
 //
@@ -919,6 +921,28 @@ int main(int argc, char** argv)
                 while (ls >> rule)
                     check(!findings.count(rule), "finding " + rule + " is absent" +
                                                      (findings.count(rule) ? ": " + findings[rule]->value("message", "") : ""));
+            } else if (verb == "library-made" || verb == "library-made-if-present") {
+                // The finding's calls were made inside library calls (issue 28): it is information with no
+                // saving, every call site names the library call, and the text says the calls are the
+                // library's. -if-present: only when the rule fired (its threshold may not be reached).
+                std::string rule;
+                while (ls >> rule) {
+                    if (!findings.count(rule)) {
+                        check(verb != "library-made", "finding " + rule + " is present");
+                        continue;
+                    }
+                    const Json& f = *findings[rule];
+                    check(f.value("severity", "") == "info" && f.value("estimated_savings_ns", 1.0) == 0,
+                          "finding " + rule + " on calls a library made is information without a saving (" +
+                              f.value("severity", "") + ", " + std::to_string(f.value("estimated_savings_ns", 0.0)) + " ns)");
+                    check(f.value("message", "").find("not by your code") != std::string::npos,
+                          "finding " + rule + " says the calls are the library's: " + f.value("message", ""));
+                    for (const Json& id : f["callsites"]) {
+                        auto it = sites.find(id.get<long long>());
+                        check(it != sites.end() && !it->second->value("library_call", "").empty(),
+                              "finding " + rule + ": call site " + id.dump() + " names the library call it was made in");
+                    }
+                }
             } else if (verb == "present") {
                 std::string rule, funcs;
                 ls >> rule >> funcs;

@@ -960,6 +960,67 @@ TEST(Analyze, CallSiteNamesTheLibraryCallBelowIt)
     EXPECT_TRUE(labels.count("nccl_helper(int) (gemm.cu:60) \u2192 ncclAllReduce (NCCL, linked in)")) << *labels.rbegin();
 }
 
+// Copies a library makes inside its own call (issue 28): a site through libcusolver is the library's.
+uint32_t librarySite(ProcBuilder& b, const std::string& libraryFunction, uint32_t line)
+{
+    const uint32_t id = uint32_t(b.p.stacks.size() + 1);
+    const uint64_t rt = 0x7f0000000100 + id * 16, lib = 0x7f2000000000 + id * 16, app = 0x401000 + id * 16;
+    b.p.stacks[id] = {rt, lib, app};
+    b.p.symbols[rt] = {Frame{rt, "cudaMemcpy", "", 0, "/usr/lib/libcudart.so.13", rt - 0x7f0000000000, false}};
+    b.p.symbols[lib] = {Frame{lib, libraryFunction, "", 0, "/usr/lib/libcusolver.so.12", lib - 0x7f2000000000, false}};
+    b.p.symbols[app] = {Frame{app, "main", "/src/app.cu", line, "/work/app", app - 0x400000, false}};
+    return id;
+}
+
+void pageableCopies(ProcBuilder& b, uint32_t site, int n, uint64_t& t)
+{
+    constexpr uint64_t us = 1000;
+    for (int i = 0; i < n; ++i) {
+        b.copy("cuMemcpyHtoD_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, MiB, t, t + 300 * us, false,
+               t + 100 * us, t + 300 * us, site);
+        t += 400 * us;
+    }
+}
+
+TEST(Findings, CopiesALibraryMadeAreNotTheUsersToChange)
+{
+    constexpr uint64_t us = 1000;
+    ProcBuilder b;
+    const uint32_t pinnedSite = b.site("warmup", 10);
+    b.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, MiB, 0, 5 * us, true, 10 * us,
+           60 * us, pinnedSite);
+    uint64_t t = 100 * us;
+    pageableCopies(b, librarySite(b, "cusolverDnSsyevd", 30), 10, t);
+    const Report r = analyze(b.capture(), {});
+    const Finding* pg = findingOf(r, "pageable-memcpy");
+    ASSERT_TRUE(pg);
+    EXPECT_EQ(pg->severity, "info");
+    EXPECT_EQ(pg->estimatedSavingsNs, 0u);
+    EXPECT_TRUE(pg->stacks.empty());  // nothing for the replay to change
+    EXPECT_NE(pg->message.find("not by your code: cusolverDnSsyevd (libcusolver.so.12)"), std::string::npos) << pg->message;
+    EXPECT_EQ(pg->message.find("cudaMallocHost"), std::string::npos) << pg->message;
+    ASSERT_FALSE(pg->callsites.empty());
+    EXPECT_EQ(r.callsites[pg->callsites[0]].libraryCall, "cusolverDnSsyevd (libcusolver.so.12)");
+
+    // Half the copies the user's own: the saving counts those (half of the formula's), the replay only them.
+    ProcBuilder mixed;
+    const uint32_t pinned2 = mixed.site("warmup", 10);
+    mixed.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, MiB, 0, 5 * us, true, 10 * us,
+               60 * us, pinned2);
+    t = 100 * us;
+    const uint32_t own = mixed.site("copy_loop", 25);
+    pageableCopies(mixed, own, 10, t);
+    pageableCopies(mixed, librarySite(mixed, "cusolverDnSsyevd", 30), 10, t);
+    const Report m = analyze(mixed.capture(), {});
+    const Finding* half = findingOf(m, "pageable-memcpy");
+    ASSERT_TRUE(half);
+    // 20 copies of 200 us against 50 us pinned: 3000 us by the formula, 1500 us of it the user's.
+    EXPECT_EQ(half->estimatedSavingsNs, 1500 * us);
+    ASSERT_EQ(half->stacks.size(), 1u);
+    EXPECT_EQ(half->stacks[0].second, own);
+    EXPECT_NE(half->message.find("(50%) was inside library calls"), std::string::npos) << half->message;
+}
+
 TEST(Analyze, StaticRuntimeFramesSkippedButUserCudaNamedFunctionsKept)
 {
     ProcBuilder b;
@@ -1631,8 +1692,11 @@ TEST(Findings, SpinWaitIsPollingInARowAndFreesHostCpuNotWall)
         inJson = inJson || (x["rule"] == "spin-wait" && x["host_cpu_savings_ns"] == spanNs);
     EXPECT_TRUE(inJson);
     EXPECT_NE(renderText(spin, false).find("of host CPU to free (not wall time)"), std::string::npos);
-    for (const Finding& x : spin.findings)  // ahead of the findings that save nothing either
-        if (x.rule != "spin-wait" && !x.estimatedSavingsNs) EXPECT_GT(&x, f) << x.rule;
+    for (const Finding& x : spin.findings) {  // ahead of the findings that save nothing either
+        if (x.rule != "spin-wait" && !x.estimatedSavingsNs) {
+            EXPECT_GT(&x, f) << x.rule;
+        }
+    }
     const Report descheduled = run(SpinDescheduled);
     const Finding* d = findingOf(descheduled, "spin-wait");
     ASSERT_TRUE(d);
