@@ -184,8 +184,9 @@ thread_local TimingBudget t_budget GS_TLS;
 
 // A created stream's own context and device in place of the current ones: a stream of device 1 may be
 // used while device 0 is current (cudaMemcpyPeerAsync, a library's stream); its work runs on device 1,
-// and only events of its own context can be recorded on it. Unknown (the driver cannot say, or the
-// context is one no hook saw): the current ones stand.
+// and only events of its own context can be recorded on it (a green context's stream: its own backing
+// context). A context no hook saw has its device asked of the stream (CUDA 12.8+), else taken to be the
+// current one's. The driver cannot say: the current ones stand.
 void ownContext(StreamSlot* slot, CUstream stream, CUcontext* ctx, int* dev)
 {
     if (!slot || uintptr_t(stream) <= uintptr_t(CU_STREAM_PER_THREAD)) return;
@@ -193,7 +194,16 @@ void ownContext(StreamSlot* slot, CUstream stream, CUcontext* ctx, int* dev)
     if (!own) {
         const Driver& d = driver();
         if (!d.streamGetCtx || d.streamGetCtx(stream, &own) != CUDA_SUCCESS || !own) return;
-        const int ownDev = own == *ctx ? *dev : deviceOfContext(own);
+        int ownDev = own == *ctx ? *dev : deviceOfContext(own);
+        if (ownDev < 0) {
+            CUdevice sd = -1;
+            if (d.streamGetDevice && d.streamGetDevice(stream, &sd) == CUDA_SUCCESS && sd >= 0) {
+                ownDev = sd;
+                noteContextDevice(own, ownDev);
+            } else {
+                ownDev = *dev;
+            }
+        }
         if (ownDev < 0) return;
         slot->device.store(ownDev, std::memory_order_relaxed);
         slot->ctx.store(own, std::memory_order_release);

@@ -104,6 +104,7 @@ void loadDriver()
         loadDriverFn(g_driver.eventElapsedTime, "cuEventElapsedTime_v2");
         loadDriverFn(g_driver.streamCreate, "cuStreamCreate");
         loadDriverFn(g_driver.streamGetCtx, "cuStreamGetCtx");
+        loadDriverFn(g_driver.streamGetDevice, "cuStreamGetDevice");
         loadDriverFn(g_driver.streamIsCapturing, "cuStreamIsCapturing");
         loadDriverFn(g_driver.streamIsCapturingPtsz, "cuStreamIsCapturing_ptsz");
         loadDriverFn(g_driver.streamGetCaptureInfo3, "cuStreamGetCaptureInfo_v3");

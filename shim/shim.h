@@ -86,6 +86,7 @@ struct Driver {
     decltype(&::cuEventElapsedTime_v2) eventElapsedTime;
     decltype(&::cuStreamCreate) streamCreate;
     decltype(&::cuStreamGetCtx) streamGetCtx;
+    decltype(&::cuStreamGetDevice) streamGetDevice;  // CUDA 12.8+: a context no hook saw (a green one's)
     decltype(&::cuStreamIsCapturing) streamIsCapturing;
     decltype(&::cuStreamIsCapturing_ptsz) streamIsCapturingPtsz;
     // Which graph a capturing call joins: the 12.3 ABI, else the 11.3 one (a driver may drop either).

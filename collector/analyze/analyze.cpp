@@ -4,6 +4,7 @@
 #include "collector/analyze/internal.h"
 
 #include "collector/model/api_names.h"
+#include "collector/model/cuda_results.h"
 #include "collector/model/library_code.h"
 
 #include <cxxabi.h>
@@ -530,7 +531,10 @@ void addApi(Context& cx, const CallInfo& ci)
     a.host.add(hostNs(c));
     a.category = wire::categoryName(c.category);
     // A poll that found the work unfinished is not an error.
-    if (!succeeded(c) && !(ci.api->query && c.result == kCudaErrorNotReady)) ++a.errors;
+    if (!succeeded(c) && !(ci.api->query && c.result == kCudaErrorNotReady)) {
+        ++a.errors;
+        ++a.errorCodes[c.result];
+    }
 }
 
 void finishApis(Context& cx, Report& r)
@@ -541,6 +545,8 @@ void finishApis(Context& cx, Report& r)
         row.display = displayName(api);
         row.category = a.category;
         row.errors = a.errors;
+        for (const auto& [code, n] : a.errorCodes) row.errorCodes.push_back({code, cudaResultName(code), n});
+        std::stable_sort(row.errorCodes.begin(), row.errorCodes.end(), [](const auto& x, const auto& y) { return x.calls > y.calls; });
         row.host = a.host.stats();
         r.apis.push_back(std::move(row));
     }

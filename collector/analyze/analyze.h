@@ -122,6 +122,12 @@ struct ApiRow {
     std::string api, display, category;
     DurationStats host;
     uint64_t errors = 0;  // calls that returned something other than CUDA_SUCCESS
+    struct ErrorCode {
+        int32_t code = 0;
+        std::string name;  // CUDA_ERROR_...
+        uint64_t calls = 0;
+    };
+    std::vector<ErrorCode> errorCodes;  // most frequent first
 };
 
 struct SizeBucket {

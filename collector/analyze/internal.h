@@ -195,6 +195,7 @@ struct SyncAcc {
 struct ApiAcc {
     std::string category;
     uint64_t errors = 0;
+    std::map<int32_t, uint64_t> errorCodes;  // CUresult -> calls that returned it
     QuantileSketch host;
 };
 // Explicit waits from one call site of one process (sync-in-loop).

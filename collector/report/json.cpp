@@ -20,7 +20,7 @@
 //              the idle gaps may be off by up to held_up_ns)
 //              idle_gap_ns, largest_gap_ns, gaps and starved_ns are read off the same timeline
 //   streams    pid device name ops estimated_ops busy_ns busy_ns_min busy_ns_max busy_pct
-//   apis       api runtime display category errors count total_ns avg_ns median_ns min_ns max_ns p99_ns
+//   apis       api runtime display category errors errors_by_code[{code name calls}] count total_ns avg_ns median_ns min_ns max_ns p99_ns
 //   transfers  direction (HtoD DtoH DtoD PtoP Memset; HtoH Prefetch Unknown if seen) host_memory
 //              (pageable pinned managed device unknown) mode (sync async) count bytes gpu_ns host_ns
 //              gbps | gbps_basis (gpu: timed bytes / gpu_ns; host: bytes / host_ns; graph_estimate: graph
@@ -147,6 +147,9 @@ nlohmann::ordered_json reportJson(const Report& r)
     for (const ApiRow& a : r.apis) {
         Json row{{"api", a.api}, {"runtime", std::string(runtimeNameOf(a.api))}, {"display", a.display},
                  {"category", a.category}, {"errors", a.errors}};
+        Json codes = Json::array();
+        for (const ApiRow::ErrorCode& e : a.errorCodes) codes.push_back(Json{{"code", e.code}, {"name", e.name}, {"calls", e.calls}});
+        row["errors_by_code"] = std::move(codes);
         row.update(stats(a.host));
         apis.push_back(std::move(row));
     }

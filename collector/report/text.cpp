@@ -338,6 +338,17 @@ void overview(std::string& out, const Report& r, const Style& st)
     }
 }
 
+// " [4 errors: CUDA_ERROR_NO_BINARY_FOR_GPU]", the two most frequent codes by name.
+std::string errorsText(const ApiRow& a)
+{
+    if (!a.errors) return {};
+    std::string s = " [" + num(a.errors) + (a.errors == 1 ? " error" : " errors");
+    for (size_t i = 0; i < a.errorCodes.size() && i < 2; ++i)
+        s += (i ? ", " : ": ") + a.errorCodes[i].name + (a.errorCodes.size() > 1 ? " x" + num(a.errorCodes[i].calls) : "");
+    if (a.errorCodes.size() > 2) s += ", ...";
+    return s + "]";
+}
+
 void apis(std::string& out, const Report& r, const Style& st)
 {
     if (r.apis.empty()) return;
@@ -349,7 +360,7 @@ void apis(std::string& out, const Report& r, const Style& st)
         const ApiRow& a = r.apis[i];
         t.row({pct(total ? 100.0 * double(a.host.total) / double(total) : 0), formatNs(a.host.total), num(a.host.count),
                formatNs(uint64_t(a.host.avg + 0.5)), formatNs(a.host.median), formatNs(a.host.min), formatNs(a.host.max),
-               a.display + (a.errors ? " [" + num(a.errors) + " errors]" : "")});
+               a.display + errorsText(a)});
     }
     out += t.render(st);
     if (r.apis.size() > r.options.top) out += " (" + num(r.apis.size() - r.options.top) + " more in --format json/csv)\n";

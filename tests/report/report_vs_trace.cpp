@@ -828,6 +828,30 @@ int main(int argc, char** argv)
         timeline_checks::check(report, truth, [](bool cond, const std::string& what) { return check(cond, what); });
     }
 
+    // ---- failed calls: each API row's errors by CUresult against the calls of the app's threads that
+    // returned it (a query's CUDA_ERROR_NOT_READY is no error), the codes named (issue 28).
+    {
+        std::map<std::string, std::map<long long, long long>> failed;  // api -> rc -> calls
+        for (const Call& c : t.calls)
+            if (c.app && c.rc != 0 && !(c.rc == 600 && c.api.find("Query") != std::string::npos)) ++failed[c.api][c.rc];
+        for (const Json& a : report["apis"]) {
+            const std::string api = a.value("api", "");
+            std::map<long long, long long> reported;
+            for (const Json& e : a.value("errors_by_code", Json::array())) {
+                reported[e.value("code", 0LL)] += e.value("calls", 0LL);
+                check(e.value("name", "").rfind("CUDA_", 0) == 0, "api " + api + ": error code " + std::to_string(e.value("code", 0LL)) +
+                                                                      " is named (" + e.value("name", "") + ")");
+            }
+            long long total = 0;
+            for (const auto& [rc, n] : reported) total += n;
+            const auto& truth = failed[api];
+            if (!total && truth.empty()) continue;
+            check(reported == truth && total == a.value("errors", 0LL),
+                  "api " + api + ": " + std::to_string(a.value("errors", 0LL)) + " errors by code as the trace's failed calls (" +
+                      std::to_string(truth.size()) + " codes)");
+        }
+    }
+
     // ---- spin-wait against the driver's calls: on each app thread, runs of queries (cuEventQuery,
     // cuStreamQuery) with no other call between, 16 or more answered CUDA_ERROR_NOT_READY: busy-waits.
     // The finding counts their not-ready polls (at least 80%: a run the thread was often descheduled in

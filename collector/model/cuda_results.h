@@ -1,0 +1,12 @@
+// collector/model/cuda_results.h: CUDA's result codes by name, as cuda.h spells them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gpuspy::collect {
+
+// "CUDA_ERROR_NO_BINARY_FOR_GPU" for 209; "CUresult 12345" for a code this toolkit's cuda.h does not name.
+std::string cudaResultName(int32_t code);
+
+}  // namespace gpuspy::collect
