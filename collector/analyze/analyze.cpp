@@ -219,7 +219,20 @@ struct ResolvedStack {
     size_t siteFrame = 0;
     std::string label;
     std::string libraryCall;  // see CallSite::libraryCall
+    bool viaRuntime = false;  // cudart's frames between the site and the driver: the program called the runtime
 };
+
+// A frame of cudart, shared (libcudart.so) or linked in statically (its entry points without line
+// information, its internal functions).
+bool isRuntimeFrame(const ReportFrame& f)
+{
+    if (startsWith(baseNameOf(f.module), "libcudart")) return true;
+    for (std::string_view p : {"cudart::", "__cudart", "libcudart_static_"})
+        if (startsWith(f.function, p)) return true;
+    const std::string base = functionBase(f.function);
+    return base.size() > 4 && startsWith(base, "cuda") && std::isupper(static_cast<unsigned char>(base[4])) &&
+           (f.file.empty() || f.file.find("/cuda_runtime") != std::string::npos);
+}
 
 ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId)
 {
@@ -271,6 +284,7 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId)
             if (!isCoreCudaFrame(r.frames[i])) site = i;
     if (site == r.frames.size()) site = 0;
     r.siteFrame = site;
+    for (size_t i = 0; i < site && !r.viaRuntime; ++i) r.viaRuntime = isRuntimeFrame(r.frames[i]);
     const ReportFrame& f = r.frames[site];
     char off[32];
     std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(f.offset));
@@ -390,6 +404,10 @@ void resolveSites(Context& cx, const ProcView& view, const std::vector<uint32_t>
             c.apiId = id;
             const std::string api = pv.apiName(c);
             if (std::find(s.apis.begin(), s.apis.end(), api) == s.apis.end()) s.apis.push_back(api);
+            if (!st.frames.empty()) {
+                auto& [runtime, direct] = cx.apiCallers[api];
+                ++(st.viaRuntime ? runtime : direct);
+            }
         }
         rs.site = pos->second;
     }
@@ -537,12 +555,32 @@ void addApi(Context& cx, const CallInfo& ci)
     }
 }
 
+std::string apiRuntimeName(const Context& cx, const std::string& abiName)
+{
+    // An API of no call site (a stream's destroy, a module load) by the program's other calls: a program
+    // none of whose sites went through the runtime calls the driver directly.
+    auto it = cx.apiCallers.find(abiName);
+    std::pair<uint64_t, uint64_t> callers{0, 0};
+    if (it != cx.apiCallers.end()) callers = it->second;
+    else
+        for (const auto& [api, c] : cx.apiCallers) callers.first += c.first, callers.second += c.second;
+    if (!callers.first && callers.second) return {};
+    return std::string(runtimeNameOf(abiName));
+}
+
+std::string apiDisplay(const Context& cx, const std::string& abiName)
+{
+    const std::string rt = apiRuntimeName(cx, abiName);
+    return rt.empty() ? abiName : abiName + " (" + rt + ")";
+}
+
 void finishApis(Context& cx, Report& r)
 {
     for (auto& [api, a] : cx.apis) {
         ApiRow row;
         row.api = api;
-        row.display = displayName(api);
+        row.display = apiDisplay(cx, api);
+        row.runtime = apiRuntimeName(cx, api);
         row.category = a.category;
         row.errors = a.errors;
         for (const auto& [code, n] : a.errorCodes) row.errorCodes.push_back({code, cudaResultName(code), n});

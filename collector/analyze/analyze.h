@@ -120,6 +120,7 @@ struct StreamSummary {
 // One row of the CUDA API summary (like nsys cuda_api_sum).
 struct ApiRow {
     std::string api, display, category;
+    std::string runtime;  // the runtime call that reaches it, "" when the program called the driver directly
     DurationStats host;
     uint64_t errors = 0;  // calls that returned something other than CUDA_SUCCESS
     struct ErrorCode {

@@ -262,6 +262,10 @@ struct Context {
     size_t windowCalls = size_t(1) << 17;  // calls held per process (about 12 MiB); SIZE_MAX: no window
 
     std::map<std::string, ApiAcc> apis;
+    // Per API, the call sites that reached it through the runtime (cudart's frames below the caller) and
+    // those that called the driver directly: an API only ever called directly is named as the driver's
+    // (apiDisplay), not as the runtime call that would reach it.
+    std::map<std::string, std::pair<uint64_t, uint64_t>> apiCallers;
     std::map<std::tuple<int, std::string, std::string>, TransferAcc> transfers;  // direction, host memory, mode
     std::unordered_map<uint32_t, TransferAcc*> transferOf;  // direction, memory kinds, async -> row
     std::map<std::string, KernelAcc> kernels;  // by demangled name: one row across processes
@@ -295,6 +299,9 @@ inline bool isDeviceOp(const wire::CallBody& c)
 }
 
 std::string demangle(const std::string& mangled);
+// "cuMemcpyHtoD_v2 (cudaMemcpy)", or the ABI name alone for an API the program only called directly.
+std::string apiDisplay(const Context& cx, const std::string& abiName);
+std::string apiRuntimeName(const Context& cx, const std::string& abiName);  // "" then
 std::string formatNs(uint64_t ns);     // "1.23 ms"
 std::string formatBytes(uint64_t b);   // "64.0 KiB"
 

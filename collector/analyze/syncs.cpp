@@ -79,6 +79,7 @@ void addSync(Context& cx, const ProcView&, const CallInfo& ci)
 void finishSyncs(Context& cx, Report& r)
 {
     for (auto& [key, a] : cx.syncs) {
+        a.row.display = apiDisplay(cx, a.row.api);  // the callers are known once the sites are
         a.row.host = a.host.stats();
         a.row.callsites = topSites(namedSites(cx, a.sites), cx.options->top);
         r.syncs.push_back(std::move(a.row));

@@ -63,7 +63,7 @@ void syncInLoop(Builder& b)
             std::string api = a.apis.begin()->first;
             for (const auto& [n, k] : a.apis)
                 if (k > a.apis.at(api)) api = n;
-            where += std::string(where.empty() ? "" : "; ") + displayName(api) + " " + std::to_string(a.count) +
+            where += std::string(where.empty() ? "" : "; ") + apiDisplay(cx, api) + " " + std::to_string(a.count) +
                      " times from " + cx.sites[size_t(key.second)].label;
         }
     }

@@ -145,7 +145,7 @@ nlohmann::ordered_json reportJson(const Report& r)
 
     Json& apis = j["apis"] = Json::array();
     for (const ApiRow& a : r.apis) {
-        Json row{{"api", a.api}, {"runtime", std::string(runtimeNameOf(a.api))}, {"display", a.display},
+        Json row{{"api", a.api}, {"runtime", a.runtime}, {"display", a.display},
                  {"category", a.category}, {"errors", a.errors}};
         Json codes = Json::array();
         for (const ApiRow::ErrorCode& e : a.errorCodes) codes.push_back(Json{{"code", e.code}, {"name", e.name}, {"calls", e.calls}});

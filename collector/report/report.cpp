@@ -58,7 +58,7 @@ std::vector<Table> reportTables(const Report& r)
         Table t{"apis", {"api", "runtime", "category", "count", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns",
                          "p99_ns", "errors"}, {}};
         for (const ApiRow& a : r.apis)
-            t.rows.push_back({a.api, std::string(runtimeNameOf(a.api)), a.category, num(a.host.count), num(a.host.total),
+            t.rows.push_back({a.api, a.runtime, a.category, num(a.host.count), num(a.host.total),
                               num(a.host.avg), num(a.host.median), num(a.host.min), num(a.host.max), num(a.host.p99),
                               num(a.errors)});
         out.push_back(std::move(t));

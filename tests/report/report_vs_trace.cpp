@@ -14,7 +14,7 @@
 //             with a source line, names that library call below it), `library-call-lines NAME N` (at
 //             least N lines of the app's source name it, each its own site), `library-made RULE...`
 //             (its calls were made inside library calls: information without a saving; -if-present: when
-//             it fired); '#' starts a comment.
+//             it fired), `driver-api-names` (every API named as the driver's); '#' starts a comment.
 //   --app-src the directory of the apps' sources (tests/apps)
 //   --rel-tol relative allowance on GPU times and busy time on top of the computed bound (default 0.02)
 //
@@ -945,6 +945,13 @@ int main(int argc, char** argv)
                 while (ls >> rule)
                     check(!findings.count(rule), "finding " + rule + " is absent" +
                                                      (findings.count(rule) ? ": " + findings[rule]->value("message", "") : ""));
+            } else if (verb == "driver-api-names") {
+                // A program that calls the driver API itself: its calls are named as the driver's, never as
+                // the runtime calls that would reach them (issue 28: cuMemAlloc read "cudaMalloc").
+                for (const Json& a : report["apis"])
+                    check(a.value("runtime", "x").empty() && a.value("display", "") == a.value("api", ""),
+                          "api " + a.value("api", "") + " is named as the driver's (display '" + a.value("display", "") +
+                              "', runtime '" + a.value("runtime", "") + "')");
             } else if (verb == "library-made" || verb == "library-made-if-present") {
                 // The finding's calls were made inside library calls (issue 28): it is information with no
                 // saving, every call site names the library call, and the text says the calls are the
