@@ -455,6 +455,19 @@ wire::MemKind memKindOf(uint64_t address, bool mayAskDriver)
     return kind;
 }
 
+int deviceOfPointer(uint64_t address)
+{
+    // One device seen: every device pointer is its.
+    const uint64_t seen = g_devicesSeen.load(std::memory_order_acquire);
+    if (seen && !(seen & (seen - 1))) return __builtin_ctzll(seen);
+    const Driver& d = driver();
+    int ordinal = -1;
+    if (!address || !d.pointerGetAttribute ||
+        d.pointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CUdeviceptr(address)) != CUDA_SUCCESS)
+        return -1;
+    return ordinal;
+}
+
 size_t drainKernelDefs(uint8_t* out, size_t cap)
 {
     size_t n = 0;

@@ -346,6 +346,7 @@ void noteDevice(int device);
 void memAddRange(uint64_t start, uint64_t bytes, wire::MemKind kind);
 void memRemoveRange(uint64_t start);
 wire::MemKind memKindOf(uint64_t address, bool deviceSide);
+int deviceOfPointer(uint64_t address);  // a device pointer's device (asked of the driver when several are in use); -1 unknown
 void noteThreadName(uint32_t tid);
 
 // Drained by drain.cpp: definitions not yet sent. Each returns bytes written (0 = none pending).

@@ -14,6 +14,15 @@ MemKind kindOf(const void* p)
     return k == MemKind::Unknown ? MemKind::Pageable : k;
 }
 
+// Device memory to device memory: between two devices' memory it is a peer copy (the driver tells them
+// apart by the pointers, whatever the call's name says).
+void deviceToDevice(wire::TransferArgs& t)
+{
+    const int dd = deviceOfPointer(t.dst), sd = dd < 0 ? -1 : deviceOfPointer(t.src);
+    t.direction = dd >= 0 && sd >= 0 && dd != sd ? Direction::PtoP : Direction::DtoD;
+    if (t.direction == Direction::PtoP) t.peerDevice = uint32_t(dd);
+}
+
 // Unified addressing: the pointers decide the direction (as cuMemcpy itself does).
 void describeUnified(CallScope& s, const void* dst, const void* src, size_t bytes)
 {
@@ -24,7 +33,7 @@ void describeUnified(CallScope& s, const void* dst, const void* src, size_t byte
     t.src = uint64_t(uintptr_t(src));
     t.srcMem = sk;
     t.dstMem = dk;
-    if (sk == MemKind::Device && dk == MemKind::Device) t.direction = Direction::DtoD;
+    if (sk == MemKind::Device && dk == MemKind::Device) deviceToDevice(t);
     else if (sk == MemKind::Device) t.direction = Direction::DtoH;
     else if (dk == MemKind::Device) t.direction = Direction::HtoD;
     else if (sk == MemKind::Managed && dk == MemKind::Managed) t.direction = Direction::DtoD;
@@ -176,6 +185,7 @@ void describeExplicit(CallScope& s, Direction dir, const void* dst, const void* 
         t.srcMem = MemKind::Device;
     } else {
         t.srcMem = t.dstMem = MemKind::Device;
+        deviceToDevice(t);
     }
 }
 

@@ -1,7 +1,8 @@
 // two_devices: work on two devices selected with cudaSetDevice (run with SIMCUDA_DEVICES=2), then a peer
 // copy from device 0 to device 1, then peer copies queued on a stream of device 1 while device 0 is
 // current (their work runs on device 1, and only device 1's events can time it: issue 28), the stream
-// synchronized from device 0 and destroyed.
+// synchronized from device 0 and destroyed; a 3D peer copy and a unified-address copy between the devices
+// are peer copies too.
 #include "app_common.h"
 
 constexpr int kDevices = 2;
@@ -10,6 +11,7 @@ constexpr int kElems = 1 << 16;
 constexpr size_t kBytes = kElems * sizeof(float);
 constexpr int kPeerCopies = 1;
 constexpr int kPeerAsyncCopies = 20;
+constexpr int kOtherPeerCopies = 2;
 constexpr int kThreads = 256;
 constexpr int kBlocks = kElems / kThreads;
 
@@ -46,6 +48,17 @@ int main()
     CK(cudaStreamCreateWithFlags(&onDevice1, cudaStreamNonBlocking));
     CK(cudaSetDevice(0));
     for (int c = 0; c < kPeerAsyncCopies; ++c) CK(cudaMemcpyPeerAsync(buf[1], 1, buf[0], 0, kBytes, onDevice1));
+    // Two more copies between the devices, named by their pointers and contexts: a 3D peer copy and a
+    // plain cudaMemcpyAsync between the two devices' memory (unified addressing).
+    static_assert(kOtherPeerCopies == 2, "the two copies below");
+    cudaMemcpy3DPeerParms peer = {};
+    peer.srcPtr = make_cudaPitchedPtr(buf[0], kBytes, kElems, 1);
+    peer.srcDevice = 0;
+    peer.dstPtr = make_cudaPitchedPtr(buf[1], kBytes, kElems, 1);
+    peer.dstDevice = 1;
+    peer.extent = make_cudaExtent(kBytes, 1, 1);
+    CK(cudaMemcpy3DPeerAsync(&peer, onDevice1));
+    CK(cudaMemcpyAsync(buf[1], buf[0], kBytes, cudaMemcpyDeviceToDevice, onDevice1));
     CK(cudaStreamSynchronize(onDevice1));
     CK(cudaStreamDestroy(onDevice1));
     for (int d = 0; d < kDevices; ++d) {
