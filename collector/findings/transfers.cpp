@@ -4,6 +4,7 @@
 #include "collector/model/api_names.h"
 
 #include <algorithm>
+#include <set>
 #include <cstdio>
 
 namespace gpuspy::collect::detail::rules {
@@ -166,8 +167,22 @@ void pageableAsyncMemcpy(Builder& b)
         refText = "assuming each call would cost about a kernel launch here (" + formatNs(ref) + " median)";
     }
     const uint64_t savings = m.hostNs > ref * m.count ? m.hostNs - ref * m.count : 0;
+    // The calls by the names the program used (cudaMemcpy2DAsync, cuMemcpyHtoDAsync_v2), from its sites.
+    std::set<std::string> names;
+    for (const auto& [raw, ns] : m.sites) {
+        const int site = raw < cx.rawSites.size() ? cx.rawSites[raw].site : kNoSite;
+        if (site == kNoSite) continue;
+        for (const std::string& api : cx.sites[size_t(site)].apis) {
+            if (api.find("Async") == std::string::npos || api.find("Memcpy") == std::string::npos) continue;
+            const std::string rt = apiRuntimeName(cx, api);
+            names.insert(rt.empty() ? api : rt);
+        }
+    }
+    std::string called;
+    for (const std::string& n : names) called += (called.empty() ? "" : " / ") + n;
+    if (called.empty()) called = "cudaMemcpyAsync";
     Finding& f = b.add("pageable-async-memcpy", m, savings,
-                       std::to_string(m.count) + " cudaMemcpyAsync calls on pageable host memory (" + formatBytes(m.bytes) +
+                       std::to_string(m.count) + " " + called + " calls on pageable host memory (" + formatBytes(m.bytes) +
                            ")" + siteLabel(cx, topSites(namedSites(cx, m.sites), 1)) + " were not asynchronous: they held the host for " +
                            formatNs(m.hostNs) + " while the driver staged the data. Use pinned memory "
                            "(cudaMallocHost or cudaHostRegister) so the copy overlaps. Estimated saving " +

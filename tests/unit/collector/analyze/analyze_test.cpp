@@ -1345,6 +1345,18 @@ TEST(Findings, PageableAsyncMemcpy)
     EXPECT_EQ(f->count, 3u);
     EXPECT_EQ(f->estimatedSavingsNs, 3u * 105 - 3 * 5);  // the pinned async copy's 5 ns as the reference
     EXPECT_FALSE(findingOf(r, "sync-memcpy"));
+
+    // Named by the call the program made (issue 28: a cudaMemcpy2DAsync read "cudaMemcpyAsync").
+    ProcBuilder twoD;
+    const uint32_t site = twoD.site("upload_rows", 12);
+    twoD.copy("cuMemcpyHtoDAsync_v2", Direction::HtoD, MemKind::Pinned, MemKind::Device, MiB, 0, 5, true, 10, 60);
+    for (int i = 0; i < 3; ++i)
+        twoD.copy("cuMemcpy2DAsync_v2", Direction::HtoD, MemKind::Pageable, MemKind::Device, MiB, 100 + i * 200,
+                  100 + i * 200 + 105, true, 100 + i * 200, 100 + i * 200 + 100, site, wire::kCallImplicitSync);
+    const Report r2 = analyze(twoD.capture(), {});
+    const Finding* f2 = findingOf(r2, "pageable-async-memcpy");
+    ASSERT_TRUE(f2);
+    EXPECT_EQ(f2->message.rfind("3 cudaMemcpy2DAsync calls on pageable host memory", 0), 0u) << f2->message;
 }
 
 TEST(Findings, SmallTransfers)
