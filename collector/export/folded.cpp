@@ -22,13 +22,23 @@ std::string frameText(std::string s)
     return s.empty() ? std::string("[unknown]") : s;
 }
 
-// A Python frame carries its file and line, as py-spy writes them ("to_device (app.py:8)"): a Python
-// function is short and often defined in several files, and the line is what the user looks for.
+// A frame with line information carries its file and line, as py-spy writes them ("to_device (app.py:8)",
+// "main (app.cu:41)"): two call sites of one function stay apart, as on the page's flame graph, and the
+// line is what the user looks for.
 std::string foldedName(const OutFrame& f)
 {
-    if (!f.python || f.file.empty()) return f.function;
+    if (f.file.empty()) return f.function;
     const size_t slash = f.file.rfind('/');
     return f.function + " (" + f.file.substr(slash == std::string::npos ? 0 : slash + 1) + (f.line ? ":" + std::to_string(f.line) : "") + ")";
+}
+
+// The static runtime's internal functions (libcudart_static_<hash>, __cudart*, cudart::): hashed names
+// that say nothing to the user and split one call into as many stacks as cudart has paths.
+bool isRuntimeInternal(const OutFrame& f)
+{
+    for (std::string_view p : {"libcudart_static_", "__cudart", "cudart::"})
+        if (f.function.compare(0, p.size(), p) == 0) return true;
+    return false;
 }
 
 }  // namespace
@@ -79,7 +89,8 @@ std::string exportFolded(const Capture& capture, FoldedMetric metric)
             auto it = prefixOfStack.find(c.stackId);
             if (it == prefixOfStack.end()) {
                 std::string prefix = runFrame;
-                for (const OutFrame& f : stackFrames(p, c.stackId)) prefix += frameText(foldedName(f)) + ";";
+                for (const OutFrame& f : stackFrames(p, c.stackId))
+                    if (!isRuntimeInternal(f)) prefix += frameText(foldedName(f)) + ";";
                 if (prefix == runFrame) prefix += "[no stack];";
                 it = prefixOfStack.emplace(c.stackId, std::move(prefix)).first;
             }

@@ -9,7 +9,7 @@ rm -rf "$run" && mkdir -p "$run"
 "$gpuspy" record --sim -o "$run/capture.gspy" -f -- "$python" "$(dirname "$0")/cuda_copies.py" churn "$n" > "$run/record.out" 2>&1 ||
     { echo "check_churn.sh: FAIL: the recorded run failed" >&2; cat "$run/record.out" >&2; exit 1; }
 "$gpuspy" export "$run/capture.gspy" --format folded --metric calls -o "$run/calls.folded" -f || exit 2
-got=$(grep -o 'churned (churn.py:[0-9]*);[^ ]* [0-9]*$' "$run/calls.folded" | grep cudaStreamQuery |
+got=$(grep -o 'churned (churn.py:[0-9]*);.* [0-9]*$' "$run/calls.folded" | grep cudaStreamQuery |
       sed -E 's/^churned \(churn.py:([0-9]+)\).* ([0-9]+)$/\1 \2/' | sort -n)
 want=$(seq 2 $((n + 1)) | sed 's/$/ 1/')
 if [[ "$got" != "$want" ]]; then

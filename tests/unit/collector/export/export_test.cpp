@@ -248,20 +248,34 @@ TEST(PerfettoExport, HostileNamesAreEscapedJson)
     EXPECT_TRUE(found) << "the kernel keeps its name once parsed";
 }
 
+TEST(FoldedExport, TheStaticRuntimesInternalsLeftOut)
+{
+    Builder b = sample();
+    // A statically linked cudart between the user's frame and the driver: its hashed internals go.
+    b.p.stacks[1] = {0x7f0000000100, 0x401300, 0x401200, 0x401100, 0x401000};
+    b.p.symbols[0x401300] = {Frame{0x401300, "libcudart_static_5382377d5c772c9d197c0cda9fd9742ee6ad893c", "", 0, "/work/bin/app", 0x1300, false}};
+    b.p.symbols[0x401200] = {Frame{0x401200, "cudart::cudaApiMemcpy(void*, void const*, unsigned long, cudaMemcpyKind)", "", 0,
+                                   "/work/bin/app", 0x1200, false}};
+    const std::string blocked = exportFolded(b.capture(), FoldedMetric::Blocked);
+    EXPECT_NE(blocked.find("main (app.cu:10);run:step (app.cu:42);cuda_impl;cudaMemcpy 550\n"), std::string::npos) << blocked;
+    EXPECT_EQ(blocked.find("cudart"), std::string::npos) << blocked;
+}
+
 TEST(FoldedExport, OutermostFirstWeightedByTheMetric)
 {
     const Capture c = sample().capture();
+    // Frames with line information carry it ("main (app.cu:10)"): two call sites of a function stay apart.
     // Blocked: the synchronous copy (implicit sync) and the context wait, each with its host time.
     EXPECT_EQ(exportFolded(c, FoldedMetric::Blocked),
               "app+0x1234;cudaDeviceSynchronize 70\n"
-              "main;run:step;cuda_impl;cudaMemcpy 550\n");
-    EXPECT_EQ(exportFolded(c, FoldedMetric::Transfer), "main;run:step;cuda_impl;cudaMemcpy;HtoD 4096\n");
+              "main (app.cu:10);run:step (app.cu:42);cuda_impl;cudaMemcpy 550\n");
+    EXPECT_EQ(exportFolded(c, FoldedMetric::Transfer), "main (app.cu:10);run:step (app.cu:42);cuda_impl;cudaMemcpy;HtoD 4096\n");
     EXPECT_EQ(exportFolded(c, FoldedMetric::Launch),
-              "main;run:step;cuda_impl;cudaGraphLaunch 50\n"
-              "main;run:step;cuda_impl;cudaLaunchKernel;<img src=x onerror=alert(1)> 20\n"
-              "main;run:step;cuda_impl;cudaLaunchKernel;step(float*, int) 120\n");
+              "main (app.cu:10);run:step (app.cu:42);cuda_impl;cudaGraphLaunch 50\n"
+              "main (app.cu:10);run:step (app.cu:42);cuda_impl;cudaLaunchKernel;<img src=x onerror=alert(1)> 20\n"
+              "main (app.cu:10);run:step (app.cu:42);cuda_impl;cudaLaunchKernel;step(float*, int) 120\n");
     const std::string calls = exportFolded(c, FoldedMetric::Calls);
-    EXPECT_NE(calls.find("main;run:step;cuda_impl;cudaLaunchKernel 3\n"), std::string::npos) << calls;
+    EXPECT_NE(calls.find("main (app.cu:10);run:step (app.cu:42);cuda_impl;cudaLaunchKernel 3\n"), std::string::npos) << calls;
     // Every line is "frames value" with a non-empty frame list.
     size_t lines = 0;
     for (size_t at = 0; at < calls.size(); ++lines) {
