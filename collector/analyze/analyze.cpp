@@ -234,7 +234,17 @@ bool isRuntimeFrame(const ReportFrame& f)
            (f.file.empty() || f.file.find("/cuda_runtime") != std::string::npos);
 }
 
-ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId)
+// A stack whose outermost frame is where every thread starts (the program's entry, a thread's start
+// routine) was captured whole.
+bool startsThread(const ReportFrame& f)
+{
+    for (std::string_view p : {"_start", "__libc_start", "start_thread", "clone", "__clone"})
+        if (startsWith(f.function, p)) return true;
+    return false;
+}
+
+// deepest: the longest stack of the process, the shim's depth budget when some stack reached it.
+ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId, size_t deepest)
 {
     ResolvedStack r;
     const Process& p = *pv.proc;
@@ -297,6 +307,11 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId)
     if (!libraryCall.empty()) {
         r.label = libraryCall + " (inside the library)";
         r.libraryCall = libraryCall;
+        // The stack ends inside the library at the depth budget (cuSOLVER -> cuBLAS -> cuBLASLt is deeper
+        // than 24 frames): the caller is beyond it, not absent.
+        if (st->second.size() >= deepest && deepest >= 8 && !startsThread(r.frames.back()))
+            r.label += " [stack cut at " + std::to_string(deepest) + " frames inside the library: a larger "
+                       "GPUSPY_STACK_DEPTH (record --stack-depth, at most 128) reaches your code]";
     } else if (!f.function.empty()) {
         r.label = named(f);
         // A Python site names its caller too ("to_device (app.py:8) ← step (app.py:10)"): helpers
@@ -380,10 +395,12 @@ void resolveSites(Context& cx, const ProcView& view, const std::vector<uint32_t>
     ProcView pv = view;
     for (const auto& [id, name] : pv.proc->kernels) pv.kernelFunctions.insert(functionBase(demangle(name)));
     std::unordered_map<uint32_t, ResolvedStack> stacks;
+    size_t deepest = 0;
+    for (const auto& [id, st] : pv.proc->stacks) deepest = std::max(deepest, st.size());
     for (uint32_t raw : rawSites) {
         RawSite& rs = cx.rawSites[raw];
         auto it = stacks.find(rs.stackId);
-        if (it == stacks.end()) it = stacks.emplace(rs.stackId, resolveStack(pv, rs.stackId)).first;
+        if (it == stacks.end()) it = stacks.emplace(rs.stackId, resolveStack(pv, rs.stackId, deepest)).first;
         const ResolvedStack& st = it->second;
         const std::string cat = siteCategoryName(rs.category);
         auto [pos, fresh] = cx.siteIds.emplace(cat + '\n' + st.label, int(cx.sites.size()));
