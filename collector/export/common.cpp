@@ -129,7 +129,32 @@ bool isBlocking(const Process& p, const wire::CallBody& c)
     return detail::isExplicitSync(apiAbiName(p, c)) || detail::isImplicitSync(pv, c);
 }
 
-ProcNames::ProcNames(const Process& p) : m_proc(p), m_view(std::make_unique<detail::ProcView>()) { m_view->proc = &p; }
+namespace {
+
+// A program whose stacks never pass through cudart (no libcudart mapped, no static runtime frame on any
+// stack) calls the driver API itself: its calls are named as the driver's. No stacks: unknown, the
+// runtime's names as before.
+bool callsDriverDirectly(const Process& p)
+{
+    if (p.stacks.empty()) return false;
+    for (const ModuleInfo& m : p.modules) {
+        const size_t slash = m.path.rfind('/');
+        if (m.path.compare(slash == std::string::npos ? 0 : slash + 1, 9, "libcudart") == 0) return false;
+    }
+    for (const auto& [addr, frames] : p.symbols)
+        for (const Frame& f : frames)
+            for (std::string_view prefix : {"cudart::", "__cudart", "libcudart_static_"})
+                if (startsWith(f.function, prefix)) return false;
+    return true;
+}
+
+}  // namespace
+
+ProcNames::ProcNames(const Process& p)
+    : m_proc(p), m_view(std::make_unique<detail::ProcView>()), m_driverNames(callsDriverDirectly(p))
+{
+    m_view->proc = &p;
+}
 ProcNames::~ProcNames() = default;
 
 const ProcNames::Api& ProcNames::api(const wire::CallBody& c)
@@ -138,7 +163,7 @@ const ProcNames::Api& ProcNames::api(const wire::CallBody& c)
     if (it != m_apis.end()) return it->second;
     Api a;
     a.abi = apiAbiName(m_proc, c);
-    a.label = apiLabel(m_proc, c);
+    a.label = m_driverNames ? std::string(driverBaseName(a.abi)) : apiLabel(m_proc, c);
     a.explicitWait = detail::isExplicitSync(a.abi);
     return m_apis.emplace(c.apiId, std::move(a)).first->second;
 }

@@ -120,6 +120,7 @@ private:
     std::unordered_map<uint16_t, Api> m_apis;
     std::unordered_map<uint32_t, std::string> m_kernels;
     std::string m_empty;
+    bool m_driverNames = false;  // the program calls the driver API itself: labels are the driver's
 };
 
 struct OutFrame {

@@ -37,6 +37,7 @@ struct Builder {
         p.devices[0] = "Simulated GPU";
         p.modules.push_back({0x400000, 0x500000, 0x400000, "/work/bin/app"});
         p.modules.push_back({0x7f0000000000, 0x7f0000100000, 0x7f0000000000, "/usr/lib/libcuda.so.1"});
+        p.modules.push_back({0x7f1000000000, 0x7f1000100000, 0x7f1000000000, "/usr/lib/libcudart.so.13"});
         p.kernels[1] = "_Z4stepPfi";
         p.kernels[2] = "<img src=x onerror=alert(1)>";
         // Stack 1: main -> run_step (app.cu:42) -> cuda_impl (libcuda), innermost first on the wire.
@@ -246,6 +247,16 @@ TEST(PerfettoExport, HostileNamesAreEscapedJson)
     for (const Json& e : trace["traceEvents"])
         if (e["ph"] == "X" && e["name"] == "<img src=x onerror=alert(1)>") found = true;
     EXPECT_TRUE(found) << "the kernel keeps its name once parsed";
+}
+
+TEST(FoldedExport, ADriverApiProgramsCallsByTheDriversNames)
+{
+    // No cudart mapped and none of its frames on any stack: the program calls the driver itself.
+    Builder b = sample();
+    b.p.modules.pop_back();
+    const std::string blocked = exportFolded(b.capture(), FoldedMetric::Blocked);
+    EXPECT_NE(blocked.find("cuda_impl;cuMemcpyHtoD 550\n"), std::string::npos) << blocked;
+    EXPECT_EQ(blocked.find("cudaMemcpy"), std::string::npos) << blocked;
 }
 
 TEST(FoldedExport, TheStaticRuntimesInternalsLeftOut)
