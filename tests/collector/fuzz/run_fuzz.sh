@@ -12,12 +12,17 @@ bin="$work/fuzz_$target"
 sources=("$src/tests/collector/fuzz/fuzz_$target.cpp" "$src/wire/codec.cpp" "$src/collector/ingest/ingest.cpp"
          "$src/collector/ingest/capture_file.cpp" "$src/collector/report/dump.cpp")
 # The capture reader feeds the streaming report, as `gpuspy report` does.
-[ "$target" = capture_reader ] && sources+=("$src"/collector/analyze/*.cpp "$src"/collector/findings/*.cpp "$src/collector/timeline/device_timeline.cpp" "$src/collector/timeline/intervals.cpp" "$src/collector/model/api_names.cpp")
+# Its model's result names come from a file the build generates from cuda.h (GPUSPY_GENERATED_INCLUDE, the
+# build's collector/generated).
+[ "$target" = capture_reader ] && sources+=("$src"/collector/analyze/*.cpp "$src"/collector/findings/*.cpp "$src/collector/timeline/device_timeline.cpp" "$src/collector/timeline/intervals.cpp" "$src"/collector/model/*.cpp)
+generated=${GPUSPY_GENERATED_INCLUDE:-}
+[ "$target" = capture_reader ] && { [ -n "$generated" ] && [ -f "$generated/cuda_results.inc" ] ||
+  { echo "run_fuzz.sh: GPUSPY_GENERATED_INCLUDE must name the build's collector/generated (cuda_results.inc)" >&2; exit 2; }; }
 newest=$(ls -t "${sources[@]}" "$src"/collector/*/*.h "$src"/wire/*.h "$src"/wire/*.def | head -1)
 if [ ! -x "$bin" ] || [ "$newest" -nt "$bin" ]; then
   echo "building $bin"
   clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$src" "${sources[@]}" $(pkg-config --cflags --libs fmt libzstd) -o "$bin"
+    -I"$src" ${generated:+-I"$generated"} "${sources[@]}" $(pkg-config --cflags --libs fmt libzstd) -o "$bin"
 fi
 for seed in "$@"; do
   [ -f "$seed" ] && cp "$seed" "$work/corpus_$target/" || true
