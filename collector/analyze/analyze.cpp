@@ -169,19 +169,6 @@ bool isLibraryFrame(const ReportFrame& f, const ProcView& pv)
     return isToolkitHeaderCode(f.file, f.function);
 }
 
-// The package a Python file was installed in: "numba" for .../site-packages/numba/cuda/cudadrv/driver.py,
-// "python" for the standard library.
-std::string pythonPackageOf(const std::string& file)
-{
-    for (std::string_view root : {"/site-packages/", "/dist-packages/"}) {
-        const size_t at = file.find(root);
-        if (at == std::string::npos) continue;
-        const size_t b = at + root.size(), e = file.find_first_of("/.", b);
-        return file.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    }
-    return "python";
-}
-
 bool isCoreCudaFrame(const ReportFrame& f)
 {
     const std::string m = baseNameOf(f.module);
@@ -227,8 +214,7 @@ struct ResolvedStack {
 bool isRuntimeFrame(const ReportFrame& f)
 {
     if (startsWith(baseNameOf(f.module), "libcudart")) return true;
-    for (std::string_view p : {"cudart::", "__cudart", "libcudart_static_"})
-        if (startsWith(f.function, p)) return true;
+    if (isStaticRuntimeInternal(f.function)) return true;
     const std::string base = functionBase(f.function);
     return base.size() > 4 && startsWith(base, "cuda") && std::isupper(static_cast<unsigned char>(base[4])) &&
            (f.file.empty() || f.file.find("/cuda_runtime") != std::string::npos);

@@ -143,8 +143,7 @@ bool callsDriverDirectly(const Process& p)
     }
     for (const auto& [addr, frames] : p.symbols)
         for (const Frame& f : frames)
-            for (std::string_view prefix : {"cudart::", "__cudart", "libcudart_static_"})
-                if (startsWith(f.function, prefix)) return false;
+            if (isStaticRuntimeInternal(f.function)) return false;
     return true;
 }
 

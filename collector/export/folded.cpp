@@ -2,6 +2,7 @@
 #include "collector/export/folded.h"
 
 #include "collector/export/common.h"
+#include "collector/model/library_code.h"
 
 #include <map>
 #include <unordered_map>
@@ -30,15 +31,6 @@ std::string foldedName(const OutFrame& f)
     if (f.file.empty()) return f.function;
     const size_t slash = f.file.rfind('/');
     return f.function + " (" + f.file.substr(slash == std::string::npos ? 0 : slash + 1) + (f.line ? ":" + std::to_string(f.line) : "") + ")";
-}
-
-// The static runtime's internal functions (libcudart_static_<hash>, __cudart*, cudart::): hashed names
-// that say nothing to the user and split one call into as many stacks as cudart has paths.
-bool isRuntimeInternal(const OutFrame& f)
-{
-    for (std::string_view p : {"libcudart_static_", "__cudart", "cudart::"})
-        if (f.function.compare(0, p.size(), p) == 0) return true;
-    return false;
 }
 
 }  // namespace
@@ -90,7 +82,7 @@ std::string exportFolded(const Capture& capture, FoldedMetric metric)
             if (it == prefixOfStack.end()) {
                 std::string prefix = runFrame;
                 for (const OutFrame& f : stackFrames(p, c.stackId))
-                    if (!isRuntimeInternal(f)) prefix += frameText(foldedName(f)) + ";";
+                    if (!isStaticRuntimeInternal(f.function)) prefix += frameText(foldedName(f)) + ";";
                 if (prefix == runFrame) prefix += "[no stack];";
                 it = prefixOfStack.emplace(c.stackId, std::move(prefix)).first;
             }

@@ -10,6 +10,9 @@ namespace {
 
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
+// Where pip and Debian install Python packages.
+constexpr std::string_view kPackageRoots[] = {"/site-packages/", "/dist-packages/"};
+
 bool isVersionDir(std::string_view d)
 {
     // "cuda", "cuda-13.0", "cuda-12"
@@ -125,10 +128,29 @@ std::string toolkitCallOf(std::string_view file, std::string_view function)
     return out + " (" + std::string(lib) + ")";
 }
 
+bool isStaticRuntimeInternal(std::string_view function)
+{
+    for (std::string_view p : {"libcudart_static_", "__cudart", "cudart::"})
+        if (function.substr(0, p.size()) == p) return true;
+    return false;
+}
+
+std::string pythonPackageOf(std::string_view file)
+{
+    for (std::string_view root : kPackageRoots) {
+        const size_t at = file.find(root);
+        if (at == std::string_view::npos) continue;
+        const size_t b = at + root.size(), e = file.find_first_of("/.", b);
+        return std::string(file.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
+    }
+    return "python";
+}
+
 bool isInstalledPython(std::string_view file)
 {
     if (file.empty()) return false;
-    if (contains(file, "/site-packages/") || contains(file, "/dist-packages/")) return true;
+    for (std::string_view root : kPackageRoots)
+        if (contains(file, root)) return true;
     if (file.front() == '<') return contains(file, "frozen");  // <frozen importlib._bootstrap>; not <stdin> or <string>
     // The standard library: .../lib/python3.11/x.py (not a package below it: those are site-packages).
     const size_t at = file.find("/lib/python");

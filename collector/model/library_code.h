@@ -18,8 +18,16 @@ bool isToolkitHeaderCode(std::string_view file, std::string_view function);
 // (CUB)", "thrust::device_vector::device_vector (thrust)"; "" when the frame is not toolkit header code.
 std::string toolkitCallOf(std::string_view file, std::string_view function);
 
+// A function of the statically linked runtime's internals (libcudart_static_<hash>, __cudart*, cudart::):
+// hashed or internal names a user never wrote.
+bool isStaticRuntimeInternal(std::string_view function);
+
 // A Python source file of an installed package or of the standard library (site-packages,
 // dist-packages, /usr/lib/python3.X/, a virtual environment's lib/): never the user's own line.
 bool isInstalledPython(std::string_view file);
+
+// The package an installed Python file belongs to: "numba" for .../site-packages/numba/cuda/driver.py,
+// "python" for the standard library.
+std::string pythonPackageOf(std::string_view file);
 
 }  // namespace gpuspy::collect
