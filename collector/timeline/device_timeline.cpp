@@ -127,26 +127,34 @@ Times DurationModel::Samples::quantiles(double scale) const
     return {at(0.5), at(0.1), at(0.9)};
 }
 
-void DurationModel::learn(const wire::CallBody& c, uint64_t gpuNs)
+void DurationModel::learnInto(Map& exactMap, Map& coarseMap, const wire::CallBody& c, uint64_t gpuNs)
 {
     const auto [exact, coarse] = keysOf(c);
     const double v = double(gpuNs) / unitsOf(c);
     const bool kernel = c.category == wire::Category::Launch;
-    m_exact[exact].add(v, kernel);
-    m_coarse[coarse].add(v, kernel);
+    exactMap[exact].add(v, kernel);
+    coarseMap[coarse].add(v, kernel);
 }
 
-Times DurationModel::guess(const wire::CallBody& c, bool* known) const
+Times DurationModel::guessFrom(const Map& exactMap, const Map& coarseMap, const wire::CallBody& c, bool* known)
 {
     const auto [exact, coarse] = keysOf(c);
     const double units = unitsOf(c);
-    for (const auto* map : {&m_exact, &m_coarse})
-        if (auto it = map->find(map == &m_exact ? exact : coarse); it != map->end() && !it->second.ring.empty()) {
+    for (const Map* map : {&exactMap, &coarseMap})
+        if (auto it = map->find(map == &exactMap ? exact : coarse); it != map->end() && !it->second.ring.empty()) {
             *known = true;
             return it->second.quantiles(units);
         }
     *known = false;
     return {0, 0, 0};
+}
+
+void DurationModel::learn(const wire::CallBody& c, uint64_t gpuNs) { learnInto(m_exact, m_coarse, c, gpuNs); }
+Times DurationModel::guess(const wire::CallBody& c, bool* known) const { return guessFrom(m_exact, m_coarse, c, known); }
+void DurationModel::learnBound(const wire::CallBody& c, uint64_t gpuNs) { learnInto(m_boundExact, m_boundCoarse, c, gpuNs); }
+Times DurationModel::guessBound(const wire::CallBody& c, bool* known) const
+{
+    return guessFrom(m_boundExact, m_boundCoarse, c, known);
 }
 
 // ---- placement
@@ -407,6 +415,7 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
             gpu += g.endNs - g.beginNs;
         }
         bool heldBack = false, unjudged = false;
+        if (upperBound) m_model.learnBound(c, gpu);
         if (!upperBound) {
             m_model.learn(c, gpu);
             if (!blocking) {
@@ -484,13 +493,18 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
     s.lastMeasured = false;
     if (blocking) {
         // The call returned once its own device work had ended: the work before it ended by then, and
-        // it ended just before the return. Its length is its siblings'; with none measured, the whole
-        // call is the only bound (the long pass takes it in any case).
+        // it ended just before the return. Its length is its siblings'. With none measured exactly, the
+        // whole call is the only bound: the long pass takes it (as it does in any case), the short pass
+        // none of it, the estimate what siblings timed only as upper bounds took at most (a call held up
+        // off the CPU lasts far longer than its copy), else the whole call.
         anchor(s, s.pending.size(), t, Until::None, false);
         const size_t n = s.pending.size();
+        bool bounded = false;
+        const Times ub = known ? Times{} : m_model.guessBound(c, &bounded);
         for (int k = 0; k < 3; ++k) {
             Pending& q = s.pending[n - 1];
-            const uint64_t len = (k == kHi || !known) ? t - std::min(t, q.start[k]) : d[k];
+            const uint64_t whole = t - std::min(t, q.start[k]);
+            const uint64_t len = k == kHi ? whole : known ? d[k] : k == kLo ? 0 : bounded ? std::min(whole, ub[kEst]) : whole;
             const uint64_t start = std::max(q.start[k], sub(t, len));
             // Queued behind earlier work, it started when that work ended, which therefore ran until then.
             if (start > q.start[k] && q.queued[k]) anchorPass(s, n - 1, start, true, k);

@@ -70,6 +70,10 @@ public:
     void learn(const wire::CallBody& c, uint64_t gpuNs);
     // est, lo, hi; `known` false when nothing alike was ever timed (then all three are 0).
     Times guess(const wire::CallBody& c, bool* known) const;
+    // Spans that are only upper bounds (a blocking copy on an idle stream), kept apart: what an untimed
+    // blocking sibling took at most, when nothing alike was timed exactly.
+    void learnBound(const wire::CallBody& c, uint64_t gpuNs);
+    Times guessBound(const wire::CallBody& c, bool* known) const;
 
 private:
     struct Samples {
@@ -81,7 +85,10 @@ private:
         Times quantiles(double scale) const;
     };
     static constexpr size_t kRing = 32;
-    std::unordered_map<uint64_t, Samples> m_exact, m_coarse;
+    using Map = std::unordered_map<uint64_t, Samples>;
+    static void learnInto(Map& exact, Map& coarse, const wire::CallBody& c, uint64_t gpuNs);
+    static Times guessFrom(const Map& exact, const Map& coarse, const wire::CallBody& c, bool* known);
+    Map m_exact, m_coarse, m_boundExact, m_boundCoarse;
 };
 
 class DeviceTimeline {
@@ -108,7 +115,8 @@ public:
     // Per-stream identity of Placement::stream.
     const StreamId& streamOf(uint32_t index) const { return m_streams[index].id; }
     size_t streams() const { return m_streams.size(); }
-    // Ops whose duration no timed sibling told (placed with 0 in est and lo).
+    // Ops whose duration no timed sibling told (placed with 0 in lo; in est with 0, or for a blocking call with
+    // what upper-bound siblings took, else the whole call).
     uint64_t unknownOps() const { return m_unknown; }
 
 private:

@@ -358,6 +358,32 @@ TEST(DeviceTimeline, UntimedWorkOfUnknownLengthSpansTheLongPassToItsAnchor)
     EXPECT_EQ(p.end[kHi], 51500u);
 }
 
+TEST(DeviceTimeline, AnUntimedBlockingCopyHeldUpOffTheCpuIsNotAllDeviceWork)
+{
+    // Blocking copies on an idle stream are timed only as upper bounds (25 us); an untimed one whose call
+    // was held up for 1.6 ms (a loaded machine) ran somewhere inside it: the estimate takes what its
+    // bounded siblings took at most, the short pass none of it, the long pass the whole call (CI failure
+    // of report.host_work.setup_uploads: the short pass took the whole call and missed the truth).
+    Harness h;
+    auto copy = [&](uint64_t begin, uint64_t end, uint64_t gpuBegin, uint64_t gpuEnd) {
+        wire::CallBody c = h.call(Category::Transfer, begin, end);
+        c.args.transfer.bytes = 65536;
+        std::vector<wire::GpuSpanBody> spans;
+        if (gpuEnd > gpuBegin) spans.push_back({c.seq, gpuBegin, gpuEnd, 0, 0});
+        return h.tl.add(c, TimelineRole::None, true, true, spans.empty() ? nullptr : &spans, !spans.empty());
+    };
+    copy(0, 30000, 2000, 27000);
+    copy(100000, 130000, 102000, 127000);
+    const auto r = copy(200000, 1800000, 0, 0);
+    EXPECT_FALSE(r.known);
+    const Placement& p = h.at(3);
+    EXPECT_EQ(p.end[kEst], 1800000u);
+    EXPECT_EQ(p.end[kEst] - p.begin[kEst], 25000u);
+    EXPECT_EQ(p.end[kLo], p.begin[kLo]);
+    EXPECT_EQ(p.begin[kHi], 200000u);
+    EXPECT_EQ(p.end[kHi], 1800000u);
+}
+
 TEST(DeviceTimeline, PendingWorkHoldsBackWhatIsFinal)
 {
     Harness h;
