@@ -43,10 +43,12 @@ std::string findingSeverity(uint64_t savingsNs, uint64_t wallNs)
 
 void rankFindings(std::vector<Finding>& findings)
 {
-    // By wall time saved; among equal ones (none, mostly), by host CPU time freed (spin-wait), then by
-    // the time involved.
-    std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& c) {
+    // By wall time saved; among equal ones (none, mostly), by severity (a leak or a failed allocation
+    // before a symptom), by host CPU time freed (spin-wait), then by the time involved.
+    auto rank = [](const std::string& s) { return s == "high" ? 0 : s == "medium" ? 1 : s == "low" ? 2 : 3; };
+    std::stable_sort(findings.begin(), findings.end(), [&](const Finding& a, const Finding& c) {
         if (a.estimatedSavingsNs != c.estimatedSavingsNs) return a.estimatedSavingsNs > c.estimatedSavingsNs;
+        if (rank(a.severity) != rank(c.severity)) return rank(a.severity) < rank(c.severity);
         if (a.hostCpuSavingsNs != c.hostCpuSavingsNs) return a.hostCpuSavingsNs > c.hostCpuSavingsNs;
         return a.ns > c.ns;
     });
@@ -352,6 +354,7 @@ ApiClass classifyApi(const std::string& abiName)
     a.freeLike = base.find("Free") != std::string_view::npos;
     a.asyncName = abiName.find("Async") != std::string::npos;
     a.role = timelineRole(abiName);
+    a.mem = memClassOf(base);
     return a;
 }
 
@@ -645,6 +648,7 @@ Report StreamAnalyzer::finish(uint64_t badStreams)
     finishLaunches(cx, r);
     finishSyncs(cx, r);
     finishNvtx(cx, r);
+    finishMemory(cx, r);
     r.callsites = cx.sites;
     analyzeFindings(cx, r);
     captureWindowFindings(cx, r);

@@ -285,6 +285,40 @@ struct CaptureWindows {
     uint64_t emptyWindows = 0;
 };
 
+// GPU memory (collector/analyze/memory.cpp): one memory space of one process, from every allocation and
+// release the shim recorded, in host time order. Times are ns since the process's first CUDA call.
+struct MemoryHolding {
+    uint32_t callsite = 0;
+    uint64_t bytes = 0, allocations = 0;
+};
+struct MemoryLive : MemoryHolding {
+    uint64_t firstNs = 0, lastNs = 0;  // when the allocations still held were made
+    // A leak: the site's allocations still held were made again and again through the run (not a
+    // setup's buffers kept until exit: "kept").
+    bool leak = false;
+};
+struct MemoryFailure {
+    uint64_t atNs = 0, bytes = 0;  // the size asked
+    std::string api, error;
+    uint32_t callsite = 0;
+    uint64_t inUse = 0;  // in the space when it failed
+    std::vector<MemoryHolding> holders;
+};
+struct MemoryRow {
+    uint32_t pid = 0;
+    int device = -1;     // -1: pinned host memory
+    std::string space;   // device, managed, pinned_host
+    uint64_t allocations = 0, releases = 0, failed = 0, allocatedBytes = 0;
+    uint64_t peakBytes = 0, peakNs = 0, inUseEndBytes = 0;
+    // Releases of memory never seen allocated (allocated before the capture began: an attach).
+    uint64_t unknownReleases = 0;
+    uint64_t untracked = 0;  // allocations past the bound kept (not in the figures)
+    std::vector<MemoryHolding> atPeak;   // largest first
+    std::vector<MemoryLive> liveAtEnd;   // largest first
+    std::vector<MemoryFailure> failures;
+    std::vector<std::pair<uint64_t, uint64_t>> series;  // (ns, bytes in use)
+};
+
 struct Report {
     std::string schema = "gpuspy.report/1";
     ReportOptions options;
@@ -295,6 +329,7 @@ struct Report {
     std::vector<ApiRow> apis;           // by total host time
     std::vector<TransferRow> transfers; // by host time
     std::vector<KernelRow> kernels;     // by GPU time
+    std::vector<MemoryRow> memory;      // per process and memory space
     // Host functions (cudaLaunchHostFunc, graph host nodes): host code a stream runs in its order, holding
     // the stream while it runs. Not kernels: never in `kernels`, the launch counts or launch-bound
     // findings. Named "[host function]"; gpuNs, gpu and estimatedGpuNs are the time they held their

@@ -9,6 +9,7 @@
 #include "collector/analyze/quantile.h"
 #include "collector/timeline/device_timeline.h"
 #include "collector/timeline/intervals.h"
+#include "collector/timeline/memory_timeline.h"
 
 #include <array>
 #include <functional>
@@ -52,6 +53,17 @@ struct ProcView {
     std::string kernelName(uint32_t kernelId, std::string* mangled = nullptr) const;
 };
 
+// What an entry point does to memory (collector/analyze/memory.cpp): allocates or releases, in which space,
+// and whether it names memory by a handle (arrays, VMM physical memory) rather than an address.
+enum class MemRole : uint8_t { None, Alloc, Release };
+enum class MemSpace : uint8_t { Device, Managed, PinnedHost };
+struct MemClass {
+    MemRole role = MemRole::None;
+    MemSpace space = MemSpace::Device;
+    bool handle = false;
+};
+MemClass memClassOf(std::string_view baseName);
+
 // What the sections need to know of an entry point, worked out once per process and API id.
 struct ApiClass {
     std::string name;          // the ABI name
@@ -61,6 +73,7 @@ struct ApiClass {
     bool freeLike = false;     // the base name has "Free" in it
     TimelineRole role = TimelineRole::None;  // what the call tells the device timeline
     bool asyncName = false;    // the name has "Async" in it (stream-ordered allocation)
+    MemClass mem;              // what it does to memory
     mutable ApiAcc* acc = nullptr;       // its row of the API summary, once looked up
     mutable SyncAcc* syncAcc = nullptr;  // its row of the sync table, once looked up
 };
@@ -113,6 +126,16 @@ private:
 };
 // A call that gives memory back: a free, a host unregister, a destroy.
 bool isRelease(const ApiClass& api);
+
+// A process's memory spaces (collector/analyze/memory.cpp), fed its allocation-family calls in host
+// time order; owners are raw call sites.
+struct MemoryBook {
+    uint32_t pid = 0;
+    uint64_t originNs = 0;  // the process's first CUDA call: the report's times count from it
+    std::map<std::pair<MemSpace, int>, MemoryTimeline> spaces;  // (space, device: -1 for pinned host)
+    std::map<uint16_t, std::string> apiNames;                    // of the failed allocations
+    void onCall(const wire::CallBody& c, const ApiClass& api, uint32_t rawSite);
+};
 
 // Order statistics and sums of a set of calls (a finding's evidence).
 struct Matched {
@@ -281,6 +304,7 @@ struct Context {
     std::vector<std::map<int, DeviceAcc>> devices;
     std::vector<std::vector<StreamAcc>> streams;
     std::vector<uint64_t> starts;  // where each process's wall time starts
+    std::vector<MemoryBook> memory;  // per process that allocated anything
 
     std::map<const Process*, std::unique_ptr<ProcState>> open;  // processes still streaming
     const Process* lastProcess = nullptr;  // the process of the last record, and its state
@@ -371,6 +395,7 @@ void finishTransfers(Context&, Report&);
 void finishLaunches(Context&, Report&);
 void finishSyncs(Context&, Report&);
 void finishNvtx(Context&, Report&);
+void finishMemory(Context&, Report&);
 void analyzeFindings(Context&, Report&);
 
 // Where a GPU time comes from (collector/README.md, "GPU time sources"). The shim times device work

@@ -53,6 +53,7 @@ struct ProcState {
     std::unordered_set<uint32_t> tids;
     std::unordered_map<uint32_t, uint64_t> threadCalls;  // calls placed per thread (CallInfo::threadOrdinal)
     AllocTurnover turnover;  // CallInfo::turnover
+    MemoryBook memory;
     uint64_t maxSpanEnd = 0;
     bool anyCall = false;
     std::map<uint32_t, WindowTally> windowTally;  // by CallBody::window
@@ -253,6 +254,7 @@ void placeCall(Context& cx, ProcState& ps, const wire::CallBody& c, const ApiCla
     ci.threadOrdinal = ++ps.threadCalls[c.tid];
     if (c.category == wire::Category::Alloc && ci.rawSite != kNoRawSite)
         ci.turnover = ps.turnover.onCall(ci.rawSite, succeeded(c) ? c.args.alloc.ptr : 0, isRelease(api), c.beginNs);
+    if (c.category == wire::Category::Alloc) ps.memory.onCall(c, api, ci.rawSite);
     attributeNvtx(cx, ps, ci);
 }
 
@@ -580,6 +582,11 @@ void endProcess(Context& cx, const Process& p)
     cx.devices.push_back(std::move(ps.devices));
     cx.streams.push_back(std::move(ps.streams));
     finishCaptureWindows(cx, p, ps.windowTally);
+    if (!ps.memory.spaces.empty()) {
+        ps.memory.pid = p.pid;
+        ps.memory.originNs = cx.processes.back().activeBeginNs;
+        cx.memory.push_back(std::move(ps.memory));
+    }
     cx.open.erase(&p);
 }
 

@@ -150,6 +150,13 @@ HeadlineDiff headlineOf(const Report& a, const Report& b)
         out.hostFunctions.*side = r.hostFunctions.count;
         out.transferBytes.*side = bytes;
         out.syncBlockedNs.*side = blocked;
+        uint64_t peak = 0, leaked = 0;
+        for (const MemoryRow& m : r.memory) {
+            if (m.space == "device") peak = std::max(peak, m.peakBytes);
+            for (const MemoryLive& l : m.liveAtEnd) leaked += l.leak ? l.bytes : 0;
+        }
+        out.memoryPeakBytes.*side = peak;
+        out.leakedBytes.*side = leaked;
     };
     fill(a, &DiffPair::a, h);
     fill(b, &DiffPair::b, h);
@@ -183,6 +190,7 @@ bool ReportDiff::changed() const
     const HeadlineDiff& h = headline;
     if (h.wallNs.changed() || h.cudaApiNs.changed() || h.calls.changed() || h.launches.changed() ||
         h.graphLaunches.changed() || h.hostFunctions.changed() || h.transferBytes.changed() || h.syncBlockedNs.changed() ||
+        h.memoryPeakBytes.changed() || h.leakedBytes.changed() ||
         busyDiffers(h.busyA, h.busyB))
         return true;
     for (const ProcessDiff& p : processes)

@@ -38,6 +38,9 @@ struct BusyFigure {
 struct HeadlineDiff {
     DiffPair wallNs, cudaApiNs, calls, launches, graphLaunches, transferBytes, syncBlockedNs;
     DiffPair hostFunctions;  // cudaLaunchHostFunc calls and graph host nodes run (not in launches)
+    // GPU memory (Report::memory): the largest peak of any device's memory, and the bytes leaked (still held
+    // at the end by sites that allocated again and again), summed over every space.
+    DiffPair memoryPeakBytes, leakedBytes;
     BusyFigure busyA, busyB;  // over every device of every process
 };
 

@@ -126,6 +126,8 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
     if (h.hostFunctions.a || h.hostFunctions.b) out += figureLine("host functions", h.hostFunctions, plain);
     out += figureLine("bytes transferred", h.transferBytes, formatBytes);
     out += figureLine("blocked in syncs", h.syncBlockedNs, formatNs);
+    if (h.memoryPeakBytes.a || h.memoryPeakBytes.b) out += figureLine("GPU memory peak", h.memoryPeakBytes, formatBytes);
+    if (h.leakedBytes.a || h.leakedBytes.b) out += figureLine("GPU memory leaked", h.leakedBytes, formatBytes);
     out += fmt::format("  {:<22} A {}\n  {:<22} B {}\n", "GPU busy", busyText(h.busyA), "", busyText(h.busyB));
     if (!d.changed()) {
         out += "\nno change: the two captures have the same figures\n";
@@ -264,6 +266,8 @@ Json diffJson(const ReportDiff& d, const std::string& nameA, const std::string& 
     pairJson(h.hostFunctions, head, "host_functions");
     pairJson(h.transferBytes, head, "transfer_bytes");
     pairJson(h.syncBlockedNs, head, "sync_blocked_ns");
+    pairJson(h.memoryPeakBytes, head, "memory_peak_bytes");
+    pairJson(h.leakedBytes, head, "leaked_bytes");
     head["gpu_busy"] = Json{{"a", busyJson(h.busyA)}, {"b", busyJson(h.busyB)}};
     j["headline"] = std::move(head);
 

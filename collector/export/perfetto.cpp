@@ -277,6 +277,36 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
         }
     }
 
+    // GPU memory: one counter track per process and memory space, the bytes in use after every
+    // allocation and release (collector/analyze/memory.cpp's rules).
+    for (size_t pi = 0; pi < ix.procs.size(); ++pi) {
+        const uint64_t pid = capture.processes[pi].pid;
+        detail::MemoryBook book;
+        std::map<std::pair<detail::MemSpace, int>, uint64_t> shown;
+        for (const wire::CallBody* c : ix.procs[pi].calls) {
+            if (c->category != wire::Category::Alloc) continue;
+            detail::ApiClass api;
+            api.name = names[pi]->abi(*c);
+            api.mem = detail::memClassOf(driverBaseName(api.name));
+            if (api.mem.role == detail::MemRole::None) continue;
+            book.onCall(*c, api, 0);
+            for (const auto& [where, t] : book.spaces) {
+                auto [it, fresh] = shown.try_emplace(where, 0);
+                if (!fresh && it->second == t.inUse()) continue;
+                it->second = t.inUse();
+                const std::string track = where.first == detail::MemSpace::PinnedHost ? std::string("GPU memory: pinned host")
+                                          : where.first == detail::MemSpace::Managed ? "GPU memory: managed " + std::to_string(where.second)
+                                                                                      : "GPU memory: device " + std::to_string(where.second);
+                w.begin('C', pid, 0);
+                w.ts(api.mem.role == detail::MemRole::Alloc ? c->endNs : c->beginNs);
+                w.str("name", track);
+                w.out() += ",\"args\":{\"in use (bytes)\":" + std::to_string(t.inUse()) + "}";
+                w.end();
+                ++stats.counters;
+            }
+        }
+    }
+
     // Flows: from the middle of each call to the middle of each piece of its GPU work ("s" binds to
     // the slice enclosing it on its track; "f" with "bp":"e" likewise rather than to the next slice).
     uint64_t flowId = 0;

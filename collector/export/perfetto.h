@@ -15,6 +15,7 @@ struct PerfettoStats {
     uint64_t events = 0;   // entries of traceEvents
     uint64_t slices = 0;   // complete ("X") events
     uint64_t flows = 0;    // call -> GPU work arrows
+    uint64_t counters = 0; // GPU memory counter ("C") events: bytes in use per process and memory space
     uint64_t clamped = 0;  // slices that overlapped a slice of their track improperly and were cut at its end
 };
 

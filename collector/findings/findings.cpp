@@ -141,6 +141,7 @@ void analyzeFindings(Context& cx, Report& r)
     implicitSync(b);
     spinWait(b);
     droppedRecords(b, r);
+    memoryFindings(b, r);
     b.setApartLibraryCalls();
     rankFindings(r.findings);
 }

@@ -116,6 +116,7 @@ void syncInLoop(Builder& b);           // syncs.cpp
 void implicitSync(Builder& b);
 void droppedRecords(Builder& b, const Report& r);     // dropped.cpp
 void spinWait(Builder& b);                            // spin.cpp
+void memoryFindings(Builder& b, const Report& r);     // memory.cpp
 // A query's part of the spin-wait accumulators (spin.cpp), fed per call by addFindingCall.
 void addPoll(FindingAccs& F, const ProcView& pv, const CallInfo& ci);
 

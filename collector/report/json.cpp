@@ -54,6 +54,14 @@
 //              launch_host_ns syncs sync_blocked_ns gpu_ns | upper_bound_count upper_bound_gpu_ns (calls
 //              inside whose GPU time is only an upper bound, as in transfers, and their part of gpu_ns:
 //              with any, gpu_ns is an upper bound)
+//   memory     pid device (-1: pinned host) space (device managed pinned_host) allocations releases failed
+//              allocated_bytes peak_bytes peak_at_ns in_use_end_bytes unknown_releases (of memory never
+//              seen allocated: allocated before the capture began) untracked at_peak[{holding}]
+//              live_at_end[{holding first_at_ns last_at_ns kind (leak: made again and again through the
+//              run; kept: a setup's memory kept until exit)}] failures[{at_ns api bytes (asked) error
+//              callsite label in_use_bytes holders[{holding}]}] series[[ns bytes]] (collector/analyze/memory.cpp;
+//              times from the process's first CUDA call; stream-ordered frees count when called)
+//              {holding} = callsite (null: unknown) label bytes allocations
 //   callsites  id category (transfer launch sync alloc) frames[{function file line module offset
 //              address inlined app}] count ns | label site_frame apis library_call
 //   capture_windows {used left_out left_out_launches left_out_after empty_windows windows[{pid index trigger
@@ -227,6 +235,39 @@ nlohmann::ordered_json reportJson(const Report& r)
                             {"transfers", w.transfers}, {"syncs", w.syncs}, {"allocs", w.allocs},
                             {"left_out_before", w.leftOutBefore}, {"left_out_launches_before", w.leftOutLaunchesBefore},
                             {"empty", w.empty()}});
+
+    Json& memory = j["memory"] = Json::array();
+    auto holding = [&](const MemoryHolding& h) {
+        const bool known = h.callsite < r.callsites.size();
+        return Json{{"callsite", known ? Json(h.callsite) : Json()},
+                    {"label", known ? r.callsites[h.callsite].label : std::string("(unknown)")},
+                    {"bytes", h.bytes}, {"allocations", h.allocations}};
+    };
+    for (const MemoryRow& m : r.memory) {
+        Json atPeak = Json::array(), live = Json::array(), failures = Json::array(), series = Json::array();
+        for (const MemoryHolding& h : m.atPeak) atPeak.push_back(holding(h));
+        for (const MemoryLive& l : m.liveAtEnd) {
+            Json x = holding(l);
+            x["first_at_ns"] = l.firstNs;
+            x["last_at_ns"] = l.lastNs;
+            x["kind"] = l.leak ? "leak" : "kept";
+            live.push_back(std::move(x));
+        }
+        for (const MemoryFailure& f : m.failures) {
+            Json holders = Json::array();
+            for (const MemoryHolding& h : f.holders) holders.push_back(holding(h));
+            Json site = holding(MemoryHolding{f.callsite, 0, 0});
+            failures.push_back(Json{{"at_ns", f.atNs}, {"api", f.api}, {"bytes", f.bytes}, {"error", f.error},
+                                    {"callsite", site["callsite"]}, {"label", site["label"]}, {"in_use_bytes", f.inUse},
+                                    {"holders", holders}});
+        }
+        for (const auto& [ns, bytes] : m.series) series.push_back(Json::array({ns, bytes}));
+        memory.push_back(Json{{"pid", m.pid}, {"device", m.device}, {"space", m.space}, {"allocations", m.allocations},
+                              {"releases", m.releases}, {"failed", m.failed}, {"allocated_bytes", m.allocatedBytes},
+                              {"peak_bytes", m.peakBytes}, {"peak_at_ns", m.peakNs}, {"in_use_end_bytes", m.inUseEndBytes},
+                              {"unknown_releases", m.unknownReleases}, {"untracked", m.untracked}, {"at_peak", atPeak},
+                              {"live_at_end", live}, {"failures", failures}, {"series", series}});
+    }
 
     Json& sites = j["callsites"] = Json::array();
     for (const CallSite& s : r.callsites) {

@@ -212,6 +212,7 @@ std::string severityText(const Style& st, const std::string& sev)
 
 std::string siteText(const Report& r, uint32_t id)
 {
+    if (id == UINT32_MAX) return "(unknown site)";
     return id < r.callsites.size() ? r.callsites[id].label : "site #" + std::to_string(id);
 }
 
@@ -531,6 +532,59 @@ void captureWindows(std::string& out, const Report& r, const Style& st)
         out += st.red() + wrap(num(cw.emptyWindows) + " EMPTY WINDOW(S): opened and closed with no CUDA call inside.", " ") + st.reset();
 }
 
+void memory(std::string& out, const Report& r, const Style& st)
+{
+    if (r.memory.empty()) return;
+    out += heading(st, "GPU memory (what holds it, its peak, what was never released)");
+    TextTable t({"Pid", "Space", "Allocs", "Frees", "Peak", "Peak at", "In use at end", "Leaked", "Failed"}, 8);
+    t.leftAlign(1);
+    auto spaceName = [](const MemoryRow& m) {
+        return m.space == "pinned_host" ? std::string("pinned host") : m.space + " " + std::to_string(m.device);
+    };
+    for (const MemoryRow& m : r.memory) {
+        uint64_t leaked = 0;
+        for (const MemoryLive& l : m.liveAtEnd) leaked += l.leak ? l.bytes : 0;
+        t.row({std::to_string(m.pid), spaceName(m), num(m.allocations), num(m.releases), formatBytes(m.peakBytes),
+               formatNs(m.peakNs), formatBytes(m.inUseEndBytes), leaked ? formatBytes(leaked) : "-", num(m.failed)});
+    }
+    out += t.render(st);
+    auto held = [&](const std::vector<MemoryHolding>& hs) {
+        std::string s;
+        for (size_t i = 0; i < hs.size() && i < 3; ++i)
+            s += std::string(i ? "; " : "") + siteText(r, hs[i].callsite) + " " + formatBytes(hs[i].bytes) + " in " +
+                 num(hs[i].allocations) + (hs[i].allocations == 1 ? " allocation" : " allocations");
+        return s;
+    };
+    for (const MemoryRow& m : r.memory) {
+        const std::string who = r.processes.size() > 1 ? "pid " + std::to_string(m.pid) + " " + spaceName(m) : spaceName(m);
+        if (m.peakBytes && !m.atPeak.empty())
+            out += wrap(who + ": peak " + formatBytes(m.peakBytes) + " at " + formatNs(m.peakNs) + ", held by " + held(m.atPeak) + ".", " ");
+        for (const MemoryLive& l : m.liveAtEnd)
+            if (l.leak)
+                out += st.red() +
+                       wrap(who + ": LEAK: " + siteText(r, l.callsite) + " still held " + formatBytes(l.bytes) + " in " +
+                                num(l.allocations) + " allocations at the end, made from " + formatNs(l.firstNs) + " to " +
+                                formatNs(l.lastNs) + " and never released.",
+                            " ") +
+                       st.reset();
+        for (const MemoryFailure& f : m.failures)
+            out += st.red() +
+                   wrap(who + ": FAILED: " + (f.api.empty() ? std::string("an allocation") : f.api) + " of " +
+                            formatBytes(f.bytes) + " at " + formatNs(f.atNs) + " (" + f.error + ") from " +
+                            siteText(r, f.callsite) + "; " + formatBytes(f.inUse) + " in use then" +
+                            (f.holders.empty() ? std::string(".") : ", held by " + held(f.holders) + "."),
+                        " ") +
+                   st.reset();
+        if (m.unknownReleases)
+            out += wrap(who + ": " + num(m.unknownReleases) +
+                            " releases of memory allocated before the capture began (not in the figures).",
+                        " ");
+    }
+    out += wrap("Times from the process's first CUDA call. Stream-ordered frees count when called (the memory returns "
+                "to its pool when the stream reaches them); VMM memory counts from cuMemCreate to cuMemRelease.",
+                " ");
+}
+
 void sites(std::string& out, const Report& r, const Style& st)
 {
     if (r.callsites.empty()) return;
@@ -570,6 +624,7 @@ std::string renderText(const Report& r, bool color)
     hostFunctions(out, r, st);
     syncs(out, r, st);
     nvtx(out, r, st);
+    memory(out, r, st);
     captureWindows(out, r, st);
     sites(out, r, st);
     return out;

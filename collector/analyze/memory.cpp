@@ -1,0 +1,124 @@
+// collector/analyze/memory.cpp: the GPU memory section: what each allocation-family call does to memory
+// (memClassOf), each process's memory spaces fed in host time order (MemoryBook), and the report's rows
+// (finishMemory). Stream-ordered frees count when called, not when their stream reaches them; VMM counts
+// physical memory (cuMemCreate .. cuMemRelease), not its mappings.
+#include "collector/analyze/internal.h"
+#include "collector/model/cuda_results.h"
+
+#include <algorithm>
+
+namespace gpuspy::collect::detail {
+
+MemClass memClassOf(std::string_view b)
+{
+    MemClass m;
+    auto is = [&](std::initializer_list<std::string_view> names) {
+        return std::find(names.begin(), names.end(), b) != names.end();
+    };
+    if (is({"cuMemAlloc", "cuMemAllocPitch", "cuMemAllocAsync", "cuMemAllocFromPoolAsync"})) m.role = MemRole::Alloc;
+    else if (b == "cuMemAllocManaged") m = {MemRole::Alloc, MemSpace::Managed, false};
+    else if (is({"cuMemHostAlloc", "cuMemAllocHost", "cuMemHostRegister"})) m = {MemRole::Alloc, MemSpace::PinnedHost, false};
+    else if (is({"cuArrayCreate", "cuArray3DCreate", "cuMipmappedArrayCreate", "cuMemCreate"})) m = {MemRole::Alloc, MemSpace::Device, true};
+    else if (is({"cuMemFree", "cuMemFreeAsync"})) m.role = MemRole::Release;
+    else if (is({"cuMemFreeHost", "cuMemHostUnregister"})) m = {MemRole::Release, MemSpace::PinnedHost, false};
+    else if (is({"cuArrayDestroy", "cuMipmappedArrayDestroy", "cuMemRelease"})) m = {MemRole::Release, MemSpace::Device, true};
+    return m;
+}
+
+namespace {
+
+// Handles (arrays, VMM physical memory) are not addresses: their keys live apart.
+constexpr uint64_t kHandleKey = uint64_t(1) << 63;
+
+uint64_t keyOf(const wire::CallBody& c, const MemClass& m) { return c.args.alloc.ptr | (m.handle ? kHandleKey : 0); }
+
+}  // namespace
+
+void MemoryBook::onCall(const wire::CallBody& c, const ApiClass& api, uint32_t rawSite)
+{
+    const MemClass& m = api.mem;
+    if (m.role == MemRole::None || hasFlag(c, wire::kCallCapturing)) return;
+    // cuMemFree of managed memory: the shim names the memory's kind.
+    const MemSpace space = m.role == MemRole::Release && !m.handle && c.args.alloc.mem == wire::MemKind::Managed
+                               ? MemSpace::Managed
+                               : m.space;
+    const int device = space == MemSpace::PinnedHost ? -1 : c.device;
+    if (m.role == MemRole::Alloc) {
+        MemoryTimeline& t = spaces[{space, device}];
+        if (!succeeded(c)) {
+            t.failed(c.args.alloc.bytes, c.endNs, rawSite, c.result, c.apiId);
+            apiNames.emplace(c.apiId, api.name);
+        }
+        else if (c.args.alloc.ptr) t.allocate(keyOf(c, m), c.args.alloc.bytes, c.endNs, rawSite);
+        return;
+    }
+    if (!succeeded(c) || !c.args.alloc.ptr) return;  // refused, or freeing null: nothing released
+    const uint64_t key = keyOf(c, m);
+    // The space it was allocated in (a free names no device; cuMemFree serves managed memory too).
+    for (auto& [where, t] : spaces)
+        if ((where.first == MemSpace::PinnedHost) == (space == MemSpace::PinnedHost) && t.release(key, c.beginNs)) return;
+    // Never seen allocated: counted where it most likely was (allocated before the capture began).
+    spaces[{space, device}].release(key, c.beginNs);
+}
+
+void finishMemory(Context& cx, Report& r)
+{
+    auto site = [&](uint32_t raw) -> uint32_t {
+        if (raw >= cx.rawSites.size() || cx.rawSites[raw].site == kNoSite) return UINT32_MAX;
+        return uint32_t(cx.rawSites[raw].site);
+    };
+    auto holdings = [&](const std::vector<MemoryTimeline::Holding>& in) {
+        std::vector<MemoryHolding> out;
+        for (const auto& h : in) out.push_back(MemoryHolding{site(h.owner), h.bytes, h.allocations});
+        return out;
+    };
+    for (const MemoryBook& book : cx.memory) {
+        for (const auto& [where, t] : book.spaces) {
+            MemoryRow row;
+            row.pid = book.pid;
+            row.device = where.second;
+            row.space = where.first == MemSpace::Device ? "device" : where.first == MemSpace::Managed ? "managed" : "pinned_host";
+            row.allocations = t.allocations();
+            row.releases = t.releases();
+            row.failed = t.failureCount();
+            row.allocatedBytes = t.allocatedBytes();
+            row.peakBytes = t.peak();
+            const uint64_t origin = book.originNs;
+            auto rel = [&](uint64_t ns) { return ns > origin ? ns - origin : 0; };
+            row.peakNs = t.peak() ? rel(t.peakNs()) : 0;
+            row.inUseEndBytes = t.inUse();
+            row.unknownReleases = t.unknownReleases();
+            row.untracked = t.untracked();
+            row.atPeak = holdings(t.atPeak());
+            // A leak: a site whose allocations still held were made again and again, spread over at
+            // least half of the span the space was in use (a setup's buffers come in one burst).
+            const uint64_t firstUse = t.series().empty() ? origin : t.series().front().first;
+            const uint64_t lastUse = t.series().empty() ? origin : t.series().back().first;
+            for (const MemoryTimeline::Live& l : t.live()) {
+                MemoryLive m;
+                m.callsite = site(l.owner);
+                m.bytes = l.bytes;
+                m.allocations = l.allocations;
+                m.firstNs = rel(l.firstNs);
+                m.lastNs = rel(l.lastNs);
+                m.leak = l.allocations >= 3 && lastUse > firstUse && (l.lastNs - l.firstNs) * 2 >= lastUse - firstUse;
+                row.liveAtEnd.push_back(m);
+            }
+            for (const MemoryTimeline::Failure& f : t.failures()) {
+                MemoryFailure mf;
+                mf.atNs = rel(f.atNs);
+                mf.bytes = f.bytes;
+                mf.error = cudaResultName(f.result);
+                if (auto a = book.apiNames.find(f.api); a != book.apiNames.end()) mf.api = a->second;
+                mf.callsite = site(f.owner);
+                mf.inUse = f.inUse;
+                mf.holders = holdings(f.holders);
+                row.failures.push_back(std::move(mf));
+            }
+            for (const auto& [ns, bytes] : t.series()) row.series.emplace_back(rel(ns), bytes);
+            r.memory.push_back(std::move(row));
+        }
+    }
+}
+
+}  // namespace gpuspy::collect::detail

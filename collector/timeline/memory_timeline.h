@@ -1,0 +1,85 @@
+// collector/timeline/memory_timeline.h: what holds memory and when, for one memory space of one process
+// (a device's memory, managed memory, pinned host memory): every allocation and release in host time
+// order, the bytes in use over time, the peak and who held it then, what was never released, and
+// what was held when an allocation failed. Owners are opaque keys (the analysis passes raw call
+// sites). Pure: no I/O (collector/README.md, "GPU memory").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace gpuspy::collect {
+
+class MemoryTimeline {
+public:
+    // What one owner holds at an instant.
+    struct Holding {
+        uint32_t owner = 0;
+        uint64_t bytes = 0, allocations = 0;
+    };
+    // What one owner still held at the end, and when its live allocations were made.
+    struct Live : Holding {
+        uint64_t firstNs = 0, lastNs = 0;
+    };
+    struct Failure {
+        uint64_t atNs = 0, bytes = 0;
+        int32_t result = 0;
+        uint32_t owner = 0;
+        uint16_t api = 0;
+        uint64_t inUse = 0;
+        std::vector<Holding> holders;  // largest first, at most kTop
+    };
+
+    static constexpr size_t kTop = 8;            // holders kept per snapshot
+    static constexpr size_t kMaxSeries = 4096;   // points kept of the in-use series (pairs merged beyond)
+    static constexpr size_t kMaxFailures = 16;
+    static constexpr size_t kMaxLive = size_t(1) << 20;  // allocations tracked (beyond: counted, not held)
+
+    // `key`: the address or handle allocated; a key already live is released first (its memory was
+    // reused without a release the capture saw).
+    void allocate(uint64_t key, uint64_t bytes, uint64_t atNs, uint32_t owner);
+    // false when the key was never seen allocated (memory allocated before the capture began).
+    bool release(uint64_t key, uint64_t atNs);
+    void failed(uint64_t bytes, uint64_t atNs, uint32_t owner, int32_t result, uint16_t api);
+
+    uint64_t allocations() const { return m_allocations; }
+    uint64_t releases() const { return m_releases; }
+    uint64_t unknownReleases() const { return m_unknownReleases; }
+    uint64_t allocatedBytes() const { return m_allocatedBytes; }
+    uint64_t untracked() const { return m_untracked; }  // allocations past kMaxLive
+    uint64_t inUse() const { return m_inUse; }
+    uint64_t peak() const { return m_peak; }
+    uint64_t peakNs() const { return m_peakNs; }
+    std::vector<Holding> atPeak() const { return m_peakStale ? holders() : m_atPeak; }
+    const std::vector<Failure>& failures() const { return m_failures; }
+    uint64_t failureCount() const { return m_failureCount; }
+    const std::vector<std::pair<uint64_t, uint64_t>>& series() const { return m_series; }  // (ns, bytes in use)
+    // What is still held, by owner, largest first.
+    std::vector<Live> live() const;
+
+private:
+    struct Block {
+        uint64_t bytes = 0, atNs = 0;
+        uint32_t owner = 0;
+    };
+    struct Owner {
+        uint64_t bytes = 0, allocations = 0;
+    };
+    std::vector<Holding> holders() const;
+    void point(uint64_t atNs);
+
+    std::unordered_map<uint64_t, Block> m_blocks;
+    std::unordered_map<uint32_t, Owner> m_owners;  // live bytes per owner
+    uint64_t m_allocations = 0, m_releases = 0, m_unknownReleases = 0, m_allocatedBytes = 0, m_untracked = 0;
+    uint64_t m_inUse = 0, m_peak = 0, m_peakNs = 0;
+    std::vector<Holding> m_atPeak;
+    bool m_peakStale = false;  // m_atPeak is to be taken at the next change (the peak still holds)
+    std::vector<Failure> m_failures;
+    uint64_t m_failureCount = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> m_series;
+};
+
+}  // namespace gpuspy::collect
