@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# tests/report/memory.sh: the report's "GPU memory" section against what tests/apps/gpu_memory really did.
+# The program prints its own truth ("truth <section> key=value...": its peak, what each call site held at
+# the peak, at the failure and at exit, pinned and managed memory), computed from the sizes it used; the
+# JSON report's memory rows must agree with it: the device peak (within one temporary), the call sites
+# holding memory at the peak, the leak (leaky_step: every allocation of the loop, called a leak; nothing
+# else a leak, the weights freed), the failed 512 MiB allocation (out of memory, at too_big, the memory in
+# use then and who held it), pinned and managed memory, a memory-leak finding at leaky_step, and the text
+# report's "GPU memory" section naming the leak site. Figures come from the truth, never from this file.
+#
+# The failure comes from the simulated driver (SIMCUDA_FAIL, from tests/apps/sim_env.txt, which says which
+# cuMemAlloc_v2 call it is); the driver's own trace (SIMCUDA_TRACE_CALLS) confirms that cudart made no
+# allocation of its own, so the bytes in use are compared exactly.
+# usage: memory.sh GPUSPY PROGRAM WORKDIR
+set -uo pipefail
+if [[ $# -ne 3 ]]; then
+    echo "usage: $0 GPUSPY PROGRAM WORKDIR" >&2
+    exit 2
+fi
+gpuspy=$1 prog=$2 work=$3
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work" && mkdir -p "$work/trace" || exit 2
+
+# The program's simulated settings: its SIMCUDA_FAIL.
+mapfile -t sim_vars < <(awk '$1 == "gpu_memory" { for (i = 2; i <= NF; i++) print $i }' "$here/../apps/sim_env.txt")
+if ! printf '%s\n' "${sim_vars[@]}" | grep -q '^SIMCUDA_FAIL='; then
+    echo "memory.sh: FAIL: tests/apps/sim_env.txt gives gpu_memory no SIMCUDA_FAIL" >&2
+    exit 2
+fi
+echo "memory.sh: settings: ${sim_vars[*]}"
+
+echo "memory.sh: plain run: $prog"
+env "${sim_vars[@]}" "$prog" > "$work/plain.out" 2> "$work/plain.err"
+rc=$?
+cat "$work/plain.out"
+if [[ $rc -ne 0 ]]; then
+    cat "$work/plain.err" >&2
+    echo "memory.sh: FAIL: $prog exited with status $rc without gpuspy (expected 0; if too_big's allocation did not fail, the cuMemAlloc_v2 count in sim_env.txt is off)" >&2
+    exit 1
+fi
+
+echo "memory.sh: gpuspy record --sim -f -o $work/capture.gspy -- $prog"
+env "${sim_vars[@]}" SIMCUDA_TRACE="$work/trace/trace.%p.jsonl" SIMCUDA_TRACE_CALLS=1 \
+    "$gpuspy" record --sim -f -o "$work/capture.gspy" -- "$prog" > "$work/record.out" 2> "$work/record.err"
+rc=$?
+if [[ $rc -ne 0 ]]; then
+    cat "$work/record.err" >&2
+    echo "memory.sh: FAIL: gpuspy record returned $rc (the program's exit status; expected 0)" >&2
+    exit 1
+fi
+# The program's stdout comes first, unchanged; gpuspy's text report follows it.
+plain_size=$(stat -c %s "$work/plain.out")
+if ! cmp -s -n "$plain_size" "$work/plain.out" "$work/record.out"; then
+    echo "memory.sh: FAIL: the program's stdout under gpuspy differs from its stdout without it" >&2
+    diff <(cat "$work/plain.out") <(head -c "$plain_size" "$work/record.out") | head -20 >&2
+    exit 1
+fi
+
+"$gpuspy" report --format json "$work/capture.gspy" > "$work/report.json" \
+    || { echo "memory.sh: FAIL: gpuspy report --format json failed" >&2; exit 1; }
+"$gpuspy" report "$work/capture.gspy" > "$work/report.txt" \
+    || { echo "memory.sh: FAIL: gpuspy report failed" >&2; exit 1; }
+
+python3 "$here/memory_check.py" "$work/plain.out" "$work/report.json" "$work/report.txt" "$work/trace"
+rc=$?
+[[ $rc -ne 0 ]] && echo "memory.sh: files in $work" >&2
+exit $rc
