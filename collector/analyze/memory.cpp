@@ -1,7 +1,8 @@
 // collector/analyze/memory.cpp: the GPU memory section: what each allocation-family call does to memory
 // (memClassOf), each process's memory spaces fed in host time order (MemoryBook), and the report's rows
 // (finishMemory). Stream-ordered frees count when called, not when their stream reaches them; VMM counts
-// physical memory (cuMemCreate .. cuMemRelease), not its mappings.
+// physical memory while it is mapped (cuMemMap .. cuMemUnmap): its handles are retained and released
+// more often than created (cuMemRetainAllocationHandle), its mappings are what a program uses.
 #include "collector/analyze/internal.h"
 #include "collector/model/cuda_results.h"
 
@@ -15,13 +16,13 @@ MemClass memClassOf(std::string_view b)
     auto is = [&](std::initializer_list<std::string_view> names) {
         return std::find(names.begin(), names.end(), b) != names.end();
     };
-    if (is({"cuMemAlloc", "cuMemAllocPitch", "cuMemAllocAsync", "cuMemAllocFromPoolAsync"})) m.role = MemRole::Alloc;
+    if (is({"cuMemAlloc", "cuMemAllocPitch", "cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemMap"})) m.role = MemRole::Alloc;
     else if (b == "cuMemAllocManaged") m = {MemRole::Alloc, MemSpace::Managed, false};
     else if (is({"cuMemHostAlloc", "cuMemAllocHost", "cuMemHostRegister"})) m = {MemRole::Alloc, MemSpace::PinnedHost, false};
-    else if (is({"cuArrayCreate", "cuArray3DCreate", "cuMipmappedArrayCreate", "cuMemCreate"})) m = {MemRole::Alloc, MemSpace::Device, true};
-    else if (is({"cuMemFree", "cuMemFreeAsync"})) m.role = MemRole::Release;
+    else if (is({"cuArrayCreate", "cuArray3DCreate", "cuMipmappedArrayCreate"})) m = {MemRole::Alloc, MemSpace::Device, true};
+    else if (is({"cuMemFree", "cuMemFreeAsync", "cuMemUnmap"})) m.role = MemRole::Release;
     else if (is({"cuMemFreeHost", "cuMemHostUnregister"})) m = {MemRole::Release, MemSpace::PinnedHost, false};
-    else if (is({"cuArrayDestroy", "cuMipmappedArrayDestroy", "cuMemRelease"})) m = {MemRole::Release, MemSpace::Device, true};
+    else if (is({"cuArrayDestroy", "cuMipmappedArrayDestroy"})) m = {MemRole::Release, MemSpace::Device, true};
     return m;
 }
 
@@ -29,6 +30,8 @@ namespace {
 
 // Handles (arrays, VMM physical memory) are not addresses: their keys live apart.
 constexpr uint64_t kHandleKey = uint64_t(1) << 63;
+
+constexpr size_t kTopHolders = 8;  // holders named at a peak or a failure
 
 uint64_t keyOf(const wire::CallBody& c, const MemClass& m) { return c.args.alloc.ptr | (m.handle ? kHandleKey : 0); }
 
@@ -56,7 +59,10 @@ void MemoryBook::onCall(const wire::CallBody& c, const ApiClass& api, uint32_t r
     const uint64_t key = keyOf(c, m);
     // The space it was allocated in (a free names no device; cuMemFree serves managed memory too).
     for (auto& [where, t] : spaces)
-        if ((where.first == MemSpace::PinnedHost) == (space == MemSpace::PinnedHost) && t.release(key, c.beginNs)) return;
+        if ((where.first == MemSpace::PinnedHost) == (space == MemSpace::PinnedHost) && t.holds(key)) {
+            t.release(key, c.beginNs);
+            return;
+        }
     // Never seen allocated: counted where it most likely was (allocated before the capture began).
     spaces[{space, device}].release(key, c.beginNs);
 }
@@ -67,9 +73,26 @@ void finishMemory(Context& cx, Report& r)
         if (raw >= cx.rawSites.size() || cx.rawSites[raw].site == kNoSite) return UINT32_MAX;
         return uint32_t(cx.rawSites[raw].site);
     };
+    // Raw sites (a stack each) named alike are one call site: their holdings merge, largest first.
+    auto byBytes = [](const MemoryHolding& a, const MemoryHolding& b) {
+        return a.bytes != b.bytes ? a.bytes > b.bytes : a.callsite < b.callsite;
+    };
     auto holdings = [&](const std::vector<MemoryTimeline::Holding>& in) {
         std::vector<MemoryHolding> out;
-        for (const auto& h : in) out.push_back(MemoryHolding{site(h.owner), h.bytes, h.allocations});
+        for (const auto& h : in) {
+            const uint32_t id = site(h.owner);
+            auto it = std::find_if(out.begin(), out.end(), [&](const MemoryHolding& x) { return x.callsite == id; });
+            if (it == out.end()) out.push_back(MemoryHolding{id, h.bytes, h.allocations});
+            else it->bytes += h.bytes, it->allocations += h.allocations;
+        }
+        std::sort(out.begin(), out.end(), byBytes);
+        // The largest few by name; the rest as one holding of no site (the sum stays the whole).
+        if (out.size() > kTopHolders) {
+            MemoryHolding rest{UINT32_MAX, 0, 0};
+            for (size_t i = kTopHolders - 1; i < out.size(); ++i) rest.bytes += out[i].bytes, rest.allocations += out[i].allocations;
+            out.resize(kTopHolders - 1);
+            out.push_back(rest);
+        }
         return out;
     };
     for (const MemoryBook& book : cx.memory) {
@@ -95,14 +118,25 @@ void finishMemory(Context& cx, Report& r)
             const uint64_t firstUse = t.series().empty() ? origin : t.series().front().first;
             const uint64_t lastUse = t.series().empty() ? origin : t.series().back().first;
             for (const MemoryTimeline::Live& l : t.live()) {
-                MemoryLive m;
-                m.callsite = site(l.owner);
-                m.bytes = l.bytes;
-                m.allocations = l.allocations;
-                m.firstNs = rel(l.firstNs);
-                m.lastNs = rel(l.lastNs);
-                m.leak = l.allocations >= 3 && lastUse > firstUse && (l.lastNs - l.firstNs) * 2 >= lastUse - firstUse;
-                row.liveAtEnd.push_back(m);
+                const uint32_t id = site(l.owner);
+                auto it = std::find_if(row.liveAtEnd.begin(), row.liveAtEnd.end(), [&](const MemoryLive& x) { return x.callsite == id; });
+                if (it == row.liveAtEnd.end()) {
+                    MemoryLive m;
+                    m.callsite = id;
+                    m.firstNs = l.firstNs;
+                    row.liveAtEnd.push_back(m);
+                    it = row.liveAtEnd.end() - 1;
+                }
+                it->bytes += l.bytes;
+                it->allocations += l.allocations;
+                it->firstNs = std::min(it->firstNs, l.firstNs);
+                it->lastNs = std::max(it->lastNs, l.lastNs);
+            }
+            std::sort(row.liveAtEnd.begin(), row.liveAtEnd.end(), byBytes);
+            for (MemoryLive& m : row.liveAtEnd) {
+                m.leak = m.allocations >= 3 && lastUse > firstUse && (m.lastNs - m.firstNs) * 2 >= lastUse - firstUse;
+                m.firstNs = rel(m.firstNs);
+                m.lastNs = rel(m.lastNs);
             }
             for (const MemoryTimeline::Failure& f : t.failures()) {
                 MemoryFailure mf;

@@ -17,7 +17,7 @@ std::string where(const MemoryRow& m, const Report& r)
 
 std::string label(const Report& r, uint32_t site)
 {
-    return site < r.callsites.size() ? r.callsites[site].label : std::string("an unknown site");
+    return site < r.callsites.size() ? r.callsites[site].label : std::string("(other sites)");
 }
 
 std::string libraryOf(const Report& r, uint32_t site)

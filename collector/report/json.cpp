@@ -61,7 +61,7 @@
 //              run; kept: a setup's memory kept until exit)}] failures[{at_ns api bytes (asked) error
 //              callsite label in_use_bytes holders[{holding}]}] series[[ns bytes]] (collector/analyze/memory.cpp;
 //              times from the process's first CUDA call; stream-ordered frees count when called)
-//              {holding} = callsite (null: unknown) label bytes allocations
+//              {holding} = callsite (null: the sites past the 7 largest, or none known) label bytes allocations
 //   callsites  id category (transfer launch sync alloc) frames[{function file line module offset
 //              address inlined app}] count ns | label site_frame apis library_call
 //   capture_windows {used left_out left_out_launches left_out_after empty_windows windows[{pid index trigger
@@ -240,7 +240,7 @@ nlohmann::ordered_json reportJson(const Report& r)
     auto holding = [&](const MemoryHolding& h) {
         const bool known = h.callsite < r.callsites.size();
         return Json{{"callsite", known ? Json(h.callsite) : Json()},
-                    {"label", known ? r.callsites[h.callsite].label : std::string("(unknown)")},
+                    {"label", known ? r.callsites[h.callsite].label : std::string("(other sites)")},
                     {"bytes", h.bytes}, {"allocations", h.allocations}};
     };
     for (const MemoryRow& m : r.memory) {

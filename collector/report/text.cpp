@@ -212,7 +212,7 @@ std::string severityText(const Style& st, const std::string& sev)
 
 std::string siteText(const Report& r, uint32_t id)
 {
-    if (id == UINT32_MAX) return "(unknown site)";
+    if (id == UINT32_MAX) return "(other sites)";
     return id < r.callsites.size() ? r.callsites[id].label : "site #" + std::to_string(id);
 }
 
@@ -581,7 +581,7 @@ void memory(std::string& out, const Report& r, const Style& st)
                         " ");
     }
     out += wrap("Times from the process's first CUDA call. Stream-ordered frees count when called (the memory returns "
-                "to its pool when the stream reaches them); VMM memory counts from cuMemCreate to cuMemRelease.",
+                "to its pool when the stream reaches them); VMM memory counts while mapped (cuMemMap to cuMemUnmap).",
                 " ");
 }
 

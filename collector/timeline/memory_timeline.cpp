@@ -74,7 +74,6 @@ std::vector<MemoryTimeline::Holding> MemoryTimeline::holders() const
     std::sort(out.begin(), out.end(), [](const Holding& a, const Holding& b) {
         return a.bytes != b.bytes ? a.bytes > b.bytes : a.owner < b.owner;
     });
-    if (out.size() > kTop) out.resize(kTop);
     return out;
 }
 

@@ -30,10 +30,9 @@ public:
         uint32_t owner = 0;
         uint16_t api = 0;
         uint64_t inUse = 0;
-        std::vector<Holding> holders;  // largest first, at most kTop
+        std::vector<Holding> holders;  // largest first
     };
 
-    static constexpr size_t kTop = 8;            // holders kept per snapshot
     static constexpr size_t kMaxSeries = 4096;   // points kept of the in-use series (pairs merged beyond)
     static constexpr size_t kMaxFailures = 16;
     static constexpr size_t kMaxLive = size_t(1) << 20;  // allocations tracked (beyond: counted, not held)
@@ -43,6 +42,7 @@ public:
     void allocate(uint64_t key, uint64_t bytes, uint64_t atNs, uint32_t owner);
     // false when the key was never seen allocated (memory allocated before the capture began).
     bool release(uint64_t key, uint64_t atNs);
+    bool holds(uint64_t key) const { return m_blocks.count(key) != 0; }
     void failed(uint64_t bytes, uint64_t atNs, uint32_t owner, int32_t result, uint16_t api);
 
     uint64_t allocations() const { return m_allocations; }
