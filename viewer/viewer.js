@@ -545,7 +545,7 @@
   const CALL_PALETTE = CAT_COLORS.concat([BLOCKED_COLOR]);  // by category; the last: the thread waited for the GPU
   const NVTX_PALETTE = [NVTX_COLOR];
   const Lanes = window.gpuspyLanes;
-  const LABEL_W = 230, AXIS_H = 26, LANE_H = 18, GAP = 6, GROUP_H = 20;
+  const LABEL_W = 230, AXIS_H = 26, LANE_H = 18, GAP = 6, GROUP_H = 20, MEM_H = 36;
 
   function buildTimeline() {
     const canvas = $('timeline');
@@ -603,7 +603,21 @@
       return out;
     }
 
-    // Rows: per process a header, its threads, then its GPU streams.
+    // GPU memory (the report's memory rows): per process and memory space, the bytes in use over time, on
+    // the timeline's clock (the report counts from the process's first CUDA call).
+    const memTracks = [];
+    tl.processes.forEach((p, pi) => {
+      const proc = (report.processes || []).find((x) => x.pid === p.pid);
+      const shift = proc ? proc.active_begin_ns - tl.origin_ns : 0;
+      for (const m of report.memory || []) {
+        if (m.pid !== p.pid || !m.series || !m.series.length) continue;
+        const name = m.space === 'pinned_host' ? 'pinned host' : m.space + ' ' + m.device;
+        memTracks.push({ process: pi, m: m, name: name, t: m.series.map((x) => x[0] + shift), bytes: m.series.map((x) => x[1]),
+          peakT: m.peak_at_ns + shift });
+      }
+    });
+
+    // Rows: per process a header, its threads, then its GPU streams, then its memory.
     const rows = [];
     let y = AXIS_H;
     tl.processes.forEach((p, pi) => {
@@ -617,6 +631,12 @@
           rows.push({ kind: 'track', track: tr, y: y, h: tr.h + GAP });
           y += tr.h + GAP;
         }
+      }
+      for (const mt of memTracks) {
+        if (mt.process !== pi) continue;
+        mt.y = y; mt.h = MEM_H;
+        rows.push({ kind: 'memory', mem: mt, y: y, h: MEM_H + GAP });
+        y += MEM_H + GAP;
       }
     });
     const totalH = y + 4;
@@ -680,6 +700,60 @@
       ctx.restore();
     }
 
+    // A memory row: the bytes in use as a step line (held until the next change), the peak marked.
+    function drawMemory(mt) {
+      const top = Math.max(1, mt.m.peak_bytes);
+      const yOf = (b) => mt.y + mt.h - 2 - (mt.h - 12) * b / top;
+      ctx.save();
+      ctx.beginPath(); ctx.rect(LABEL_W, mt.y, plotW(), mt.h); ctx.clip();
+      ctx.beginPath();
+      ctx.moveTo(xOf(mt.t[0]), yOf(0));
+      for (let i = 0; i < mt.t.length; i++) {
+        const x = xOf(mt.t[i]);
+        if (i) ctx.lineTo(x, yOf(mt.bytes[i - 1]));
+        ctx.lineTo(x, yOf(mt.bytes[i]));
+      }
+      ctx.lineTo(xOf(Math.max(view.end, mt.t[mt.t.length - 1])), yOf(mt.bytes[mt.bytes.length - 1]));
+      ctx.lineTo(xOf(Math.max(view.end, mt.t[mt.t.length - 1])), yOf(0));
+      ctx.closePath();
+      ctx.fillStyle = 'rgba(120, 94, 240, 0.25)'; ctx.fill();
+      ctx.strokeStyle = '#785ef0'; ctx.stroke();
+      const px = xOf(mt.peakT), py = yOf(mt.m.peak_bytes);
+      ctx.fillStyle = '#c0392b';
+      ctx.beginPath(); ctx.moveTo(px, py); ctx.lineTo(px - 4, py - 7); ctx.lineTo(px + 4, py - 7); ctx.closePath(); ctx.fill();
+      ctx.fillText('peak ' + fmtBytes(mt.m.peak_bytes), px + 6, mt.y + 10);
+      ctx.restore();
+      ctx.fillStyle = '#fff';
+      ctx.fillRect(0, mt.y - 1, LABEL_W, mt.h + 2);
+      ctx.save();
+      ctx.font = '600 10px system-ui, sans-serif';
+      const tag = 'MEM';
+      const tw = ctx.measureText(tag).width + 8;
+      ctx.fillStyle = '#785ef0';
+      ctx.fillRect(8, mt.y + mt.h - LANE_H + 3, tw, LANE_H - 6);
+      ctx.fillStyle = '#fff';
+      ctx.fillText(tag, 12, mt.y + mt.h - 6);
+      ctx.font = '11px system-ui, sans-serif';
+      ctx.fillStyle = '#1d1d1f';
+      ctx.fillText(mt.name + ' \u00b7 peak ' + fmtBytes(mt.m.peak_bytes), 14 + tw, mt.y + mt.h - 5);
+      ctx.restore();
+    }
+    // The bytes in use at time t of a memory row, and what held the peak.
+    function describeMemory(mt, t) {
+      let i = -1;
+      for (let lo = 0, hi = mt.t.length - 1; lo <= hi;) {
+        const mid = (lo + hi) >> 1;
+        if (mt.t[mid] <= t) { i = mid; lo = mid + 1; } else hi = mid - 1;
+      }
+      const siteName = (id) => (id !== null && report.callsites && report.callsites[id]) ? report.callsites[id].label : 'other sites';
+      const lines = ['GPU memory, ' + mt.name + ': ' + fmtBytes(i >= 0 ? mt.bytes[i] : 0) + ' in use at ' + fmtNs(Math.max(0, t))];
+      lines.push('peak ' + fmtBytes(mt.m.peak_bytes) + ' at ' + fmtNs(mt.peakT) + ', held by:');
+      for (const h of (mt.m.at_peak || []).slice(0, 5)) lines.push('  ' + fmtBytes(h.bytes) + ' ' + siteName(h.callsite) + ' (' + h.allocations + ')');
+      const leaked = (mt.m.live_at_end || []).filter((l) => l.kind === 'leak');
+      for (const l of leaked) lines.push('leak: ' + fmtBytes(l.bytes) + ' never released from ' + siteName(l.callsite));
+      return lines.join('\n');
+    }
+
     let pending = false;
     function schedule() { if (!pending) { pending = true; requestAnimationFrame(draw); } }
 
@@ -712,6 +786,7 @@
           ctx.font = '11px system-ui, sans-serif';
           continue;
         }
+        if (r.kind === 'memory') { drawMemory(r.mem); continue; }
         const tr = r.track;
         ctx.save();
         ctx.beginPath(); ctx.rect(LABEL_W, tr.y, plotW(), tr.h); ctx.clip();
@@ -837,6 +912,8 @@
     // The smallest item under (x, y), within 3 px.
     function hitTest(x, y) {
       if (x < LABEL_W) return null;
+      const mt = memTracks.find((m) => y >= m.y && y < m.y + m.h);
+      if (mt) return { kind: 'memory', mem: mt, t: tOf(x) };
       const tr = tracks.find((t) => t.y !== undefined && y >= t.y && y < t.y + t.h);
       if (!tr) return null;
       const lane = Math.floor((y - tr.y) / LANE_H);
@@ -852,6 +929,7 @@
     }
 
     function describe(hit) {
+      if (hit.kind === 'memory') return describeMemory(hit.mem, hit.t);
       const k = hit.index;
       if (hit.kind === 'merged') {
         const what = hit.of === 'call' ? 'CUDA calls' : hit.of === 'gpu' ? 'GPU operations' : 'NVTX ranges';
@@ -959,6 +1037,19 @@
       tracks: Object.freeze(tracks.map((tr) => Object.freeze({ name: tr.t.name, kind: tr.t.kind, pid: tr.t.pid, tid: tr.t.tid,
         device: tr.t.device, top: tr.y, height: tr.h, items: tr.count, estimated: tr.estimated || 0 }))),
       estimatedSpans: estimatedSpans,
+      // The memory rows: pid, space, device, points drawn, peak, top and height in CSS pixels.
+      memoryTracks: Object.freeze(memTracks.map((mt) => Object.freeze({ pid: mt.m.pid, space: mt.m.space, device: mt.m.device,
+        points: mt.t.length, peak_bytes: mt.m.peak_bytes, top: mt.y, height: mt.h }))),
+      // Where a memory row's peak is drawn, in client coordinates (for tests), and what its hover says there.
+      pointOfMemoryPeak: function (i) {
+        const mt = memTracks[i];
+        view.begin = 0; view.end = duration;
+        draw();
+        let rect = canvas.getBoundingClientRect();
+        window.scrollTo(0, Math.max(0, window.scrollY + rect.top + mt.y - window.innerHeight / 2));
+        rect = canvas.getBoundingClientRect();
+        return { x: rect.left + xOf(mt.peakT) + 1, y: rect.top + mt.y + mt.h / 2 };
+      },
       visible: null,
       selectedCall: -1,
       calls: nCalls,

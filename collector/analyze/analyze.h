@@ -310,6 +310,7 @@ struct MemoryRow {
     std::string space;   // device, managed, pinned_host
     uint64_t allocations = 0, releases = 0, failed = 0, allocatedBytes = 0;
     uint64_t peakBytes = 0, peakNs = 0, inUseEndBytes = 0;
+    uint64_t peakUntilNs = 0;  // when the peak ended (the first release after it); the last change when held to the end
     // Releases of memory never seen allocated (allocated before the capture began: an attach).
     uint64_t unknownReleases = 0;
     uint64_t untracked = 0;  // allocations past the bound kept (not in the figures)

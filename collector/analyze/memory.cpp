@@ -109,6 +109,7 @@ void finishMemory(Context& cx, Report& r)
             const uint64_t origin = book.originNs;
             auto rel = [&](uint64_t ns) { return ns > origin ? ns - origin : 0; };
             row.peakNs = t.peak() ? rel(t.peakNs()) : 0;
+            row.peakUntilNs = t.peakEndNs() ? rel(t.peakEndNs()) : t.series().empty() ? row.peakNs : rel(t.series().back().first);
             row.inUseEndBytes = t.inUse();
             row.unknownReleases = t.unknownReleases();
             row.untracked = t.untracked();

@@ -7,6 +7,7 @@ namespace gpuspy::collect::detail::rules {
 namespace {
 
 constexpr double kPeakShare = 0.25;  // one allocation this share of the peak sets it
+constexpr double kBriefShare = 0.25; // ...when the peak lasts less than this share of the memory's span
 
 std::string where(const MemoryRow& m, const Report& r)
 {
@@ -58,8 +59,12 @@ void memoryFindings(Builder& b, const Report& r)
             f.evidence = {{"leaked_bytes", double(l.bytes)}, {"allocations", double(l.allocations)},
                           {"peak_bytes", double(m.peakBytes)}, {"in_use_end_bytes", double(m.inUseEndBytes)}};
         }
-        // The peak set by one short-lived allocation (released before the end): an intermediate.
+        // The peak set by one short-lived allocation (released before the end): an intermediate. A peak
+        // held for most of the run (a setup's buffers freed at teardown) is the program's working set.
+        const uint64_t span = m.series.size() > 1 ? m.series.back().first - m.series.front().first : 0;
+        const bool brief = span && m.peakUntilNs > m.peakNs && double(m.peakUntilNs - m.peakNs) < kBriefShare * double(span);
         for (const MemoryHolding& h : m.atPeak) {
+            if (!brief) break;
             if (h.allocations != 1 || double(h.bytes) < kPeakShare * double(m.peakBytes) || m.atPeak.size() < 2) continue;
             bool stillHeld = false;
             for (const MemoryLive& l : m.liveAtEnd) stillHeld |= l.callsite == h.callsite;

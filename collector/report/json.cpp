@@ -55,7 +55,7 @@
 //              inside whose GPU time is only an upper bound, as in transfers, and their part of gpu_ns:
 //              with any, gpu_ns is an upper bound)
 //   memory     pid device (-1: pinned host) space (device managed pinned_host) allocations releases failed
-//              allocated_bytes peak_bytes peak_at_ns in_use_end_bytes unknown_releases (of memory never
+//              allocated_bytes peak_bytes peak_at_ns peak_until_ns (the first release after the peak) in_use_end_bytes unknown_releases (of memory never
 //              seen allocated: allocated before the capture began) untracked at_peak[{holding}]
 //              live_at_end[{holding first_at_ns last_at_ns kind (leak: made again and again through the
 //              run; kept: a setup's memory kept until exit)}] failures[{at_ns api bytes (asked) error
@@ -264,7 +264,7 @@ nlohmann::ordered_json reportJson(const Report& r)
         for (const auto& [ns, bytes] : m.series) series.push_back(Json::array({ns, bytes}));
         memory.push_back(Json{{"pid", m.pid}, {"device", m.device}, {"space", m.space}, {"allocations", m.allocations},
                               {"releases", m.releases}, {"failed", m.failed}, {"allocated_bytes", m.allocatedBytes},
-                              {"peak_bytes", m.peakBytes}, {"peak_at_ns", m.peakNs}, {"in_use_end_bytes", m.inUseEndBytes},
+                              {"peak_bytes", m.peakBytes}, {"peak_at_ns", m.peakNs}, {"peak_until_ns", m.peakUntilNs}, {"in_use_end_bytes", m.inUseEndBytes},
                               {"unknown_releases", m.unknownReleases}, {"untracked", m.untracked}, {"at_peak", atPeak},
                               {"live_at_end", live}, {"failures", failures}, {"series", series}});
     }

@@ -39,6 +39,7 @@ bool MemoryTimeline::release(uint64_t key, uint64_t atNs)
     ++m_releases;
     if (m_peakStale) {
         m_atPeak = holders();
+        m_peakEndNs = atNs;
         m_peakStale = false;
     }
     const Block b = it->second;

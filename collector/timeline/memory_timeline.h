@@ -53,6 +53,8 @@ public:
     uint64_t inUse() const { return m_inUse; }
     uint64_t peak() const { return m_peak; }
     uint64_t peakNs() const { return m_peakNs; }
+    // When the peak ended: the first release after it (0: still held at the end).
+    uint64_t peakEndNs() const { return m_peakStale ? 0 : m_peakEndNs; }
     std::vector<Holding> atPeak() const { return m_peakStale ? holders() : m_atPeak; }
     const std::vector<Failure>& failures() const { return m_failures; }
     uint64_t failureCount() const { return m_failureCount; }
@@ -74,7 +76,7 @@ private:
     std::unordered_map<uint64_t, Block> m_blocks;
     std::unordered_map<uint32_t, Owner> m_owners;  // live bytes per owner
     uint64_t m_allocations = 0, m_releases = 0, m_unknownReleases = 0, m_allocatedBytes = 0, m_untracked = 0;
-    uint64_t m_inUse = 0, m_peak = 0, m_peakNs = 0;
+    uint64_t m_inUse = 0, m_peak = 0, m_peakNs = 0, m_peakEndNs = 0;
     std::vector<Holding> m_atPeak;
     bool m_peakStale = false;  // m_atPeak is to be taken at the next change (the peak still holds)
     std::vector<Failure> m_failures;

@@ -234,6 +234,15 @@ wrong = [label_of.get(i) for f in findings for i in f.get("callsites", [])
          if any(fn + "(" in (label_of.get(i) or "") for fn in ("load_weights", "make_temp", "big_intermediate", "make_managed", "pin_staging"))]
 check(not wrong, "finding memory-leak names no freed or kept site", str(wrong))
 
+big_ids = {i for i, l in label_of.items() if "big_intermediate(" in l}
+peaks = [f for f in rep.get("findings", []) if f.get("rule") == "memory-peak"]
+check(len(peaks) == 1 and big_ids & set(peaks[0].get("callsites", [])),
+      "finding memory-peak: the peak is set by big_intermediate's intermediate",
+      f"memory-peak findings' sites: {[[label_of.get(i) for i in f.get('callsites', [])] for f in peaks]}")
+fails_f = [f for f in rep.get("findings", []) if f.get("rule") == "allocation-failed"]
+check(len(fails_f) == 1 and {i for i, l in label_of.items() if "too_big(" in l} & set(fails_f[0].get("callsites", [])),
+      "finding allocation-failed at too_big", str([f.get("message") for f in fails_f]))
+
 # ---- the text report ----------------------------------------------------------------------------
 text = open(text_path).read().splitlines()
 heads = [i for i, l in enumerate(text) if "GPU memory" in l]

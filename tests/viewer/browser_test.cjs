@@ -185,6 +185,24 @@ async function checkPage(browser, htmlPath, reportPath, shotPath) {
     await page.evaluate(() => window.gpuspyViewer.reset());
   }
 
+  // GPU memory: a row per process and memory space of the report, its peak drawn and named on hover.
+  const memRows = (report.memory || []).filter((m) => m.series && m.series.length);
+  const mem = await page.evaluate(() => window.gpuspyViewer.memoryTracks);
+  check(mem.length === memRows.length && memRows.every((m) => mem.some((t) => t.pid === m.pid && t.space === m.space &&
+        t.device === m.device && t.peak_bytes === m.peak_bytes && t.points === m.series.length && t.height > 0)),
+        'a memory row per report memory space, with its peak (' + memRows.length + ')', mem);
+  for (let i = 0; i < mem.length; i++) {
+    const p = await page.evaluate((k) => window.gpuspyViewer.pointOfMemoryPeak(k), i);
+    await page.mouse.move(p.x, p.y);
+    await page.waitForTimeout(50);
+    const tip = await page.$eval('#tooltip', (t) => ({ hidden: t.hidden, text: t.textContent }));
+    const m = memRows.find((r) => r.pid === mem[i].pid && r.space === mem[i].space && r.device === mem[i].device);
+    const holder = m && m.at_peak.length && m.at_peak[0].callsite !== null ? report.callsites[m.at_peak[0].callsite].label : '';
+    check(!tip.hidden && tip.text.startsWith('GPU memory') && tip.text.includes('peak') && tip.text.includes(holder),
+          'hovering memory row ' + i + ' at its peak says what is in use and who held the peak', tip);
+  }
+  await page.evaluate(() => { window.gpuspyViewer.reset(); window.scrollTo(0, 0); });
+
   // The report's per-stream rows, in their own table.
   const streamRows = await table('streams');
   check(streamRows.length === (report.streams || []).length &&
