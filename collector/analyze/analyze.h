@@ -18,6 +18,7 @@ namespace gpuspy::collect {
 struct ReportOptions {
     size_t top = 10;  // call sites listed per row and per finding; rows shown in the text tables
     int pid = -1;     // only this process; -1 for all
+    bool byLaunchConfig = false;  // kernels split by grid and block (a row per kernel and launch configuration)
 };
 
 // Order statistics of a set of durations (ns). median: mean of the two middle values for an even count;
@@ -163,6 +164,7 @@ struct TransferRow {
 
 struct KernelRow {
     std::string name, mangled;
+    std::string launchConfig;  // "grid 64x1x1 block 128x1x1" when split by launch configuration (--by-launch-config)
     uint64_t count = 0, timedCount = 0;
     uint64_t gpuNs = 0;         // sum over timed launches
     uint64_t estimatedGpuNs = 0; // gpuNs scaled to every launch (= gpuNs when all were timed)
@@ -314,6 +316,8 @@ struct MemoryRow {
     // Releases of memory never seen allocated (allocated before the capture began: an attach).
     uint64_t unknownReleases = 0;
     uint64_t untracked = 0;  // allocations past the bound kept (not in the figures)
+    // Attached to a running process: what was allocated before the attach is unknown (not in the figures).
+    bool attached = false;
     std::vector<MemoryHolding> atPeak;   // largest first
     std::vector<MemoryLive> liveAtEnd;   // largest first
     std::vector<MemoryFailure> failures;

@@ -5,6 +5,8 @@
 
 #include "collector/model/api_names.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace gpuspy::collect::detail {
@@ -52,6 +54,18 @@ KernelAcc& kernelAccOf(Context& cx, const ProcView& pv, const wire::CallBody& c,
     if (hostFunction) {
         if (cx.hostFunctions.row.name.empty()) cx.hostFunctions.row.name = "[host function]";
         return cx.hostFunctions;
+    }
+    if (cx.options && cx.options->byLaunchConfig) {
+        // A row per kernel and launch configuration: which size of an operator is slow.
+        std::string mangled;
+        std::string name = pv.kernelName(c.args.launch.kernelId, &mangled);
+        const wire::LaunchArgs& l = c.args.launch;
+        const std::string config = fmt::format("grid {}x{}x{} block {}x{}x{}", l.grid[0], l.grid[1], l.grid[2], l.block[0],
+                                               l.block[1], l.block[2]);
+        KernelAcc& k = cx.kernels[name + '\n' + config];
+        if (k.row.name.empty()) k.row.name = name, k.row.launchConfig = config;
+        if (k.row.mangled.empty()) k.row.mangled = mangled;
+        return k;
     }
     KernelAcc*& slot = pv.kernelAccs[c.args.launch.kernelId];
     if (slot) return *slot;

@@ -96,6 +96,10 @@ void finishMemory(Context& cx, Report& r)
         return out;
     };
     for (const MemoryBook& book : cx.memory) {
+        bool attached = false;
+        for (const ProcessSummary& p : cx.processes)
+            if (p.pid == book.pid)
+                for (const std::string& n : p.notices) attached |= n.rfind("attached to a running process", 0) == 0;
         for (const auto& [where, t] : book.spaces) {
             MemoryRow row;
             row.pid = book.pid;
@@ -113,6 +117,7 @@ void finishMemory(Context& cx, Report& r)
             row.inUseEndBytes = t.inUse();
             row.unknownReleases = t.unknownReleases();
             row.untracked = t.untracked();
+            row.attached = attached;
             row.atPeak = holdings(t.atPeak());
             // A leak: a site whose allocations still held were made again and again, spread over at
             // least half of the span the space was in use (a setup's buffers come in one burst).

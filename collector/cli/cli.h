@@ -87,6 +87,7 @@ struct ReportRequest {
     int pid = -1;  // only this process; -1 for all
     bool color = false;
     long run = 0;  // only this run (1-based) of a repeated capture (record --repeat); 0 for the default
+    bool byLaunchConfig = false;  // kernels split by grid and block
 };
 
 // The runs of a repeated capture (`record --repeat N`) in the commands that show processes (report,

@@ -13,7 +13,7 @@ namespace gpuspy::collect::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy report FILE [--format text|json|csv] [--top N] [--process PID] [--run K]\n"
+    "usage: gpuspy report FILE [--format text|json|csv] [--top N] [--process PID] [--run K] [--by-launch-config]\n"
     "\n"
     "The report of a capture: made by `gpuspy record` or `gpuspy collect`, or a file the shim wrote\n"
     "alone (gpuspy-<pid>.gspy). A damaged file is reported up to the damage, which is then named on\n"
@@ -26,6 +26,8 @@ constexpr const char* kUsage =
     "  --run K         only run K (1-based) of a capture of repeated runs (record --repeat); without it\n"
     "                  such a capture is reported as its run of median wall time with every figure's\n"
     "                  spread over the runs (csv: a first line says which run)\n"
+    "  --by-launch-config  a Kernels row per kernel and launch configuration (grid and block): which size\n"
+    "                  of an operator is slow\n"
     "  -h, --help      this text\n";
 
 }  // namespace
@@ -35,6 +37,7 @@ int runReport(int argc, char** argv)
     ArgReader args("report", argc, argv);
     std::string file, format = "text", value;
     long top = 10, pid = -1, run = 0;
+    bool byConfig = false;
     while (!args.done()) {
         if (args.flag({"-h", "--help"})) {
             fmt::print("{}", kUsage);
@@ -50,6 +53,10 @@ int runReport(int argc, char** argv)
         }
         if (args.value({"--run"}, value)) {
             run = parseNumber("gpuspy report: --run", value, 1, 1000000);
+            continue;
+        }
+        if (args.flag({"--by-launch-config"})) {
+            byConfig = true;
             continue;
         }
         if (args.value({"--process"}, value)) {
@@ -69,6 +76,7 @@ int runReport(int argc, char** argv)
     request.top = size_t(top);
     request.pid = int(pid);
     request.run = run;
+    request.byLaunchConfig = byConfig;
     request.color = stdoutIsTerminal();
     ReportSource source;
     std::string out;

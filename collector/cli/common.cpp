@@ -229,6 +229,7 @@ Report analyzeCapture(const std::string& path, const ReportRequest& request, Rep
     ReportOptions options;
     options.top = request.top;
     options.pid = request.pid;
+    options.byLaunchConfig = request.byLaunchConfig;
     if (request.run > 0) {
         // One run of a repeated capture (or a capture of one run, its own run 1): its processes alone.
         source.capture = readCapture(path, ReadOptions{}, &source.info);

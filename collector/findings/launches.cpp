@@ -43,8 +43,9 @@ void launchBound(Builder& b, const Report& r)
     const bool capped = savings > idle;
     savings = std::min({savings, idle, cx.wallNs});
     Matched m;
-    for (const std::string& name : names) {
-        const KernelAcc& k = cx.kernels.at(name);
+    // (A kernel's rows are keyed by name, or by name and launch configuration with --by-launch-config.)
+    for (const auto& [key, k] : cx.kernels) {
+        if (!names.count(k.row.name)) continue;
         m.count += k.row.count;
         m.hostNs += k.row.launchHostNs;
         for (const auto& [site, ns] : k.sites) m.sites[site] += ns;

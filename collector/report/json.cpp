@@ -36,7 +36,8 @@
 //   kernels    name count gpu_ns median_gpu_ns launch_host_ns | mangled timed_count estimated_gpu_ns
 //              gpu{stats} median_launch_host_ns launch_bound callsites[id] graph_count (of count, runs as
 //              a graph node) graph_gpu_ns (their estimated share of their graph launches' time; in
-//              estimated_gpu_ns, not in gpu_ns)
+//              estimated_gpu_ns, not in gpu_ns) launch_config ("grid 64x1x1 block 128x1x1": with --by-launch-config,
+//              a row per kernel and grid/block)
 //   host_functions {count stream_ns (the time the timed ones held their stream) median_stream_ns
 //              launch_host_ns | timed_count estimated_stream_ns (scaled to every one, graph nodes' shares
 //              included) stream{stats} median_launch_host_ns graph_count graph_stream_ns callsites[id]}
@@ -56,7 +57,8 @@
 //              with any, gpu_ns is an upper bound)
 //   memory     pid device (-1: pinned host) space (device managed pinned_host) allocations releases failed
 //              allocated_bytes peak_bytes peak_at_ns peak_until_ns (the first release after the peak) in_use_end_bytes unknown_releases (of memory never
-//              seen allocated: allocated before the capture began) untracked at_peak[{holding}]
+//              seen allocated: allocated before the capture began) untracked attached (gpuspy attach: memory allocated
+//              before the attach is unknown, not in the figures) at_peak[{holding}]
 //              live_at_end[{holding first_at_ns last_at_ns kind (leak: made again and again through the
 //              run; kept: a setup's memory kept until exit)}] failures[{at_ns api bytes (asked) error
 //              callsite label in_use_bytes holders[{holding}]}] series[[ns bytes]] (collector/analyze/memory.cpp;
@@ -178,7 +180,7 @@ nlohmann::ordered_json reportJson(const Report& r)
     }
 
     Json& kernels = j["kernels"] = Json::array();
-    for (const KernelRow& k : r.kernels)
+    for (const KernelRow& k : r.kernels) {
         kernels.push_back(Json{{"name", k.name}, {"count", k.count}, {"gpu_ns", k.gpuNs}, {"median_gpu_ns", k.gpu.median},
                                {"launch_host_ns", k.launchHostNs}, {"mangled", k.mangled}, {"timed_count", k.timedCount},
                                {"estimated_gpu_ns", k.estimatedGpuNs}, {"gpu", stats(k.gpu)},
@@ -186,6 +188,8 @@ nlohmann::ordered_json reportJson(const Report& r)
                                {"empty_stream_launches", k.emptyStreamLaunches},
                                {"graph_count", k.graphCount}, {"graph_gpu_ns", k.graphGpuNs},
                                {"callsites", ids(k.callsites)}});
+        if (!k.launchConfig.empty()) kernels.back()["launch_config"] = k.launchConfig;
+    }
 
     const KernelRow& h = r.hostFunctions;
     j["host_functions"] = Json{{"count", h.count}, {"stream_ns", h.gpuNs}, {"median_stream_ns", h.gpu.median},
@@ -265,7 +269,7 @@ nlohmann::ordered_json reportJson(const Report& r)
         memory.push_back(Json{{"pid", m.pid}, {"device", m.device}, {"space", m.space}, {"allocations", m.allocations},
                               {"releases", m.releases}, {"failed", m.failed}, {"allocated_bytes", m.allocatedBytes},
                               {"peak_bytes", m.peakBytes}, {"peak_at_ns", m.peakNs}, {"peak_until_ns", m.peakUntilNs}, {"in_use_end_bytes", m.inUseEndBytes},
-                              {"unknown_releases", m.unknownReleases}, {"untracked", m.untracked}, {"at_peak", atPeak},
+                              {"unknown_releases", m.unknownReleases}, {"untracked", m.untracked}, {"attached", m.attached}, {"at_peak", atPeak},
                               {"live_at_end", live}, {"failures", failures}, {"series", series}});
     }
 

@@ -424,7 +424,7 @@ void kernels(std::string& out, const Report& r, const Style& st)
                num(k.count), timed ? formatNs(uint64_t(k.gpu.avg + 0.5)) : "-", timed ? formatNs(k.gpu.median) : "-",
                timed ? formatNs(k.gpu.min) : "-", timed ? formatNs(k.gpu.max) : "-",
                k.count > k.graphCount ? formatNs(k.medianLaunchHostNs) : "graph",
-               (k.launchBound ? "! " : "") + k.name});
+               (k.launchBound ? "! " : "") + k.name + (k.launchConfig.empty() ? "" : " [" + k.launchConfig + "]")});
     }
     out += t.render(st);
     if (r.kernels.size() > r.options.top) out += " (" + num(r.kernels.size() - r.options.top) + " more kernels in --format json/csv)\n";
@@ -575,6 +575,10 @@ void memory(std::string& out, const Report& r, const Style& st)
                             (f.holders.empty() ? std::string(".") : ", held by " + held(f.holders) + "."),
                         " ") +
                    st.reset();
+        if (m.attached)
+            out += wrap(who + ": attached to a running process: memory allocated before the attach is unknown; these "
+                              "figures count only what was allocated since.",
+                        " ");
         if (m.unknownReleases)
             out += wrap(who + ": " + num(m.unknownReleases) +
                             " releases of memory allocated before the capture began (not in the figures).",

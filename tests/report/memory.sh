@@ -63,5 +63,29 @@ fi
 
 python3 "$here/memory_check.py" "$work/plain.out" "$work/report.json" "$work/report.txt" "$work/trace"
 rc=$?
+
+# The Kernels table split by launch configuration (issue 33, "shapes"): step_kernel runs at three grid
+# sizes (the temporary's, the leak's, the intermediate's); a row per kernel, grid and block, each with the
+# launches the simulated driver ran at that configuration.
+"$gpuspy" report --by-launch-config --format json "$work/capture.gspy" > "$work/by_config.json" \
+    || { echo "memory.sh: FAIL: gpuspy report --by-launch-config failed" >&2; exit 1; }
+python3 - "$work/by_config.json" "$work/report.json" "$work"/trace/*.jsonl <<'PY' || rc=1
+import collections, json, sys
+split, whole = (json.load(open(p)) for p in sys.argv[1:3])
+truth = collections.Counter()
+for path in sys.argv[3:]:
+    for line in open(path):
+        if '"op":"kernel"' in line:
+            o = json.loads(line)
+            g, b = o["grid"], o["block"]
+            truth[(o["name"], f"grid {g[0]}x{g[1]}x{g[2]} block {b[0]}x{b[1]}x{b[2]}")] += 1
+rows = collections.Counter({(k["mangled"], k.get("launch_config", "")): k["count"] for k in split["kernels"]})
+ok = rows == truth and len(truth) >= 3
+print(("ok   " if ok else "FAIL ") + f"--by-launch-config: a kernel row per configuration the driver ran: {dict(rows)} (trace {dict(truth)})")
+same = sum(k["count"] for k in split["kernels"]) == sum(k["count"] for k in whole["kernels"]) and \
+       all("launch_config" not in k for k in whole["kernels"])
+print(("ok   " if same else "FAIL ") + "--by-launch-config: the same launches as the plain table, which has no configurations")
+sys.exit(0 if ok and same else 1)
+PY
 [[ $rc -ne 0 ]] && echo "memory.sh: files in $work" >&2
 exit $rc
