@@ -134,7 +134,25 @@ struct MemoryBook {
     uint64_t originNs = 0;  // the process's first CUDA call: the report's times count from it
     std::map<std::pair<MemSpace, int>, MemoryTimeline> spaces;  // (space, device: -1 for pinned host)
     std::map<uint16_t, std::string> apiNames;                    // of the failed allocations
-    void onCall(const wire::CallBody& c, const ApiClass& api, uint32_t rawSite);
+    // `streamReadyNs`: for a stream-ordered allocation or free, when its stream is estimated to reach it
+    // (DeviceTimeline::readyAt; 0: at the call). Such changes wait until then, the others apply at once.
+    void onCall(const wire::CallBody& c, const ApiClass& api, uint32_t rawSite, uint64_t streamReadyNs = 0);
+    void finish();  // applies what still waits for its stream
+
+private:
+    struct Change {
+        uint64_t atNs = 0, seq = 0;  // applied in time order, ties in call order
+        bool alloc = false;
+        uint64_t key = 0, bytes = 0;
+        uint32_t owner = 0;
+        MemSpace space = MemSpace::Device;
+        int device = 0;
+        bool operator>(const Change& o) const { return atNs != o.atNs ? atNs > o.atNs : seq > o.seq; }
+    };
+    void apply(const Change& ch);
+    void applyUntil(uint64_t t);
+    std::vector<Change> m_waiting;  // a min-heap on (atNs, seq)
+    uint64_t m_seq = 0;
 };
 
 // Order statistics and sums of a set of calls (a finding's evidence).

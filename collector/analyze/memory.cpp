@@ -1,12 +1,14 @@
 // collector/analyze/memory.cpp: the GPU memory section: what each allocation-family call does to memory
 // (memClassOf), each process's memory spaces fed in host time order (MemoryBook), and the report's rows
-// (finishMemory). Stream-ordered frees count when called, not when their stream reaches them; VMM counts
+// (finishMemory). Stream-ordered allocations and frees count when their stream is estimated to reach them
+// (the device timeline's estimate when they were called: the work queued before them); VMM counts
 // physical memory while it is mapped (cuMemMap .. cuMemUnmap): its handles are retained and released
 // more often than created (cuMemRetainAllocationHandle), its mappings are what a program uses.
 #include "collector/analyze/internal.h"
 #include "collector/model/cuda_results.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace gpuspy::collect::detail {
 
@@ -37,7 +39,7 @@ uint64_t keyOf(const wire::CallBody& c, const MemClass& m) { return c.args.alloc
 
 }  // namespace
 
-void MemoryBook::onCall(const wire::CallBody& c, const ApiClass& api, uint32_t rawSite)
+void MemoryBook::onCall(const wire::CallBody& c, const ApiClass& api, uint32_t rawSite, uint64_t streamReadyNs)
 {
     const MemClass& m = api.mem;
     if (m.role == MemRole::None || hasFlag(c, wire::kCallCapturing)) return;
@@ -46,25 +48,60 @@ void MemoryBook::onCall(const wire::CallBody& c, const ApiClass& api, uint32_t r
                                ? MemSpace::Managed
                                : m.space;
     const int device = space == MemSpace::PinnedHost ? -1 : c.device;
-    if (m.role == MemRole::Alloc) {
-        MemoryTimeline& t = spaces[{space, device}];
-        if (!succeeded(c)) {
-            t.failed(c.args.alloc.bytes, c.endNs, rawSite, c.result, c.apiId);
-            apiNames.emplace(c.apiId, api.name);
-        }
-        else if (c.args.alloc.ptr) t.allocate(keyOf(c, m), c.args.alloc.bytes, c.endNs, rawSite);
+    const bool alloc = m.role == MemRole::Alloc;
+    applyUntil(alloc && !api.asyncName ? c.endNs : c.beginNs);
+    if (alloc && !succeeded(c)) {
+        spaces[{space, device}].failed(c.args.alloc.bytes, c.endNs, rawSite, c.result, c.apiId);
+        apiNames.emplace(c.apiId, api.name);
         return;
     }
-    if (!succeeded(c) || !c.args.alloc.ptr) return;  // refused, or freeing null: nothing released
-    const uint64_t key = keyOf(c, m);
+    if (!succeeded(c) || !c.args.alloc.ptr) return;  // refused, or freeing null: nothing changed
+    // A stream-ordered allocation takes its memory when its stream reaches it, from its submission
+    // (the call's start: the call may take long to return, the stream does not wait for that).
+    const bool streamOrdered = api.asyncName;
+    Change ch;
+    ch.atNs = std::max(alloc && !streamOrdered ? c.endNs : c.beginNs, streamReadyNs);
+    ch.seq = ++m_seq;
+    ch.alloc = alloc;
+    ch.key = keyOf(c, m);
+    ch.bytes = c.args.alloc.bytes;
+    ch.owner = rawSite;
+    ch.space = space;
+    ch.device = device;
+    if (ch.atNs <= (alloc && !streamOrdered ? c.endNs : c.beginNs) && m_waiting.empty()) {
+        apply(ch);
+        return;
+    }
+    m_waiting.push_back(ch);
+    std::push_heap(m_waiting.begin(), m_waiting.end(), std::greater<Change>());
+}
+
+void MemoryBook::applyUntil(uint64_t t)
+{
+    while (!m_waiting.empty() && m_waiting.front().atNs <= t) {
+        std::pop_heap(m_waiting.begin(), m_waiting.end(), std::greater<Change>());
+        const Change ch = m_waiting.back();
+        m_waiting.pop_back();
+        apply(ch);
+    }
+}
+
+void MemoryBook::finish() { applyUntil(UINT64_MAX); }
+
+void MemoryBook::apply(const Change& ch)
+{
+    if (ch.alloc) {
+        spaces[{ch.space, ch.device}].allocate(ch.key, ch.bytes, ch.atNs, ch.owner);
+        return;
+    }
     // The space it was allocated in (a free names no device; cuMemFree serves managed memory too).
     for (auto& [where, t] : spaces)
-        if ((where.first == MemSpace::PinnedHost) == (space == MemSpace::PinnedHost) && t.holds(key)) {
-            t.release(key, c.beginNs);
+        if ((where.first == MemSpace::PinnedHost) == (ch.space == MemSpace::PinnedHost) && t.holds(ch.key)) {
+            t.release(ch.key, ch.atNs);
             return;
         }
     // Never seen allocated: counted where it most likely was (allocated before the capture began).
-    spaces[{space, device}].release(key, c.beginNs);
+    spaces[{ch.space, ch.device}].release(ch.key, ch.atNs);
 }
 
 void finishMemory(Context& cx, Report& r)

@@ -254,7 +254,8 @@ void placeCall(Context& cx, ProcState& ps, const wire::CallBody& c, const ApiCla
     ci.threadOrdinal = ++ps.threadCalls[c.tid];
     if (c.category == wire::Category::Alloc && ci.rawSite != kNoRawSite)
         ci.turnover = ps.turnover.onCall(ci.rawSite, succeeded(c) ? c.args.alloc.ptr : 0, isRelease(api), c.beginNs);
-    if (c.category == wire::Category::Alloc) ps.memory.onCall(c, api, ci.rawSite);
+    if (c.category == wire::Category::Alloc)
+        ps.memory.onCall(c, api, ci.rawSite, api.asyncName ? ps.timeline.readyAt(streamIdOf(c)) : 0);
     attributeNvtx(cx, ps, ci);
 }
 
@@ -582,6 +583,7 @@ void endProcess(Context& cx, const Process& p)
     cx.devices.push_back(std::move(ps.devices));
     cx.streams.push_back(std::move(ps.streams));
     finishCaptureWindows(cx, p, ps.windowTally);
+    ps.memory.finish();
     if (!ps.memory.spaces.empty()) {
         ps.memory.pid = p.pid;
         ps.memory.originNs = cx.processes.back().activeBeginNs;

@@ -62,7 +62,8 @@
 //              live_at_end[{holding first_at_ns last_at_ns kind (leak: made again and again through the
 //              run; kept: a setup's memory kept until exit)}] failures[{at_ns api bytes (asked) error
 //              callsite label in_use_bytes holders[{holding}]}] series[[ns bytes]] (collector/analyze/memory.cpp;
-//              times from the process's first CUDA call; stream-ordered frees count when called)
+//              times from the process's first CUDA call; stream-ordered allocations and frees count when their stream
+//              is estimated to reach them)
 //              {holding} = callsite (null: the sites past the 7 largest, or none known) label bytes allocations
 //   callsites  id category (transfer launch sync alloc) frames[{function file line module offset
 //              address inlined app}] count ns | label site_frame apis library_call

@@ -584,8 +584,9 @@ void memory(std::string& out, const Report& r, const Style& st)
                             " releases of memory allocated before the capture began (not in the figures).",
                         " ");
     }
-    out += wrap("Times from the process's first CUDA call. Stream-ordered frees count when called (the memory returns "
-                "to its pool when the stream reaches them); VMM memory counts while mapped (cuMemMap to cuMemUnmap).",
+    out += wrap("Times from the process's first CUDA call. Stream-ordered allocations and frees (cudaMallocAsync, "
+                "cudaFreeAsync) count when their stream is estimated to reach them (after the work queued before "
+                "them); VMM memory counts while mapped (cuMemMap to cuMemUnmap).",
                 " ");
 }
 

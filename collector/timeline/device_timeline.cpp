@@ -541,6 +541,15 @@ void DeviceTimeline::holdUntil(Stream& s, uint64_t serial, const Times& done)
     }
 }
 
+uint64_t DeviceTimeline::readyAt(const StreamId& id) const
+{
+    auto it = m_byHandle.find(id.handle);
+    if (it == m_byHandle.end()) return 0;
+    for (uint32_t i : it->second)
+        if (m_streams[i].id == id) return std::max(m_streams[i].ready[kEst], m_streams[i].waitUntil[kEst]);
+    return 0;
+}
+
 void DeviceTimeline::finish()
 {
     for (Stream& s : m_streams) anchor(s, s.pending.size(), UINT64_MAX, Until::None, true);

@@ -115,6 +115,9 @@ public:
     // Per-stream identity of Placement::stream.
     const StreamId& streamOf(uint32_t index) const { return m_streams[index].id; }
     size_t streams() const { return m_streams.size(); }
+    // When the work queued on the stream so far is estimated to end (0: a stream never seen): where a
+    // stream-ordered allocation or free made now takes effect.
+    uint64_t readyAt(const StreamId& id) const;
     // Ops whose duration no timed sibling told (placed with 0 in lo; in est with 0, or for a blocking call with
     // what upper-bound siblings took, else the whole call).
     uint64_t unknownOps() const { return m_unknown; }

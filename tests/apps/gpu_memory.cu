@@ -24,6 +24,15 @@
 //   truth at_failure  the same when too_big failed
 //   truth live_at_end the same at exit (device memory never freed)
 // Its stdout is the same with and without gpuspy.
+//
+// `gpu_memory pool_other` and `gpu_memory pool_same` instead tell a stream-ordered story (cudaMallocAsync,
+// cudaFreeAsync: memory is taken and given back when its stream reaches the call, not when the host makes
+// it): kWeightsBytes of weights, then kPoolBytes allocated on stream s1 and used by a long kernel
+// (pool_long, 2 ms under tests/report/memory.sh's SIMCUDA_KERNEL_NS) on s2 (pool_other) or on s1
+// (pool_same), freed on that stream right after the launch, and kPoolBytes more allocated on s1 at once.
+// pool_other: the first buffer is still in use when the second is taken (s2 has not reached its free):
+// peak weights + 2 x kPoolBytes. pool_same: s1 reaches the free before the second allocation: peak
+// weights + kPoolBytes. It prints "truth pool mode=... device_peak_bytes=...".
 #include "app_common.h"
 
 #include <cstdint>
@@ -202,8 +211,50 @@ static void print_holding(const char* section, const Holding& h)
     std::printf("\n");
 }
 
-int main()
+__global__ void pool_long(float* p) { p[threadIdx.x] += 1.f; }
+
+constexpr size_t kPoolBytes = 16 * kMiB;
+
+__attribute__((noinline)) static float* pool_alloc(cudaStream_t s)
 {
+    float* p = nullptr;
+    CK(cudaMallocAsync(&p, kPoolBytes, s));
+    return p;
+}
+
+int pool_story(bool otherStream)
+{
+    float* weights = load_weights();
+    cudaStream_t s1, s2;
+    CK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    cudaEvent_t made;
+    CK(cudaEventCreateWithFlags(&made, cudaEventDisableTiming));
+    float* a = pool_alloc(s1);
+    cudaStream_t user = otherStream ? s2 : s1;
+    CK(cudaEventRecord(made, s1));
+    CK(cudaStreamWaitEvent(user, made, 0));
+    pool_long<<<1, 32, 0, user>>>(a);
+    CK_LAUNCH();
+    CK(cudaFreeAsync(a, user));
+    float* b = pool_alloc(s1);  // s2 has not reached a's free yet; s1 reaches b after a's free
+    pool_long<<<1, 32, 0, s1>>>(b);
+    CK_LAUNCH();
+    CK(cudaFreeAsync(b, s1));
+    CK(cudaDeviceSynchronize());
+    CK(cudaFree(weights));
+    CK(cudaStreamDestroy(s1));
+    CK(cudaStreamDestroy(s2));
+    CK(cudaEventDestroy(made));
+    std::printf("truth pool mode=%s device_peak_bytes=%zu pool_bytes=%zu weights_bytes=%zu\n", otherStream ? "other" : "same",
+                kWeightsBytes + (otherStream ? 2 : 1) * kPoolBytes, kPoolBytes, kWeightsBytes);
+    return 0;
+}
+
+int main(int argc, char** argv)
+{
+    if (argc > 1 && std::strcmp(argv[1], "pool_other") == 0) return pool_story(true);
+    if (argc > 1 && std::strcmp(argv[1], "pool_same") == 0) return pool_story(false);
     void* pinned = pin_staging();
     float* managed = make_managed();
     float* weights = load_weights();

@@ -87,5 +87,25 @@ same = sum(k["count"] for k in split["kernels"]) == sum(k["count"] for k in whol
 print(("ok   " if same else "FAIL ") + "--by-launch-config: the same launches as the plain table, which has no configurations")
 sys.exit(0 if ok and same else 1)
 PY
+# Stream-ordered memory: cudaFreeAsync gives memory back when its stream reaches it. pool_other frees a
+# buffer on a stream behind a 2 ms kernel and allocates another at once: both are in use together.
+# pool_same does it on one stream: never both.
+for mode in pool_other pool_same; do
+    SIMCUDA_KERNEL_NS=pool_long=2000000 "$gpuspy" record --sim -f -o "$work/$mode.gspy" -- "$prog" "$mode" > "$work/$mode.out" 2>&1 \
+        || { cat "$work/$mode.out" >&2; echo "memory.sh: FAIL: $mode under gpuspy" >&2; exit 1; }
+    "$gpuspy" report --format json "$work/$mode.gspy" > "$work/$mode.json" || { echo "memory.sh: FAIL: report of $mode" >&2; exit 1; }
+    python3 - "$work/$mode.out" "$work/$mode.json" <<'PY' || rc=1
+import json, re, sys
+truth = dict(kv.split("=") for kv in re.search(r"^truth pool (.*)$", open(sys.argv[1]).read(), re.M).group(1).split())
+rows = [m for m in json.load(open(sys.argv[2]))["memory"] if m["space"] == "device"]
+row = rows[0] if len(rows) == 1 else None
+ok = row is not None and row["peak_bytes"] == int(truth["device_peak_bytes"]) and row["allocations"] == 3 and \
+     row["releases"] == 3 and row["in_use_end_bytes"] == 0 and row["unknown_releases"] == 0
+print(("ok   " if ok else "FAIL ") + f"pool {truth['mode']} stream: device peak {row and row['peak_bytes']} = the program's "
+      f"{truth['device_peak_bytes']}, 3 allocations and releases, nothing left")
+sys.exit(0 if ok else 1)
+PY
+done
+
 [[ $rc -ne 0 ]] && echo "memory.sh: files in $work" >&2
 exit $rc
