@@ -28,7 +28,7 @@
 // `gpu_memory pool_other` and `gpu_memory pool_same` instead tell a stream-ordered story (cudaMallocAsync,
 // cudaFreeAsync: memory is taken and given back when its stream reaches the call, not when the host makes
 // it): kWeightsBytes of weights, then kPoolBytes allocated on stream s1 and used by a long kernel
-// (pool_long, 2 ms under tests/report/memory.sh's SIMCUDA_KERNEL_NS) on s2 (pool_other) or on s1
+// (pool_long, 50 ms under tests/report/memory.sh's SIMCUDA_KERNEL_NS) on s2 (pool_other) or on s1
 // (pool_same), freed on that stream right after the launch, and kPoolBytes more allocated on s1 at once.
 // pool_other: the first buffer is still in use when the second is taken (s2 has not reached its free):
 // peak weights + 2 x kPoolBytes. pool_same: s1 reaches the free before the second allocation: peak

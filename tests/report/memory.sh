@@ -88,10 +88,10 @@ print(("ok   " if same else "FAIL ") + "--by-launch-config: the same launches as
 sys.exit(0 if ok and same else 1)
 PY
 # Stream-ordered memory: cudaFreeAsync gives memory back when its stream reaches it. pool_other frees a
-# buffer on a stream behind a 2 ms kernel and allocates another at once: both are in use together.
+# buffer on a stream behind a 50 ms kernel (long beside any descheduling of a loaded host) and allocates another at once: both are in use together.
 # pool_same does it on one stream: never both.
 for mode in pool_other pool_same; do
-    SIMCUDA_KERNEL_NS=pool_long=2000000 "$gpuspy" record --sim -f -o "$work/$mode.gspy" -- "$prog" "$mode" > "$work/$mode.out" 2>&1 \
+    SIMCUDA_KERNEL_NS=pool_long=50000000 "$gpuspy" record --sim -f -o "$work/$mode.gspy" -- "$prog" "$mode" > "$work/$mode.out" 2>&1 \
         || { cat "$work/$mode.out" >&2; echo "memory.sh: FAIL: $mode under gpuspy" >&2; exit 1; }
     "$gpuspy" report --format json "$work/$mode.gspy" > "$work/$mode.json" || { echo "memory.sh: FAIL: report of $mode" >&2; exit 1; }
     python3 - "$work/$mode.out" "$work/$mode.json" <<'PY' || rc=1
