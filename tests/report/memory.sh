@@ -49,12 +49,8 @@ if [[ $rc -ne 0 ]]; then
     exit 1
 fi
 # The program's stdout comes first, unchanged; gpuspy's text report follows it.
-plain_size=$(stat -c %s "$work/plain.out")
-if ! cmp -s -n "$plain_size" "$work/plain.out" "$work/record.out"; then
-    echo "memory.sh: FAIL: the program's stdout under gpuspy differs from its stdout without it" >&2
-    diff <(cat "$work/plain.out") <(head -c "$plain_size" "$work/record.out") | head -20 >&2
-    exit 1
-fi
+source "$here/same_stdout.sh"
+same_stdout memory.sh "$work/plain.out" "$work/record.out" || exit 1
 
 "$gpuspy" report --format json "$work/capture.gspy" > "$work/report.json" \
     || { echo "memory.sh: FAIL: gpuspy report --format json failed" >&2; exit 1; }

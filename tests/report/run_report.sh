@@ -35,12 +35,9 @@ if [[ $rc -ne 0 ]]; then
 fi
 
 # The app's output comes first, unchanged; gpuspy's text report follows it.
+source "$(dirname "${BASH_SOURCE[0]}")/same_stdout.sh"
+same_stdout run_report.sh "$work/plain.out" "$work/record.out" || exit 1
 plain_size=$(stat -c %s "$work/plain.out")
-if ! cmp -s -n "$plain_size" "$work/plain.out" "$work/record.out"; then
-    echo "run_report.sh: FAIL: the app's stdout under gpuspy differs from its stdout without it" >&2
-    diff <(cat "$work/plain.out") <(head -c "$plain_size" "$work/record.out") | head -20 >&2
-    exit 1
-fi
 if [[ "$(tail -c +$((plain_size + 1)) "$work/record.out" | head -n 1)" != "gpuspy report:"* ]]; then
     echo "run_report.sh: FAIL: after the app's stdout, gpuspy record did not print its report" >&2
     tail -c +$((plain_size + 1)) "$work/record.out" | head -5 >&2
