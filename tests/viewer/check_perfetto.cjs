@@ -138,6 +138,15 @@ for (const [k, args] of lastValue) {
   if (/operations running/.test(k)) check(args.running === 0, k + ' ends at 0 (' + args.running + ')');
   if (/bytes moved/.test(k)) movedTotal += Object.values(args).reduce((a, v) => a + v, 0);
 }
+// GPU memory: a counter track per process and memory space of the report, peaking at its peak and ending
+// at what was still in use (these programs allocate with the synchronous calls, counted alike).
+for (const m of report.memory || []) {
+  const name = m.space === 'pinned_host' ? 'GPU memory: pinned host' : 'GPU memory: ' + m.space + ' ' + m.device;
+  const values = counterEvents.filter((e) => e.pid === m.pid && e.name === name).map((e) => e.args['in use (bytes)']);
+  check(values.length > 0 && Math.max(...values) === m.peak_bytes && values[values.length - 1] === m.in_use_end_bytes,
+        name + ' of pid ' + m.pid + ': peaks at the report peak_bytes ' + m.peak_bytes + ' and ends at in_use_end_bytes ' +
+        m.in_use_end_bytes + ' (' + values.length + ' values, max ' + (values.length ? Math.max(...values) : '-') + ')');
+}
 const reportBytes = (report.transfers || []).reduce((a, t) => a + t.bytes, 0);
 check(movedTotal === reportBytes, 'bytes moved counters add up to the report transfers (' + movedTotal + ' vs ' + reportBytes + ')');
 

@@ -167,6 +167,43 @@ TEST(Diff, HeadlineFigures)
     EXPECT_EQ(text.find("host functions"), std::string::npos) << text;  // neither side ran any
 }
 
+// GPU memory: the largest device peak and the bytes leaked, side by side; a leak fixed reads as a change
+// even where nothing else moved.
+TEST(Diff, MemoryPeakAndLeaks)
+{
+    auto withMemory = [](uint64_t peak, uint64_t leaked) {
+        Report r = before();
+        MemoryRow m;
+        m.pid = 100;
+        m.device = 0;
+        m.space = "device";
+        m.peakBytes = peak;
+        MemoryLive l;
+        l.bytes = leaked;
+        l.allocations = 20;
+        l.leak = leaked > 0;
+        if (leaked) m.liveAtEnd.push_back(l);
+        MemoryRow pinned;
+        pinned.pid = 100;
+        pinned.space = "pinned_host";
+        pinned.peakBytes = 1u << 30;  // not device memory: never the device peak
+        r.memory = {m, pinned};
+        return r;
+    };
+    const ReportDiff d = diffReports(withMemory(45u << 20, 20u << 20), withMemory(25u << 20, 0));
+    EXPECT_TRUE(d.changed());
+    EXPECT_EQ(d.headline.memoryPeakBytes.a, 45u << 20);
+    EXPECT_EQ(d.headline.memoryPeakBytes.b, 25u << 20);
+    EXPECT_EQ(d.headline.leakedBytes.a, 20u << 20);
+    EXPECT_EQ(d.headline.leakedBytes.b, 0u);
+    const std::string text = renderDiffText(d, "a", "b", 10);
+    EXPECT_NE(text.find("GPU memory peak"), std::string::npos) << text;
+    EXPECT_NE(text.find("GPU memory leaked"), std::string::npos) << text;
+    const auto j = nlohmann::json::parse(renderDiffJson(d, "a", "b"));
+    EXPECT_EQ(j["headline"]["leaked_bytes"]["delta"], -int64_t(20u << 20));
+    EXPECT_FALSE(diffReports(withMemory(45u << 20, 20u << 20), withMemory(45u << 20, 20u << 20)).changed());
+}
+
 // Host functions are no kernel launches: a line of their own in the headline.
 TEST(Diff, HostFunctionsApartFromLaunches)
 {
