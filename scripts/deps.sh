@@ -6,7 +6,7 @@ set -euo pipefail
 GPUSPY_DEBS=(cmake g++ make pkg-config git libunwind-dev libfmt-dev libconcurrentqueue-dev libgtest-dev
              libbenchmark-dev libdw-dev libelf-dev nlohmann-json3-dev libzstd-dev zstd
              clang libclang-rt-14-dev python3
-             zlib1g-dev liblzma-dev libbz2-dev  # these three: libdw.a's compressors (scripts/package.sh)
+             zlib1g-dev liblzma-dev libbz2-dev  # these three: libdw.a's compressors (scripts/package.sh); zlib: pprof
              prometheus-cpp-dev prometheus curl tmux)  # collect --metrics and its tests (promtool, a real
                                                        # Prometheus), gpuspy top's test
 

@@ -4,6 +4,7 @@
 
 #include "collector/export/common.h"
 #include "collector/export/folded.h"
+#include "collector/export/pprof.h"
 #include "collector/export/perfetto.h"
 
 #if GPUSPY_HAVE_REPORT
@@ -18,19 +19,21 @@ namespace gpuspy::collect::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy export FILE --format perfetto|folded|csv|json [-o OUT] [-f] [--metric M] [--run K]\n"
+    "usage: gpuspy export FILE --format perfetto|folded|pprof|csv|json [-o OUT] [-f] [--metric M] [--run K]\n"
     "\n"
     "The capture FILE in a format other tools open:\n"
     "  perfetto   Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing: a track per host\n"
     "             thread (CUDA calls inside their NVTX ranges), a track per GPU stream (kernels, copies,\n"
     "             memsets on the host clock), arrows from each call to its GPU work, counters\n"
     "  folded     folded stacks for flamegraph.pl, inferno and speedscope (see --metric)\n"
+    "  pprof      a gzipped profile.proto for go tool pprof, Pyroscope, Parca, Grafana: the host stacks\n"
+    "             of the CUDA calls weighted by calls, cuda_host (default), blocked and gpu (ns)\n"
     "  csv, json  the report's tables, as `gpuspy report --format csv|json` prints them\n"
     "\n"
     "options:\n"
-    "  --format F   perfetto, folded, csv or json (required)\n"
+    "  --format F   perfetto, folded, pprof, csv or json (required)\n"
     "  -o OUT       write to OUT (default: FILE with the format's extension: .trace.json, .folded,\n"
-    "               .csv, .json); '-' for standard output\n"
+    "               .pb.gz, .csv, .json); '-' for standard output\n"
     "  -f, --force  overwrite OUT if it exists\n"
     "  --metric M   folded only: the weight of each stack:\n"
     "                 blocked   ns the host waited for the GPU (syncs, synchronous copies; default)\n"
@@ -50,6 +53,7 @@ std::string defaultOutput(const std::string& file, const std::string& format)
     if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) base.resize(dot);
     if (format == "perfetto") return base + ".trace.json";
     if (format == "folded") return base + ".folded";
+    if (format == "pprof") return base + ".pb.gz";
     return base + "." + format;
 }
 
@@ -71,8 +75,8 @@ int runExport(int argc, char** argv)
             return 0;
         }
         if (args.value({"--format"}, format)) {
-            if (format != "perfetto" && format != "folded" && format != "csv" && format != "json")
-                throw UsageError("gpuspy export: --format is perfetto, folded, csv or json, not '" + format + "'");
+            if (format != "perfetto" && format != "folded" && format != "pprof" && format != "csv" && format != "json")
+                throw UsageError("gpuspy export: --format is perfetto, folded, pprof, csv or json, not '" + format + "'");
             continue;
         }
         if (args.value({"-o", "--output"}, output)) continue;
@@ -87,7 +91,7 @@ int runExport(int argc, char** argv)
         args.fileOperand(file);
     }
     if (file.empty()) throw UsageError("gpuspy export: which file? (usage: gpuspy export FILE --format F)");
-    if (format.empty()) throw UsageError("gpuspy export: which format? (--format perfetto, folded, csv or json)");
+    if (format.empty()) throw UsageError("gpuspy export: which format? (--format perfetto, folded, pprof, csv or json)");
     FoldedMetric metric{};
     if (!parseFoldedMetric(metricName, metric))
         throw UsageError("gpuspy export: --metric is blocked, transfer, launch or calls, not '" + metricName + "'");
@@ -115,6 +119,8 @@ int runExport(int argc, char** argv)
                        stats.clamped);
     } else if (format == "folded") {
         out = exportFolded(capture, metric);
+    } else if (format == "pprof") {
+        out = exportPprof(capture);
     } else {
 #if GPUSPY_HAVE_REPORT
         Report report = analyzeAndPredict(capture, ReportOptions{});

@@ -23,7 +23,7 @@ constexpr const char* kUsage =
     "  top --socket PATH                            live view of a running collector's processes\n"
     "  report FILE [--format text|json|csv]         the report of a capture\n"
     "  dump FILE                                    every record of a capture, one per line\n"
-    "  export FILE --format perfetto|folded|csv|json  the capture for Perfetto, flame graphs, spreadsheets\n"
+    "  export FILE --format perfetto|folded|pprof|csv|json  the capture for Perfetto, flame graphs, pprof, spreadsheets\n"
     "  view FILE [-o report.html]                   one self-contained HTML page: findings, timeline, tables\n"
     "  diff A B [--fail-if-slower PCT]              two captures side by side: what changed, what it saved\n"
     "  whatif FILE [--fix NAME,...]                 what each fix would save: the capture replayed with it\n"

@@ -4,6 +4,8 @@
 #                        and timeline_loops gpu_bound: launch-heavy, most of its kernels untimed and placed
 #                        on the device timeline by inference)
 #   run.sh perfetto      export each capture with --format perfetto and check its structure (node)
+#   run.sh pprof         export each capture with --format pprof, decode and check it (python3), read it with
+#                        go tool pprof (Debian's golang-go, installed on first run)
 #   run.sh lanes         the timeline's levels of detail (viewer/lanes.js) on made-up lanes (node)
 #   run.sh diff          the diff page's tables (viewer/diff.js) from a made-up diff document (node)
 #   run.sh browser       gpuspy view + report of the capture, then browser_test.cjs in headless chromium
@@ -55,6 +57,26 @@ perfetto)
         "$GPUSPY" export "$cap" --format perfetto -o "$base.trace.json" -f
         "$GPUSPY" report "$cap" --format json >"$base.report.json"
         node "$VIEWER_TESTS/check_perfetto.cjs" "$base.trace.json" "$base.report.json"
+    done
+    ;;
+pprof)
+    command -v python3 >/dev/null || need_root_install python3
+    [[ -x /usr/bin/go ]] || need_root_install golang-go
+    export HOME=$work/gohome GOCACHE=$work/gocache
+    mkdir -p "$HOME"
+    for cap in "$work"/hostile.gspy "$work"/demo.gspy "$work"/loops.gspy; do
+        [[ -f $cap ]] || continue
+        base=${cap%.gspy}
+        "$GPUSPY" export "$cap" --format pprof -o "$base.pb.gz" -f
+        "$GPUSPY" report "$cap" --format json >"$base.report.json"
+        echo "viewer test: $base.pb.gz"
+        python3 "$VIEWER_TESTS/check_pprof.py" "$base.pb.gz" "$base.report.json"
+        # What a user runs: go tool pprof reads it, for every sample type.
+        for index in calls cuda_host blocked gpu; do
+            out=$(/usr/bin/go tool pprof -top -sample_index=$index "$base.pb.gz" 2>&1) || { echo "$out" >&2; exit 1; }
+            grep -q "^Type: $index\$" <<<"$out" || { echo "viewer test: FAIL: go tool pprof -top -sample_index=$index: $out" >&2; exit 1; }
+        done
+        echo "  ok   go tool pprof -top reads it (calls, cuda_host, blocked, gpu)"
     done
     ;;
 lanes)
