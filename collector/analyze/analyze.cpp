@@ -135,40 +135,13 @@ std::string baseNameOf(const std::string& path)
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::string functionBase(const std::string& f)
-{
-    const size_t paren = f.find('(');
-    std::string s = paren == std::string::npos ? f : f.substr(0, paren);
-    // "void foo<int>" -> "foo<int>": a demangled template function carries its return type.
-    const size_t space = s.rfind(' ');
-    return space == std::string::npos ? s : s.substr(space + 1);
-}
-
 bool startsWith(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
 
 // Frames of CUDA's own libraries and of gpuspy: the call site is the first frame outside them, so the
 // report names the user's function, not cudart's internals or a <<<>>> launch stub.
 bool isLibraryFrame(const ReportFrame& f, const ProcView& pv)
 {
-    if (isLibraryModule(f.module)) return true;
-    const std::string& fn = f.function;
-    if (!fn.empty()) {
-        // libcudart_static_<hash>: the static runtime's internal functions, as its symbol table names them.
-        for (std::string_view p : {"cudart::", "__cudart", "__device_stub_", "__cuda", "gpuspy::", "libcudart_static_", "_start"})
-            if (startsWith(fn, p)) return true;
-        std::string base = functionBase(fn);
-        // A statically linked runtime's entry points (cudaMemcpy, cudaLaunchKernel<char>) have no line
-        // info; a user's own cudaCheck() compiled with -g does.
-        if (base.size() > 4 && startsWith(base, "cuda") && std::isupper(static_cast<unsigned char>(base[4])) &&
-            (f.file.empty() || f.file.find("/cuda_runtime") != std::string::npos))
-            return true;
-        if (pv.kernelFunctions.count(base)) return true;  // the host stub nvcc names after the kernel
-        if (!libraryCallOf("", fn).empty()) return true;   // a library's C API linked in (ncclAllReduce)
-    }
-    for (std::string_view p : {".cudafe1.stub.c", "/cuda_runtime.h", "/cuda_runtime_api.h", "/crt/host_runtime.h"})
-        if (f.file.find(p) != std::string::npos) return true;
-    // CUB, thrust, libcu++ inlined into the user's file: the site is the user's line that called them.
-    return isToolkitHeaderCode(f.file, f.function);
+    return collect::isLibraryFrame(f.module, f.function, f.file, [&](const std::string& base) { return pv.kernelFunctions.count(base) > 0; });
 }
 
 bool isCoreCudaFrame(const ReportFrame& f)

@@ -30,8 +30,6 @@ std::string baseName(const std::string& path)
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
 std::string hex(uint64_t v)
 {
     char b[24];
@@ -39,23 +37,9 @@ std::string hex(uint64_t v)
     return b;
 }
 
-// Frames that are not the user's code: CUDA's libraries, the runtime linked statically into the app,
-// the launch stubs nvcc generates, libc's start-up, and gpuspy. The report's call sites use the same
-// idea (collector/analyze/analyze.cpp) to name the user's frame.
-bool isLibraryFrame(const OutFrame& f)
-{
-    if (isLibraryModule(f.module)) return true;
-    for (std::string_view p : {"cudart::", "__cudart", "__device_stub_", "__cuda", "gpuspy::", "libcudart_static_",
-                               "_start", "__libc_start"})
-        if (startsWith(f.function, p)) return true;
-    if (f.function.size() > 4 && startsWith(f.function, "cuda") && std::isupper(static_cast<unsigned char>(f.function[4])) &&
-        (f.file.empty() || f.file.find("/cuda_runtime") != std::string::npos))
-        return true;
-    for (std::string_view p : {".cudafe1.stub.c", "/cuda_runtime.h", "/cuda_runtime_api.h", "/crt/"})
-        if (f.file.find(p) != std::string::npos) return true;
-    if (isToolkitHeaderCode(f.file, f.function)) return true;  // CUB, thrust inlined into the user's file
-    return !libraryCallOf("", f.function).empty();  // a library's C API linked in (ncclAllReduce)
-}
+// Frames that are not the user's code: the one rule of collector/model/library_code.h (the report's call
+// sites ask it too).
+bool isLibraryFrame(const OutFrame& f) { return collect::isLibraryFrame(f.module, f.function, f.file); }
 
 WorkKind workKindOf(const wire::CallBody& c)
 {

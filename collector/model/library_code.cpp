@@ -1,6 +1,8 @@
 // collector/model/library_code.cpp: see library_code.h.
 #include "collector/model/library_code.h"
 
+#include "collector/model/api_names.h"
+
 #include <cctype>
 #include <vector>
 
@@ -158,6 +160,39 @@ bool isInstalledPython(std::string_view file)
     size_t i = at + 11;
     while (i < file.size() && (std::isdigit(static_cast<unsigned char>(file[i])) || file[i] == '.')) ++i;
     return i < file.size() && file[i] == '/' && i > at + 11;
+}
+
+std::string functionBase(std::string_view f)
+{
+    std::string_view s = f.substr(0, f.find('('));
+    // "void foo<int>" -> "foo<int>": a demangled template function carries its return type.
+    const size_t space = s.rfind(' ');
+    return std::string(space == std::string_view::npos ? s : s.substr(space + 1));
+}
+
+bool isLibraryFrame(std::string_view module, std::string_view function, std::string_view file,
+                    const std::function<bool(const std::string&)>& kernelStub)
+{
+    if (isLibraryModule(module)) return true;
+    auto startsWith = [](std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; };
+    if (!function.empty()) {
+        // libcudart_static_<hash>: the static runtime's internal functions, as its symbol table names them.
+        for (std::string_view p : {"cudart::", "__cudart", "__device_stub_", "__cuda", "gpuspy::", "libcudart_static_",
+                                   "_start", "__libc_start"})
+            if (startsWith(function, p)) return true;
+        const std::string base = functionBase(function);
+        // A statically linked runtime's entry points (cudaMemcpy, cudaLaunchKernel<char>) have no line
+        // info; a user's own cudaCheck() compiled with -g does.
+        if (base.size() > 4 && startsWith(base, "cuda") && std::isupper(static_cast<unsigned char>(base[4])) &&
+            (file.empty() || contains(file, "/cuda_runtime")))
+            return true;
+        if (kernelStub && kernelStub(base)) return true;          // the host stub nvcc names after the kernel
+        if (!libraryCallOf("", function).empty()) return true;  // a library's C API linked in (ncclAllReduce)
+    }
+    for (std::string_view p : {".cudafe1.stub.c", "/cuda_runtime.h", "/cuda_runtime_api.h", "/crt/"})
+        if (contains(file, p)) return true;
+    // CUB, thrust, libcu++ inlined into the user's file: the site is the user's line that called them.
+    return isToolkitHeaderCode(file, function);
 }
 
 }  // namespace gpuspy::collect

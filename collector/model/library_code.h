@@ -4,6 +4,7 @@
 // frame outside them; the library call the user made is named after the outermost of them.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,17 @@ std::string toolkitCallOf(std::string_view file, std::string_view function);
 // A function of the statically linked runtime's internals (libcudart_static_<hash>, __cudart*, cudart::):
 // hashed or internal names a user never wrote.
 bool isStaticRuntimeInternal(std::string_view function);
+
+// A demangled function's name without its parameters and return type: "void foo<int>(int)" -> "foo<int>".
+std::string functionBase(std::string_view function);
+
+// A native frame that is not the user's code: CUDA's libraries and gpuspy (by module), the runtime linked
+// statically into the app, the launch stubs nvcc generates, libc's start-up, CUDA's runtime headers,
+// toolkit header code inlined into the user's file and a library's C API linked in. The report's call
+// sites and the exports' frames ask the same question; `kernelStub`, where the caller knows the kernels,
+// says whether a function's base name is the host stub nvcc names after one.
+bool isLibraryFrame(std::string_view module, std::string_view function, std::string_view file,
+                    const std::function<bool(const std::string&)>& kernelStub = nullptr);
 
 // A Python source file of an installed package or of the standard library (site-packages,
 // dist-packages, /usr/lib/python3.X/, a virtual environment's lib/): never the user's own line.
