@@ -1,6 +1,8 @@
 // collector/report/text.cpp: the report for people: headline, findings first (ranked, with evidence and
 // call sites), then nsys-stats-like tables. Every line fits 100 columns; colour only when asked.
 #include "collector/report/report.h"
+#include "collector/report/text_memory.h"
+#include "collector/report/text_parts.h"
 
 #include "collector/analyze/internal.h"
 
@@ -14,47 +16,7 @@ namespace {
 
 using detail::formatBytes;
 using detail::formatNs;
-
-constexpr size_t kWidth = 100;
-
-struct Style {
-    bool on;
-    std::string bold() const { return on ? "\033[1m" : ""; }
-    std::string dim() const { return on ? "\033[2m" : ""; }
-    std::string red() const { return on ? "\033[31m" : ""; }
-    std::string yellow() const { return on ? "\033[33m" : ""; }
-    std::string cyan() const { return on ? "\033[36m" : ""; }
-    std::string reset() const { return on ? "\033[0m" : ""; }
-};
-
-// Byte length of the prefix of s that holds at most n characters' worth of bytes without splitting a
-// UTF-8 sequence.
-std::string clip(const std::string& s, size_t n)
-{
-    if (s.size() <= n) return s;
-    if (n <= 3) return s.substr(0, n);
-    size_t cut = n - 3;
-    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-    return s.substr(0, cut) + "...";
-}
-
-std::string pct(double v)
-{
-    char b[16];
-    std::snprintf(b, sizeof b, "%.1f", v);
-    return b;
-}
-
-std::string num(uint64_t v)
-{
-    // Thousands separators: counts in the hundred thousands are common.
-    std::string s = std::to_string(v), o;
-    for (size_t i = 0; i < s.size(); ++i) {
-        if (i && (s.size() - i) % 3 == 0) o += ',';
-        o += s[i];
-    }
-    return o;
-}
+using namespace textparts;
 
 std::string gbps(double v)
 {
@@ -87,120 +49,6 @@ std::string busyRange(const DeviceSummary& d)
     return pct(d.busyPctLo) + "-" + pct(d.busyPctHi);
 }
 
-// Greedy word wrap of `text` into lines of at most kWidth columns, each starting with `indent`.
-std::string wrap(const std::string& text, const std::string& indent)
-{
-    std::string out, line = indent;
-    const size_t limit = kWidth;
-    size_t i = 0;
-    while (i < text.size()) {
-        size_t j = text.find(' ', i);
-        if (j == std::string::npos) j = text.size();
-        std::string word = text.substr(i, j - i);
-        i = j + 1;
-        if (word.empty()) continue;
-        if (indent.size() + word.size() > limit) word = clip(word, limit - indent.size());
-        const bool fresh = line.size() == indent.size();
-        if (line.size() + (fresh ? 0 : 1) + word.size() > limit) {
-            out += line + "\n";
-            line = indent + word;
-        } else {
-            line += (fresh ? "" : " ") + word;
-        }
-    }
-    if (line.size() > indent.size()) out += line + "\n";
-    return out;
-}
-
-// Takes from `rest` the longest prefix of at most `width` bytes, breaking after a space or a comma
-// when one is in the second half of the line; the rest loses its leading spaces.
-std::string takeLine(std::string& rest, size_t width)
-{
-    if (rest.size() <= width) {
-        std::string all = std::move(rest);
-        rest.clear();
-        return all;
-    }
-    size_t cut = width;
-    for (size_t i = width; i > width / 2; --i)
-        if (rest[i - 1] == ' ' || rest[i - 1] == ',') {
-            cut = i;
-            break;
-        }
-    while (cut > 1 && (static_cast<unsigned char>(rest[cut]) & 0xC0) == 0x80) --cut;
-    std::string head = rest.substr(0, cut);
-    while (!head.empty() && head.back() == ' ') head.pop_back();
-    size_t skip = cut;
-    while (skip < rest.size() && rest[skip] == ' ') ++skip;
-    rest = rest.substr(skip);
-    return head;
-}
-
-// A table: right-aligned numeric columns, one flexible text column (the last) that absorbs the width.
-class TextTable {
-public:
-    explicit TextTable(std::vector<std::string> titles, size_t flex) : m_titles(std::move(titles)), m_flex(flex) {}
-    void row(std::vector<std::string> cells) { m_rows.push_back(std::move(cells)); }
-    bool empty() const { return m_rows.empty(); }
-
-    std::string render(const Style& st) const
-    {
-        std::vector<size_t> w(m_titles.size());
-        for (size_t c = 0; c < w.size(); ++c) {
-            w[c] = m_titles[c].size();
-            for (const auto& r : m_rows) w[c] = std::max(w[c], r[c].size());
-        }
-        size_t fixed = 0;
-        for (size_t c = 0; c < w.size(); ++c)
-            if (c != m_flex) fixed += w[c] + 2;
-        const size_t room = kWidth > fixed + 2 ? kWidth - fixed - 2 : 8;
-        w[m_flex] = std::min(w[m_flex], room);
-        // A flexible cell too long for its column continues on the next lines, aligned under it.
-        size_t flexStart = 1;
-        for (size_t c = 0; c < m_flex; ++c) flexStart += w[c] + 2;
-        auto line = [&](const std::vector<std::string>& cells) {
-            std::string s = " ", rest;
-            for (size_t c = 0; c < cells.size(); ++c) {
-                std::string cell = cells[c];
-                if (c == m_flex && cell.size() > w[c]) {
-                    rest = cell;
-                    cell = takeLine(rest, w[c]);
-                }
-                const size_t pad = w[c] > cell.size() ? w[c] - cell.size() : 0;
-                const bool left = c == m_flex || m_left.count(c);
-                s += left ? cell + std::string(pad, ' ') : std::string(pad, ' ') + cell;
-                if (c + 1 < cells.size()) s += "  ";
-            }
-            while (!s.empty() && s.back() == ' ') s.pop_back();
-            s = clip(s, kWidth) + "\n";
-            for (int more = 0; !rest.empty(); ++more) {
-                std::string piece = more == 2 ? clip(rest, w[m_flex]) : takeLine(rest, w[m_flex]);
-                if (more == 2) rest.clear();
-                s += std::string(flexStart, ' ') + piece + "\n";
-            }
-            return s;
-        };
-        std::string out = st.bold() + line(m_titles);
-        if (st.on) out.insert(out.find('\n'), st.reset());
-        for (const auto& r : m_rows) out += line(r);
-        return out;
-    }
-    void leftAlign(size_t c) { m_left.insert(c); }
-
-private:
-    std::vector<std::string> m_titles;
-    std::vector<std::vector<std::string>> m_rows;
-    size_t m_flex;
-    std::set<size_t> m_left;
-};
-
-std::string heading(const Style& st, const std::string& title)
-{
-    std::string s = "== " + title + " ";
-    if (s.size() < kWidth) s += std::string(kWidth - s.size(), '=');
-    return "\n" + st.bold() + s + st.reset() + "\n";
-}
-
 std::string severityText(const Style& st, const std::string& sev)
 {
     std::string up = sev;
@@ -208,12 +56,6 @@ std::string severityText(const Style& st, const std::string& sev)
     up.resize(std::max<size_t>(up.size(), 6), ' ');
     const std::string color = sev == "high" ? st.red() : sev == "medium" ? st.yellow() : st.cyan();
     return color + up + st.reset();
-}
-
-std::string siteText(const Report& r, uint32_t id)
-{
-    if (id == UINT32_MAX) return "(other sites)";
-    return id < r.callsites.size() ? r.callsites[id].label : "site #" + std::to_string(id);
 }
 
 // "f(Model&, Batch const&) (train.cu:128)" -> "f(...) (train.cu:128)" when it does not fit `width`:
@@ -532,64 +374,6 @@ void captureWindows(std::string& out, const Report& r, const Style& st)
         out += st.red() + wrap(num(cw.emptyWindows) + " EMPTY WINDOW(S): opened and closed with no CUDA call inside.", " ") + st.reset();
 }
 
-void memory(std::string& out, const Report& r, const Style& st)
-{
-    if (r.memory.empty()) return;
-    out += heading(st, "GPU memory (what holds it, its peak, what was never released)");
-    TextTable t({"Pid", "Space", "Allocs", "Frees", "Peak", "Peak at", "In use at end", "Leaked", "Failed"}, 8);
-    t.leftAlign(1);
-    auto spaceName = [](const MemoryRow& m) {
-        return m.space == "pinned_host" ? std::string("pinned host") : m.space + " " + std::to_string(m.device);
-    };
-    for (const MemoryRow& m : r.memory) {
-        uint64_t leaked = 0;
-        for (const MemoryLive& l : m.liveAtEnd) leaked += l.leak ? l.bytes : 0;
-        t.row({std::to_string(m.pid), spaceName(m), num(m.allocations), num(m.releases), formatBytes(m.peakBytes),
-               formatNs(m.peakNs), formatBytes(m.inUseEndBytes), leaked ? formatBytes(leaked) : "-", num(m.failed)});
-    }
-    out += t.render(st);
-    auto held = [&](const std::vector<MemoryHolding>& hs) {
-        std::string s;
-        for (size_t i = 0; i < hs.size() && i < 3; ++i)
-            s += std::string(i ? "; " : "") + siteText(r, hs[i].callsite) + " " + formatBytes(hs[i].bytes) + " in " +
-                 num(hs[i].allocations) + (hs[i].allocations == 1 ? " allocation" : " allocations");
-        return s;
-    };
-    for (const MemoryRow& m : r.memory) {
-        const std::string who = r.processes.size() > 1 ? "pid " + std::to_string(m.pid) + " " + spaceName(m) : spaceName(m);
-        if (m.peakBytes && !m.atPeak.empty())
-            out += wrap(who + ": peak " + formatBytes(m.peakBytes) + " at " + formatNs(m.peakNs) + ", held by " + held(m.atPeak) + ".", " ");
-        for (const MemoryLive& l : m.liveAtEnd)
-            if (l.leak)
-                out += st.red() +
-                       wrap(who + ": LEAK: " + siteText(r, l.callsite) + " still held " + formatBytes(l.bytes) + " in " +
-                                num(l.allocations) + " allocations at the end, made from " + formatNs(l.firstNs) + " to " +
-                                formatNs(l.lastNs) + " and never released.",
-                            " ") +
-                       st.reset();
-        for (const MemoryFailure& f : m.failures)
-            out += st.red() +
-                   wrap(who + ": FAILED: " + (f.api.empty() ? std::string("an allocation") : f.api) + " of " +
-                            formatBytes(f.bytes) + " at " + formatNs(f.atNs) + " (" + f.error + ") from " +
-                            siteText(r, f.callsite) + "; " + formatBytes(f.inUse) + " in use then" +
-                            (f.holders.empty() ? std::string(".") : ", held by " + held(f.holders) + "."),
-                        " ") +
-                   st.reset();
-        if (m.attached)
-            out += wrap(who + ": attached to a running process: memory allocated before the attach is unknown; these "
-                              "figures count only what was allocated since.",
-                        " ");
-        if (m.unknownReleases)
-            out += wrap(who + ": " + num(m.unknownReleases) +
-                            " releases of memory allocated before the capture began (not in the figures).",
-                        " ");
-    }
-    out += wrap("Times from the process's first CUDA call. Stream-ordered allocations and frees (cudaMallocAsync, "
-                "cudaFreeAsync) count when their stream is estimated to reach them (after the work queued before "
-                "them); VMM memory counts while mapped (cuMemMap to cuMemUnmap).",
-                " ");
-}
-
 void sites(std::string& out, const Report& r, const Style& st)
 {
     if (r.callsites.empty()) return;
@@ -629,7 +413,7 @@ std::string renderText(const Report& r, bool color)
     hostFunctions(out, r, st);
     syncs(out, r, st);
     nvtx(out, r, st);
-    memory(out, r, st);
+    memorySection(out, r, st);
     captureWindows(out, r, st);
     sites(out, r, st);
     return out;
