@@ -134,6 +134,7 @@ struct MemoryBook {
     uint64_t originNs = 0;  // the process's first CUDA call: the report's times count from it
     std::map<std::pair<MemSpace, int>, MemoryTimeline> spaces;  // (space, device: -1 for pinned host)
     std::map<uint16_t, std::string> apiNames;                    // of the failed allocations
+    size_t maxSeries = MemoryTimeline::kMaxSeries;               // points kept per space (the exports keep all)
     // `streamReadyNs`: for a stream-ordered allocation or free, when its stream is estimated to reach it
     // (DeviceTimeline::readyAt; 0: at the call). Such changes wait until then, the others apply at once.
     void onCall(const wire::CallBody& c, const ApiClass& api, uint32_t rawSite, uint64_t streamReadyNs = 0);
@@ -150,6 +151,7 @@ private:
         bool operator>(const Change& o) const { return atNs != o.atNs ? atNs > o.atNs : seq > o.seq; }
     };
     void apply(const Change& ch);
+    MemoryTimeline& space(MemSpace s, int device) { return spaces.try_emplace({s, device}, maxSeries).first->second; }
     void applyUntil(uint64_t t);
     std::vector<Change> m_waiting;  // a min-heap on (atNs, seq)
     uint64_t m_seq = 0;

@@ -51,7 +51,7 @@ void MemoryBook::onCall(const wire::CallBody& c, const ApiClass& api, uint32_t r
     const bool alloc = m.role == MemRole::Alloc;
     applyUntil(alloc && !api.asyncName ? c.endNs : c.beginNs);
     if (alloc && !succeeded(c)) {
-        spaces[{space, device}].failed(c.args.alloc.bytes, c.endNs, rawSite, c.result, c.apiId);
+        this->space(space, device).failed(c.args.alloc.bytes, c.endNs, rawSite, c.result, c.apiId);
         apiNames.emplace(c.apiId, api.name);
         return;
     }
@@ -91,7 +91,7 @@ void MemoryBook::finish() { applyUntil(UINT64_MAX); }
 void MemoryBook::apply(const Change& ch)
 {
     if (ch.alloc) {
-        spaces[{ch.space, ch.device}].allocate(ch.key, ch.bytes, ch.atNs, ch.owner);
+        space(ch.space, ch.device).allocate(ch.key, ch.bytes, ch.atNs, ch.owner);
         return;
     }
     // The space it was allocated in (a free names no device; cuMemFree serves managed memory too).
@@ -101,7 +101,7 @@ void MemoryBook::apply(const Change& ch)
             return;
         }
     // Never seen allocated: counted where it most likely was (allocated before the capture began).
-    spaces[{ch.space, ch.device}].release(ch.key, ch.atNs);
+    space(ch.space, ch.device).release(ch.key, ch.atNs);
 }
 
 void finishMemory(Context& cx, Report& r)

@@ -5,11 +5,13 @@
 #include "collector/analyze/internal.h"
 #include "collector/model/api_names.h"
 #include "collector/export/common.h"
+#include "collector/timeline/device_timeline.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 
 namespace gpuspy::collect {
@@ -278,29 +280,52 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
     }
 
     // GPU memory: one counter track per process and memory space, the bytes in use after every
-    // allocation and release (collector/analyze/memory.cpp's rules).
+    // allocation and release (collector/analyze/memory.cpp's rules). A stream-ordered one takes effect when
+    // its stream reaches it: the end of the stream's work submitted before it, as placed on the timeline.
+    using StreamKey = std::tuple<int, uint64_t, uint32_t, bool>;
+    auto keyOf = [](const wire::CallBody& c) {
+        const StreamId id = streamIdOf(c);
+        return StreamKey{id.device, id.handle, id.tid, id.perThread};
+    };
+    std::vector<std::map<StreamKey, std::vector<std::pair<uint64_t, uint64_t>>>> workEnds(ix.procs.size());  // (seq, end)
+    for (const Span& s : ix.spans)
+        if (s.call) workEnds[ix.tracks[s.track].process][keyOf(*s.call)].emplace_back(s.call->seq, s.body->endNs);
+    for (auto& perStream : workEnds)
+        for (auto& [key, ends] : perStream) {
+            std::sort(ends.begin(), ends.end());
+            for (size_t i = 1; i < ends.size(); ++i) ends[i].second = std::max(ends[i].second, ends[i - 1].second);
+        }
     for (size_t pi = 0; pi < ix.procs.size(); ++pi) {
         const uint64_t pid = capture.processes[pi].pid;
         detail::MemoryBook book;
-        std::map<std::pair<detail::MemSpace, int>, uint64_t> shown;
+        book.maxSeries = SIZE_MAX;
         for (const wire::CallBody* c : ix.procs[pi].calls) {
             if (c->category != wire::Category::Alloc) continue;
             detail::ApiClass api;
             api.name = names[pi]->abi(*c);
             api.mem = detail::memClassOf(driverBaseName(api.name));
+            api.asyncName = api.name.find("Async") != std::string::npos;
             if (api.mem.role == detail::MemRole::None) continue;
-            book.onCall(*c, api, 0);
-            for (const auto& [where, t] : book.spaces) {
-                auto [it, fresh] = shown.try_emplace(where, 0);
-                if (!fresh && it->second == t.inUse()) continue;
-                it->second = t.inUse();
-                const std::string track = where.first == detail::MemSpace::PinnedHost ? std::string("GPU memory: pinned host")
-                                          : where.first == detail::MemSpace::Managed ? "GPU memory: managed " + std::to_string(where.second)
-                                                                                      : "GPU memory: device " + std::to_string(where.second);
+            uint64_t ready = 0;
+            if (api.asyncName) {
+                auto st = workEnds[pi].find(keyOf(*c));
+                if (st != workEnds[pi].end()) {
+                    auto it = std::lower_bound(st->second.begin(), st->second.end(), std::make_pair(c->seq, uint64_t(0)));
+                    if (it != st->second.begin()) ready = std::prev(it)->second;
+                }
+            }
+            book.onCall(*c, api, 0, ready);
+        }
+        book.finish();
+        for (const auto& [where, t] : book.spaces) {
+            const std::string track = where.first == detail::MemSpace::PinnedHost ? std::string("GPU memory: pinned host")
+                                      : where.first == detail::MemSpace::Managed ? "GPU memory: managed " + std::to_string(where.second)
+                                                                                  : "GPU memory: device " + std::to_string(where.second);
+            for (const auto& [ns, bytes] : t.series()) {
                 w.begin('C', pid, 0);
-                w.ts(api.mem.role == detail::MemRole::Alloc ? c->endNs : c->beginNs);
+                w.ts(ns);
                 w.str("name", track);
-                w.out() += ",\"args\":{\"in use (bytes)\":" + std::to_string(t.inUse()) + "}";
+                w.out() += ",\"args\":{\"in use (bytes)\":" + std::to_string(bytes) + "}";
                 w.end();
                 ++stats.counters;
             }

@@ -101,10 +101,10 @@ void MemoryTimeline::point(uint64_t atNs)
 {
     if (!m_series.empty() && m_series.back().first == atNs) m_series.back().second = m_inUse;
     else m_series.emplace_back(atNs, m_inUse);
-    if (m_series.size() < kMaxSeries) return;
+    if (m_series.size() < m_maxSeries) return;
     // Halve the series, each pair kept as its higher point: the peak stays visible.
     std::vector<std::pair<uint64_t, uint64_t>> half;
-    half.reserve(kMaxSeries / 2 + 1);
+    half.reserve(m_maxSeries / 2 + 1);
     for (size_t i = 0; i + 1 < m_series.size(); i += 2)
         half.push_back(m_series[i].second >= m_series[i + 1].second ? m_series[i] : m_series[i + 1]);
     if (m_series.size() % 2) half.push_back(m_series.back());

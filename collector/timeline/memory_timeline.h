@@ -5,6 +5,7 @@
 // sites). Pure: no I/O (collector/README.md, "GPU memory").
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
@@ -33,7 +34,8 @@ public:
         std::vector<Holding> holders;  // largest first
     };
 
-    static constexpr size_t kMaxSeries = 4096;   // points kept of the in-use series (pairs merged beyond)
+    static constexpr size_t kMaxSeries = 4096;   // points kept of the in-use series by default (pairs merged beyond)
+    explicit MemoryTimeline(size_t maxSeries = kMaxSeries) : m_maxSeries(std::max<size_t>(maxSeries, 4)) {}
     static constexpr size_t kMaxFailures = 16;
     static constexpr size_t kMaxLive = size_t(1) << 20;  // allocations tracked (beyond: counted, not held)
 
@@ -82,6 +84,7 @@ private:
     std::vector<Failure> m_failures;
     uint64_t m_failureCount = 0;
     std::vector<std::pair<uint64_t, uint64_t>> m_series;
+    size_t m_maxSeries;
 };
 
 }  // namespace gpuspy::collect

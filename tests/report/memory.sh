@@ -90,7 +90,9 @@ for mode in pool_other pool_same; do
     SIMCUDA_KERNEL_NS=pool_long=50000000 "$gpuspy" record --sim -f -o "$work/$mode.gspy" -- "$prog" "$mode" > "$work/$mode.out" 2>&1 \
         || { cat "$work/$mode.out" >&2; echo "memory.sh: FAIL: $mode under gpuspy" >&2; exit 1; }
     "$gpuspy" report --format json "$work/$mode.gspy" > "$work/$mode.json" || { echo "memory.sh: FAIL: report of $mode" >&2; exit 1; }
-    python3 - "$work/$mode.out" "$work/$mode.json" <<'PY' || rc=1
+    "$gpuspy" export "$work/$mode.gspy" --format perfetto -f -o "$work/$mode.trace.json" 2>/dev/null \
+        || { echo "memory.sh: FAIL: perfetto export of $mode" >&2; exit 1; }
+    python3 - "$work/$mode.out" "$work/$mode.json" "$work/$mode.trace.json" <<'PY' || rc=1
 import json, re, sys
 truth = dict(kv.split("=") for kv in re.search(r"^truth pool (.*)$", open(sys.argv[1]).read(), re.M).group(1).split())
 rows = [m for m in json.load(open(sys.argv[2]))["memory"] if m["space"] == "device"]
@@ -99,7 +101,11 @@ ok = row is not None and row["peak_bytes"] == int(truth["device_peak_bytes"]) an
      row["releases"] == 3 and row["in_use_end_bytes"] == 0 and row["unknown_releases"] == 0
 print(("ok   " if ok else "FAIL ") + f"pool {truth['mode']} stream: device peak {row and row['peak_bytes']} = the program's "
       f"{truth['device_peak_bytes']}, 3 allocations and releases, nothing left")
-sys.exit(0 if ok else 1)
+counter = [e["args"]["in use (bytes)"] for e in json.load(open(sys.argv[3]))["traceEvents"]
+           if e.get("ph") == "C" and e.get("name") == "GPU memory: device 0"]
+same = bool(counter) and max(counter) == int(truth["device_peak_bytes"]) and counter[-1] == 0
+print(("ok   " if same else "FAIL ") + f"pool {truth['mode']} stream: the Perfetto counter peaks at {max(counter) if counter else '-'} and ends at 0")
+sys.exit(0 if ok and same else 1)
 PY
 done
 
