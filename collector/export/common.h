@@ -132,6 +132,23 @@ struct OutFrame {
     bool app = true;       // false for CUDA's libraries, the runtime linked into the app, libc, gpuspy
     bool python = false;   // a Python frame (then only Python frames are the app's)
 };
+// Strings numbered in order of first use (a format's string table: the viewer's `strings`, pprof's
+// string_table).
+class Interner {
+public:
+    int64_t id(const std::string& s)
+    {
+        auto [it, fresh] = m_ids.emplace(s, int64_t(m_items.size()));
+        if (fresh) m_items.push_back(s);
+        return it->second;
+    }
+    const std::vector<std::string>& items() const { return m_items; }
+
+private:
+    std::unordered_map<std::string, int64_t> m_ids;
+    std::vector<std::string> m_items;
+};
+
 // The frames of a stack, OUTERMOST first (the reverse of the wire order), inlined frames expanded.
 std::vector<OutFrame> stackFrames(const Process& p, uint32_t stackId);
 

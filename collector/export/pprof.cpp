@@ -49,21 +49,6 @@ void packed(std::string& out, uint32_t field, const std::vector<uint64_t>& value
     bytesField(out, field, body);
 }
 
-class Strings {
-public:
-    Strings() { index(""); }
-    uint64_t index(const std::string& s)
-    {
-        auto [it, fresh] = m_ids.emplace(s, m_list.size());
-        if (fresh) m_list.push_back(s);
-        return it->second;
-    }
-    const std::vector<std::string>& list() const { return m_list; }
-
-private:
-    std::unordered_map<std::string, uint64_t> m_ids;
-    std::vector<std::string> m_list;
-};
 
 std::string gzip(const std::string& in)
 {
@@ -90,7 +75,9 @@ struct Values {
 
 std::string exportPprof(const Capture& capture)
 {
-    Strings str;
+    Interner str;
+    str.id("");  // string_table[0] is the empty string
+    auto sid = [&](const std::string& s) { return uint64_t(str.id(s)); };
     // Functions by (name, file); locations by (function, line): ids from 1.
     std::map<std::pair<std::string, std::string>, uint64_t> functions;
     std::map<std::pair<uint64_t, uint32_t>, uint64_t> locations;
@@ -100,9 +87,9 @@ std::string exportPprof(const Capture& capture)
         if (fresh) {
             std::string f;
             uintField(f, 1, it->second);
-            uintField(f, 2, str.index(name));
-            uintField(f, 3, str.index(name));
-            uintField(f, 4, str.index(file));
+            uintField(f, 2, sid(name));
+            uintField(f, 3, sid(name));
+            uintField(f, 4, sid(file));
             bytesField(functionMsgs, 5, f);
         }
         return it->second;
@@ -168,12 +155,12 @@ std::string exportPprof(const Capture& capture)
         packed(s, 1, ids);
         packed(s, 2, {v.calls, v.hostNs, v.blockedNs, v.gpuNs});
         std::string pid;
-        uintField(pid, 1, str.index("pid"));
+        uintField(pid, 1, sid("pid"));
         uintField(pid, 3, p.pid);
         bytesField(s, 3, pid);
         if (runOf[pi]) {
             std::string run;
-            uintField(run, 1, str.index("run"));
+            uintField(run, 1, sid("run"));
             uintField(run, 3, runOf[pi]);
             bytesField(s, 3, run);
         }
@@ -183,8 +170,8 @@ std::string exportPprof(const Capture& capture)
     std::string profile;
     auto valueType = [&](uint32_t field, const char* type, const char* unit) {
         std::string vt;
-        uintField(vt, 1, str.index(type));
-        uintField(vt, 2, str.index(unit));
+        uintField(vt, 1, sid(type));
+        uintField(vt, 2, sid(unit));
         bytesField(profile, field, vt);
     };
     valueType(1, "calls", "count");
@@ -197,17 +184,17 @@ std::string exportPprof(const Capture& capture)
         std::string m, program = capture.processes.empty() ? std::string() : capture.processes[0].command;
         if (const size_t space = program.find(' '); space != std::string::npos) program.resize(space);
         uintField(m, 1, 1);
-        uintField(m, 5, str.index(program));
+        uintField(m, 5, sid(program));
         for (uint32_t field : {7u, 8u, 9u, 10u}) uintField(m, field, 1);
         bytesField(profile, 3, m);
     }
     profile += locationMsgs;
     profile += functionMsgs;
     const uint64_t durationNs = last > first ? last - first : 0;
-    const uint64_t comment = str.index("gpuspy: host stacks of CUDA calls; gpu = measured GPU spans of the work they submitted "
+    const uint64_t comment = sid("gpuspy: host stacks of CUDA calls; gpu = measured GPU spans of the work they submitted "
                                        "(untimed work is not in it)");
-    const uint64_t defaultType = str.index("cuda_host");
-    for (const std::string& s : str.list()) bytesField(profile, 6, s);
+    const uint64_t defaultType = sid("cuda_host");
+    for (const std::string& s : str.items()) bytesField(profile, 6, s);
     // time_nanos: wall-clock time of the capture's start where the shim gave it.
     uint64_t realStart = 0;
     for (const Process& p : capture.processes)

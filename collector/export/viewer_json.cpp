@@ -24,20 +24,6 @@ namespace {
 
 using namespace exporting;
 
-class Interner {
-public:
-    int64_t id(const std::string& s)
-    {
-        auto [it, fresh] = m_ids.emplace(s, int64_t(m_items.size()));
-        if (fresh) m_items.push_back(s);
-        return it->second;
-    }
-    const std::vector<std::string>& items() const { return m_items; }
-
-private:
-    std::unordered_map<std::string, int64_t> m_ids;
-    std::vector<std::string> m_items;
-};
 
 // A column of integers, written as a JSON array.
 struct Column {

@@ -16,11 +16,8 @@ SIMCUDA_DEVICES=2 NCCL_SOCKET_IFNAME=lo "$gpuspy" record --sim -f -o "$work/nccl
 python3 - "$work/nccl.json" "$work/cublas.json" <<'PY'
 import json, sys
 nccl, cublas = (json.load(open(p)) for p in sys.argv[1:3])
-fails = 0
-def check(ok, what):
-    global fails
-    print(("ok   " if ok else "FAIL ") + what)
-    fails += 0 if ok else 1
+results = []  # (passed, what), printed at the end
+check = lambda ok, what: results.append((bool(ok), what))
 def api_count(r, name):
     return sum(a["count"] for a in r["apis"] if a["api"] == name and a["errors"] == 0)
 
@@ -54,7 +51,9 @@ if dev0:
     top = dev0[0]["at_peak"][0] if dev0[0]["at_peak"] else {"label": "", "bytes": 0}
     check("cublasCreate" in top["label"] and "cublas_gemm.cu" in top["label"],
           f"cublas: the largest holder at the peak is the workspace, named by the user's line and cublasCreate: {top['label']}")
-if fails:
-    sys.exit(f"memory_libs.sh: FAIL: {fails} check(s) failed")
+for ok, what in results:
+    print(("ok   " if ok else "FAIL ") + what)
+if not all(ok for ok, _ in results):
+    sys.exit(f"memory_libs.sh: FAIL: {sum(not ok for ok, _ in results)} check(s) failed")
 print("memory_libs.sh: ok")
 PY
