@@ -14,7 +14,7 @@ sources=("$src/tests/collector/fuzz/fuzz_$target.cpp" "$src/wire/codec.cpp" "$sr
 # The capture reader feeds the streaming report, as `gpuspy report` does.
 # Its model's result names come from a file the build generates from cuda.h (GPUSPY_GENERATED_INCLUDE, the
 # build's collector/generated).
-[ "$target" = capture_reader ] && sources+=("$src"/collector/analyze/*.cpp "$src"/collector/findings/*.cpp "$src/collector/timeline/device_timeline.cpp" "$src/collector/timeline/intervals.cpp" "$src"/collector/model/*.cpp)
+[ "$target" = capture_reader ] && sources+=("$src"/collector/analyze/*.cpp "$src"/collector/findings/*.cpp "$src"/collector/timeline/*.cpp "$src"/collector/model/*.cpp)
 generated=${GPUSPY_GENERATED_INCLUDE:-}
 [ "$target" = capture_reader ] && { [ -n "$generated" ] && [ -f "$generated/cuda_results.inc" ] ||
   { echo "run_fuzz.sh: GPUSPY_GENERATED_INCLUDE must name the build's collector/generated (cuda_results.inc)" >&2; exit 2; }; }
