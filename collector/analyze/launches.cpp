@@ -126,9 +126,11 @@ void finishLaunches(Context& cx, Report& r)
         KernelRow& k = a.row;
         k.gpu = a.gpu.stats();
         k.medianLaunchHostNs = a.host.stats().median;
-        const uint64_t own = k.count - k.graphCount;
-        k.estimatedGpuNs = (k.timedCount ? uint64_t(double(k.gpuNs) * double(own) / double(k.timedCount) + 0.5) : 0) +
-                           k.graphGpuNs;
+        const uint64_t own = k.count > k.graphCount ? k.count - k.graphCount : 0;
+        // (Saturated: a damaged capture's spans may sum past what a uint64 holds once scaled.)
+        const double scaled = k.timedCount ? double(k.gpuNs) * double(own) / double(k.timedCount) + 0.5 : 0;
+        const uint64_t ownNs = scaled >= 18446744073709549568.0 ? UINT64_MAX : uint64_t(scaled);
+        k.estimatedGpuNs = ownNs > UINT64_MAX - k.graphGpuNs ? UINT64_MAX : ownNs + k.graphGpuNs;
         k.callsites = topSites(namedSites(cx, a.sites), cx.options->top);
     };
     if (cx.hostFunctions.row.count) {
