@@ -189,10 +189,7 @@ struct ResolvedStack {
 bool isRuntimeFrame(const ReportFrame& f)
 {
     if (startsWith(baseNameOf(f.module), "libcudart")) return true;
-    if (isStaticRuntimeInternal(f.function)) return true;
-    const std::string base = functionBase(f.function);
-    return base.size() > 4 && startsWith(base, "cuda") && std::isupper(static_cast<unsigned char>(base[4])) &&
-           (f.file.empty() || f.file.find("/cuda_runtime") != std::string::npos);
+    return isStaticRuntimeInternal(f.function) || isRuntimeEntryPoint(f.function, f.file);
 }
 
 // A stack whose outermost frame is where every thread starts (the program's entry, a thread's start

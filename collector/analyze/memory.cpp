@@ -49,18 +49,19 @@ void MemoryBook::onCall(const wire::CallBody& c, const ApiClass& api, uint32_t r
                                : m.space;
     const int device = space == MemSpace::PinnedHost ? -1 : c.device;
     const bool alloc = m.role == MemRole::Alloc;
-    applyUntil(alloc && !api.asyncName ? c.endNs : c.beginNs);
+    // When the call changes memory: an allocation once it returned, a release as it starts; a stream-ordered
+    // allocation from its submission (the call's start: the stream does not wait for its return) and,
+    // like a stream-ordered release, no sooner than its stream reaches it.
+    const uint64_t atCall = alloc && !api.asyncName ? c.endNs : c.beginNs;
+    applyUntil(atCall);
     if (alloc && !succeeded(c)) {
         this->space(space, device).failed(c.args.alloc.bytes, c.endNs, rawSite, c.result, c.apiId);
         apiNames.emplace(c.apiId, api.name);
         return;
     }
     if (!succeeded(c) || !c.args.alloc.ptr) return;  // refused, or freeing null: nothing changed
-    // A stream-ordered allocation takes its memory when its stream reaches it, from its submission
-    // (the call's start: the call may take long to return, the stream does not wait for that).
-    const bool streamOrdered = api.asyncName;
     Change ch;
-    ch.atNs = std::max(alloc && !streamOrdered ? c.endNs : c.beginNs, streamReadyNs);
+    ch.atNs = std::max(atCall, streamReadyNs);
     ch.seq = ++m_seq;
     ch.alloc = alloc;
     ch.key = keyOf(c, m);
@@ -68,7 +69,7 @@ void MemoryBook::onCall(const wire::CallBody& c, const ApiClass& api, uint32_t r
     ch.owner = rawSite;
     ch.space = space;
     ch.device = device;
-    if (ch.atNs <= (alloc && !streamOrdered ? c.endNs : c.beginNs) && m_waiting.empty()) {
+    if (ch.atNs <= atCall && m_waiting.empty()) {
         apply(ch);
         return;
     }

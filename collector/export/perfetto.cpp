@@ -301,10 +301,7 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
         book.maxSeries = SIZE_MAX;
         for (const wire::CallBody* c : ix.procs[pi].calls) {
             if (c->category != wire::Category::Alloc) continue;
-            detail::ApiClass api;
-            api.name = names[pi]->abi(*c);
-            api.mem = detail::memClassOf(driverBaseName(api.name));
-            api.asyncName = api.name.find("Async") != std::string::npos;
+            const detail::ApiClass api = detail::classifyApi(names[pi]->abi(*c));
             if (api.mem.role == detail::MemRole::None) continue;
             uint64_t ready = 0;
             if (api.asyncName) {

@@ -170,6 +170,13 @@ std::string functionBase(std::string_view f)
     return std::string(space == std::string_view::npos ? s : s.substr(space + 1));
 }
 
+bool isRuntimeEntryPoint(std::string_view function, std::string_view file)
+{
+    const std::string base = functionBase(function);
+    return base.size() > 4 && base.compare(0, 4, "cuda") == 0 && std::isupper(static_cast<unsigned char>(base[4])) &&
+           (file.empty() || contains(file, "/cuda_runtime"));
+}
+
 bool isLibraryFrame(std::string_view module, std::string_view function, std::string_view file,
                     const std::function<bool(const std::string&)>& kernelStub)
 {
@@ -180,13 +187,8 @@ bool isLibraryFrame(std::string_view module, std::string_view function, std::str
         for (std::string_view p : {"cudart::", "__cudart", "__device_stub_", "__cuda", "gpuspy::", "libcudart_static_",
                                    "_start", "__libc_start"})
             if (startsWith(function, p)) return true;
-        const std::string base = functionBase(function);
-        // A statically linked runtime's entry points (cudaMemcpy, cudaLaunchKernel<char>) have no line
-        // info; a user's own cudaCheck() compiled with -g does.
-        if (base.size() > 4 && startsWith(base, "cuda") && std::isupper(static_cast<unsigned char>(base[4])) &&
-            (file.empty() || contains(file, "/cuda_runtime")))
-            return true;
-        if (kernelStub && kernelStub(base)) return true;          // the host stub nvcc names after the kernel
+        if (isRuntimeEntryPoint(function, file)) return true;
+        if (kernelStub && kernelStub(functionBase(function))) return true;          // the host stub nvcc names after the kernel
         if (!libraryCallOf("", function).empty()) return true;  // a library's C API linked in (ncclAllReduce)
     }
     for (std::string_view p : {".cudafe1.stub.c", "/cuda_runtime.h", "/cuda_runtime_api.h", "/crt/"})

@@ -26,6 +26,11 @@ bool isStaticRuntimeInternal(std::string_view function);
 // A demangled function's name without its parameters and return type: "void foo<int>(int)" -> "foo<int>".
 std::string functionBase(std::string_view function);
 
+// An entry point of the CUDA runtime linked statically into the app (cudaMemcpy, cudaLaunchKernel<char>):
+// a cuda* function without line information or from CUDA's runtime headers (a user's own cudaCheck()
+// compiled with -g has its own file).
+bool isRuntimeEntryPoint(std::string_view function, std::string_view file);
+
 // A native frame that is not the user's code: CUDA's libraries and gpuspy (by module), the runtime linked
 // statically into the app, the launch stubs nvcc generates, libc's start-up, CUDA's runtime headers,
 // toolkit header code inlined into the user's file and a library's C API linked in. The report's call

@@ -415,8 +415,9 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
             gpu += g.endNs - g.beginNs;
         }
         bool heldBack = false, unjudged = false;
-        if (upperBound) m_model.learnBound(c, gpu);
-        if (!upperBound) {
+        if (upperBound) {
+            m_model.learnBound(c, gpu);
+        } else {
             m_model.learn(c, gpu);
             if (!blocking) {
                 const int64_t x = std::max(int64_t(b) - int64_t(c.endNs), -int64_t(c.endNs - c.beginNs));
