@@ -322,6 +322,12 @@ struct MemoryRow {
     std::vector<MemoryLive> liveAtEnd;   // largest first
     std::vector<MemoryFailure> failures;
     std::vector<std::pair<uint64_t, uint64_t>> series;  // (ns, bytes in use)
+    uint64_t leakedBytes() const  // still held at the end by the sites that leak
+    {
+        uint64_t n = 0;
+        for (const MemoryLive& l : liveAtEnd) n += l.leak ? l.bytes : 0;
+        return n;
+    }
 };
 
 struct Report {

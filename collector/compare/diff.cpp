@@ -153,7 +153,7 @@ HeadlineDiff headlineOf(const Report& a, const Report& b)
         uint64_t peak = 0, leaked = 0;
         for (const MemoryRow& m : r.memory) {
             if (m.space == "device") peak = std::max(peak, m.peakBytes);
-            for (const MemoryLive& l : m.liveAtEnd) leaked += l.leak ? l.bytes : 0;
+            leaked += m.leakedBytes();
         }
         out.memoryPeakBytes.*side = peak;
         out.leakedBytes.*side = leaked;

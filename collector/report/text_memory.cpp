@@ -21,8 +21,7 @@ void memorySection(std::string& out, const Report& r, const textparts::Style& st
         return m.space == "pinned_host" ? std::string("pinned host") : m.space + " " + std::to_string(m.device);
     };
     for (const MemoryRow& m : r.memory) {
-        uint64_t leaked = 0;
-        for (const MemoryLive& l : m.liveAtEnd) leaked += l.leak ? l.bytes : 0;
+        const uint64_t leaked = m.leakedBytes();
         t.row({std::to_string(m.pid), spaceName(m), num(m.allocations), num(m.releases), formatBytes(m.peakBytes),
                formatNs(m.peakNs), formatBytes(m.inUseEndBytes), leaked ? formatBytes(leaked) : "-", num(m.failed)});
     }
