@@ -612,8 +612,12 @@
       for (const m of report.memory || []) {
         if (m.pid !== p.pid || !m.series || !m.series.length) continue;
         const name = m.space === 'pinned_host' ? 'pinned host' : m.space + ' ' + m.device;
+        const held = m.held_series || [];
         memTracks.push({ process: pi, m: m, name: name, t: m.series.map((x) => x[0] + shift), bytes: m.series.map((x) => x[1]),
-          peakT: m.peak_at_ns + shift });
+          peakT: m.peak_at_ns + shift,
+          // With stream-ordered pools: in use plus what they keep reserved unused (a floor), a dashed line.
+          heldT: held.map((x) => x[0] + shift), held: held.map((x) => x[1]),
+          top: Math.max(1, m.peak_bytes, m.peak_held_min_bytes || 0) });
       }
     });
 
@@ -702,7 +706,7 @@
 
     // A memory row: the bytes in use as a step line (held until the next change), the peak marked.
     function drawMemory(mt) {
-      const top = Math.max(1, mt.m.peak_bytes);
+      const top = mt.top;
       const yOf = (b) => mt.y + mt.h - 2 - (mt.h - 12) * b / top;
       ctx.save();
       ctx.beginPath(); ctx.rect(LABEL_W, mt.y, plotW(), mt.h); ctx.clip();
@@ -718,6 +722,16 @@
       ctx.closePath();
       ctx.fillStyle = 'rgba(120, 94, 240, 0.25)'; ctx.fill();
       ctx.strokeStyle = '#785ef0'; ctx.stroke();
+      if (mt.heldT.length) {
+        ctx.beginPath();
+        ctx.moveTo(xOf(mt.heldT[0]), yOf(mt.held[0]));
+        for (let i = 1; i < mt.heldT.length; i++) {
+          ctx.lineTo(xOf(mt.heldT[i]), yOf(mt.held[i - 1]));
+          ctx.lineTo(xOf(mt.heldT[i]), yOf(mt.held[i]));
+        }
+        ctx.lineTo(xOf(Math.max(view.end, mt.heldT[mt.heldT.length - 1])), yOf(mt.held[mt.held.length - 1]));
+        ctx.setLineDash([4, 3]); ctx.strokeStyle = '#b07d00'; ctx.stroke(); ctx.setLineDash([]);
+      }
       const px = xOf(mt.peakT), py = yOf(mt.m.peak_bytes);
       ctx.fillStyle = '#c0392b';
       ctx.beginPath(); ctx.moveTo(px, py); ctx.lineTo(px - 4, py - 7); ctx.lineTo(px + 4, py - 7); ctx.closePath(); ctx.fill();
@@ -747,6 +761,17 @@
       }
       const siteName = (id) => (id !== null && report.callsites && report.callsites[id]) ? report.callsites[id].label : 'other sites';
       const lines = ['GPU memory, ' + mt.name + ': ' + fmtBytes(i >= 0 ? mt.bytes[i] : 0) + ' in use at ' + fmtNs(Math.max(0, t))];
+      if (mt.heldT.length) {
+        let j = -1;
+        for (let lo = 0, hi = mt.heldT.length - 1; lo <= hi;) {
+          const mid = (lo + hi) >> 1;
+          if (mt.heldT[mid] <= t) { j = mid; lo = mid + 1; } else hi = mid - 1;
+        }
+        lines.push('held with what stream-ordered pools keep unused: at least ' + fmtBytes(j >= 0 ? mt.held[j] : 0) + ' (dashed)');
+        for (const p of mt.m.pools || [])
+          lines.push('  ' + p.pool + ' pool: use peaked at ' + fmtBytes(p.peak_used_bytes) + ', reserved at least ' +
+            fmtBytes(p.peak_reserved_min_bytes) + (p.regrows ? ', grew back ' + p.regrows + ' times' : ''));
+      }
       lines.push('peak ' + fmtBytes(mt.m.peak_bytes) + ' at ' + fmtNs(mt.peakT) + ', held by:');
       for (const h of (mt.m.at_peak || []).slice(0, 5)) lines.push('  ' + fmtBytes(h.bytes) + ' ' + siteName(h.callsite) + ' (' + h.allocations + ')');
       const leaked = (mt.m.live_at_end || []).filter((l) => l.kind === 'leak');
@@ -1039,7 +1064,7 @@
       estimatedSpans: estimatedSpans,
       // The memory rows: pid, space, device, points drawn, peak, top and height in CSS pixels.
       memoryTracks: Object.freeze(memTracks.map((mt) => Object.freeze({ pid: mt.m.pid, space: mt.m.space, device: mt.m.device,
-        points: mt.t.length, peak_bytes: mt.m.peak_bytes, top: mt.y, height: mt.h }))),
+        points: mt.t.length, peak_bytes: mt.m.peak_bytes, held_points: mt.heldT.length, top: mt.y, height: mt.h }))),
       // Where a memory row's peak is drawn, in client coordinates (for tests), and what its hover says there.
       pointOfMemoryPeak: function (i) {
         const mt = memTracks[i];

@@ -84,6 +84,19 @@ struct AllocArgs {
     uint64_t bytes;
     MemKind mem;
     uint8_t pad0[7];
+    uint64_t pool;  // cuMemAllocFromPoolAsync: the CUmemoryPool; 0 for the others (cuMemAllocAsync: the
+                    // device's current pool)
+};
+// Stream-ordered memory pools (an Other-category call): cuMemPoolCreate (pool made, device its
+// location), cuMemPoolDestroy, cuMemPoolSetAttribute (attribute, value: a cuuint64_t attribute's value,
+// an int one's as is), cuMemPoolTrimTo (value: the bytes to keep), cuDeviceGetDefaultMemPool and
+// cuDeviceGetMemPool (the pool answered, device), cuDeviceSetMemPool (pool, device). 0 when refused.
+struct PoolArgs {
+    uint64_t pool;
+    uint64_t attribute;
+    uint64_t value;
+    int32_t device;
+    uint32_t pad0;
 };
 struct SyncArgs {
     uint64_t object;  // the stream, event or context waited on
@@ -92,6 +105,7 @@ union CallArgs {
     TransferArgs transfer;
     LaunchArgs launch;
     AllocArgs alloc;
+    PoolArgs pool;
     SyncArgs sync;
     uint64_t raw[5];
 };
@@ -125,7 +139,8 @@ inline constexpr uint64_t kEventNodeWait = 2;
 inline constexpr uint64_t kNodeEditKernel = 1;
 inline constexpr uint64_t kNodeEditTransfer = 2;
 inline constexpr size_t kCaptureGraphSlot = 4;
-static_assert(sizeof(TransferArgs) <= kCaptureGraphSlot * 8 && sizeof(LaunchArgs) <= kCaptureGraphSlot * 8);
+static_assert(sizeof(TransferArgs) <= kCaptureGraphSlot * 8 && sizeof(LaunchArgs) <= kCaptureGraphSlot * 8 &&
+              sizeof(AllocArgs) <= kCaptureGraphSlot * 8);
 
 struct CallBody {
     uint64_t seq;       // per-process call number, from 1: GpuSpan refers to it

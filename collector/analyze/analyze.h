@@ -304,7 +304,24 @@ struct MemoryFailure {
     std::string api, error;
     uint32_t callsite = 0;
     uint64_t inUse = 0;  // in the space when it failed
+    uint64_t poolUnusedMin = 0;  // kept reserved but unused by stream-ordered pools then (a floor)
     std::vector<MemoryHolding> holders;
+};
+// A stream-ordered pool (cudaMallocAsync's): what it served and, by CUDA's documented rule (it gives
+// back what it reserves beyond its release threshold only at a synchronize or a trim), a floor on what it
+// kept reserved; the driver may keep more (collector/timeline/pool_reserve.h).
+struct MemoryPoolRow {
+    std::string pool;              // "default" (the device's), or "created" (cudaMemPoolCreate)
+    uint64_t releaseThreshold = 0; // bytes; the default is 0
+    bool thresholdSet = false;     // the program set it
+    uint64_t allocations = 0, peakUsedBytes = 0, usedEndBytes = 0;
+    uint64_t peakReservedMinBytes = 0, reservedMinEndBytes = 0;
+    uint64_t grows = 0, regrows = 0, regrowBytes = 0;  // times it reserved more; of them, memory it had given back
+    uint64_t releasesAtSync = 0, trims = 0, releasedBytes = 0;
+    uint64_t growHostNs = 0, servedHostNs = 0, served = 0;  // host time of the allocations that grew it, and the rest
+    bool destroyed = false;
+    std::vector<uint32_t> regrowSites;  // the call sites whose allocations grew it back, most first
+    uint64_t unusedMinEndBytes() const { return reservedMinEndBytes > usedEndBytes ? reservedMinEndBytes - usedEndBytes : 0; }
 };
 struct MemoryRow {
     uint32_t pid = 0;
@@ -322,6 +339,11 @@ struct MemoryRow {
     std::vector<MemoryLive> liveAtEnd;   // largest first
     std::vector<MemoryFailure> failures;
     std::vector<std::pair<uint64_t, uint64_t>> series;  // (ns, bytes in use)
+    // A device's stream-ordered pools (none for the other spaces), and with any, the bytes in use plus what
+    // they kept reserved but unused (a floor) over time and at most.
+    std::vector<MemoryPoolRow> pools;
+    std::vector<std::pair<uint64_t, uint64_t>> heldSeries;
+    uint64_t peakHeldMinBytes = 0, peakHeldNs = 0;
     uint64_t leakedBytes() const  // still held at the end by the sites that leak
     {
         uint64_t n = 0;

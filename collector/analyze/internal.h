@@ -10,6 +10,7 @@
 #include "collector/timeline/device_timeline.h"
 #include "collector/timeline/intervals.h"
 #include "collector/timeline/memory_timeline.h"
+#include "collector/timeline/pool_reserve.h"
 
 #include <array>
 #include <functional>
@@ -57,10 +58,15 @@ struct ProcView {
 // and whether it names memory by a handle (arrays, VMM physical memory) rather than an address.
 enum class MemRole : uint8_t { None, Alloc, Release };
 enum class MemSpace : uint8_t { Device, Managed, PinnedHost };
+// Stream-ordered pools: the calls that configure them or name their handles, and the synchronizations
+// at which a pool gives back what it keeps beyond its release threshold.
+enum class PoolOp : uint8_t { None, Create, Destroy, SetAttribute, TrimTo, GetDefault, GetCurrent, SetCurrent, Synchronize };
 struct MemClass {
     MemRole role = MemRole::None;
     MemSpace space = MemSpace::Device;
     bool handle = false;
+    PoolOp pool = PoolOp::None;
+    bool streamOrdered = false;  // cuMemAllocAsync, cuMemAllocFromPoolAsync (served by a pool), cuMemFreeAsync
 };
 MemClass memClassOf(std::string_view baseName);
 
@@ -138,7 +144,20 @@ struct MemoryBook {
     // `streamReadyNs`: for a stream-ordered allocation or free, when its stream is estimated to reach it
     // (DeviceTimeline::readyAt; 0: at the call). Such changes wait until then, the others apply at once.
     void onCall(const wire::CallBody& c, const ApiClass& api, uint32_t rawSite, uint64_t streamReadyNs = 0);
+    // A pool's configuration (Other-category calls) or a synchronize (api.mem.pool says which).
+    void onPoolCall(const wire::CallBody& c, const ApiClass& api);
     void finish();  // applies what still waits for its stream
+
+    // Stream-ordered pools (collector/analyze/memory_pools.cpp), by key: a created pool's handle, or
+    // kDefaultPool | device for a device's default pool.
+    static constexpr uint64_t kDefaultPool = uint64_t(1) << 62;
+    struct Pool {
+        PoolReserve reserve;
+        int device = 0;
+        bool destroyed = false;
+        std::map<uint32_t, uint64_t> regrowSites;  // raw site -> its allocations that grew the pool back
+    };
+    std::map<uint64_t, Pool> pools;
 
 private:
     struct Change {
@@ -148,9 +167,20 @@ private:
         uint32_t owner = 0;
         MemSpace space = MemSpace::Device;
         int device = 0;
+        uint64_t pooled = 0;  // the bytes of a stream-ordered pool's allocation or free
         bool operator>(const Change& o) const { return atNs != o.atNs ? atNs > o.atNs : seq > o.seq; }
     };
     void apply(const Change& ch);
+    // The bytes a stream-ordered allocation or free takes from or gives back to its pool (0: not a pool's),
+    // the pool's use updated.
+    uint64_t poolChange(const wire::CallBody& c, const MemClass& m, bool alloc, uint32_t rawSite);
+    uint64_t poolOf(uint64_t handle, int device);  // a handle's pool (a pool of its own when never named)
+    // What the device's pools keep unused, to its timeline (`point`: as a point of its own, else with the next change).
+    void showPools(int device, uint64_t atNs, bool point = true);
+    std::map<uint64_t, uint64_t> m_poolAlias;     // handle -> pool key
+    std::map<int, uint64_t> m_currentPool;        // device -> the pool cuMemAllocAsync takes from
+    std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> m_poolBlocks;  // address -> (pool, bytes)
+    std::map<int, uint64_t> m_pooledInUse;        // device -> pool bytes in use on its timeline
     MemoryTimeline& space(MemSpace s, int device) { return spaces.try_emplace({s, device}, maxSeries).first->second; }
     void applyUntil(uint64_t t);
     std::vector<Change> m_waiting;  // a min-heap on (atNs, seq)

@@ -25,6 +25,15 @@ MemClass memClassOf(std::string_view b)
     else if (is({"cuMemFree", "cuMemFreeAsync", "cuMemUnmap"})) m.role = MemRole::Release;
     else if (is({"cuMemFreeHost", "cuMemHostUnregister"})) m = {MemRole::Release, MemSpace::PinnedHost, false};
     else if (is({"cuArrayDestroy", "cuMipmappedArrayDestroy"})) m = {MemRole::Release, MemSpace::Device, true};
+    if (is({"cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemFreeAsync"})) m.streamOrdered = true;
+    if (b == "cuMemPoolCreate") m.pool = PoolOp::Create;
+    else if (b == "cuMemPoolDestroy") m.pool = PoolOp::Destroy;
+    else if (b == "cuMemPoolSetAttribute") m.pool = PoolOp::SetAttribute;
+    else if (b == "cuMemPoolTrimTo") m.pool = PoolOp::TrimTo;
+    else if (b == "cuDeviceGetDefaultMemPool") m.pool = PoolOp::GetDefault;
+    else if (b == "cuDeviceGetMemPool") m.pool = PoolOp::GetCurrent;
+    else if (b == "cuDeviceSetMemPool") m.pool = PoolOp::SetCurrent;
+    else if (is({"cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize"})) m.pool = PoolOp::Synchronize;
     return m;
 }
 
@@ -61,6 +70,7 @@ void MemoryBook::onCall(const wire::CallBody& c, const ApiClass& api, uint32_t r
     }
     if (!succeeded(c) || !c.args.alloc.ptr) return;  // refused, or freeing null: nothing changed
     Change ch;
+    ch.pooled = poolChange(c, m, alloc, rawSite);
     ch.atNs = std::max(atCall, streamReadyNs);
     ch.seq = ++m_seq;
     ch.alloc = alloc;
@@ -91,6 +101,11 @@ void MemoryBook::finish() { applyUntil(UINT64_MAX); }
 
 void MemoryBook::apply(const Change& ch)
 {
+    if (ch.pooled) {
+        uint64_t& n = m_pooledInUse[ch.device];
+        n = ch.alloc ? n + ch.pooled : n - std::min(n, ch.pooled);
+        showPools(ch.device, ch.atNs, false);  // shown with the change itself, below
+    }
     if (ch.alloc) {
         space(ch.space, ch.device).allocate(ch.key, ch.bytes, ch.atNs, ch.owner);
         return;
@@ -103,6 +118,43 @@ void MemoryBook::apply(const Change& ch)
         }
     // Never seen allocated: counted where it most likely was (allocated before the capture began).
     space(ch.space, ch.device).release(ch.key, ch.atNs);
+}
+
+template <class Site>
+static std::vector<MemoryPoolRow> poolRows(const MemoryBook& book, int device, const Site& site)
+{
+    std::vector<MemoryPoolRow> out;
+    for (const auto& [key, p] : book.pools) {
+        const PoolReserve& q = p.reserve;
+        if (p.device != device || !q.allocations()) continue;
+        MemoryPoolRow row;
+        row.pool = key & MemoryBook::kDefaultPool ? "default" : "created";
+        row.releaseThreshold = q.threshold();
+        row.thresholdSet = q.thresholdSet();
+        row.allocations = q.allocations();
+        row.peakUsedBytes = q.peakUsed();
+        row.usedEndBytes = q.used();
+        row.peakReservedMinBytes = q.peakReservedMin();
+        row.reservedMinEndBytes = q.reservedMin();
+        row.grows = q.grows();
+        row.regrows = q.regrows();
+        row.regrowBytes = q.regrowBytes();
+        row.releasesAtSync = q.releasesAtSync();
+        row.trims = q.trims();
+        row.releasedBytes = q.releasedBytes();
+        row.growHostNs = q.growHostNs();
+        row.servedHostNs = q.servedHostNs();
+        row.served = q.served();
+        row.destroyed = p.destroyed;
+        std::map<uint32_t, uint64_t> bySite;
+        for (const auto& [raw, n] : p.regrowSites) bySite[site(raw)] += n;
+        std::vector<std::pair<uint64_t, uint32_t>> order;
+        for (const auto& [id, n] : bySite) order.emplace_back(n, id);
+        std::sort(order.rbegin(), order.rend());
+        for (const auto& [n, id] : order) row.regrowSites.push_back(id);
+        out.push_back(std::move(row));
+    }
+    return out;
 }
 
 void finishMemory(Context& cx, Report& r)
@@ -190,10 +242,17 @@ void finishMemory(Context& cx, Report& r)
                 if (auto a = book.apiNames.find(f.api); a != book.apiNames.end()) mf.api = a->second;
                 mf.callsite = site(f.owner);
                 mf.inUse = f.inUse;
+                mf.poolUnusedMin = f.poolUnused;
                 mf.holders = holdings(f.holders);
                 row.failures.push_back(std::move(mf));
             }
             for (const auto& [ns, bytes] : t.series()) row.series.emplace_back(rel(ns), bytes);
+            if (where.first == MemSpace::Device) row.pools = poolRows(book, where.second, site);
+            if (t.pooled()) {
+                for (const auto& [ns, bytes] : t.held()) row.heldSeries.emplace_back(rel(ns), bytes);
+                row.peakHeldMinBytes = t.peakHeld();
+                row.peakHeldNs = rel(t.peakHeldNs());
+            }
             r.memory.push_back(std::move(row));
         }
     }

@@ -300,8 +300,15 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
         detail::MemoryBook book;
         book.maxSeries = SIZE_MAX;
         for (const wire::CallBody* c : ix.procs[pi].calls) {
-            if (c->category != wire::Category::Alloc) continue;
+            // Stream-ordered pools also follow their configuration calls and every synchronize.
+            const bool wanted = c->category == wire::Category::Alloc || c->category == wire::Category::Other ||
+                                (c->category == wire::Category::Sync && !book.pools.empty());
+            if (!wanted) continue;
             const detail::ApiClass api = detail::classifyApi(names[pi]->abi(*c));
+            if (api.mem.pool != detail::PoolOp::None) {
+                book.onPoolCall(*c, api);
+                continue;
+            }
             if (api.mem.role == detail::MemRole::None) continue;
             uint64_t ready = 0;
             if (api.asyncName) {
@@ -323,6 +330,15 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
                 w.ts(ns);
                 w.str("name", track);
                 w.out() += ",\"args\":{\"in use (bytes)\":" + std::to_string(bytes) + "}";
+                w.end();
+                ++stats.counters;
+            }
+            // With stream-ordered pools: in use plus what they keep reserved unused (a floor).
+            for (const auto& [ns, bytes] : t.held()) {
+                w.begin('C', pid, 0);
+                w.ts(ns);
+                w.str("name", track + " held (pools' reserve, at least)");
+                w.out() += ",\"args\":{\"held (bytes)\":" + std::to_string(bytes) + "}";
                 w.end();
                 ++stats.counters;
             }

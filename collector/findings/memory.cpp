@@ -8,6 +8,9 @@ namespace {
 
 constexpr double kPeakShare = 0.25;  // one allocation this share of the peak sets it
 constexpr double kBriefShare = 0.25; // ...when the peak lasts less than this share of the memory's span
+constexpr uint64_t kPoolKeptBytes = uint64_t(64) << 20;  // a pool keeping this much unused at the end...
+constexpr double kPoolKeptShare = 0.25;                  // ...and this share of the device's peak
+constexpr uint64_t kMinRegrows = 10;                     // a pool grown back this often
 
 std::string where(const MemoryRow& m, const Report& r)
 {
@@ -32,6 +35,87 @@ std::string holdersText(const Report& r, const std::vector<MemoryHolding>& hs)
     for (size_t i = 0; i < hs.size() && i < 3; ++i)
         s += std::string(i ? ", " : "") + label(r, hs[i].callsite) + " " + formatBytes(hs[i].bytes);
     return s;
+}
+
+std::string poolName(const MemoryRow& m, const MemoryPoolRow& p, const Report& r)
+{
+    return (p.pool == "default" ? "default stream-ordered pool of " : "pool made with cudaMemPoolCreate on ") + where(m, r);
+}
+
+std::string thresholdText(const MemoryPoolRow& p)
+{
+    if (!p.thresholdSet) return "its release threshold left at the default, 0";
+    if (p.releaseThreshold >= (uint64_t(1) << 60)) return "its release threshold set to the maximum";
+    return "its release threshold set to " + formatBytes(p.releaseThreshold);
+}
+
+// A pool that keeps memory it does not use: lost to every other allocation (cudaMalloc, libraries, other
+// processes); high when an allocation failed while the device's pools kept at least its size unused.
+void poolKeepsMemory(Builder& b, const Report& r, const MemoryRow& m)
+{
+    const MemoryFailure* starved = nullptr;
+    for (const MemoryFailure& x : m.failures)
+        if (x.poolUnusedMin >= x.bytes && x.bytes) starved = &x;
+    for (const MemoryPoolRow& p : m.pools) {
+        const uint64_t kept = p.unusedMinEndBytes();
+        const bool large = kept >= kPoolKeptBytes && double(kept) >= kPoolKeptShare * double(std::max(m.peakHeldMinBytes, m.peakBytes));
+        if (!large && !starved) continue;
+        if (!kept && !(starved && p.peakReservedMinBytes > p.peakUsedBytes / 2)) continue;
+        Matched none;
+        none.count = p.allocations;
+        none.bytes = kept;
+        std::string msg = "The " + poolName(m, p, r) + ", " + thresholdText(p) + ", keeps at least " + formatBytes(kept) +
+                          " reserved but unused at the end (" + formatBytes(p.usedEndBytes) + " in use; its use peaked at " +
+                          formatBytes(p.peakUsedBytes) + "). ";
+        if (starved)
+            msg += (starved->api.empty() ? std::string("An allocation") : starved->api) + " of " + formatBytes(starved->bytes) +
+                   " failed at " + formatNs(starved->atNs) + " (" + starved->error + ") while the device's pools kept at least " +
+                   formatBytes(starved->poolUnusedMin) + " reserved and unused. ";
+        msg += "Memory a pool keeps is lost to every other allocation (cudaMalloc, libraries, other processes): lower the "
+               "release threshold (cudaMemPoolSetAttribute, cudaMemPoolAttrReleaseThreshold) to what the pool needs between "
+               "synchronizations, or give the memory back after a burst with cudaMemPoolTrimTo. (A floor by CUDA's documented "
+               "rule: the driver may keep more.)";
+        Finding& f = b.add("pool-keeps-memory", none, 0, msg);
+        f.callsites = p.regrowSites;
+        f.severity = starved ? "high" : "medium";
+        f.evidence = {{"unused_min_end_bytes", double(kept)}, {"peak_used_bytes", double(p.peakUsedBytes)},
+                      {"peak_reserved_min_bytes", double(p.peakReservedMinBytes)},
+                      {"release_threshold_bytes", double(p.releaseThreshold)}};
+        if (starved) f.evidence.push_back({"failed_bytes", double(starved->bytes)});
+        starved = nullptr;  // named once
+    }
+}
+
+// A pool that gives its memory back at every synchronize and reserves it again: each growth maps memory
+// anew (the cost a release threshold at the pool's working size avoids).
+void poolRegrowth(Builder& b, const Report& r, const MemoryRow& m)
+{
+    for (const MemoryPoolRow& p : m.pools) {
+        if (p.regrows < kMinRegrows || p.releaseThreshold >= p.peakUsedBytes || !p.grows) continue;
+        const uint64_t meanGrow = p.growHostNs / p.grows;
+        // Served from what the pool kept: the cost without the growth; none served: at most the whole call.
+        const bool baseline = p.served > 0;
+        const uint64_t meanServed = baseline ? p.servedHostNs / p.served : 0;
+        const uint64_t saving = p.regrows * (meanGrow > meanServed ? meanGrow - meanServed : 0);
+        Matched mm;
+        mm.count = p.regrows;
+        mm.hostNs = p.regrows * meanGrow;
+        mm.bytes = p.regrowBytes;
+        std::string msg = "The " + poolName(m, p, r) + ", " + thresholdText(p) + ", gave its memory back at " +
+                          std::to_string(p.releasesAtSync) + " synchronizations and reserved it again " + std::to_string(p.regrows) + " times (" +
+                          formatBytes(p.regrowBytes) + " in all; its use peaks at " + formatBytes(p.peakUsedBytes) +
+                          "). An allocation that grows the pool took " + formatNs(meanGrow) + " on average";
+        msg += baseline ? ", one it served from what it kept " + formatNs(meanServed) + ". "
+                        : "; none was served from kept memory, so the saving is at most the whole of those calls. ";
+        msg += "Set the pool's release threshold (cudaMemPoolSetAttribute, cudaMemPoolAttrReleaseThreshold) to at least " +
+               formatBytes(p.peakUsedBytes) + " so that it keeps that memory across synchronizations.";
+        Finding& f = b.add("pool-regrowth", mm, saving, msg);
+        if (!p.regrowSites.empty()) f.callsites = p.regrowSites;
+        if (!baseline) f.savingsBound = "at_most";
+        f.evidence = {{"regrows", double(p.regrows)}, {"regrow_bytes", double(p.regrowBytes)},
+                      {"mean_grow_host_ns", double(meanGrow)}, {"mean_served_host_ns", double(meanServed)},
+                      {"peak_used_bytes", double(p.peakUsedBytes)}};
+    }
 }
 
 }  // namespace
@@ -87,6 +171,8 @@ void memoryFindings(Builder& b, const Report& r)
             f.evidence = {{"peak_bytes", double(m.peakBytes)}, {"intermediate_bytes", double(h.bytes)}};
             break;
         }
+        poolKeepsMemory(b, r, m);
+        poolRegrowth(b, r, m);
         for (const MemoryFailure& x : m.failures) {
             Matched one;
             one.count = 1;

@@ -61,7 +61,13 @@
 //              before the attach is unknown, not in the figures) at_peak[{holding}]
 //              live_at_end[{holding first_at_ns last_at_ns kind (leak: made again and again through the
 //              run; kept: a setup's memory kept until exit)}] failures[{at_ns api bytes (asked) error
-//              callsite label in_use_bytes holders[{holding}]}] series[[ns bytes]] (collector/analyze/memory.cpp;
+//              callsite label in_use_bytes pool_unused_min_bytes holders[{holding}]}] series[[ns bytes]]
+//              pools[{pool (default created) release_threshold_bytes release_threshold_set allocations
+//              peak_used_bytes used_end_bytes peak_reserved_min_bytes reserved_min_end_bytes unused_min_end_bytes
+//              grows regrows (grew back into memory it had given back) regrow_bytes releases_at_sync trims
+//              released_bytes grow_host_ns served served_host_ns destroyed regrow_callsites}] held_series[[ns bytes]] (in use plus
+//              what pools keep unused) peak_held_min_bytes peak_held_at_ns (a pool's reservation is a floor by
+//              CUDA's documented rule: memory_pools.cpp) (collector/analyze/memory.cpp;
 //              times from the process's first CUDA call; stream-ordered allocations and frees count when their stream
 //              is estimated to reach them)
 //              {holding} = callsite (null: the sites past the 7 largest, or none known) label bytes allocations
@@ -264,14 +270,30 @@ nlohmann::ordered_json reportJson(const Report& r)
             Json site = holding(MemoryHolding{f.callsite, 0, 0});
             failures.push_back(Json{{"at_ns", f.atNs}, {"api", f.api}, {"bytes", f.bytes}, {"error", f.error},
                                     {"callsite", site["callsite"]}, {"label", site["label"]}, {"in_use_bytes", f.inUse},
-                                    {"holders", holders}});
+                                    {"pool_unused_min_bytes", f.poolUnusedMin}, {"holders", holders}});
         }
         for (const auto& [ns, bytes] : m.series) series.push_back(Json::array({ns, bytes}));
+        Json pools = Json::array(), held = Json::array();
+        for (const MemoryPoolRow& p : m.pools)
+            pools.push_back(Json{{"pool", p.pool}, {"release_threshold_bytes", p.releaseThreshold},
+                                 {"release_threshold_set", p.thresholdSet}, {"allocations", p.allocations},
+                                 {"peak_used_bytes", p.peakUsedBytes}, {"used_end_bytes", p.usedEndBytes},
+                                 {"peak_reserved_min_bytes", p.peakReservedMinBytes},
+                                 {"reserved_min_end_bytes", p.reservedMinEndBytes},
+                                 {"unused_min_end_bytes", p.unusedMinEndBytes()}, {"grows", p.grows},
+                                 {"regrows", p.regrows}, {"regrow_bytes", p.regrowBytes},
+                                 {"releases_at_sync", p.releasesAtSync}, {"trims", p.trims},
+                                 {"released_bytes", p.releasedBytes}, {"grow_host_ns", p.growHostNs},
+                                 {"served", p.served}, {"served_host_ns", p.servedHostNs}, {"destroyed", p.destroyed},
+                                 {"regrow_callsites", ids(p.regrowSites)}});
+        for (const auto& [ns, bytes] : m.heldSeries) held.push_back(Json::array({ns, bytes}));
         memory.push_back(Json{{"pid", m.pid}, {"device", m.device}, {"space", m.space}, {"allocations", m.allocations},
                               {"releases", m.releases}, {"failed", m.failed}, {"allocated_bytes", m.allocatedBytes},
                               {"peak_bytes", m.peakBytes}, {"peak_at_ns", m.peakNs}, {"peak_until_ns", m.peakUntilNs}, {"in_use_end_bytes", m.inUseEndBytes},
                               {"unknown_releases", m.unknownReleases}, {"untracked", m.untracked}, {"attached", m.attached}, {"at_peak", atPeak},
-                              {"live_at_end", live}, {"failures", failures}, {"series", series}});
+                              {"live_at_end", live}, {"failures", failures}, {"series", series}, {"pools", pools},
+                              {"held_series", held}, {"peak_held_min_bytes", m.peakHeldMinBytes},
+                              {"peak_held_at_ns", m.peakHeldNs}});
     }
 
     Json& sites = j["callsites"] = Json::array();

@@ -53,6 +53,24 @@ void memorySection(std::string& out, const Report& r, const textparts::Style& st
                             (f.holders.empty() ? std::string(".") : ", held by " + held(f.holders) + "."),
                         " ") +
                    st.reset();
+        for (const MemoryPoolRow& p : m.pools) {
+            std::string line = who + ": " + (p.pool == "default" ? std::string("default pool") : std::string("pool made by cudaMemPoolCreate")) +
+                               " (release threshold " +
+                               (p.thresholdSet ? (p.releaseThreshold >= (uint64_t(1) << 60) ? std::string("maximum") : formatBytes(p.releaseThreshold))
+                                               : std::string("0, the default")) +
+                               "): " + num(p.allocations) + " allocations, use peaked at " + formatBytes(p.peakUsedBytes) +
+                               "; it reserved at least " + formatBytes(p.peakReservedMinBytes) + " at its peak and at least " +
+                               formatBytes(p.reservedMinEndBytes) + " at the end (" + formatBytes(p.unusedMinEndBytes()) + " of it unused)";
+            if (p.releasesAtSync || p.trims)
+                line += "; gave memory back at " + num(p.releasesAtSync) + " synchronizations and " + num(p.trims) + " trims";
+            if (p.regrows) line += "; grew back " + num(p.regrows) + " times (" + formatBytes(p.regrowBytes) + ")";
+            out += wrap(line + ".", " ");
+        }
+        for (const MemoryFailure& f : m.failures)
+            if (f.poolUnusedMin)
+                out += wrap(who + ": when " + (f.api.empty() ? std::string("an allocation") : f.api) + " of " + formatBytes(f.bytes) +
+                                " failed, stream-ordered pools kept at least " + formatBytes(f.poolUnusedMin) + " reserved and unused.",
+                            " ");
         if (m.attached)
             out += wrap(who + ": attached to a running process: memory allocated before the attach is unknown; these "
                               "figures count only what was allocated since.",
@@ -64,7 +82,9 @@ void memorySection(std::string& out, const Report& r, const textparts::Style& st
     }
     out += wrap("Times from the process's first CUDA call. Stream-ordered allocations and frees (cudaMallocAsync, "
                 "cudaFreeAsync) count when their stream is estimated to reach them (after the work queued before "
-                "them); VMM memory counts while mapped (cuMemMap to cuMemUnmap).",
+                "them); VMM memory counts while mapped (cuMemMap to cuMemUnmap). A stream-ordered pool's reservation is a "
+                "floor by CUDA's documented rule (it gives back what it keeps beyond its release threshold only at a "
+                "synchronize or a trim): the driver may keep more.",
                 " ");
 }
 

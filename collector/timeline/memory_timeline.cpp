@@ -63,6 +63,7 @@ void MemoryTimeline::failed(uint64_t bytes, uint64_t atNs, uint32_t owner, int32
     f.owner = owner;
     f.api = api;
     f.inUse = m_inUse;
+    f.poolUnused = m_poolUnused;
     f.holders = holders();
     m_failures.push_back(std::move(f));
 }
@@ -97,19 +98,43 @@ std::vector<MemoryTimeline::Live> MemoryTimeline::live() const
     return out;
 }
 
-void MemoryTimeline::point(uint64_t atNs)
+void MemoryTimeline::setPoolUnused(uint64_t bytes, uint64_t atNs, bool point)
 {
-    if (!m_series.empty() && m_series.back().first == atNs) m_series.back().second = m_inUse;
-    else m_series.emplace_back(atNs, m_inUse);
-    if (m_series.size() < m_maxSeries) return;
+    m_pooled = true;
+    m_poolUnused = bytes;
+    if (point) heldPoint(atNs);
+}
+
+namespace {
+
+void addPoint(std::vector<std::pair<uint64_t, uint64_t>>& series, uint64_t atNs, uint64_t value, size_t maxPoints)
+{
+    if (!series.empty() && series.back().first == atNs) series.back().second = value;
+    else series.emplace_back(atNs, value);
+    if (series.size() < maxPoints) return;
     // Halve the series, each pair kept as its higher point: the peak stays visible.
     std::vector<std::pair<uint64_t, uint64_t>> half;
-    half.reserve(m_maxSeries / 2 + 1);
-    for (size_t i = 0; i + 1 < m_series.size(); i += 2)
-        half.push_back(m_series[i].second >= m_series[i + 1].second ? m_series[i] : m_series[i + 1]);
-    if (m_series.size() % 2) half.push_back(m_series.back());
-    half.back() = m_series.back();  // the latest state stays the last point
-    m_series.swap(half);
+    half.reserve(maxPoints / 2 + 1);
+    for (size_t i = 0; i + 1 < series.size(); i += 2)
+        half.push_back(series[i].second >= series[i + 1].second ? series[i] : series[i + 1]);
+    if (series.size() % 2) half.push_back(series.back());
+    half.back() = series.back();  // the latest state stays the last point
+    series.swap(half);
+}
+
+}  // namespace
+
+void MemoryTimeline::point(uint64_t atNs)
+{
+    addPoint(m_series, atNs, m_inUse, m_maxSeries);
+    if (m_pooled) heldPoint(atNs);
+}
+
+void MemoryTimeline::heldPoint(uint64_t atNs)
+{
+    const uint64_t held = m_inUse + m_poolUnused;
+    if (held > m_peakHeld) m_peakHeld = held, m_peakHeldNs = atNs;
+    addPoint(m_held, atNs, held, m_maxSeries);
 }
 
 }  // namespace gpuspy::collect

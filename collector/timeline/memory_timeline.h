@@ -31,6 +31,7 @@ public:
         uint32_t owner = 0;
         uint16_t api = 0;
         uint64_t inUse = 0;
+        uint64_t poolUnused = 0;       // reserved by stream-ordered pools and not in use (a floor)
         std::vector<Holding> holders;  // largest first
     };
 
@@ -46,6 +47,10 @@ public:
     bool release(uint64_t key, uint64_t atNs);
     bool holds(uint64_t key) const { return m_blocks.count(key) != 0; }
     void failed(uint64_t bytes, uint64_t atNs, uint32_t owner, int32_t result, uint16_t api);
+    // What stream-ordered pools keep reserved beyond what is in use (a floor, PoolReserve): from the first
+    // call, the space also keeps `held()`, the bytes in use and so kept, over time.
+    // `point`: a point of its own; else it shows with the next allocate or release (one change of both).
+    void setPoolUnused(uint64_t bytes, uint64_t atNs, bool point = true);
 
     uint64_t allocations() const { return m_allocations; }
     uint64_t releases() const { return m_releases; }
@@ -61,6 +66,12 @@ public:
     const std::vector<Failure>& failures() const { return m_failures; }
     uint64_t failureCount() const { return m_failureCount; }
     const std::vector<std::pair<uint64_t, uint64_t>>& series() const { return m_series; }  // (ns, bytes in use)
+    bool pooled() const { return m_pooled; }
+    uint64_t poolUnused() const { return m_poolUnused; }
+    uint64_t peakHeld() const { return m_peakHeld; }
+    uint64_t peakHeldNs() const { return m_peakHeldNs; }
+    // (ns, bytes in use plus what pools keep unused): empty unless pooled()
+    const std::vector<std::pair<uint64_t, uint64_t>>& held() const { return m_held; }
     // What is still held, by owner, largest first.
     std::vector<Live> live() const;
 
@@ -74,6 +85,7 @@ private:
     };
     std::vector<Holding> holders() const;
     void point(uint64_t atNs);
+    void heldPoint(uint64_t atNs);
 
     std::unordered_map<uint64_t, Block> m_blocks;
     std::unordered_map<uint32_t, Owner> m_owners;  // live bytes per owner
@@ -84,6 +96,9 @@ private:
     std::vector<Failure> m_failures;
     uint64_t m_failureCount = 0;
     std::vector<std::pair<uint64_t, uint64_t>> m_series;
+    bool m_pooled = false;
+    uint64_t m_poolUnused = 0, m_peakHeld = 0, m_peakHeldNs = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> m_held;
     size_t m_maxSeries;
 };
 

@@ -112,8 +112,87 @@ template <Api A>
 CUresult memAllocFromPoolAsync(CUdeviceptr* p, size_t bytes, CUmemoryPool pool, CUstream stream)
 {
     return allocCall<A, decltype(&::cuMemAllocFromPoolAsync)>(
-        MemKind::Device, [&](CallScope& s) { onStreamAsync(s, stream); },
+        MemKind::Device,
+        [&](CallScope& s) {
+            onStreamAsync(s, stream);
+            s.body().args.alloc.pool = uint64_t(uintptr_t(pool));
+        },
         [&](CUresult rc) { return Allocation{rc == CUDA_SUCCESS && p ? *p : 0, bytes}; }, p, bytes, pool, stream);
+}
+
+// ---- pools: their configuration, rarely called (the collector works out what each keeps reserved)
+void describePool(CallScope& s, CUresult rc, CUmemoryPool pool, uint64_t attribute, uint64_t value, int device)
+{
+    if (!s.active() || rc != CUDA_SUCCESS) return;
+    wire::PoolArgs& a = s.body().args.pool;
+    a.pool = uint64_t(uintptr_t(pool));
+    a.attribute = attribute;
+    a.value = value;
+    a.device = device;
+}
+
+template <Api A>
+CUresult memPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props)
+{
+    return forwardThen<A, decltype(&::cuMemPoolCreate)>(
+        nothingBefore,
+        [&](CallScope& s, CUresult rc) {
+            if (pool && props) describePool(s, rc, *pool, 0, 0, props->location.id);
+        },
+        pool, props);
+}
+
+template <Api A>
+CUresult memPoolDestroy(CUmemoryPool pool)
+{
+    return forwardThen<A, decltype(&::cuMemPoolDestroy)>(
+        nothingBefore, [&](CallScope& s, CUresult rc) { describePool(s, rc, pool, 0, 0, -1); }, pool);
+}
+
+// The release threshold and the high-water marks are cuuint64_t; the reuse policies int.
+uint64_t poolAttributeValue(CUmemPool_attribute a, const void* v)
+{
+    if (!v) return 0;
+    switch (a) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: return uint64_t(*static_cast<const int*>(v));
+    default: return *static_cast<const cuuint64_t*>(v);
+    }
+}
+
+template <Api A>
+CUresult memPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value)
+{
+    return forwardThen<A, decltype(&::cuMemPoolSetAttribute)>(
+        nothingBefore,
+        [&](CallScope& s, CUresult rc) { describePool(s, rc, pool, uint64_t(attr), poolAttributeValue(attr, value), -1); },
+        pool, attr, value);
+}
+
+template <Api A>
+CUresult memPoolTrimTo(CUmemoryPool pool, size_t keep)
+{
+    return forwardThen<A, decltype(&::cuMemPoolTrimTo)>(
+        nothingBefore, [&](CallScope& s, CUresult rc) { describePool(s, rc, pool, 0, keep, -1); }, pool, keep);
+}
+
+template <Api A, class Fn>
+CUresult deviceGetPool(CUmemoryPool* pool, CUdevice dev)
+{
+    return forwardThen<A, Fn>(
+        nothingBefore,
+        [&](CallScope& s, CUresult rc) {
+            if (pool) describePool(s, rc, *pool, 0, 0, int(dev));
+        },
+        pool, dev);
+}
+
+template <Api A>
+CUresult deviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    return forwardThen<A, decltype(&::cuDeviceSetMemPool)>(
+        nothingBefore, [&](CallScope& s, CUresult rc) { describePool(s, rc, pool, 0, 0, int(dev)); }, dev, pool);
 }
 
 template <Api A>
@@ -296,6 +375,13 @@ GS_WRAP(memAllocAsync, cuMemAllocAsync_ptsz, (CUdeviceptr* p, size_t n, CUstream
 GS_WRAP(memAllocFromPoolAsync, cuMemAllocFromPoolAsync, (CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s))
 GS_WRAP(memAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz, (CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s))
 GS_WRAP(memFree, cuMemFree_v2, (CUdeviceptr p), (p))
+GS_WRAP(memPoolCreate, cuMemPoolCreate, (CUmemoryPool* pool, const CUmemPoolProps* props), (pool, props))
+GS_WRAP(memPoolDestroy, cuMemPoolDestroy, (CUmemoryPool pool), (pool))
+GS_WRAP(memPoolSetAttribute, cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute a, void* v), (pool, a, v))
+GS_WRAP(memPoolTrimTo, cuMemPoolTrimTo, (CUmemoryPool pool, size_t keep), (pool, keep))
+GS_WRAP_TYPED(deviceGetPool, cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, (CUmemoryPool* pool, CUdevice d), (pool, d))
+GS_WRAP_TYPED(deviceGetPool, cuDeviceGetMemPool, cuDeviceGetMemPool, (CUmemoryPool* pool, CUdevice d), (pool, d))
+GS_WRAP(deviceSetMemPool, cuDeviceSetMemPool, (CUdevice d, CUmemoryPool pool), (d, pool))
 GS_WRAP(memFreeAsync, cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s))
 GS_WRAP(memFreeAsync, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), (p, s))
 GS_WRAP(memHostAlloc, cuMemHostAlloc, (void** pp, size_t n, unsigned int f), (pp, n, f))

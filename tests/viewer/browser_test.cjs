@@ -189,7 +189,8 @@ async function checkPage(browser, htmlPath, reportPath, shotPath) {
   const memRows = (report.memory || []).filter((m) => m.series && m.series.length);
   const mem = await page.evaluate(() => window.gpuspyViewer.memoryTracks);
   check(mem.length === memRows.length && memRows.every((m) => mem.some((t) => t.pid === m.pid && t.space === m.space &&
-        t.device === m.device && t.peak_bytes === m.peak_bytes && t.points === m.series.length && t.height > 0)),
+        t.device === m.device && t.peak_bytes === m.peak_bytes && t.points === m.series.length && t.height > 0 &&
+        t.held_points === (m.held_series || []).length)),
         'a memory row per report memory space, with its peak (' + memRows.length + ')', mem);
   for (let i = 0; i < mem.length; i++) {
     const p = await page.evaluate((k) => window.gpuspyViewer.pointOfMemoryPeak(k), i);
@@ -200,6 +201,9 @@ async function checkPage(browser, htmlPath, reportPath, shotPath) {
     const holder = m && m.at_peak.length && m.at_peak[0].callsite !== null ? report.callsites[m.at_peak[0].callsite].label : '';
     check(!tip.hidden && tip.text.startsWith('GPU memory') && tip.text.includes('peak') && tip.text.includes(holder),
           'hovering memory row ' + i + ' at its peak says what is in use and who held the peak', tip);
+    if (m && (m.pools || []).length)
+      check(tip.text.includes('stream-ordered pools keep unused') && tip.text.includes(m.pools[0].pool + ' pool'),
+            'hovering memory row ' + i + ' names what its stream-ordered pools keep', tip);
   }
   await page.evaluate(() => { window.gpuspyViewer.reset(); window.scrollTo(0, 0); });
 

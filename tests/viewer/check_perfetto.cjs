@@ -146,6 +146,12 @@ for (const m of report.memory || []) {
   check(values.length > 0 && Math.max(...values) === m.peak_bytes && values[values.length - 1] === m.in_use_end_bytes,
         name + ' of pid ' + m.pid + ': peaks at the report peak_bytes ' + m.peak_bytes + ' and ends at in_use_end_bytes ' +
         m.in_use_end_bytes + ' (' + values.length + ' values, max ' + (values.length ? Math.max(...values) : '-') + ')');
+  // With stream-ordered pools, a second track: in use plus what they keep unused, peaking at the report's floor.
+  const held = counterEvents.filter((e) => e.pid === m.pid && e.name === name + " held (pools' reserve, at least)").map((e) => e.args['held (bytes)']);
+  const heldRows = (m.held_series || []).length;
+  check(heldRows ? held.length > 0 && Math.max(...held) === m.peak_held_min_bytes : held.length === 0,
+        name + ' of pid ' + m.pid + ': a held track exactly where the report has pools (' + held.length + ' values, report ' +
+        heldRows + ' points, peak ' + (m.peak_held_min_bytes || 0) + ')');
 }
 const reportBytes = (report.transfers || []).reduce((a, t) => a + t.bytes, 0);
 check(movedTotal === reportBytes, 'bytes moved counters add up to the report transfers (' + movedTotal + ' vs ' + reportBytes + ')');

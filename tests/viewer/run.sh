@@ -47,11 +47,19 @@ capture)
     else
         rm -f "$work/loops.gspy"
     fi
+    pools=$GPUSPY_APPS_DIR/pool_memory.static
+    if [[ -x $pools ]]; then
+        # Stream-ordered pools: the memory row's held line (its SIMCUDA_FAIL from sim_env.txt, the one list).
+        read -r -a pools_env < <(awk '$1 == "pool_memory" { $1 = ""; print }' "$VIEWER_TESTS/../apps/sim_env.txt")
+        env "${pools_env[@]}" "$GPUSPY" record --sim -o "$work/pools.gspy" -f -- "$pools" keep >"$work/pools.record.txt"
+    else
+        rm -f "$work/pools.gspy"
+    fi
     echo "viewer test: recorded $(ls "$work"/*.gspy | tr '\n' ' ')"
     ;;
 perfetto)
     command -v node >/dev/null || need_root_install nodejs
-    for cap in "$work"/hostile.gspy "$work"/demo.gspy "$work"/loops.gspy; do
+    for cap in "$work"/hostile.gspy "$work"/demo.gspy "$work"/loops.gspy "$work"/pools.gspy; do
         [[ -f $cap ]] || continue
         base=${cap%.gspy}
         "$GPUSPY" export "$cap" --format perfetto -o "$base.trace.json" -f
@@ -64,7 +72,7 @@ pprof)
     [[ -x /usr/bin/go ]] || need_root_install golang-go
     export HOME=$work/gohome GOCACHE=$work/gocache
     mkdir -p "$HOME"
-    for cap in "$work"/hostile.gspy "$work"/demo.gspy "$work"/loops.gspy; do
+    for cap in "$work"/hostile.gspy "$work"/demo.gspy "$work"/loops.gspy "$work"/pools.gspy; do
         [[ -f $cap ]] || continue
         base=${cap%.gspy}
         "$GPUSPY" export "$cap" --format pprof -o "$base.pb.gz" -f
@@ -107,11 +115,12 @@ browser)
         "$GPUSPY" report "$work/demo.gspy" --format json >"$work/demo.report.json"
         args+=("$work/demo.html" "$work/demo.report.json" "$work/demo.png")
     fi
-    if [[ -f $work/loops.gspy ]]; then
-        "$GPUSPY" view "$work/loops.gspy" -o "$work/loops.html" -f
-        "$GPUSPY" report "$work/loops.gspy" --format json >"$work/loops.report.json"
-        args+=("$work/loops.html" "$work/loops.report.json" "$work/loops.png")
-    fi
+    for extra in loops pools; do
+        [[ -f $work/$extra.gspy ]] || continue
+        "$GPUSPY" view "$work/$extra.gspy" -o "$work/$extra.html" -f
+        "$GPUSPY" report "$work/$extra.gspy" --format json >"$work/$extra.report.json"
+        args+=("$work/$extra.html" "$work/$extra.report.json" "$work/$extra.png")
+    done
     PLAYWRIGHT_CORE=$modules/node_modules/playwright-core node "$VIEWER_TESTS/browser_test.cjs" "${args[@]}"
     ;;
 *)

@@ -88,6 +88,7 @@ CUresult ctxSynchronize(Context* c, const ApiScope& scope)
     const Ns target = contextTail(c);
     g.unlock();
     blockUntil(target, scope.name(), c->dev, WaitReason::CtxSync, scope.start(), &scope.api());
+    trimPools();
     return CUDA_SUCCESS;
 }
 

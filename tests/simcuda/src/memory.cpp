@@ -7,17 +7,48 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 namespace simcuda {
 namespace {
 
 constexpr size_t kGranularity = 2u << 20;
 
+// A stream-ordered pool keeps what it reserved (in kGranularity chunks) for later allocations: memory
+// in use returns to the pool when freed; what the pool reserves beyond its release threshold goes back
+// to the system at the next stream, event or context synchronize (any of them: the rule of CUDA's
+// documentation, not narrowed to the pool's device) or at cuMemPoolTrimTo, never below what is in use.
+// Growing the reservation costs the allocation kPoolGrowNs more host time (the driver maps memory).
 struct Pool {
     int dev = 0;
     cuuint64_t releaseThreshold = 0;
+    cuuint64_t used = 0, reserved = 0, usedHigh = 0, reservedHigh = 0;
 };
+constexpr Ns kPoolGrowNs = 20000;
+
+std::mutex& poolLock()
+{
+    static auto* m = new std::mutex;
+    return *m;
+}
+
+std::vector<Pool*>& pools()
+{
+    static auto* v = new std::vector<Pool*>;
+    return *v;
+}
+
+cuuint64_t chunksFor(cuuint64_t bytes) { return (bytes + kGranularity - 1) / kGranularity * kGranularity; }
+
+// Gives back what the pool reserves beyond max(in use, keep), in whole chunks.
+void trimPool(Pool* p, cuuint64_t keep)
+{
+    const cuuint64_t floor = std::max(chunksFor(p->used), keep >= p->reserved ? p->reserved : chunksFor(keep));
+    p->reserved = std::min(p->reserved, floor);
+}
 
 struct Phys {
     int fd = -1;
@@ -86,18 +117,44 @@ CUmemoryPool defaultPool(int dev)
         auto* p = new Pool;
         p->dev = dev;
         registerHandle(p, HandleKind::Pool);
+        std::lock_guard<std::mutex> pg(poolLock());
+        pools().push_back(p);
         d->defaultPool = reinterpret_cast<CUmemoryPool>(p);
         d->currentPool = d->defaultPool;
     }
     return d->defaultPool;
 }
 
-CUresult allocAsync(CUdeviceptr* p, size_t bytes, CUstream h, bool pt)
+CUresult allocAsync(CUdeviceptr* p, size_t bytes, CUstream h, bool pt, Pool* pool)
 {
     // Stream-ordered allocation is modelled as immediate: the address is valid at once, as it is for
     // any op later in the same stream.
     if (CUresult rc = streamStatus(h, pt)) return rc;
-    return allocDevice(p, bytes, MemKind::Device);
+    if (!pool) {
+        const int dev = currentDevice();
+        if (!defaultPool(dev)) return CUDA_ERROR_INVALID_DEVICE;
+        pool = asPool(device(dev)->currentPool);
+        if (!pool) return CUDA_ERROR_INVALID_VALUE;
+    }
+    // Not zeroed (neither is a real pool's memory): memory a pool serves again costs no page faults.
+    if (CUresult rc = allocDevice(p, bytes, MemKind::Device, 0, false)) return rc;
+    {
+        RangesWriteLock g;
+        ranges()[uintptr_t(*p)].pool = pool;
+    }
+    bool grew = false;
+    {
+        std::lock_guard<std::mutex> g(poolLock());
+        pool->used += bytes;
+        pool->usedHigh = std::max(pool->usedHigh, pool->used);
+        if (pool->used > pool->reserved) {
+            pool->reserved = chunksFor(pool->used);
+            pool->reservedHigh = std::max(pool->reservedHigh, pool->reserved);
+            grew = true;
+        }
+    }
+    if (grew) spinFor(kPoolGrowNs);
+    return CUDA_SUCCESS;
 }
 
 CUresult freeAsync(CUdeviceptr p, CUstream h, bool pt)
@@ -110,6 +167,11 @@ CUresult freeAsync(CUdeviceptr p, CUstream h, bool pt)
     {
         RangesWriteLock g;
         if (!ranges().erase(base)) return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (r.pool) {
+        std::lock_guard<std::mutex> g(poolLock());
+        Pool* pool = static_cast<Pool*>(r.pool);
+        pool->used -= std::min<cuuint64_t>(pool->used, r.size);
     }
     free(reinterpret_cast<void*>(base));
     return CUDA_SUCCESS;
@@ -241,14 +303,14 @@ bool rangeCovers(uintptr_t p, size_t n)
     }
 }
 
-CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags)
+CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags, bool zero)
 {
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     if (!currentContext()) return noContextError();
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     void* m = aligned_alloc(256, (bytes + 255) & ~size_t(255));
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
-    memset(m, 0, bytes);
+    if (zero) memset(m, 0, bytes);
     addRange(reinterpret_cast<uintptr_t>(m), bytes, kind, flags);
     *p = reinterpret_cast<CUdeviceptr>(m);
     return CUDA_SUCCESS;
@@ -277,6 +339,13 @@ const char* ptrKindName(PtrKind k)
     case PtrKind::Device: return "device";
     }
     return "?";
+}
+
+void trimPools()
+{
+    std::lock_guard<std::mutex> g(poolLock());
+    for (Pool* p : pools())
+        if (p->reserved > p->releaseThreshold) trimPool(p, p->releaseThreshold);
 }
 
 }  // namespace simcuda
@@ -498,27 +567,27 @@ SIM_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr, size_t, CUmem_advise, CUmemLocat
 SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* p, size_t bytes, CUstream h)
 {
     SIM_API(cuMemAllocAsync);
-    return scope.ret(allocAsync(p, bytes, h, false));
+    return scope.ret(allocAsync(p, bytes, h, false, nullptr));
 }
 
 SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* p, size_t bytes, CUstream h)
 {
     SIM_API(cuMemAllocAsync_ptsz);
-    return scope.ret(allocAsync(p, bytes, h, true));
+    return scope.ret(allocAsync(p, bytes, h, true, nullptr));
 }
 
 SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* p, size_t bytes, CUmemoryPool pool, CUstream h)
 {
     SIM_API(cuMemAllocFromPoolAsync);
     if (!asPool(pool)) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    return scope.ret(allocAsync(p, bytes, h, false));
+    return scope.ret(allocAsync(p, bytes, h, false, asPool(pool)));
 }
 
 SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* p, size_t bytes, CUmemoryPool pool, CUstream h)
 {
     SIM_API(cuMemAllocFromPoolAsync_ptsz);
     if (!asPool(pool)) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    return scope.ret(allocAsync(p, bytes, h, true));
+    return scope.ret(allocAsync(p, bytes, h, true, asPool(pool)));
 }
 
 SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream h)
@@ -566,6 +635,10 @@ SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* pr
     auto* p = new Pool;
     p->dev = props->location.id;
     registerHandle(p, HandleKind::Pool);
+    {
+        std::lock_guard<std::mutex> g(poolLock());
+        pools().push_back(p);
+    }
     *pool = reinterpret_cast<CUmemoryPool>(p);
     return scope.ret(CUDA_SUCCESS);
 }
@@ -575,14 +648,23 @@ SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
     SIM_API(cuMemPoolDestroy);
     Pool* p = asPool(pool);
     if (!p) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    {
+        std::lock_guard<std::mutex> g(poolLock());
+        auto& v = pools();
+        v.erase(std::remove(v.begin(), v.end(), p), v.end());
+    }
     retireHandle(p);
     return scope.ret(CUDA_SUCCESS);
 }
 
-SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t)
+SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
 {
     SIM_API(cuMemPoolTrimTo);
-    return scope.ret(asPool(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
+    Pool* p = asPool(pool);
+    if (!p) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    std::lock_guard<std::mutex> g(poolLock());
+    trimPool(p, keep);
+    return scope.ret(CUDA_SUCCESS);
 }
 
 SIM_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void* v)
@@ -590,7 +672,20 @@ SIM_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute
     SIM_API(cuMemPoolSetAttribute);
     Pool* p = asPool(pool);
     if (!p || !v) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    if (a == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) p->releaseThreshold = *static_cast<cuuint64_t*>(v);
+    std::lock_guard<std::mutex> g(poolLock());
+    switch (a) {
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: p->releaseThreshold = *static_cast<cuuint64_t*>(v); break;
+    // The high-water marks may only be reset (to the current value), by setting 0.
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        if (*static_cast<cuuint64_t*>(v) != 0) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+        if (a == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) p->reservedHigh = p->reserved;
+        else p->usedHigh = p->used;
+        break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    default: break;
+    }
     return scope.ret(CUDA_SUCCESS);
 }
 
@@ -599,8 +694,13 @@ SIM_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute
     SIM_API(cuMemPoolGetAttribute);
     Pool* p = asPool(pool);
     if (!p || !v) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    std::lock_guard<std::mutex> g(poolLock());
     switch (a) {
     case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *static_cast<cuuint64_t*>(v) = p->releaseThreshold; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *static_cast<cuuint64_t*>(v) = p->reserved; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *static_cast<cuuint64_t*>(v) = p->reservedHigh; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *static_cast<cuuint64_t*>(v) = p->used; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *static_cast<cuuint64_t*>(v) = p->usedHigh; break;
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: *static_cast<int*>(v) = 1; break;

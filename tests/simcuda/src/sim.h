@@ -392,10 +392,13 @@ struct Range {
     Context* ctx = nullptr;
     unsigned flags = 0;
     const void* vmm = nullptr;  // the cuMemCreate allocation mapped here (cuMemMap), for cuMemRetainAllocationHandle
+    void* pool = nullptr;       // the stream-ordered pool it came from (memory.cpp)
 };
 bool findRange(uintptr_t p, uintptr_t* base, Range* out);
 bool rangeCovers(uintptr_t p, size_t n);  // every byte of [p, p + n) lies in known ranges; never for p == 0
-CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags = 0);
+CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags = 0, bool zero = true);
+// Stream, event and context synchronize give back what each pool reserves beyond its release threshold.
+void trimPools();
 
 // ---- CUDA arrays (arrays.cpp): host memory of the descriptor's size, rows packed (pitch = width x element)
 struct SimArray {

@@ -56,6 +56,7 @@ CUresult streamSynchronize(CUstream h, bool pt, const ApiScope& scope)
     const int dev = s->ctx->dev;
     g.unlock();
     blockUntil(target, scope.name(), dev, WaitReason::StreamSync, scope.start(), &scope.api());
+    trimPools();
     return CUDA_SUCCESS;
 }
 
@@ -516,6 +517,7 @@ SIM_EXPORT CUresult cuEventSynchronize(CUevent he)
     const int dev = e->ctx ? e->ctx->dev : 0;
     g.unlock();
     blockUntil(target, scope.name(), dev, WaitReason::EventSync, scope.start(), &scope.api());
+    trimPools();
     return scope.ret(CUDA_SUCCESS);
 }
 
