@@ -295,15 +295,17 @@ struct StringDefBody {
     uint32_t stringId;
     uint32_t length;
 };
-// NoticeBody::code values.
+// NoticeBody::code values (the collector shows each notice's text; the code says who wrote it).
 inline constexpr uint32_t kNoticePythonFrames = 1;  // the shim's Python frame counts (shim/python.h)
 struct NoticeBody {
     uint32_t code;
     uint32_t length;
 };
 // NoticeBody::code: the process was attached to while running (gpuspy attach); the text says what
-// the capture cannot know of the time before.
-inline constexpr uint32_t kNoticeAttached = 1;
+// the capture cannot know of the time before. (Captures before this one wrote 1 here too; the report
+// knows an attach by the notice's text, "attached to a running process...", so both read alike.)
+inline constexpr uint32_t kNoticeAttached = 2;
+static_assert(kNoticeAttached != kNoticePythonFrames);
 struct SymbolBody {
     uint64_t address;     // as in a StackDef
     uint32_t line;

@@ -75,7 +75,7 @@ def count_calls(gpuspy, capture, api):
         m = re.search(r" Call #\d+ (\S+)", line)
         if m and (m.group(1) == api or m.group(1).startswith(api + "_pt")):
             n += 1
-        if " Notice " in line and "code=1 " in line and "attached" in line:
+        if " Notice " in line and "code=2 " in line and "attached" in line:
             attached = True
     return n, attached
 
@@ -133,7 +133,7 @@ def check_capture(args, capture, expected):
     if n != expected:
         fail(f"{capture} holds {n} {args.api} calls; the server made {expected} in the window")
     if not attached:
-        fail(f"{capture} does not say it was attached (Notice code=1)")
+        fail(f"{capture} does not say it was attached (Notice code=2, wire::kNoticeAttached)")
     report = subprocess.run([args.gpuspy, "report", capture], capture_output=True, text=True, timeout=TIMEOUT_S)
     if report.returncode != 0 or "attached to a running process" not in report.stdout:
         fail(f"gpuspy report {capture} does not say it was attached: {report.stdout[:2000]} {report.stderr}")
