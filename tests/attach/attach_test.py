@@ -13,6 +13,7 @@
 The test driver is the servers' parent (Yama's ptrace_scope 1 lets a parent's other children trace
 them only through PR_SET_PTRACER, which the servers set)."""
 import argparse
+import json
 import os
 import re
 import select
@@ -137,6 +138,28 @@ def check_capture(args, capture, expected):
     report = subprocess.run([args.gpuspy, "report", capture], capture_output=True, text=True, timeout=TIMEOUT_S)
     if report.returncode != 0 or "attached to a running process" not in report.stdout:
         fail(f"gpuspy report {capture} does not say it was attached: {report.stdout[:2000]} {report.stderr}")
+    if not args.server_is_drv:
+        check_memory(args, capture, expected)
+
+
+def check_memory(args, capture, expected):
+    """The cudart server allocates and frees a scratch buffer each iteration (its counter at init is never in a
+    window: a late attach swaps the driver's pointers only once cudart initialised, after that allocation):
+    the window's memory row counts exactly those, says it was attached, and the text says what it cannot know."""
+    out = subprocess.run([args.gpuspy, "report", "--format", "json", capture], capture_output=True, text=True, timeout=TIMEOUT_S)
+    if out.returncode != 0:
+        fail(f"gpuspy report --format json {capture}: {out.stderr.strip()}")
+    rows = [m for m in json.loads(out.stdout)["memory"] if m["space"] == "device"]
+    allocs, held = expected, 0
+    got = rows[0] if len(rows) == 1 else None
+    if not got or got["allocations"] != allocs or got["releases"] != expected or got["unknown_releases"] != 0 or \
+            got["in_use_end_bytes"] != held or not got["attached"]:
+        fail(f"{capture}: the memory row counts {got and (got['allocations'], got['releases'], got['unknown_releases'], got['in_use_end_bytes'], got['attached'])}; "
+             f"expected {allocs} allocations, {expected} releases, none unknown, {held} bytes at the end, attached")
+    text = subprocess.run([args.gpuspy, "report", capture], capture_output=True, text=True, timeout=TIMEOUT_S).stdout
+    if "memory allocated before the attach is unknown" not in text:
+        fail(f"{capture}: the text report's memory section does not say what the attach cannot know")
+    print(f"  {capture}: memory: {allocs} allocations, {expected} releases since the attach, attached")
 
 
 def totals(line):
