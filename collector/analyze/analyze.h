@@ -321,6 +321,9 @@ struct MemoryPoolRow {
     uint64_t growHostNs = 0, servedHostNs = 0, served = 0;  // host time of the allocations that grew it, and the rest
     bool destroyed = false;
     std::vector<uint32_t> regrowSites;  // the call sites whose allocations grew it back, most first
+    // Their raw sites and (pid, stack id)s: the replay's scope (not in the JSON).
+    std::vector<uint32_t> regrowRaw;
+    std::vector<std::pair<uint32_t, uint32_t>> regrowStacks;
     uint64_t unusedMinEndBytes() const { return reservedMinEndBytes > usedEndBytes ? reservedMinEndBytes - usedEndBytes : 0; }
 };
 struct MemoryRow {

@@ -147,7 +147,7 @@ static std::vector<MemoryPoolRow> poolRows(const MemoryBook& book, int device, c
         row.served = q.served();
         row.destroyed = p.destroyed;
         std::map<uint32_t, uint64_t> bySite;
-        for (const auto& [raw, n] : p.regrowSites) bySite[site(raw)] += n;
+        for (const auto& [raw, n] : p.regrowSites) bySite[site(raw)] += n, row.regrowRaw.push_back(raw);
         std::vector<std::pair<uint64_t, uint32_t>> order;
         for (const auto& [id, n] : bySite) order.emplace_back(n, id);
         std::sort(order.rbegin(), order.rend());
@@ -247,7 +247,12 @@ void finishMemory(Context& cx, Report& r)
                 row.failures.push_back(std::move(mf));
             }
             for (const auto& [ns, bytes] : t.series()) row.series.emplace_back(rel(ns), bytes);
-            if (where.first == MemSpace::Device) row.pools = poolRows(book, where.second, site);
+            if (where.first == MemSpace::Device) {
+                row.pools = poolRows(book, where.second, site);
+                for (MemoryPoolRow& pr : row.pools)
+                    for (uint32_t raw : pr.regrowRaw)
+                        if (raw < cx.rawSites.size()) pr.regrowStacks.emplace_back(book.pid, cx.rawSites[raw].stackId);
+            }
             if (t.pooled()) {
                 for (const auto& [ns, bytes] : t.held()) row.heldSeries.emplace_back(rel(ns), bytes);
                 row.peakHeldMinBytes = t.peakHeld();

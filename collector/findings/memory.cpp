@@ -111,6 +111,7 @@ void poolRegrowth(Builder& b, const Report& r, const MemoryRow& m)
                formatBytes(p.peakUsedBytes) + " so that it keeps that memory across synchronizations.";
         Finding& f = b.add("pool-regrowth", mm, saving, msg);
         if (!p.regrowSites.empty()) f.callsites = p.regrowSites;
+        f.stacks = p.regrowStacks;  // what the replay's pool-threshold fix changes
         if (!baseline) f.savingsBound = "at_most";
         f.evidence = {{"regrows", double(p.regrows)}, {"regrow_bytes", double(p.regrowBytes)},
                       {"mean_grow_host_ns", double(meanGrow)}, {"mean_served_host_ns", double(meanServed)},

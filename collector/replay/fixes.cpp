@@ -204,6 +204,20 @@ FixEffect hoistAllocs(RunGraph& g, const FixScope& scope)
     return fx;
 }
 
+// A pool that keeps its working size across synchronizations serves every allocation that grew it back
+// from what it kept: the call costs what a served one does.
+FixEffect poolThreshold(RunGraph& g, const Calibration& cal, const FixScope& scope)
+{
+    FixEffect fx;
+    const uint64_t served = cal.poolServed.at(0);
+    for (Call& c : g.calls)
+        if (c.pool == Call::Pool::Regrew && !c.removed && scope.has(c.stackId) && c.ownNs > served) {
+            c.ownNs = served;
+            ++fx.changed;
+        }
+    return fx;
+}
+
 FixEffect blockingWait(RunGraph& g, const FixScope& scope)
 {
     FixEffect fx;
@@ -317,6 +331,8 @@ const std::vector<FixInfo>& allFixes()
         {FixKind::BlockingWait, "blocking-wait", "a blocking wait (cudaEventSynchronize, blocking-sync flag) instead of polling"},
         {FixKind::Graphs, "graphs", "capture the launch sequence into a CUDA graph and launch it once"},
         {FixKind::BatchCopies, "batch-copies", "pack consecutive small copies into one buffer and copy it once"},
+        {FixKind::PoolThreshold, "pool-threshold",
+         "set the stream-ordered pool's release threshold (cudaMemPoolAttrReleaseThreshold) to its working size"},
     };
     return v;
 }
@@ -399,6 +415,13 @@ Calibration calibrate(const RunGraph& g)
     }
     cal.graphLaunch = {kDefaultGraphBaseNs, kDefaultGraphPerNodeNs, "default: 2.5 us + 0.3 us per node", kDefaultLowScale,
                        kDefaultHighScale};
+    std::vector<uint64_t> served;
+    for (const Call& c : g.calls)
+        if (c.pool == Call::Pool::Served && !c.removed && !c.waited) served.push_back(c.end - c.begin);
+    if (!served.empty())
+        cal.poolServed = {double(medianOf(served)), 0, fmt::format("measured: median of {} served allocations", served.size())};
+    else
+        cal.poolServed = {2000, 0, "default: 2 us (no allocation served from a pool's kept memory)", 0.0, 1.0};
     if (!launches.empty()) {
         // Never dearer per kernel than the launches it replaces.
         const double perLaunch = double(medianOf(launches));
@@ -427,6 +450,7 @@ auto costRefs(Cal& cal, FixKind kind)
         for (int d = 0; d < 3; ++d)
             for (int m = 0; m < 2; ++m) v.push_back({fmt::format("{} copy from {} memory", kCopy[d], m ? "pinned or device" : "pageable"), &cal.copy[d][m]});
         break;
+    case FixKind::PoolThreshold: v.push_back({"stream-ordered allocation served by its pool", &cal.poolServed}); break;
     case FixKind::FewerSyncs:
     case FixKind::HoistAllocs:
     case FixKind::BlockingWait: break;
@@ -468,6 +492,7 @@ FixEffect applyFix(RunGraph& g, FixKind kind, const Calibration& cal, const FixS
     case FixKind::BlockingWait: return blockingWait(g, scope);
     case FixKind::Graphs: return graphs(g, cal, scope);
     case FixKind::BatchCopies: return batchCopies(g, cal, scope);
+    case FixKind::PoolThreshold: return poolThreshold(g, cal, scope);
     }
     return {};
 }

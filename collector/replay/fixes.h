@@ -15,7 +15,7 @@
 
 namespace gpuspy::collect::replay {
 
-enum class FixKind : uint8_t { Pinned, AsyncCopies, FewerSyncs, HoistAllocs, BlockingWait, Graphs, BatchCopies };
+enum class FixKind : uint8_t { Pinned, AsyncCopies, FewerSyncs, HoistAllocs, BlockingWait, Graphs, BatchCopies, PoolThreshold };
 
 struct FixInfo {
     FixKind kind;
@@ -50,6 +50,7 @@ struct Calibration {
     // Device time of a copy by direction (HtoD, DtoH, DtoD) and host memory (pageable, pinned/device),
     // from the capture's timed copies of that kind: the batched copy's time for its bytes.
     Cost copy[3][2];
+    Cost poolServed;     // host time of a stream-ordered allocation its pool served from what it kept
 };
 Calibration calibrate(const RunGraph& g);
 

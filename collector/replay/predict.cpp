@@ -23,7 +23,7 @@ constexpr RuleFix kRuleFixes[] = {
     {"pageable-memcpy", FixKind::Pinned},         {"pageable-async-memcpy", FixKind::Pinned},
     {"sync-memcpy", FixKind::AsyncCopies},        {"sync-in-loop", FixKind::FewerSyncs},
     {"launch-bound-kernels", FixKind::Graphs},    {"small-transfers", FixKind::BatchCopies},
-    {"implicit-sync", FixKind::HoistAllocs},
+    {"implicit-sync", FixKind::HoistAllocs},      {"pool-regrowth", FixKind::PoolThreshold},
 };
 
 std::optional<FixKind> fixKindOfRule(const std::string& rule)

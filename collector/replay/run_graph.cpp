@@ -219,6 +219,13 @@ RunGraph buildRunGraph(const Process& p)
         return streamOf[k] = uint32_t(g.streams.size() - 1);
     };
 
+    detail::MemoryBook pools;  // which stream-ordered allocations grew their pool (the report's model)
+    auto poolTotals = [&] {
+        std::pair<uint64_t, uint64_t> n{0, 0};
+        for (const auto& [key, pool] : pools.pools) n.first += pool.reserve.grows(), n.second += pool.reserve.regrows();
+        return n;
+    };
+
     uint64_t lastReturn = 0;
     for (const wire::CallBody* cp : order) {
         const wire::CallBody& c = *cp;
@@ -247,9 +254,20 @@ RunGraph buildRunGraph(const Process& p)
             call.bytes = c.args.alloc.bytes;
             call.address = c.result == 0 ? c.args.alloc.ptr : 0;
             call.release = detail::isRelease(a);
+            if (a.mem.streamOrdered || !pools.pools.empty()) {
+                const auto before = poolTotals();
+                pools.onCall(c, a, 0, 0);
+                const auto after = poolTotals();
+                if (a.mem.streamOrdered && a.mem.role == detail::MemRole::Alloc && c.result == 0)
+                    call.pool = after.second != before.second ? Call::Pool::Regrew
+                                : after.first != before.first ? Call::Pool::Grew
+                                                              : Call::Pool::Served;
+            }
         } else if (c.category == wire::Category::Launch) {
             call.kernelId = c.args.launch.kernelId;
         }
+        if (a.mem.pool != detail::PoolOp::None && (a.mem.pool != detail::PoolOp::Synchronize || !pools.pools.empty()))
+            pools.onPoolCall(c, a);
         auto [th, fresh] = threadOf.try_emplace(c.tid, uint32_t(g.threads.size()));
         if (fresh) {
             Thread t;

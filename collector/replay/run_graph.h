@@ -68,6 +68,9 @@ struct Call {
     uint32_t submitVia = kNone;
     uint64_t submitAtNs = 0;
     bool blockingPoll = false; // a fix made the poll a blocking wait: the host sleeps, not spins
+    // A stream-ordered allocation: served from what its pool kept, or it grew the pool (back into memory
+    // the pool had given back: Regrew), by the report's pool model (collector/analyze/memory_pools.cpp).
+    enum class Pool : uint8_t { None, Served, Grew, Regrew } pool = Pool::None;
 };
 
 struct Op {

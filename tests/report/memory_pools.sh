@@ -9,7 +9,8 @@
 # (tests/simcuda/src/memory.cpp, kPoolGrowNs = 20 us per growth), is neither below half of it nor far above;
 # regrow_fixed (the threshold the finding asks for): no pool-regrowth finding and one growth; created: a
 # pool of its own serving both cudaMallocAsync (as the device's current pool) and cudaMallocFromPoolAsync,
-# its trim giving everything back. The text report names the pool; Perfetto has the held track.
+# its trim giving everything back. The text report names the pool; Perfetto has the held track; `gpuspy
+# diff regrow regrow_fixed` shows pool-regrowth resolved, and its saving is the replay's (pool-threshold).
 # usage: memory_pools.sh GPUSPY PROGRAM WORKDIR
 set -uo pipefail
 if [[ $# -ne 3 ]]; then
@@ -30,5 +31,15 @@ for mode in keep regrow regrow_fixed created; do
         || { echo "memory_pools.sh: FAIL: perfetto export of $mode" >&2; exit 1; }
     python3 "$here/memory_pools_check.py" "$mode" "$work/$mode.out" "$work/$mode.json" "$work/$mode.txt" "$work/$mode.trace.json" || rc=1
 done
+# The fix the finding asks for (regrow_fixed: the threshold set) resolves it.
+"$gpuspy" diff --format json "$work/regrow.gspy" "$work/regrow_fixed.gspy" > "$work/regrow.diff.json" \
+    || { echo "memory_pools.sh: FAIL: gpuspy diff regrow regrow_fixed" >&2; exit 1; }
+python3 - "$work/regrow.diff.json" <<'PY' || rc=1
+import json, sys
+st = {f["rule"]: f["status"] for f in json.load(open(sys.argv[1]))["findings"]}
+ok = st.get("pool-regrowth") == "resolved"
+print(("ok   " if ok else "FAIL ") + f"gpuspy diff regrow regrow_fixed: pool-regrowth {st.get('pool-regrowth')}")
+sys.exit(0 if ok else 1)
+PY
 [[ $rc -ne 0 ]] && echo "memory_pools.sh: files in $work" >&2
 exit $rc

@@ -66,6 +66,10 @@ elif mode == "regrow":
           "regrow_alloc" in report["callsites"][f["callsites"][0]]["label"],
           "the finding asks for a release threshold, at regrow_alloc")
     check("pool-keeps-memory" not in rules, "no pool-keeps-memory (the pool gave everything back)")
+    pred = (f or {}).get("prediction", {})
+    check(pred.get("fix") == "pool-threshold" and pred.get("calls_changed") == truth["regrows"],
+          f"the saving is the replay's with the pool-threshold fix on each regrowing allocation ({pred.get('fix')}, "
+          f"{pred.get('calls_changed')} calls changed)")
 elif mode == "regrow_fixed":
     check("pool-regrowth" not in rules, "no pool-regrowth finding with the threshold set")
     check("pool-keeps-memory" not in rules, "no pool-keeps-memory for one buffer kept (below the finding's size)")
