@@ -346,3 +346,37 @@ TEST(Fixes, NamesRoundTrip)
 
 }  // namespace
 }  // namespace gpuspy::collect::replay
+
+namespace gpuspy::collect::replay {
+namespace {
+
+TEST(Replay, PoolThresholdMakesEachRegrowthCostAServedAllocation)
+{
+    // Ten steps on one thread: a stream-ordered allocation that grows the pool (30 us), its free, a second
+    // allocation served from what the pool kept (2 us), its free, a stream synchronize that gives the
+    // memory back (the default threshold). With the threshold set, the nine regrowths cost 2 us each.
+    Proc pr;
+    uint64_t t = 1000, ptr = 0x1000;
+    for (int i = 0; i < 10; ++i) {
+        for (uint64_t took : {30000, 2000}) {
+            wire::CallBody& a = pr.call("cuMemAllocAsync", Category::Alloc, 1, t, t + took);
+            a.flags = wire::kCallAsync;
+            a.args.alloc.ptr = ++ptr;
+            a.args.alloc.bytes = 8 << 20;
+            t += took + 1000;
+            wire::CallBody& f = pr.call("cuMemFreeAsync", Category::Alloc, 1, t, t + 1000);
+            f.flags = wire::kCallAsync;
+            f.args.alloc.ptr = ptr;
+            t += 2000;
+        }
+        pr.sync(1, t, t + 1000);
+        t += 2000;
+    }
+    const WhatIf w = whatIf(pr.p, {}, {FixKind::PoolThreshold});
+    ASSERT_EQ(w.scenarios.size(), 1u);
+    EXPECT_EQ(w.scenarios[0].effects[0].changed, 9u) << "the first growth is new memory: kept";
+    EXPECT_NEAR(double(savingOf(w, "pool-threshold")), 9 * 28000.0, 1000.0);
+}
+
+}  // namespace
+}  // namespace gpuspy::collect::replay
