@@ -345,6 +345,9 @@ struct MemoryRow {
     // A device's stream-ordered pools (none for the other spaces), and with any, the bytes in use plus what
     // they kept reserved but unused (a floor) over time and at most.
     std::vector<MemoryPoolRow> pools;
+    // VMM address space reserved (cuMemAddressReserve .. cuMemAddressFree), at most and at the end: not memory
+    // (what is mapped into it counts in use), the room a VMM allocator set aside.
+    uint64_t vmmReservedPeakBytes = 0, vmmReservedEndBytes = 0;
     std::vector<std::pair<uint64_t, uint64_t>> heldSeries;
     uint64_t peakHeldMinBytes = 0, peakHeldNs = 0;
     uint64_t leakedBytes() const  // still held at the end by the sites that leak

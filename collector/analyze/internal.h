@@ -67,6 +67,7 @@ struct MemClass {
     bool handle = false;
     PoolOp pool = PoolOp::None;
     bool streamOrdered = false;  // cuMemAllocAsync, cuMemAllocFromPoolAsync (served by a pool), cuMemFreeAsync
+    int8_t vmmReserve = 0;       // +1 cuMemAddressReserve, -1 cuMemAddressFree: VMM address space
 };
 MemClass memClassOf(std::string_view baseName);
 
@@ -158,6 +159,11 @@ struct MemoryBook {
         std::map<uint32_t, uint64_t> regrowSites;  // raw site -> its allocations that grew the pool back
     };
     std::map<uint64_t, Pool> pools;
+    // VMM address space reserved per device (cuMemAddressReserve .. cuMemAddressFree): now and at most.
+    struct Reserved {
+        uint64_t now = 0, peak = 0;
+    };
+    std::map<int, Reserved> vmmReserved;
 
 private:
     struct Change {

@@ -26,6 +26,8 @@ MemClass memClassOf(std::string_view b)
     else if (is({"cuMemFreeHost", "cuMemHostUnregister"})) m = {MemRole::Release, MemSpace::PinnedHost, false};
     else if (is({"cuArrayDestroy", "cuMipmappedArrayDestroy"})) m = {MemRole::Release, MemSpace::Device, true};
     if (is({"cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemFreeAsync"})) m.streamOrdered = true;
+    if (b == "cuMemAddressReserve") m.vmmReserve = 1;
+    if (b == "cuMemAddressFree") m.vmmReserve = -1;
     if (b == "cuMemPoolCreate") m.pool = PoolOp::Create;
     else if (b == "cuMemPoolDestroy") m.pool = PoolOp::Destroy;
     else if (b == "cuMemPoolSetAttribute") m.pool = PoolOp::SetAttribute;
@@ -51,6 +53,14 @@ uint64_t keyOf(const wire::CallBody& c, const MemClass& m) { return c.args.alloc
 void MemoryBook::onCall(const wire::CallBody& c, const ApiClass& api, uint32_t rawSite, uint64_t streamReadyNs)
 {
     const MemClass& m = api.mem;
+    if (m.vmmReserve && succeeded(c) && c.args.alloc.ptr) {
+        // Address space, not memory: counted beside the device's rows, never in them.
+        Reserved& r = vmmReserved[c.device];
+        r.now = m.vmmReserve > 0 ? r.now + c.args.alloc.bytes : r.now - std::min(r.now, c.args.alloc.bytes);
+        r.peak = std::max(r.peak, r.now);
+        space(MemSpace::Device, c.device);
+        return;
+    }
     if (m.role == MemRole::None || hasFlag(c, wire::kCallCapturing)) return;
     // cuMemFree of managed memory: the shim names the memory's kind.
     const MemSpace space = m.role == MemRole::Release && !m.handle && c.args.alloc.mem == wire::MemKind::Managed
@@ -248,6 +258,8 @@ void finishMemory(Context& cx, Report& r)
             }
             for (const auto& [ns, bytes] : t.series()) row.series.emplace_back(rel(ns), bytes);
             if (where.first == MemSpace::Device) {
+                if (auto v = book.vmmReserved.find(where.second); v != book.vmmReserved.end())
+                    row.vmmReservedPeakBytes = v->second.peak, row.vmmReservedEndBytes = v->second.now;
                 row.pools = poolRows(book, where.second, site);
                 for (MemoryPoolRow& pr : row.pools)
                     for (uint32_t raw : pr.regrowRaw)

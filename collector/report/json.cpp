@@ -66,7 +66,8 @@
 //              peak_used_bytes used_end_bytes peak_reserved_min_bytes reserved_min_end_bytes unused_min_end_bytes
 //              grows regrows (grew back into memory it had given back) regrow_bytes releases_at_sync trims
 //              released_bytes grow_host_ns served served_host_ns destroyed regrow_callsites}] held_series[[ns bytes]] (in use plus
-//              what pools keep unused) peak_held_min_bytes peak_held_at_ns (a pool's reservation is a floor by
+//              what pools keep unused) peak_held_min_bytes peak_held_at_ns vmm_reserved_peak_bytes
+//              vmm_reserved_end_bytes (VMM address space reserved: not memory) (a pool's reservation is a floor by
 //              CUDA's documented rule: memory_pools.cpp) (collector/analyze/memory.cpp;
 //              times from the process's first CUDA call; stream-ordered allocations and frees count when their stream
 //              is estimated to reach them)
@@ -293,7 +294,8 @@ nlohmann::ordered_json reportJson(const Report& r)
                               {"unknown_releases", m.unknownReleases}, {"untracked", m.untracked}, {"attached", m.attached}, {"at_peak", atPeak},
                               {"live_at_end", live}, {"failures", failures}, {"series", series}, {"pools", pools},
                               {"held_series", held}, {"peak_held_min_bytes", m.peakHeldMinBytes},
-                              {"peak_held_at_ns", m.peakHeldNs}});
+                              {"peak_held_at_ns", m.peakHeldNs}, {"vmm_reserved_peak_bytes", m.vmmReservedPeakBytes},
+                              {"vmm_reserved_end_bytes", m.vmmReservedEndBytes}});
     }
 
     Json& sites = j["callsites"] = Json::array();

@@ -66,6 +66,10 @@ void memorySection(std::string& out, const Report& r, const textparts::Style& st
             if (p.regrows) line += "; grew back " + num(p.regrows) + " times (" + formatBytes(p.regrowBytes) + ")";
             out += wrap(line + ".", " ");
         }
+        if (m.vmmReservedPeakBytes)
+            out += wrap(who + ": VMM address space reserved (cuMemAddressReserve): at most " + formatBytes(m.vmmReservedPeakBytes) +
+                            ", " + formatBytes(m.vmmReservedEndBytes) + " at the end; what is mapped into it counts as in use.",
+                        " ");
         for (const MemoryFailure& f : m.failures)
             if (f.poolUnusedMin)
                 out += wrap(who + ": when " + (f.api.empty() ? std::string("an allocation") : f.api) + " of " + formatBytes(f.bytes) +

@@ -243,6 +243,19 @@ CUresult addressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdevic
     return s.finish(rc);
 }
 
+// The reservation's release: address space given back (the report's VMM reservation per device).
+template <Api A>
+CUresult addressFree(CUdeviceptr ptr, size_t size)
+{
+    return forwardCall<A, decltype(&::cuMemAddressFree)>(
+        [&](CallScope& s) {
+            s.body().args.alloc.ptr = ptr;
+            s.body().args.alloc.bytes = size;
+            s.body().args.alloc.mem = wire::MemKind::Device;
+        },
+        ptr, size);
+}
+
 template <Api A>
 CUresult setAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count)
 {
@@ -290,6 +303,7 @@ GS_WRAP(ctxEvent, cuCtxRecordEvent, (CUcontext c, CUevent e), (c, e))
 GS_WRAP(ctxEvent, cuCtxWaitEvent, (CUcontext c, CUevent e), (c, e))
 GS_WRAP(addressReserve, cuMemAddressReserve, (CUdeviceptr* p, size_t n, size_t a, CUdeviceptr at, unsigned long long f),
         (p, n, a, at, f))
+GS_WRAP(addressFree, cuMemAddressFree, (CUdeviceptr p, size_t n), (p, n))
 GS_WRAP(setAccess, cuMemSetAccess, (CUdeviceptr p, size_t n, const CUmemAccessDesc* d, size_t c), (p, n, d, c))
 GS_WRAP(discardBatch, cuMemDiscardBatchAsync, (CUdeviceptr* d, size_t* sz, size_t n, unsigned long long f, CUstream s),
         (d, sz, n, f, s))

@@ -4,7 +4,8 @@
 # the end, handles retained in between) and allocates pinned host memory; cublas_gemm's workspace is
 # allocated inside cublasCreate. Every space must balance (as many releases as allocations, none of
 # memory never seen, nothing left at the end), the peaks must hold what the libraries mapped, and the
-# holders must be named by the library call the user made.
+# holders must be named by the library call the user made; the VMM address space NCCL reserves is counted
+# apart (not memory), all of it given back.
 # usage: memory_libs.sh GPUSPY LIBS_BIN_DIR WORKDIR
 set -uo pipefail
 gpuspy=$1 libs=$2 work=$3
@@ -38,6 +39,10 @@ for dev in (0, 1):
           f"nccl device {dev}: every holder at the peak is named inside NCCL: " + "; ".join(h["label"] for h in m["at_peak"]))
     labels = [h["label"] for h in m["at_peak"]]
     check(len(labels) == len(set(labels)), f"nccl device {dev}: one holding per call site")
+    reserves, frees = api_count(nccl, "cuMemAddressReserve"), api_count(nccl, "cuMemAddressFree")
+    check(m["vmm_reserved_peak_bytes"] > 0 and m["vmm_reserved_end_bytes"] == 0 and reserves == frees,
+          f"nccl device {dev}: VMM address space reserved at most {m['vmm_reserved_peak_bytes']} bytes, all given back "
+          f"({reserves} cuMemAddressReserve, {frees} cuMemAddressFree)")
 total_mapped = sum(m["allocated_bytes"] for m in nccl["memory"] if m["space"] == "device")
 check(("device", -1) not in rows, "nccl: no memory row without a device")
 pinned = rows.get(("pinned_host", -1))
