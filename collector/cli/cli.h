@@ -79,6 +79,8 @@ bool reportBuilt();
 // The value of --format for `command` (report, record): text, json or csv, else a UsageError.
 void checkReportFormat(const char* command, const std::string& format);
 bool stdoutIsTerminal();
+// The text report's width: COLUMNS, else the terminal's (stdout), else 0 (the default, 100).
+size_t terminalWidth();
 
 // What the report shows and how.
 struct ReportRequest {
@@ -88,6 +90,8 @@ struct ReportRequest {
     bool color = false;
     long run = 0;  // only this run (1-based) of a repeated capture (record --repeat); 0 for the default
     bool byLaunchConfig = false;  // kernels split by grid and block
+    size_t width = 0;             // text: columns (0: 100)
+    bool verbose = false;         // text: every finding's evidence, kernels' full names
 };
 
 // The runs of a repeated capture (`record --repeat N`) in the commands that show processes (report,

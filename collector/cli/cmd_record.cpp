@@ -435,6 +435,7 @@ int runRecord(int argc, char** argv)
         ReportRequest request;
         request.format = o.format;
         request.color = stdoutIsTerminal();
+        request.width = terminalWidth();
         ReportSource source;
         const std::string report = reportOfCapture(output, request, source);
         std::fwrite(report.data(), 1, report.size(), stdout);

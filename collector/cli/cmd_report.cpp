@@ -14,6 +14,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: gpuspy report FILE [--format text|json|csv] [--top N] [--process PID] [--run K] [--by-launch-config]\n"
+    "                     [--width N] [--verbose]\n"
     "\n"
     "The report of a capture: made by `gpuspy record` or `gpuspy collect`, or a file the shim wrote\n"
     "alone (gpuspy-<pid>.gspy). A damaged file is reported up to the damage, which is then named on\n"
@@ -28,6 +29,8 @@ constexpr const char* kUsage =
     "                  spread over the runs (csv: a first line says which run)\n"
     "  --by-launch-config  a Kernels row per kernel and launch configuration (grid and block): which size\n"
     "                  of an operator is slow\n"
+    "  --width N       text: lay out for N columns (default: COLUMNS, else the terminal's width, else 100)\n"
+    "  --verbose       text: every finding's raw evidence and the kernels' full names (template arguments)\n"
     "  -h, --help      this text\n";
 
 }  // namespace
@@ -36,8 +39,8 @@ int runReport(int argc, char** argv)
 {
     ArgReader args("report", argc, argv);
     std::string file, format = "text", value;
-    long top = 10, pid = -1, run = 0;
-    bool byConfig = false;
+    long top = 10, pid = -1, run = 0, columns = 0;
+    bool byConfig = false, verbose = false;
     while (!args.done()) {
         if (args.flag({"-h", "--help"})) {
             fmt::print("{}", kUsage);
@@ -53,6 +56,14 @@ int runReport(int argc, char** argv)
         }
         if (args.value({"--run"}, value)) {
             run = parseNumber("gpuspy report: --run", value, 1, 1000000);
+            continue;
+        }
+        if (args.value({"--width"}, value)) {
+            columns = parseNumber("gpuspy report: --width", value, 60, 400);
+            continue;
+        }
+        if (args.flag({"--verbose", "-v"})) {
+            verbose = true;
             continue;
         }
         if (args.flag({"--by-launch-config"})) {
@@ -78,6 +89,8 @@ int runReport(int argc, char** argv)
     request.run = run;
     request.byLaunchConfig = byConfig;
     request.color = stdoutIsTerminal();
+    request.width = columns ? size_t(columns) : terminalWidth();
+    request.verbose = verbose;
     ReportSource source;
     std::string out;
     try {

@@ -31,13 +31,6 @@ constexpr const char* kUsage =
     "  -n COUNT        stop after COUNT frames (default: until interrupted)\n"
     "  -h, --help      this text\n";
 
-size_t terminalWidth()
-{
-    winsize ws{};
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
-    return 120;
-}
-
 }  // namespace
 
 int runTop(int argc, char** argv)
@@ -63,7 +56,7 @@ int runTop(int argc, char** argv)
         }
         std::string answer;
         try {
-            answer = controlRequest(socket, fmt::format("top {}", terminal ? terminalWidth() : 120));
+            answer = controlRequest(socket, fmt::format("top {}", terminal && terminalWidth() ? terminalWidth() : 120));
         } catch (const std::exception& e) {
             say("gpuspy top: {}\n", e.what());
             return kExitFailure;

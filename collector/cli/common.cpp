@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,6 +113,19 @@ bool stdoutIsTerminal()
 {
     const char* noColor = std::getenv("NO_COLOR");
     return isatty(STDOUT_FILENO) && !(noColor && *noColor);
+}
+
+size_t terminalWidth()
+{
+    // COLUMNS first (a shell exports it; a test sets it), then the terminal's own size; 0 for a pipe.
+    if (const char* c = std::getenv("COLUMNS"); c && *c) {
+        char* end = nullptr;
+        const long n = std::strtol(c, &end, 10);
+        if (end && !*end && n > 0) return size_t(n);
+    }
+    winsize ws{};
+    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    return 0;
 }
 
 #if GPUSPY_HAVE_SYMBOLIZE
@@ -292,7 +306,7 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
                               source.runsInCapture, request.run);
         out += renderCsv(report);
     } else {
-        out = renderText(report, request.color);
+        out = renderText(report, TextOptions{request.color, request.width, request.verbose});
         if (source.runs.count()) {
             if (!out.empty() && out.back() != '\n') out += '\n';
             out += renderRunsText(source.runs);

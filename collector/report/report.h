@@ -12,7 +12,14 @@
 
 namespace gpuspy::collect {
 
-std::string renderText(const Report&, bool color);
+// The text report: width 0 is the default (100 columns); verbose adds every finding's raw evidence and the
+// kernels' full names.
+struct TextOptions {
+    bool color = false;
+    size_t width = 0;
+    bool verbose = false;
+};
+std::string renderText(const Report&, const TextOptions&);
 std::string renderJson(const Report&);  // reportJson(r).dump(2) plus a newline
 std::string renderCsv(const Report&);
 

@@ -58,19 +58,19 @@ std::string severityText(const Style& st, const std::string& sev)
     return color + up + st.reset();
 }
 
-// "f(Model&, Batch const&) (train.cu:128)" -> "f(...) (train.cu:128)" when it does not fit `width`:
-// the file and line matter more than the parameter types.
-std::string shortSite(const std::string& label, size_t width)
+// "f(Model&, Batch const&) (train.cu:128)" -> "f(...) (train.cu:128)": the file and line matter more than
+// the parameter types.
+std::string foldParameters(const std::string& label)
 {
-    if (label.size() <= width) return label;
     const size_t file = label.rfind(" (");
     const size_t paren = label.find('(');
-    if (file != std::string::npos && paren != std::string::npos && paren < file)
-        return clip(label.substr(0, paren) + "(...)" + label.substr(file), width);
-    return clip(label, width);
+    if (file != std::string::npos && paren != std::string::npos && paren < file && label.compare(paren, 2, "()") != 0)
+        return label.substr(0, paren) + "(...)" + label.substr(file);
+    return label;
 }
 
-void findings(std::string& out, const Report& r, const Style& st)
+
+void findings(std::string& out, const Report& r, const Style& st, bool verbose)
 {
     out += heading(st, "Findings (ranked by estimated time saved)");
     if (r.findings.empty()) {
@@ -80,14 +80,14 @@ void findings(std::string& out, const Report& r, const Style& st)
     size_t rank = 0;
     for (const Finding& f : r.findings) {
         const std::string head = std::to_string(++rank) + ". ";
-        std::string line = " " + head + severityText(st, f.severity) + " " + st.bold() + f.rule + st.reset();
+        std::string line = head + severityText(st, f.severity) + " " + st.bold() + f.rule + st.reset();
         if (f.estimatedSavingsNs)
             line += std::string(f.savingsBound == "at_most" ? "  at most " : f.savingsBound == "at_least" ? "  at least " : "  ~") +
                     formatNs(f.estimatedSavingsNs) + " to save" + (f.prediction.fix.empty() ? "" : " (predicted)");
         if (f.hostCpuSavingsNs) line += "  ~" + formatNs(f.hostCpuSavingsNs) + " of host CPU to free (not wall time)";
-        out += line + "\n";
+        out += wrap(line, " ", "     ");
         out += wrap(f.message, "     ");
-        if (!f.evidence.empty()) {
+        if (verbose && !f.evidence.empty()) {
             std::string ev = "evidence:";
             for (const auto& [k, v] : f.evidence) {
                 char b[48];
@@ -103,7 +103,10 @@ void findings(std::string& out, const Report& r, const Style& st)
             if (id < r.callsites.size())
                 tail = "  " + num(r.callsites[id].count) + " calls, " + formatNs(r.callsites[id].ns);
             const std::string prefix = std::string("     ") + (i ? "   " : "at ");
-            out += prefix + shortSite(siteText(r, id), kWidth - prefix.size() - tail.size()) + tail + "\n";
+            const std::string site = siteText(r, id);
+            // Parameter types folded where the line would not fit; then wrapped, never clipped.
+            const std::string shown = prefix.size() + site.size() + tail.size() <= width() ? site : foldParameters(site);
+            out += wrap(prefix + shown + tail, "", "          ");
         }
     }
 }
@@ -135,6 +138,7 @@ void overview(std::string& out, const Report& r, const Style& st)
 {
     out += heading(st, "Processes");
     TextTable t({"PID", "Wall", "CUDA API", "% wall", "gpuspy", "Calls", "Dropped", "Command"}, 7);
+    for (size_t c : {6, 4}) t.optional(c);
     for (const ProcessSummary& p : r.processes)
         t.row({std::to_string(p.pid), formatNs(p.wallNs), formatNs(p.cudaApiNs), pct(p.cudaApiPct),
                formatNs(p.gpuspyOverheadNs), num(p.calls), p.ended ? num(p.droppedRecords) : num(p.droppedRecords) + "?",
@@ -146,6 +150,7 @@ void overview(std::string& out, const Report& r, const Style& st)
     if (r.devices.empty()) return;
     out += heading(st, "Devices (busy % over each process's first to last CUDA call)");
     TextTable d({"PID", "Dev", "Busy %", "Range %", "Busy", "Active", "Idle gaps", "Largest", "Starved", "Ops", "Timed", "Name"}, 11);
+    for (size_t c : {0, 9, 10, 7, 5}) d.optional(c);  // narrow: Active, then Largest, Timed, Ops, PID go
     uint64_t boundOps = 0, estimated = 0;
     for (const DeviceSummary& x : r.devices) {
         boundOps += x.upperBoundOps;
@@ -167,6 +172,7 @@ void overview(std::string& out, const Report& r, const Style& st)
     if (r.streams.size() > 1) {
         out += heading(st, "Streams (busy % of the process's active span)");
         TextTable t({"PID", "Dev", "Busy %", "Range %", "Busy", "Ops", "Estimated", "Stream"}, 7);
+        for (size_t c : {6, 3}) t.optional(c);
         size_t shown = 0;
         for (const StreamSummary& x : r.streams) {
             if (shown++ == r.options.top) break;
@@ -199,6 +205,7 @@ void apis(std::string& out, const Report& r, const Style& st)
     uint64_t total = 0;
     for (const ApiRow& a : r.apis) total += a.host.total;
     TextTable t({"Time %", "Total", "Calls", "Avg", "Med", "Min", "Max", "Name"}, 7);
+    for (size_t c : {0, 6, 5, 3}) t.optional(c);
     for (size_t i = 0; i < r.apis.size() && i < r.options.top; ++i) {
         const ApiRow& a = r.apis[i];
         t.row({pct(total ? 100.0 * double(a.host.total) / double(total) : 0), formatNs(a.host.total), num(a.host.count),
@@ -214,6 +221,7 @@ void transfers(std::string& out, const Report& r, const Style& st)
     if (r.transfers.empty()) return;
     out += heading(st, "Transfers (direction x host memory x mode)");
     TextTable t({"Dir", "Memory", "Mode", "Count", "Bytes", "GPU time", "Host time", "GB/s", "<=64K", "<=1M", ">1M"}, 1);
+    t.optional({8, 9, 10});  // the size histogram, whole or not at all
     t.leftAlign(0);
     t.leftAlign(1);
     t.leftAlign(2);
@@ -250,29 +258,54 @@ void transfers(std::string& out, const Report& r, const Style& st)
     }
 }
 
-void kernels(std::string& out, const Report& r, const Style& st)
+// "void k<float, 128>(float*)" -> "void k<...>(float*)": template arguments folded (the full name in JSON
+// and with --verbose).
+std::string foldTemplates(const std::string& name)
+{
+    std::string out;
+    int depth = 0;
+    for (char c : name) {
+        if (c == '<') {
+            if (depth++ == 0) out += "<...>";
+            continue;
+        }
+        if (c == '>' && depth > 0) {
+            --depth;
+            continue;
+        }
+        if (depth == 0) out += c;
+    }
+    return depth == 0 ? out : name;  // "operator<" and the like: as it is
+}
+
+void kernels(std::string& out, const Report& r, const Style& st, bool verbose)
 {
     const LaunchSummary& L = r.launches;
     if (r.kernels.empty() && !L.graphLaunches) return;
     out += heading(st, "Kernels (GPU time)");
     uint64_t total = 0;
     for (const KernelRow& k : r.kernels) total += k.estimatedGpuNs;
-    TextTable t({"Time %", "Total", "Count", "Avg", "Med", "Min", "Max", "Launch med", "Name"}, 8);
+    TextTable t({"Time %", "Total", "Count", "Timed", "Avg", "Med", "Min", "Max", "Launch med", "Name"}, 9);
+    for (size_t c : {0, 6, 7, 4}) t.optional(c);  // on a narrow terminal: Avg, then Max, Min, Time % go
+    bool few = false;
     for (size_t i = 0; i < r.kernels.size() && i < r.options.top; ++i) {
         const KernelRow& k = r.kernels[i];
         const bool timed = k.timedCount > 0;
+        // A kernel's times from one or two timed launches are marked: its spread is unknown.
+        const std::string mark = timed && k.timedCount <= 2 ? "*" : "";
+        few |= !mark.empty();
         const std::string totalText = timed ? formatNs(k.estimatedGpuNs) : k.graphGpuNs ? "~" + formatNs(k.estimatedGpuNs) : "-";
         t.row({pct(total ? 100.0 * double(k.estimatedGpuNs) / double(total) : 0), totalText,
-               num(k.count), timed ? formatNs(uint64_t(k.gpu.avg + 0.5)) : "-", timed ? formatNs(k.gpu.median) : "-",
-               timed ? formatNs(k.gpu.min) : "-", timed ? formatNs(k.gpu.max) : "-",
-               k.count > k.graphCount ? formatNs(k.medianLaunchHostNs) : "graph",
-               (k.launchBound ? "! " : "") + k.name + (k.launchConfig.empty() ? "" : " [" + k.launchConfig + "]")});
+               num(k.count), num(k.timedCount), timed ? formatNs(uint64_t(k.gpu.avg + 0.5)) + mark : "-",
+               timed ? formatNs(k.gpu.median) + mark : "-", timed ? formatNs(k.gpu.min) + mark : "-",
+               timed ? formatNs(k.gpu.max) + mark : "-", k.count > k.graphCount ? formatNs(k.medianLaunchHostNs) : "graph",
+               (k.launchBound ? "! " : "") + (verbose ? k.name : foldTemplates(k.name)) +
+                   (k.launchConfig.empty() ? "" : " [" + k.launchConfig + "]")});
     }
     out += t.render(st);
+    if (few) out += wrap("* from one or two timed launches: the kernel's spread is unknown.", " ");
     if (r.kernels.size() > r.options.top) out += " (" + num(r.kernels.size() - r.options.top) + " more kernels in --format json/csv)\n";
-    char rate[32];
-    std::snprintf(rate, sizeof rate, "%.0f", L.perSecond);
-    std::string s = "Launches: " + num(L.count) + " (" + rate + "/s over the active span), host time " + formatNs(L.hostNs) +
+    std::string s = "Launches: " + num(L.count) + " (" + num(uint64_t(L.perSecond + 0.5)) + "/s over the active span), host time " + formatNs(L.hostNs) +
                     " (median " + formatNs(L.medianHostNs) + ", p99 " + formatNs(L.p99HostNs) + "). Launch-bound kernels " +
                     "(marked !, median GPU time below the median launch cost): " + num(L.launchBoundKernels) +
                     ". GPU idle gaps between operations: " + formatNs(L.idleGapNs) + " in all, largest " +
@@ -301,7 +334,7 @@ void hostFunctions(std::string& out, const Report& r, const Style& st)
     const std::string held = timed ? formatNs(h.estimatedGpuNs) : h.graphGpuNs ? "~" + formatNs(h.estimatedGpuNs) : "-";
     t.row({num(h.count), num(h.graphCount), held, timed ? formatNs(h.gpu.median) : "-", timed ? formatNs(h.gpu.max) : "-",
            h.count > h.graphCount ? formatNs(h.medianLaunchHostNs) : "graph",
-           h.callsites.empty() ? "-" : shortSite(siteText(r, h.callsites[0]), 40)});
+           h.callsites.empty() ? "-" : foldParameters(siteText(r, h.callsites[0]))});
     out += t.render(st);
     std::string s = "Held stream: the time they held their stream (work queued behind them waited)";
     if (h.timedCount < h.count - h.graphCount) s += ", " + num(h.timedCount) + " timed, the rest at their mean";
@@ -340,6 +373,7 @@ void nvtx(std::string& out, const Report& r, const Style& st)
     if (r.nvtx.empty()) return;
     out += heading(st, "NVTX ranges (inclusive)");
     TextTable t({"Range time", "Ranges", "Calls", "CUDA API", "Copies", "Bytes", "Launches", "Sync blocked", "GPU", "Name"}, 9);
+    for (size_t c : {2, 5, 4, 6}) t.optional(c);
     bool anyBound = false;
     for (size_t i = 0; i < r.nvtx.size() && i < r.options.top; ++i) {
         const NvtxRow& n = r.nvtx[i];
@@ -362,6 +396,7 @@ void captureWindows(std::string& out, const Report& r, const Style& st)
         return;
     }
     TextTable t({"Pid", "#", "Opened by", "Closed by", "Begin", "Length", "Calls", "Launches", "Copies", "Syncs", "Left out"}, 10);
+    for (size_t c : {9, 8, 7}) t.optional(c);
     for (const CaptureWindowRow& w : cw.rows)
         t.row({std::to_string(w.pid), std::to_string(w.index), w.trigger, w.endedBy, formatNs(w.beginNs),
                formatNs(w.endNs > w.beginNs ? w.endNs - w.beginNs : 0), w.empty() ? "0 EMPTY" : num(w.calls), num(w.launches),
@@ -389,9 +424,86 @@ void sites(std::string& out, const Report& r, const Style& st)
 
 }  // namespace
 
-std::string renderText(const Report& r, bool color)
+// One line of what to change per rule: the verdict's (the finding's message says it in full).
+std::string adviceOf(const std::string& rule)
 {
-    const Style st{color};
+    static const std::map<std::string, std::string> kAdvice = {
+        {"pageable-memcpy", "copy from pinned host memory (cudaMallocHost / cudaHostRegister)"},
+        {"pageable-async-memcpy", "pin the host memory of the async copies"},
+        {"sync-memcpy", "cudaMemcpyAsync on a stream, one wait where the data is needed"},
+        {"small-transfers", "pack the small copies into one buffer and copy it once"},
+        {"launch-bound-kernels", "fuse the kernels, or launch the sequence as one CUDA graph"},
+        {"gpu-starved", "prepare the next work while the GPU runs, so that its queue never empties"},
+        {"sync-in-loop", "synchronize once after the loop"},
+        {"implicit-sync", "allocate once outside the loop (cudaMalloc/cudaFree wait for the GPU)"},
+        {"spin-wait", "a blocking wait instead of polling"},
+        {"dropped-records", "record a shorter window (the capture lost records)"},
+        {"memory-leak", "free each allocation once done with it"},
+        {"memory-peak", "compute the intermediate in pieces, or reuse a buffer"},
+        {"allocation-failed", "free memory before the allocation, or ask for less"},
+        {"pool-keeps-memory", "lower the pool's release threshold, or trim it after the burst"},
+        {"pool-regrowth", "set the pool's release threshold to its working size"},
+    };
+    auto it = kAdvice.find(rule);
+    return it != kAdvice.end() ? it->second : std::string();
+}
+
+// The answer first: what bounds the run, and the findings to act on first, one line each.
+void verdict(std::string& out, const Report& r, const Style& st, uint64_t wall)
+{
+    out += heading(st, "Verdict");
+    const DeviceSummary* busiest = nullptr;
+    for (const DeviceSummary& d : r.devices)
+        if (!busiest || d.busyPct > busiest->busyPct) busiest = &d;
+    std::string bound;
+    if (!busiest) bound = "No GPU work was recorded: the run's time is the host's.";
+    else {
+        const std::string gpu = "GPU " + std::to_string(busiest->id) +
+                                (r.processes.size() > 1 ? " (pid " + std::to_string(busiest->pid) + ")" : "") + " is busy " +
+                                markBusy(pct(busiest->busyPct), *busiest) + "%" +
+                                (busyRange(*busiest).empty() ? "" : " (" + busyRange(*busiest) + "%)") + " of the " +
+                                formatNs(wall) + " wall";
+        bound = busiest->busyPct >= 90 ? "GPU-bound: " + gpu + ": its own work sets the pace (the Kernels table says which)."
+                                       : "Host-bound: " + gpu + "; the rest of the time it waits for the host.";
+    }
+    out += wrap(bound, " ");
+    std::vector<const Finding*> act;
+    for (const Finding& f : r.findings)
+        if (f.estimatedSavingsNs && act.size() < 3) act.push_back(&f);
+    size_t memory = 0;
+    for (const Finding& f : r.findings)
+        if (!f.estimatedSavingsNs && f.severity == "high" && memory < 2) act.push_back(&f), ++memory;
+    if (act.empty()) {
+        out += wrap(r.findings.empty() ? "Nothing to change: no finding." : "No finding claims a saving; see the findings below.", " ");
+        return;
+    }
+    out += wrap("What to change first (each fix's saving alone: savings of several fixes do not add):", " ");
+    size_t rank = 0;
+    for (const Finding* f : act) {
+        std::string line = std::to_string(++rank) + ". " + severityText(st, f->severity) + " " + st.bold() + f->rule + st.reset();
+        if (f->estimatedSavingsNs) {
+            line += std::string(f->savingsBound == "at_most" ? "  at most " : f->savingsBound == "at_least" ? "  at least " : "  ~") +
+                    formatNs(f->estimatedSavingsNs);
+            if (wall) line += " (" + pct(100.0 * double(f->estimatedSavingsNs) / double(wall)) + "% of the wall)";
+        }
+        const std::string advice = adviceOf(f->rule);
+        if (!advice.empty()) line += ": " + advice;
+        if (!f->callsites.empty()) line += ", at " + siteText(r, f->callsites.front());
+        out += wrap(line, "  ", "     ");
+    }
+}
+
+void notes(std::string& out, const Report& r, const Style& st)
+{
+    if (r.notes.empty()) return;
+    out += heading(st, "Notes (how to read these figures)");
+    for (const std::string& n : r.notes) out += st.yellow() + wrap("note: " + n, " ") + st.reset();
+}
+
+std::string renderText(const Report& r, const TextOptions& options)
+{
+    const WidthScope columns(options.width);
+    const Style st{options.color};
     std::string out;
     uint64_t wall = 0, api = 0;
     for (const ProcessSummary& p : r.processes) {
@@ -403,19 +515,24 @@ std::string renderText(const Report& r, bool color)
     for (const DeviceSummary& d : r.devices)
         head += ", GPU " + std::to_string(d.id) + (r.processes.size() > 1 ? " (pid " + std::to_string(d.pid) + ")" : "") +
                 " busy " + markBusy(pct(d.busyPct), d) + "%" + (busyRange(d).empty() ? "" : " (" + busyRange(d) + "%)");
-    out += st.bold() + clip(head, kWidth) + st.reset() + "\n";
-    for (const std::string& n : r.notes) out += st.yellow() + wrap("note: " + n, " ") + st.reset();
-    findings(out, r, st);
+    out += st.bold() + wrap(head, "") + st.reset();
+    if (!r.notes.empty())
+        out += wrap(std::to_string(r.notes.size()) + (r.notes.size() == 1 ? " note" : " notes") +
+                        " on how to read the figures: at the end.",
+                    " ");
+    verdict(out, r, st, wall);
+    findings(out, r, st, options.verbose);
     overview(out, r, st);
     apis(out, r, st);
     transfers(out, r, st);
-    kernels(out, r, st);
+    kernels(out, r, st, options.verbose);
     hostFunctions(out, r, st);
     syncs(out, r, st);
     nvtx(out, r, st);
     memorySection(out, r, st);
     captureWindows(out, r, st);
     sites(out, r, st);
+    notes(out, r, st);
     return out;
 }
 

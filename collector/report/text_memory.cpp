@@ -16,6 +16,7 @@ void memorySection(std::string& out, const Report& r, const textparts::Style& st
     if (r.memory.empty()) return;
     out += heading(st, "GPU memory (what holds it, its peak, what was never released)");
     TextTable t({"Pid", "Space", "Allocs", "Frees", "Peak", "Peak at", "In use at end", "Leaked", "Failed"}, 8);
+    for (size_t c : {0, 5, 7, 8, 3}) t.optional(c);  // narrow: Frees, Failed, Leaked, Peak at, Pid go
     t.leftAlign(1);
     auto spaceName = [](const MemoryRow& m) {
         return m.space == "pinned_host" ? std::string("pinned host") : m.space + " " + std::to_string(m.device);

@@ -8,8 +8,11 @@ namespace gpuspy::collect::textparts {
 
 namespace {
 
-// Takes from `rest` the longest prefix of at most `width` bytes, breaking after a space or a comma
-// when one is in the second half of the line; the rest loses its leading spaces.
+thread_local size_t t_width = kDefaultWidth;
+
+// Takes from `rest` the longest prefix of at most `width` bytes, breaking after a space, a comma, an
+// opening parenthesis or a slash where there is one; the rest loses its leading spaces. A word longer
+// than the line is the only thing cut inside.
 std::string takeLine(std::string& rest, size_t width)
 {
     if (rest.size() <= width) {
@@ -17,12 +20,15 @@ std::string takeLine(std::string& rest, size_t width)
         rest.clear();
         return all;
     }
-    size_t cut = width;
-    for (size_t i = width; i > width / 2; --i)
-        if (rest[i - 1] == ' ' || rest[i - 1] == ',') {
-            cut = i;
-            break;
-        }
+    // A space first (not too early in the line), then after a comma, an opening parenthesis or a slash.
+    size_t cut = 0;
+    for (size_t i = width; i > width / 3 && !cut; --i)
+        if (rest[i] == ' ' || rest[i - 1] == ' ') cut = i;
+    for (size_t i = width; i > 1 && !cut; --i)
+        if (rest[i - 1] == ',' || rest[i - 1] == '(' || rest[i - 1] == '/') cut = i;
+    for (size_t i = width; i > 1 && !cut; --i)
+        if (rest[i] == ' ' || rest[i - 1] == ' ') cut = i;
+    if (!cut) cut = width;
     while (cut > 1 && (static_cast<unsigned char>(rest[cut]) & 0xC0) == 0x80) --cut;
     std::string head = rest.substr(0, cut);
     while (!head.empty() && head.back() == ' ') head.pop_back();
@@ -33,6 +39,15 @@ std::string takeLine(std::string& rest, size_t width)
 }
 
 }  // namespace
+
+size_t width() { return t_width; }
+
+WidthScope::WidthScope(size_t columns) : m_saved(t_width)
+{
+    t_width = std::clamp<size_t>(columns ? columns : kDefaultWidth, kMinWidth, kMaxWidth);
+}
+
+WidthScope::~WidthScope() { t_width = m_saved; }
 
 std::string clip(const std::string& s, size_t n)
 {
@@ -61,11 +76,14 @@ std::string num(uint64_t v)
     return o;
 }
 
-// Greedy word wrap of `text` into lines of at most kWidth columns, each starting with `indent`.
-std::string wrap(const std::string& text, const std::string& indent)
+// Greedy word wrap of `text` into lines of at most width() columns, each starting with `indent`.
+std::string wrap(const std::string& text, const std::string& indent) { return wrap(text, indent, indent); }
+
+std::string wrap(const std::string& text, const std::string& first, const std::string& hanging)
 {
-    std::string out, line = indent;
-    const size_t limit = kWidth;
+    std::string out, line = first;
+    std::string indent = first;
+    const size_t limit = width();
     size_t i = 0;
     while (i < text.size()) {
         size_t j = text.find(' ', i);
@@ -73,10 +91,18 @@ std::string wrap(const std::string& text, const std::string& indent)
         std::string word = text.substr(i, j - i);
         i = j + 1;
         if (word.empty()) continue;
-        if (indent.size() + word.size() > limit) word = clip(word, limit - indent.size());
+        // A word longer than a line (a kernel's signature) is broken where it can be, never clipped.
+        while (indent.size() + word.size() > limit) {
+            if (line.size() > indent.size()) out += line + "\n", indent = hanging, line = indent;
+            out += indent + takeLine(word, limit - indent.size()) + "\n";
+            indent = hanging;
+            line = indent;
+        }
+        if (word.empty()) continue;
         const bool fresh = line.size() == indent.size();
         if (line.size() + (fresh ? 0 : 1) + word.size() > limit) {
             out += line + "\n";
+            indent = hanging;
             line = indent + word;
         } else {
             line += (fresh ? "" : " ") + word;
@@ -96,8 +122,43 @@ std::string TextTable::render(const Style& st) const
     size_t fixed = 0;
     for (size_t c = 0; c < w.size(); ++c)
         if (c != m_flex) fixed += w[c] + 2;
-    const size_t room = kWidth > fixed + 2 ? kWidth - fixed - 2 : 8;
-    w[m_flex] = std::min(w[m_flex], room);
+    // Too wide for the width: the optional columns go, the last marked first, until the rest fits.
+    std::set<size_t> dropped;
+    const size_t flexNeeds = std::min(w[m_flex], kMinFlex);
+    for (auto it = m_optional.rbegin(); it != m_optional.rend() && fixed + 2 + flexNeeds > width(); ++it)
+        for (size_t c : *it)
+            if (c != m_flex && dropped.insert(c).second) fixed -= w[c] + 2;
+    if (!dropped.empty()) {
+        TextTable narrow({}, 0);
+        for (size_t c = 0; c < m_titles.size(); ++c)
+            if (!dropped.count(c)) {
+                if (c == m_flex) narrow.m_flex = narrow.m_titles.size();
+                if (m_left.count(c)) narrow.m_left.insert(narrow.m_titles.size());
+                narrow.m_titles.push_back(m_titles[c]);
+            }
+        for (const auto& r : m_rows) {
+            std::vector<std::string> cells;
+            for (size_t c = 0; c < r.size(); ++c)
+                if (!dropped.count(c)) cells.push_back(r[c]);
+            narrow.m_rows.push_back(std::move(cells));
+        }
+        return narrow.render(st);
+    }
+    const size_t total = width();
+    const size_t room = total > fixed + 2 ? total - fixed - 2 : 0;
+    // Too little room beside the other columns: the flexible cell goes on lines of its own, indented.
+    // ... or when one of its words is longer than the room (a kernel's mangled-looking name): never broken.
+    size_t longestWord = 0;
+    for (const auto& r : m_rows)
+        for (size_t i = 0, j; i < r[m_flex].size(); i = j + 1) {
+            j = r[m_flex].find_first_of(" ,(", i);
+            if (j == std::string::npos) j = r[m_flex].size();
+            longestWord = std::max(longestWord, j - i);
+        }
+    const bool below = (room < kMinFlex && w[m_flex] > room && (w[m_flex] > kMinFlex / 2 || !room)) ||
+                       (longestWord > room && room < total - 5);
+    w[m_flex] = below ? 0 : std::min(w[m_flex], room);
+    const size_t belowIndent = 5, belowWidth = total - belowIndent;
     // A flexible cell too long for its column continues on the next lines, aligned under it.
     size_t flexStart = 1;
     for (size_t c = 0; c < m_flex; ++c) flexStart += w[c] + 2;
@@ -105,7 +166,10 @@ std::string TextTable::render(const Style& st) const
         std::string s = " ", rest;
         for (size_t c = 0; c < cells.size(); ++c) {
             std::string cell = cells[c];
-            if (c == m_flex && cell.size() > w[c]) {
+            if (c == m_flex && below) {
+                rest = cell;
+                cell.clear();
+            } else if (c == m_flex && cell.size() > w[c]) {
                 rest = cell;
                 cell = takeLine(rest, w[c]);
             }
@@ -115,12 +179,9 @@ std::string TextTable::render(const Style& st) const
             if (c + 1 < cells.size()) s += "  ";
         }
         while (!s.empty() && s.back() == ' ') s.pop_back();
-        s = clip(s, kWidth) + "\n";
-        for (int more = 0; !rest.empty(); ++more) {
-            std::string piece = more == 2 ? clip(rest, w[m_flex]) : takeLine(rest, w[m_flex]);
-            if (more == 2) rest.clear();
-            s += std::string(flexStart, ' ') + piece + "\n";
-        }
+        s = clip(s, total) + "\n";
+        const size_t at = below ? belowIndent : flexStart, room = below ? belowWidth : w[m_flex];
+        while (!rest.empty()) s += std::string(at, ' ') + takeLine(rest, room) + "\n";
         return s;
     };
     std::string out = st.bold() + line(m_titles);
@@ -132,7 +193,8 @@ std::string TextTable::render(const Style& st) const
 std::string heading(const Style& st, const std::string& title)
 {
     std::string s = "== " + title + " ";
-    if (s.size() < kWidth) s += std::string(kWidth - s.size(), '=');
+    if (s.size() < width()) s += std::string(width() - s.size(), '=');
+    else s = wrap(s, "", "   "), s.pop_back();  // longer than the width: wrapped, no rule
     return "\n" + st.bold() + s + st.reset() + "\n";
 }
 
