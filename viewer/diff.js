@@ -77,10 +77,10 @@ function diffTables(doc) {
     };
     tables.push({
       id: 'spread', title: 'Over the runs (A ' + runs.a + ' runs, B ' + runs.b + ' runs): median [min - max]; ' +
-        'noise: the ranges overlap',
+        'beyond noise: a rank test or Welch\u2019s t-test over the runs, p < 0.01, and 1% or more',
       columns: ['section', 'figure', 'A', 'B', 'verdict'],
       rows: doc.spread.map((s) => [s.section, s.name, range(s.name, s.a), range(s.name, s.b),
-        s.verdict === 'noise' ? 'noise' : s.verdict + ' (beyond noise)']),
+        s.verdict === 'noise' ? 'noise' : s.verdict === 'too_few' ? 'too few runs to tell' : s.verdict + ' (beyond noise)']),
     });
   }
 
@@ -121,7 +121,8 @@ function verdictText(doc) {
   const how = w.b > w.a ? 'slower' : w.b < w.a ? 'faster' : 'as fast';
   const v = verdictOf(doc, 'headline', 'wall_ns');
   return 'B is ' + pct + '% ' + how + ' than A (wall)' +
-    (v === 'noise' ? ': noise, inside the runs\u2019 spread.' : v ? ': beyond the runs\u2019 spread.' : '.');
+    (v === 'noise' ? ': noise, the runs cannot tell the two apart.' : v === 'too_few' ? ': too few runs to tell.' :
+      v ? ': beyond the runs\u2019 noise.' : '.');
 }
 
 function render() {

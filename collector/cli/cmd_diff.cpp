@@ -146,9 +146,14 @@ int runDiff(int argc, char** argv)
     std::fflush(stdout);
     if (failPct >= 0) {
         const double slower = wallSlowdownPct(d);
-        if (slower > failPct && spreadVerdict(d, "headline", "wall_ns") == "noise") {
-            fmt::print(stderr, "gpuspy diff: B's median wall is {:.1f}% above A's, but inside the runs' spread: noise, "
+        const std::string verdict = spreadVerdict(d, "headline", "wall_ns");
+        if (slower > failPct && verdict == "noise") {
+            fmt::print(stderr, "gpuspy diff: B's median wall is {:.1f}% above A's, but the runs cannot tell it from noise: "
                                "not a regression\n", slower);
+        } else if (slower > failPct && verdict == "too_few") {
+            fmt::print(stderr, "gpuspy diff: B's median wall is {:.1f}% above A's, but {} and {} runs are too few to tell it "
+                               "from noise (record --repeat 5 or more each): not failing\n",
+                       slower, d.runsA, d.runsB);
         } else if (slower > failPct) {
             fmt::print(stderr, "gpuspy diff: B is {:.1f}% slower than A (wall {:.3f} ms -> {:.3f} ms), more than the "
                                "{:g}% allowed\n",

@@ -1,6 +1,7 @@
 // collector/compare/diff.cpp: the diff stage: pairs the rows of two Reports by what they are and takes the
 // difference of each figure. Pure: no I/O.
 #include "collector/compare/diff.h"
+#include "collector/compare/significance.h"
 
 #include <algorithm>
 #include <cmath>
@@ -222,9 +223,10 @@ void addRunSpreads(ReportDiff& d, const RunsSummary& a, const RunsSummary& b)
             s.section = section;
             s.name = x ? x->name : y->name;
             // Absent from every run of one side: 0 in each of its runs.
-            s.a = x ? x->spread : Spread{0, 0, 0, a.count()};
-            s.b = y ? y->spread : Spread{0, 0, 0, b.count()};
-            s.verdict = s.b.max < s.a.min ? "lower" : s.b.min > s.a.max ? "higher" : "noise";
+            s.a = x ? x->spread : Spread{0, 0, 0, a.count(), std::vector<uint64_t>(a.count(), 0)};
+            s.b = y ? y->spread : Spread{0, 0, 0, b.count(), std::vector<uint64_t>(b.count(), 0)};
+            // A rank test and Welch's t-test over the runs (significance.h), not overlapping ranges.
+            s.verdict = changeVerdict(s.a.values, s.b.values);
             d.spreads.push_back(std::move(s));
         });
     };

@@ -2,6 +2,7 @@
 // first, then findings and the tables) and JSON for tools (schema "gpuspy.diff/1", see the README).
 #include "collector/analyze/internal.h"
 #include "collector/compare/diff.h"
+#include "collector/compare/significance.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -137,12 +138,14 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
     if (h.wallNs.a && h.wallNs.b)
         out += fmt::format("\nB is {:.1f}% {} than A (wall){}\n", std::fabs(h.wallNs.pct()),
                            h.wallNs.b > h.wallNs.a ? "slower" : h.wallNs.b < h.wallNs.a ? "faster" : "as fast",
-                           wallVerdict == "noise" ? ": noise, inside the runs' spread"
-                           : wallVerdict.empty()  ? ""
-                                                  : ": beyond the runs' spread");
+                           wallVerdict == "noise"     ? ": noise, the runs cannot tell the two apart"
+                           : wallVerdict == "too_few" ? ": too few runs to tell (5 or more of each would)"
+                           : wallVerdict.empty()      ? ""
+                                                      : ": beyond the runs' noise");
     if (!d.spreads.empty()) {
-        out += fmt::format("\nover the runs (A {} runs, B {} runs): median [min - max]; noise: the two ranges "
-                           "overlap\n", d.runsA, d.runsB);
+        out += fmt::format("\nover the runs (A {} runs, B {} runs): median [min - max]; a change is beyond noise where a "
+                           "rank test or Welch's t-test over the runs says so (p < {:g}) and the medians differ by {:g}% "
+                           "or more\n", d.runsA, d.runsB, kAlpha, kMinChangePct);
         size_t n = 0;
         for (const SpreadDiff& sp : d.spreads) {
             if (sp.section != "headline" && n++ >= top) continue;
@@ -157,8 +160,10 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
                                      : label != kLabels.end()  ? label->second
                                                                : sp.name;
             out += fmt::format("  {:<28} {:>30} {:>30}  {}\n", clipMiddle(name, 28), range(sp.a), range(sp.b),
-                               sp.verdict == "noise" ? "noise" : sp.verdict == "lower" ? "lower (beyond noise)"
-                                                                                     : "higher (beyond noise)");
+                               sp.verdict == "noise"     ? "noise"
+                               : sp.verdict == "too_few" ? "too few runs to tell"
+                               : sp.verdict == "lower"   ? "lower (beyond noise)"
+                                                         : "higher (beyond noise)");
         }
     }
 

@@ -26,6 +26,7 @@ Spread spreadOf(std::vector<uint64_t> values)
     s.min = values.front();
     s.max = values.back();
     s.median = n % 2 ? values[n / 2] : values[n / 2 - 1] + (values[n / 2] - values[n / 2 - 1]) / 2;
+    s.values = std::move(values);
     return s;
 }
 

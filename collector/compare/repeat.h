@@ -23,6 +23,7 @@ inline constexpr double kWideSpreadPct = 25;
 struct Spread {
     uint64_t median = 0, min = 0, max = 0;
     size_t runs = 0;
+    std::vector<uint64_t> values;  // every run's, sorted (the significance tests')
     // (max - min) / median in percent; 0 when every run gave 0, +infinity when only the median is 0.
     double spreadPct() const;
     bool wide() const { return runs > 1 && spreadPct() > kWideSpreadPct; }

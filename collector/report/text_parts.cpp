@@ -151,7 +151,7 @@ std::string TextTable::render(const Style& st) const
     size_t longestWord = 0;
     for (const auto& r : m_rows)
         for (size_t i = 0, j; i < r[m_flex].size(); i = j + 1) {
-            j = r[m_flex].find_first_of(" ,(", i);
+            j = r[m_flex].find_first_of(" ,(/", i);
             if (j == std::string::npos) j = r[m_flex].size();
             longestWord = std::max(longestWord, j - i);
         }

@@ -59,7 +59,7 @@ check(JSON.stringify(byId.transfers.rows[0].slice(0, 3)) === JSON.stringify(['Ht
       'a transfer kind only in B', byId.transfers.rows[0]);
 check(byId.kernels.rows[0][0] === hostile && byId.kernels.rows[0][3] === '~1.00 ms', 'kernel row keeps the name and the ~',
       byId.kernels.rows[0]);
-check(verdictText(doc) === 'B is 20.0% slower than A (wall): noise, inside the runs\u2019 spread.', 'verdict sentence',
+check(verdictText(doc) === 'B is 20.0% slower than A (wall): noise, the runs cannot tell the two apart.', 'verdict sentence',
       verdictText(doc));
 
 const single = Object.assign({}, doc, { runs: { a: 1, b: 1 }, spread: [] });

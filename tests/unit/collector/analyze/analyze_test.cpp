@@ -690,7 +690,7 @@ TEST(Analyze, HostFunctionsAreTheirOwnRowNeverKernels)
     EXPECT_EQ(j["host_functions"]["stream_ns"], 40);
     EXPECT_EQ(j["launches"]["count"], 20);
     for (const auto& k : j["kernels"]) EXPECT_NE(k["name"], "[host function]");
-    const std::string text = renderText(r, false);
+    const std::string text = renderText(r, TextOptions{});
     EXPECT_NE(text.find("Host functions (cudaLaunchHostFunc"), std::string::npos) << text;
 }
 
@@ -1088,7 +1088,7 @@ TEST(Analyze, NvtxRangesInclusive)
     const nlohmann::ordered_json j = reportJson(r);
     EXPECT_EQ(j["nvtx"][0]["upper_bound_count"], 1);
     EXPECT_EQ(j["nvtx"][0]["upper_bound_gpu_ns"], 6);
-    const std::string text = renderText(r, false);
+    const std::string text = renderText(r, TextOptions{});
     const size_t table = text.find("NVTX ranges");
     ASSERT_NE(table, std::string::npos) << text;
     EXPECT_NE(text.find("<=16 ns", table), std::string::npos) << text;  // step's GPU time, marked
@@ -1113,7 +1113,7 @@ TEST(Analyze, NvtxGpuTimeMeasuredIsNotMarked)
     ASSERT_EQ(r.nvtx.size(), 1u);
     EXPECT_EQ(r.nvtx[0].gpuNs, 10u);
     EXPECT_EQ(r.nvtx[0].upperBoundCount, 0u);
-    const std::string text = renderText(r, false);
+    const std::string text = renderText(r, TextOptions{});
     EXPECT_EQ(text.find("<=", text.find("NVTX ranges")), std::string::npos) << text;
 }
 
@@ -1703,7 +1703,7 @@ TEST(Findings, SpinWaitIsPollingInARowAndFreesHostCpuNotWall)
     for (const auto& x : j["findings"])
         inJson = inJson || (x["rule"] == "spin-wait" && x["host_cpu_savings_ns"] == spanNs);
     EXPECT_TRUE(inJson);
-    EXPECT_NE(renderText(spin, false).find("of host CPU to free (not wall time)"), std::string::npos);
+    EXPECT_NE(renderText(spin, TextOptions{}).find("of host CPU to free (not wall time)"), std::string::npos);
     for (const Finding& x : spin.findings) {  // ahead of the findings that save nothing either
         if (x.rule != "spin-wait" && !x.estimatedSavingsNs) {
             EXPECT_GT(&x, f) << x.rule;

@@ -205,7 +205,7 @@ TEST(CollectorGpuTime, JsonCsvAndTextCarryIt)
     EXPECT_NE(csv.find(",gpu_time,upper_bound_count,upper_bound_gpu_ns\n"), std::string::npos) << csv;
     EXPECT_NE(csv.find(",upper_bound,1,299000\n"), std::string::npos) << csv;
 
-    const std::string text = renderText(rep, false);
+    const std::string text = renderText(rep, TextOptions{});
     EXPECT_NE(text.find("<=299 us"), std::string::npos) << text;  // the bounded row's GPU time
     EXPECT_NE(text.find("<= upper bound"), std::string::npos) << text;
     std::istringstream lines(text);
@@ -222,10 +222,10 @@ TEST(CollectorGpuTime, BusyWithBoundsAndUntimedWorkIsNeitherBound)
     const Report rep = r.report();
     ASSERT_EQ(rep.devices.size(), 1u);
     EXPECT_EQ(rep.devices[0].sampledOutOps, 1u);
-    const std::string text = renderText(rep, false);
+    const std::string text = renderText(rep, TextOptions{});
     EXPECT_NE(text.find("busy ~"), std::string::npos) << text;
     EXPECT_EQ(text.find("busy <="), std::string::npos) << text;
-    EXPECT_NE(renderText(mixed().report(), false).find("busy <="), std::string::npos);
+    EXPECT_NE(renderText(mixed().report(), TextOptions{}).find("busy <="), std::string::npos);
 }
 
 }  // namespace

@@ -115,10 +115,10 @@ Report reportWithWall(uint64_t wall)
     return r;
 }
 
-TEST(CollectorRepeat, DiffCallsAChangeInsideTheRunsRangesNoise)
+TEST(CollectorRepeat, DiffJudgesAChangeByTestsOverTheRuns)
 {
     const RunsSummary a = summarizeRuns({run(0, 100, 10, 0), run(1, 120, 10, 0), run(2, 140, 10, 0)});
-    // B: wall overlapping A's range (noise), the kernel's GPU time beyond it (higher).
+    // B: wall overlapping A's range (noise), the kernel's GPU time far beyond it (higher: Welch's t-test).
     const RunsSummary b = summarizeRuns({run(0, 110, 30, 0), run(1, 130, 31, 0), run(2, 150, 32, 0)});
     ReportDiff d = diffReports(reportWithWall(120), reportWithWall(130));
     addRunSpreads(d, a, b);
@@ -127,19 +127,29 @@ TEST(CollectorRepeat, DiffCallsAChangeInsideTheRunsRangesNoise)
     EXPECT_EQ(spreadVerdict(d, "kernels", "k"), "higher");
     EXPECT_EQ(spreadVerdict(d, "headline", "launches"), "noise");  // equal
     const std::string text = renderDiffText(d, "a.gspy", "b.gspy", 10);
-    EXPECT_NE(text.find("(wall): noise, inside the runs' spread"), std::string::npos) << text;
+    EXPECT_NE(text.find("(wall): noise, the runs cannot tell the two apart"), std::string::npos) << text;
     EXPECT_NE(text.find("higher (beyond noise)"), std::string::npos) << text;
     const auto j = diffJson(d, "a.gspy", "b.gspy");
     EXPECT_EQ(j["runs"]["a"], 3);
     EXPECT_EQ(j["spread"][0]["name"], "wall_ns");
     EXPECT_EQ(j["spread"][0]["verdict"], "noise");
 
-    // B's whole range below A's: lower, beyond the noise.
+    // B's whole range below A's, three noisy runs each: apart, but too few runs for either test to tell
+    // (the old rule called disjoint ranges a change).
     const RunsSummary fast = summarizeRuns({run(0, 50, 10, 0), run(1, 60, 10, 0), run(2, 70, 10, 0)});
     ReportDiff e = diffReports(reportWithWall(120), reportWithWall(60));
     addRunSpreads(e, a, fast);
-    EXPECT_EQ(spreadVerdict(e, "headline", "wall_ns"), "lower");
-    EXPECT_NE(renderDiffText(e, "a", "b", 10).find("(wall): beyond the runs' spread"), std::string::npos);
+    EXPECT_EQ(spreadVerdict(e, "headline", "wall_ns"), "too_few");
+    EXPECT_NE(renderDiffText(e, "a", "b", 10).find("(wall): too few runs to tell"), std::string::npos);
+    // Six runs each, apart: lower, beyond the noise.
+    const RunsSummary a6 = summarizeRuns({run(0, 100, 10, 0), run(1, 120, 10, 0), run(2, 140, 10, 0), run(3, 110, 10, 0),
+                                          run(4, 130, 10, 0), run(5, 125, 10, 0)});
+    const RunsSummary fast6 = summarizeRuns({run(0, 50, 10, 0), run(1, 60, 10, 0), run(2, 70, 10, 0), run(3, 55, 10, 0),
+                                             run(4, 65, 10, 0), run(5, 62, 10, 0)});
+    ReportDiff g = diffReports(reportWithWall(120), reportWithWall(60));
+    addRunSpreads(g, a6, fast6);
+    EXPECT_EQ(spreadVerdict(g, "headline", "wall_ns"), "lower");
+    EXPECT_NE(renderDiffText(g, "a", "b", 10).find("(wall): beyond the runs' noise"), std::string::npos);
     // Without repeated runs nothing is compared.
     EXPECT_EQ(spreadVerdict(diffReports(reportWithWall(1), reportWithWall(2)), "headline", "wall_ns"), "");
 }

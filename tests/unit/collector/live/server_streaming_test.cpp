@@ -136,7 +136,7 @@ TEST(CollectorServerStreaming, ReportOfCaptureIsTheAnalysisOfTheWholeCapture)
         const Report whole = cli::analyzeAndPredict(readCapture(path), ReportOptions{});
         std::string expected = request.format == "json" ? renderJson(whole)
                                : request.format == "csv" ? renderCsv(whole)
-                                                         : renderText(whole, false);
+                                                         : renderText(whole, TextOptions{});
         if (expected.empty() || expected.back() != '\n') expected += '\n';
         EXPECT_EQ(streamed, expected) << format;
         ASSERT_EQ(source.capture.processes.size(), 2u);

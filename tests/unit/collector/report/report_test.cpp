@@ -184,7 +184,7 @@ TEST(ReportJson, InvalidUtf8DoesNotThrow)
 
 TEST(ReportText, FitsHundredColumnsFindingsFirstNoColour)
 {
-    const std::string text = renderText(sampleReport(), false);
+    const std::string text = renderText(sampleReport(), TextOptions{});
     std::istringstream in(text);
     std::string line;
     while (std::getline(in, line)) EXPECT_LE(line.size(), 100u) << line;
@@ -200,13 +200,13 @@ TEST(ReportText, FitsHundredColumnsFindingsFirstNoColour)
 
 TEST(ReportText, ColourOnlyWhenAsked)
 {
-    const std::string text = renderText(sampleReport(), true);
+    const std::string text = renderText(sampleReport(), TextOptions{true});
     EXPECT_NE(text.find("\033["), std::string::npos);
 }
 
 TEST(ReportText, EmptyReportSaysNoFindings)
 {
-    const std::string text = renderText(Report{}, false);
+    const std::string text = renderText(Report{}, TextOptions{});
     EXPECT_NE(text.find("No findings"), std::string::npos);
 }
 
