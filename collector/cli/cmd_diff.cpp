@@ -152,7 +152,7 @@ int runDiff(int argc, char** argv)
                                "not a regression\n", slower);
         } else if (slower > failPct && verdict == "too_few") {
             fmt::print(stderr, "gpuspy diff: B's median wall is {:.1f}% above A's, but {} and {} runs are too few to tell it "
-                               "from noise (record --repeat 5 or more each): not failing\n",
+                               "from noise (record --repeat 6 or more each): not failing\n",
                        slower, d.runsA, d.runsB);
         } else if (slower > failPct) {
             fmt::print(stderr, "gpuspy diff: B is {:.1f}% slower than A (wall {:.3f} ms -> {:.3f} ms), more than the "

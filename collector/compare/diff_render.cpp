@@ -139,7 +139,7 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
         out += fmt::format("\nB is {:.1f}% {} than A (wall){}\n", std::fabs(h.wallNs.pct()),
                            h.wallNs.b > h.wallNs.a ? "slower" : h.wallNs.b < h.wallNs.a ? "faster" : "as fast",
                            wallVerdict == "noise"     ? ": noise, the runs cannot tell the two apart"
-                           : wallVerdict == "too_few" ? ": too few runs to tell (5 or more of each would)"
+                           : wallVerdict == "too_few" ? ": too few runs to tell (6 or more of each would)"
                            : wallVerdict.empty()      ? ""
                                                       : ": beyond the runs' noise");
     if (!d.spreads.empty()) {

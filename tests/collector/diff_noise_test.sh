@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# tests/collector/diff_noise_test.sh: diff's verdict over repeated runs (issue 31) held nine times each way.
+# One program recorded ten times (record --repeat 6 each) and compared capture to capture: never a change
+# beyond noise; against a program with 20% more GPU work (1200 launches of a 200 us kernel against 1000),
+# recorded nine times: always "higher" for the wall, and `--fail-if-slower 10` trips. The kernels are long
+# beside a loaded host's start-up and launch noise, so the verdicts are about the programs, not the load.
+# usage: diff_noise_test.sh GPUSPY APPS_DIR
+set -uo pipefail
+cli=$1 apps=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export SIMCUDA_KERNEL_NS=tiny_add=200000
+fail=0
+for i in $(seq 0 9); do
+    "$cli" record --sim --repeat 6 -f -o "$dir/a$i.gspy" -- "$apps/tiny_kernels.static" 1000 >/dev/null 2>"$dir/err" ||
+        { cat "$dir/err"; echo "FAIL: record a$i"; exit 1; }
+    [ "$i" -lt 9 ] || continue
+    "$cli" record --sim --repeat 6 -f -o "$dir/b$i.gspy" -- "$apps/tiny_kernels.static" 1200 >/dev/null 2>"$dir/err" ||
+        { cat "$dir/err"; echo "FAIL: record b$i"; exit 1; }
+done
+wall_verdict() {
+    "$cli" diff --format json "$1" "$2" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(next((s["verdict"] for s in d["spread"] if s["section"] == "headline" and s["name"] == "wall_ns"), "none"))'
+}
+for i in $(seq 0 8); do
+    same=$(wall_verdict "$dir/a$i.gspy" "$dir/a$((i + 1)).gspy")
+    case $same in
+    noise | too_few) echo "ok   same program, captures $i and $((i + 1)): $same" ;;
+    *) echo "FAIL same program, captures $i and $((i + 1)): $same (a change where there is none)"; fail=1 ;;
+    esac
+    more=$(wall_verdict "$dir/a$i.gspy" "$dir/b$i.gspy")
+    if [ "$more" = higher ]; then echo "ok   20% more GPU work, pair $i: higher"
+    else echo "FAIL 20% more GPU work, pair $i: $more (expected higher)"; fail=1; fi
+done
+if "$cli" diff "$dir/a0.gspy" "$dir/b0.gspy" --fail-if-slower 10 >/dev/null 2>"$dir/gate"; then
+    echo "FAIL: --fail-if-slower 10 did not trip on 20% more work: $(cat "$dir/gate")"; fail=1
+else
+    echo "ok   --fail-if-slower 10 trips: $(cat "$dir/gate")"
+fi
+exit $fail
