@@ -49,6 +49,14 @@ inline uint64_t threadCpuNs()
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
     return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
 }
+// The process's CPU time (ns), every thread's: how busy it was across a thread's pause between CUDA calls
+// (wire::kCallIdleBefore). A system call: read only after a long call or a long pause.
+inline uint64_t processCpuNs()
+{
+    timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+    return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
 // The map for TSC stamps up to `stamp`, re-anchored first when stamp lies past the current anchor's
 // freshness (so that no conversion extrapolates far). The identity for clock_gettime stamps.
 ClockMap clockMapFor(bool tsc, uint64_t stamp);

@@ -54,6 +54,10 @@ struct alignas(64) ThreadState {
     // reused state's entries from an earlier thread are as good as its own). Here, not in TLS: the
     // shim's initial-exec TLS must fit the few hundred bytes glibc keeps for a dlopen (gpuspy attach).
     alignas(16) unsigned char pyMemo[kPyMemoBytes] = {};
+    // The thread's last call's end, and the process's CPU time at the last reading (noteIdleBefore), for
+    // the thread `idleTid` (a reused state starts over).
+    uint32_t idleTid = 0;
+    uint64_t lastEndNs = 0, lastCpuNs = 0, lastCpuAtNs = 0;
 };
 
 unsigned char* threadPyMemo()
@@ -493,6 +497,36 @@ void CallScope::beforeRealActive()
     errno = m_errno;
 }
 
+namespace {
+
+// A pause of the thread between CUDA calls longer than kIdleGapNs, over which the process used less than a
+// tenth of a CPU: the program waited for work (a server between requests), which is not the GPU starving
+// for it. The process's CPU clock is read after such a pause and after a call longer than kCpuReadCallNs
+// (a wait: usually what comes before a pause), so the reading before a pause is close to its start; a
+// pause is judged only where it is most (4/5) of the time between the two readings.
+constexpr uint64_t kIdleGapNs = 1000000, kCpuReadCallNs = 50000;
+
+void noteIdleBefore(ThreadState* ts, wire::CallBody& b)
+{
+    if (ts->idleTid != ts->tid) {
+        ts->idleTid = ts->tid;
+        ts->lastEndNs = ts->lastCpuAtNs = 0;
+    }
+    const uint64_t gap = ts->lastEndNs && b.beginNs > ts->lastEndNs ? b.beginNs - ts->lastEndNs : 0;
+    if (gap > kIdleGapNs || b.endNs - b.beginNs > kCpuReadCallNs || !ts->lastCpuAtNs) {
+        const uint64_t cpu = processCpuNs();
+        if (gap > kIdleGapNs && ts->lastCpuAtNs && cpu >= ts->lastCpuNs && b.endNs > ts->lastCpuAtNs) {
+            const uint64_t window = b.endNs - ts->lastCpuAtNs;
+            if (gap * 5 >= window * 4 && (cpu - ts->lastCpuNs) * 10 < gap) b.flags |= wire::kCallIdleBefore;
+        }
+        ts->lastCpuNs = cpu;
+        ts->lastCpuAtNs = b.endNs;
+    }
+    ts->lastEndNs = b.endNs;
+}
+
+}  // namespace
+
 CUresult CallScope::finishActive(CUresult rc)
 {
     const uint64_t end = clockStamp(m_tsc);
@@ -513,6 +547,7 @@ CUresult CallScope::finishActive(CUresult rc)
     b.seq = nextSeq(m_ts);
     if (b.device < 0) b.device = int16_t(deviceOfCurrentContext(nullptr));
     gpuAfter(*this, rc);
+    noteIdleBefore(m_ts, b);
     enqueue(m_ts, m_item);
     bump(m_ts->calls, 1);
     if (m_measure != Measure::No) {

@@ -61,6 +61,9 @@ enum CallFlags : uint16_t {
     kCallHeldUp = 1u << 7,         // a timed, non-blocking call whose thread was off the CPU for over 10 us
                                    // inside it: when it submitted its work is unknown within the call
                                    // (its span is dropped: the work may have run long before the return)
+    kCallIdleBefore = 1u << 8,     // the thread made no CUDA call for over 1 ms before this one, and the whole
+                                   // process used under a tenth of a CPU meanwhile (blocked in poll, accept,
+                                   // a condition variable, sleep): waiting for work, not preparing it
 };
 
 struct TransferArgs {

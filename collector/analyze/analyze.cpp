@@ -453,6 +453,7 @@ void finishOverview(Context& cx, Report& r)
             ds.gaps = d.gaps;
             ds.starvedNs = d.starvedNs;
             ds.largestStarvedNs = d.largestStarvedNs;
+            ds.waitingNs = d.waitingNs;
             r.devices.push_back(ds);
         }
         for (const StreamAcc& st : cx.streams[i]) {

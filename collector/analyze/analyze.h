@@ -106,6 +106,10 @@ struct DeviceSummary {
     uint64_t idleGapNs = 0, largestGapNs = 0, gaps = 0;  // between device operations (estimated timeline)
     uint64_t starvedNs = 0;  // idle gaps while no host thread of the process was inside CUDA
     uint64_t largestStarvedNs = 0;  // the longest single such stretch (often start-up)
+    // Idle gaps while the process waited for work: a thread paused over 1 ms before its next CUDA call with
+    // the process using under a tenth of a CPU (blocked in poll, accept, sleep; wire::kCallIdleBefore).
+    // Not in starvedNs: a server between requests is not starved.
+    uint64_t waitingNs = 0;
 };
 
 // One stream's work on the device timeline.

@@ -232,6 +232,7 @@ struct Matched {
 struct DeviceAcc {
     std::string name;
     uint64_t busyNs = 0, idleGapNs = 0, largestGapNs = 0, gaps = 0, starvedNs = 0, largestStarvedNs = 0;
+    uint64_t waitingNs = 0;  // idle while the program waited for work (wire::kCallIdleBefore): not starved
     uint64_t busyLoNs = 0, busyHiNs = 0;
     uint64_t firstBusy = 0, lastBusy = 0;  // first and last instant of work
     bool anyBusy = false;

@@ -74,6 +74,10 @@ struct ProcState {
     std::map<int, std::array<IntervalMap, 3>> busy;
     IntervalMap busyAll;              // est, any device
     IntervalSet hostCarry;            // host intervals of processed calls that idle gaps not yet final may need
+    // The pauses before calls flagged kCallIdleBefore (from the thread's previous call's end) of processed
+    // calls, kept as hostCarry is; and each thread's last processed call's end.
+    IntervalSet waitCarry;
+    std::unordered_map<uint32_t, uint64_t> lastEndByTid;
     DeviceTimeline timeline{[this](const Placement& p) { placed(p); }};
     // Waits placed on the timeline whose accounting waits until every call that begins before they end
     // has been placed too (Unaccounted): in time order.
@@ -361,11 +365,30 @@ public:
         }
         return m_set;
     }
+    // Host time in CUDA or waiting for work: the pauses flagged kCallIdleBefore beside the calls.
+    const IntervalSet& withWaiting()
+    {
+        if (!m_waitBuilt) {
+            m_wait = get();
+            for (const auto& i : m_ps.waitCarry.merged()) m_wait.add(i.begin, i.end);
+            std::unordered_map<uint32_t, uint64_t> lastEnd = m_ps.lastEndByTid;
+            for (const auto& [begin, index] : m_ps.order) {
+                const wire::CallBody& c = m_ps.calls[index];
+                auto it = lastEnd.find(c.tid);
+                if (hasFlag(c, wire::kCallIdleBefore) && it != lastEnd.end() && it->second < c.beginNs)
+                    m_wait.add(it->second, c.beginNs);
+                uint64_t& e = lastEnd[c.tid];
+                e = std::max(e, c.endNs);
+            }
+            m_waitBuilt = true;
+        }
+        return m_wait;
+    }
 
 private:
     const ProcState& m_ps;
-    IntervalSet m_set;
-    bool m_built = false;
+    IntervalSet m_set, m_wait;
+    bool m_built = false, m_waitBuilt = false;
 };
 
 constexpr size_t kMaxIdleLog = 1u << 20;
@@ -383,8 +406,11 @@ void gap(DeviceAcc& d, const Interval& g, HostInCuda& host)
     }
     d.largestGapNs = std::max(d.largestGapNs, g.length());
     ++d.gaps;
-    const uint64_t starved = g.length() - host.get().overlap(g.begin, g.end);
+    const uint64_t inCuda = host.get().overlap(g.begin, g.end);
+    const uint64_t covered = std::max(inCuda, host.withWaiting().overlap(g.begin, g.end));
+    const uint64_t starved = g.length() - std::min(g.length(), covered);
     d.starvedNs += starved;
+    d.waitingNs += covered - inCuda;
     d.largestStarvedNs = std::max(d.largestStarvedNs, starved);
 }
 
@@ -451,8 +477,18 @@ void flush(Context& cx, ProcState& ps, bool final)
     uint64_t keepFrom = settled;
     for (const auto& [dev, d] : ps.devices)
         if (d.anyBusy) keepFrom = std::min(keepFrom, d.lastBusy);
-    for (size_t i = 0; i < k; ++i) ps.hostCarry.add(call(i).beginNs, call(i).endNs);
+    for (size_t i = 0; i < k; ++i) {
+        const wire::CallBody& c = call(i);
+        ps.hostCarry.add(c.beginNs, c.endNs);
+        auto it = ps.lastEndByTid.find(c.tid);
+        if (hasFlag(c, wire::kCallIdleBefore) && it != ps.lastEndByTid.end() && it->second < c.beginNs)
+            ps.waitCarry.add(it->second, c.beginNs);
+        uint64_t& e = ps.lastEndByTid[c.tid];
+        e = std::max(e, c.endNs);
+    }
     ps.hostCarry.takeEndingBy(keepFrom);
+    ps.waitCarry.takeEndingBy(keepFrom);
+    if (ps.waitCarry.size() > kMaxCarried) ps.waitCarry.takeEndingBy(ps.waitCarry.merged()[ps.waitCarry.size() / 2].end);
     if (ps.hostCarry.size() > kMaxCarried) ps.hostCarry.takeEndingBy(ps.hostCarry.merged()[ps.hostCarry.size() / 2].end);
 
     // The calls still held, in time order, into the spare buffer (no allocation per flush).

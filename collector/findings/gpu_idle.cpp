@@ -25,7 +25,11 @@ void gpuIdleAndStarved(Builder& b, const Report& r)
             idle.hostNs += d.activeNs - d.busyNs;
             idleText += std::string(idleText.empty() ? "" : "; ") + who + " was busy " + busyPctText(d) + " of " +
                         formatNs(d.activeNs) + " (idle gaps: " + formatNs(d.idleGapNs) + ", largest " +
-                        formatNs(d.largestGapNs) + ")" +
+                        formatNs(d.largestGapNs) +
+                        (d.waitingNs ? "; " + formatNs(d.waitingNs) + " of them while the program waited for work, its "
+                                       "process idle: not starved"
+                                     : std::string()) +
+                        ")" +
                         (d.upperBoundOps ? " (" + std::to_string(d.upperBoundOps) +
                                                " of its GPU times are upper bounds: blocking copies or memsets)"
                                          : "");

@@ -7,7 +7,8 @@
 //              records_made calls threads active_begin_ns active_end_ns device_ops timed_ops
 //              sampled_out_ops ended stream_error
 //   devices    id name busy_ns busy_pct | pid active_ns ops timed_ops sampled_out_ops kernel_ns
-//              transfer_ns other_ns idle_gap_ns largest_gap_ns gaps starved_ns upper_bound_ops
+//              transfer_ns other_ns idle_gap_ns largest_gap_ns gaps starved_ns waiting_for_work_ns (idle while
+//              the program waited for work: paused over 1 ms, the process under a tenth of a CPU) upper_bound_ops
 //              upper_bound_ns (timed ops whose span is only an upper bound, see gpu_time below, and
 //              their summed lengths: busy_ns includes them) busy_basis ("measured": every op timed;
 //              "upper_bound": all timed, some spans only upper bounds, busy_ns_min counts none of them;
@@ -148,6 +149,7 @@ nlohmann::ordered_json reportJson(const Report& r)
                             {"sampled_out_ops", d.sampledOutOps}, {"kernel_ns", d.kernelNs},
                             {"transfer_ns", d.transferNs}, {"other_ns", d.otherNs}, {"idle_gap_ns", d.idleGapNs},
                             {"largest_gap_ns", d.largestGapNs}, {"gaps", d.gaps}, {"starved_ns", d.starvedNs},
+                            {"waiting_for_work_ns", d.waitingNs},
                             {"upper_bound_ops", d.upperBoundOps}, {"upper_bound_ns", d.upperBoundNs},
                             {"busy_basis", d.busyBasis}, {"busy_ns_min", d.busyLoNs}, {"busy_ns_max", d.busyHiNs},
                             {"busy_pct_min", d.busyPctLo}, {"busy_pct_max", d.busyPctHi},

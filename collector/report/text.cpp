@@ -149,17 +149,24 @@ void overview(std::string& out, const Report& r, const Style& st)
         for (const std::string& n : p.notices) out += wrap("pid " + std::to_string(p.pid) + ": " + n + ".", " ");
     if (r.devices.empty()) return;
     out += heading(st, "Devices (busy % over each process's first to last CUDA call)");
-    TextTable d({"PID", "Dev", "Busy %", "Range %", "Busy", "Active", "Idle gaps", "Largest", "Starved", "Ops", "Timed", "Name"}, 11);
-    for (size_t c : {0, 9, 10, 7, 5}) d.optional(c);  // narrow: Active, then Largest, Timed, Ops, PID go
-    uint64_t boundOps = 0, estimated = 0;
+    TextTable d({"PID", "Dev", "Busy %", "Range %", "Busy", "Active", "Idle gaps", "Largest", "Starved", "Waiting", "Ops", "Timed",
+                 "Name"}, 12);
+    for (size_t c : {0, 10, 11, 7, 5}) d.optional(c);  // narrow: Active, then Largest, Timed, Ops, PID go
+    uint64_t boundOps = 0, estimated = 0, waiting = 0;
     for (const DeviceSummary& x : r.devices) {
         boundOps += x.upperBoundOps;
         estimated += x.estimatedOps;
         d.row({std::to_string(x.pid), std::to_string(x.id), markBusy(pct(x.busyPct), x), busyRange(x),
                markBusy(formatNs(x.busyNs), x), formatNs(x.activeNs), formatNs(x.idleGapNs), formatNs(x.largestGapNs),
-               formatNs(x.starvedNs), num(x.ops), num(x.timedOps), x.name});
+               formatNs(x.starvedNs), x.waitingNs ? formatNs(x.waitingNs) : "-", num(x.ops), num(x.timedOps), x.name});
+        waiting += x.waitingNs;
     }
     out += d.render(st);
+    if (waiting)
+        out += wrap("Waiting: idle while the program waited for work (a thread paused over 1 ms before its next CUDA "
+                    "call while the process used under a tenth of a CPU: blocked in poll, accept, a lock or sleep, as a "
+                    "server between requests); not counted as Starved.",
+                    " ");
     if (estimated)
         out += wrap("~ estimated: " + num(estimated) + " untimed operations are placed on their streams by inference "
                     "(busy time, gaps and starvation are read off that timeline); Range is the busy % with short and "
@@ -463,8 +470,13 @@ void verdict(std::string& out, const Report& r, const Style& st, uint64_t wall)
                                 markBusy(pct(busiest->busyPct), *busiest) + "%" +
                                 (busyRange(*busiest).empty() ? "" : " (" + busyRange(*busiest) + "%)") + " of the " +
                                 formatNs(wall) + " wall";
+        const uint64_t idle = busiest->activeNs > busiest->busyNs ? busiest->activeNs - busiest->busyNs : 0;
+        const bool waiting = idle && busiest->waitingNs * 2 >= idle;
         bound = busiest->busyPct >= 90 ? "GPU-bound: " + gpu + ": its own work sets the pace (the Kernels table says which)."
-                                       : "Host-bound: " + gpu + "; the rest of the time it waits for the host.";
+                : waiting ? "Waiting for work: " + gpu + "; for " + formatNs(busiest->waitingNs) +
+                                " of the rest the program itself was idle (blocked between requests), which no change to "
+                                "its GPU use would shorten."
+                          : "Host-bound: " + gpu + "; the rest of the time it waits for the host.";
     }
     out += wrap(bound, " ");
     std::vector<const Finding*> act;

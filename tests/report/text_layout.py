@@ -40,7 +40,7 @@ for cap in captures:
     check(note is None or (notes_at is not None and note > notes_at and all(
         not l.startswith("== ") for l in lines[notes_at + 1:])), f"{name}: the notes come last ({notes_at})")
     verdict_block = lines[verdict + 1:findings] if verdict is not None and findings is not None else []
-    check(any(l.startswith(" Host-bound") or l.startswith(" GPU-bound") or l.startswith(" No GPU work") for l in verdict_block),
+    check(any(l.startswith((" Host-bound", " GPU-bound", " No GPU work", " Waiting for work")) for l in verdict_block),
           f"{name}: the verdict says what bounds the run")
     every = words(wide)
     for width in (60, 80, 120):
