@@ -39,22 +39,20 @@ capture)
     else
         rm -f "$work/demo.gspy"
     fi
-    loops=$GPUSPY_APPS_DIR/timeline_loops.static
-    if [[ -x $loops ]]; then
-        # The simulated kernel times of tests/apps/sim_env.txt, the one list of them.
-        read -r -a loops_env < <(awk '$1 == "timeline_loops" { $1 = ""; print }' "$VIEWER_TESTS/../apps/sim_env.txt")
-        env "${loops_env[@]}" "$GPUSPY" record --sim -o "$work/loops.gspy" -f -- "$loops" gpu_bound >"$work/loops.record.txt"
-    else
-        rm -f "$work/loops.gspy"
-    fi
-    pools=$GPUSPY_APPS_DIR/pool_memory.static
-    if [[ -x $pools ]]; then
-        # Stream-ordered pools: the memory row's held line (its SIMCUDA_FAIL from sim_env.txt, the one list).
-        read -r -a pools_env < <(awk '$1 == "pool_memory" { $1 = ""; print }' "$VIEWER_TESTS/../apps/sim_env.txt")
-        env "${pools_env[@]}" "$GPUSPY" record --sim -o "$work/pools.gspy" -f -- "$pools" keep >"$work/pools.record.txt"
-    else
-        rm -f "$work/pools.gspy"
-    fi
+    # A test program recorded as OUT with its simulated settings from tests/apps/sim_env.txt (the one list of
+    # them), when it is built: timeline_loops (the device timeline's kernel times) and pool_memory (the
+    # memory row's held line; its SIMCUDA_FAIL).
+    record_app() {
+        local out=$1 name=$2 binary=$GPUSPY_APPS_DIR/$3
+        shift 3
+        rm -f "$work/$out.gspy"
+        [[ -x $binary ]] || return 0
+        local vars
+        read -r -a vars < <(awk -v n="$name" '$1 == n { $1 = ""; print }' "$VIEWER_TESTS/../apps/sim_env.txt")
+        env "${vars[@]}" "$GPUSPY" record --sim -o "$work/$out.gspy" -f -- "$binary" "$@" >"$work/$out.record.txt"
+    }
+    record_app loops timeline_loops timeline_loops.static gpu_bound
+    record_app pools pool_memory pool_memory.static keep
     echo "viewer test: recorded $(ls "$work"/*.gspy | tr '\n' ' ')"
     ;;
 perfetto)
@@ -63,8 +61,9 @@ perfetto)
         [[ -f $cap ]] || continue
         base=${cap%.gspy}
         "$GPUSPY" export "$cap" --format perfetto -o "$base.trace.json" -f
-        "$GPUSPY" report "$cap" --format json >"$base.report.json"
-        node "$VIEWER_TESTS/check_perfetto.cjs" "$base.trace.json" "$base.report.json"
+        # Each step its own report file: the steps run at once under ctest -j.
+        "$GPUSPY" report "$cap" --format json >"$base.perfetto-report.json"
+        node "$VIEWER_TESTS/check_perfetto.cjs" "$base.trace.json" "$base.perfetto-report.json"
     done
     ;;
 pprof)
@@ -76,9 +75,9 @@ pprof)
         [[ -f $cap ]] || continue
         base=${cap%.gspy}
         "$GPUSPY" export "$cap" --format pprof -o "$base.pb.gz" -f
-        "$GPUSPY" report "$cap" --format json >"$base.report.json"
+        "$GPUSPY" report "$cap" --format json >"$base.pprof-report.json"
         echo "viewer test: $base.pb.gz"
-        python3 "$VIEWER_TESTS/check_pprof.py" "$base.pb.gz" "$base.report.json"
+        python3 "$VIEWER_TESTS/check_pprof.py" "$base.pb.gz" "$base.pprof-report.json"
         # What a user runs: go tool pprof reads it, for every sample type.
         for index in calls cuda_host blocked gpu; do
             out=$(/usr/bin/go tool pprof -top -sample_index=$index "$base.pb.gz" 2>&1) || { echo "$out" >&2; exit 1; }
