@@ -219,8 +219,17 @@ Report analyzeRuns(const std::string& path, const ReportOptions& options, const 
     source.runs = summarizeRuns(std::move(figures));
     Report report = std::move(reports[source.runs.medianRun]);
     report.badStreams = whole.badStreams;
+    // The whole capture's notes that the run's report does not already say (the same words about other
+    // counts are the same note: its figures are the run's, not all the runs').
+    auto shape = [](const std::string& note) {
+        std::string s;
+        for (char c : note)
+            if (c < '0' || c > '9') s += c;
+        return s;
+    };
     for (const std::string& note : whole.notes)
-        if (std::find(report.notes.begin(), report.notes.end(), note) == report.notes.end()) report.notes.push_back(note);
+        if (std::none_of(report.notes.begin(), report.notes.end(), [&](const std::string& n) { return shape(n) == shape(note); }))
+            report.notes.push_back(note);
     report.notes.push_back(fmt::format("the capture holds {} runs of the command (record --repeat): this report is run "
                                        "{}'s, the run of median wall time; \"Runs\" gives every figure's spread",
                                        source.runs.count(), source.runs.runs[source.runs.medianRun].run + 1));
