@@ -72,7 +72,8 @@ void pageableMemcpy(Builder& b)
                      : "";
     const auto sites = topSites(namedSites(cx, all.sites), 1);
     Finding& f = b.add("pageable-memcpy", all, savings,
-                       std::to_string(all.count) + " synchronous copies of " + formatBytes(all.bytes) +
+                       std::to_string(all.count) + " synchronous copies (" + formatBytes(all.bytes) + " in all, " +
+                           formatBytes(all.bytes / std::max<uint64_t>(all.count, 1)) + " each on average)" +
                            " used pageable host memory" + siteLabel(cx, sites) +
                            (gbps > 0 ? ", reaching " + std::string(all.bounded ? "at least " : "") + fmtGbps(gbps)
                                      : std::string()) +
