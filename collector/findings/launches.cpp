@@ -54,7 +54,11 @@ void launchBound(Builder& b, const Report& r)
     size_t shown = 0;
     for (const KernelRow& k : r.kernels) {
         if (!names.count(k.name) || shown == 3) continue;
-        list += std::string(shown++ ? ", " : "") + k.name + " (GPU " + formatNs(k.gpu.median) + " vs launch " +
+        // A GPU time from one or two timed launches says so: its spread is unknown.
+        const std::string few = k.timedCount && k.timedCount <= 2
+                                    ? std::string(", from ") + (k.timedCount == 1 ? "one timed launch" : "two timed launches")
+                                    : std::string();
+        list += std::string(shown++ ? ", " : "") + k.name + " (GPU " + formatNs(k.gpu.median) + few + " vs launch " +
                 formatNs(k.medianLaunchHostNs) + ")";
     }
     if (names.size() > shown) list += ", ...";
