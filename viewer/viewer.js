@@ -27,7 +27,7 @@
     ns = Number(ns) || 0;
     const a = Math.abs(ns);
     if (a < 1e3) return ns.toFixed(0) + ' ns';
-    if (a < 1e6) return (ns / 1e3).toFixed(a < 1e4 ? 2 : a < 1e5 ? 1 : 0) + ' \u00b5s';
+    if (a < 1e6) return (ns / 1e3).toFixed(a < 1e4 ? 2 : a < 1e5 ? 1 : 0) + ' us';  // as the text report writes it
     if (a < 1e9) return (ns / 1e6).toFixed(a < 1e7 ? 2 : a < 1e8 ? 1 : 0) + ' ms';
     return (ns / 1e9).toFixed(a < 1e10 ? 2 : 1) + ' s';
   }
@@ -676,7 +676,7 @@
     // A tick in the unit of its magnitude, with as many decimals as the tick step needs.
     function fmtTick(t, step) {
       const a = Math.max(Math.abs(t), step);
-      const [scale, unit] = a < 1e3 ? [1, ' ns'] : a < 1e6 ? [1e3, ' \u00b5s'] : a < 1e9 ? [1e6, ' ms'] : [1e9, ' s'];
+      const [scale, unit] = a < 1e3 ? [1, ' ns'] : a < 1e6 ? [1e3, ' us'] : a < 1e9 ? [1e6, ' ms'] : [1e9, ' s'];
       const decimals = Math.min(9, Math.max(0, Math.ceil(-Math.log10(step / scale) - 1e-9)));
       return (t / scale).toFixed(decimals) + unit;
     }

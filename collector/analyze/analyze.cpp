@@ -77,12 +77,14 @@ std::string formatNs(uint64_t ns)
 
 std::string formatBytes(uint64_t n)
 {
+    // Ties round up, as the page's toFixed does (printf rounds 6.25 to 6.2, the page to 6.3).
+    auto up = [](double v, double scale) { return std::floor(v * scale + 0.5) / scale; };
     char b[32];
     const double v = double(n);
     if (n < 1024) std::snprintf(b, sizeof b, "%llu B", static_cast<unsigned long long>(n));
-    else if (n < (1ull << 20)) std::snprintf(b, sizeof b, "%.1f KiB", v / 1024);
-    else if (n < (1ull << 30)) std::snprintf(b, sizeof b, "%.1f MiB", v / (1 << 20));
-    else std::snprintf(b, sizeof b, "%.2f GiB", v / (1ull << 30));
+    else if (n < (1ull << 20)) std::snprintf(b, sizeof b, "%.1f KiB", up(v / 1024, 10));
+    else if (n < (1ull << 30)) std::snprintf(b, sizeof b, "%.1f MiB", up(v / (1 << 20), 10));
+    else std::snprintf(b, sizeof b, "%.2f GiB", up(v / (1ull << 30), 100));
     return b;
 }
 
