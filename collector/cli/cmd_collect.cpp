@@ -168,8 +168,15 @@ public:
         // "snapshot FORCE PATH": the path as sent, spaces and all.
         m_control.onLine("snapshot", [answer](const std::string& rest) { return answer("snapshot " + rest); });
         m_control.on("ring", [answer](const std::vector<std::string>&) { return answer("ring"); });
-        m_control.on("top", [answer](const std::vector<std::string>& args) {
-            return answer(args.empty() ? std::string("top") : "top " + args[0]);
+        // top's frame opens with the collector's state: recording or paused, and where the records go.
+        m_control.on("top", [this, answer](const std::vector<std::string>& args) {
+            std::string a = answer(args.empty() ? std::string("top") : "top " + args[0]);
+            if (a.rfind("ok\n", 0) == 0)
+                a.insert(3, std::string(m_recording ? "state: recording; "
+                                                    : "state: PAUSED (the processes count their calls, record none: gpuspy "
+                                                      "ctl start); ") +
+                                m_where + "\n");
+            return a;
         });
     }
 

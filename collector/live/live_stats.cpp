@@ -206,9 +206,14 @@ void LiveStats::analyzeStream(const FlightRecorder::StreamBytes& s, LiveProcess&
 std::string LiveStats::topText(size_t width) const
 {
     if (width < 40) width = 40;
+    // A line too long for the terminal ends in "..." at a word's end where one is near.
     auto clip = [width](std::string s) {
-        if (s.size() > width) s.resize(width);
-        return s;
+        if (s.size() <= width) return s;
+        size_t cut = width - 3;
+        const size_t space = s.rfind(' ', cut);
+        if (space != std::string::npos && space > width / 2) cut = space;
+        s.resize(cut);
+        return s + "...";
     };
     std::string out;
     std::vector<const LiveProcess*> procs;
@@ -246,7 +251,7 @@ std::string LiveStats::topText(size_t width) const
         if (!p->topSites.empty()) out += "  top call sites (host time):\n";
         for (const auto& s : p->topSites)
             out += clip(fmt::format("    {:>8.2f} ms {:>7} calls  {:<8} {}", double(s.ns) / 1e6, s.count, s.category, s.label)) + "\n";
-        if (!p->findings.empty()) out += "  findings so far:\n";
+        if (!p->findings.empty()) out += "  findings so far (over the run, not the last second's figures):\n";
         for (const auto& [rule, f] : p->findings)
             out += clip(fmt::format("    [{}] {} (in {} of {} s): {}", f.severity, rule, f.ticks, m_ticks, f.message)) + "\n";
         if (p->droppedRecords) out += fmt::format("  records the shim dropped: {}\n", p->droppedRecords);

@@ -4,8 +4,8 @@
 A stand-in process (ring_client --loop, command "ring_server --serve") makes 400 launches, 20 pageable
 copies and 10 stream syncs every 200 ms and stays connected. `gpuspy top` in a tmux pane shows it (capture-pane:
 its pid and command, the GPU line, launches/s, the copy row, the syncs, the call sites); `gpuspy top
--n 2` into a pipe prints two plain-text frames without terminal escapes; a dead socket is one line and
-exit status 1. Skipped (exit 77) only when tmux is absent.
+-n 2` into a pipe prints two plain-text frames without terminal escapes, each saying the collector records
+(and, after `gpuspy ctl stop`, that it is paused); a dead socket is one line and exit status 1. Skipped (exit 77) only when tmux is absent.
 
 usage: top_test.py GPUSPY RING_CLIENT
 """
@@ -35,6 +35,12 @@ def run(d, sock, col, plain):
     app.stdout.readline()
     out = plain.communicate()[0]
     check("\x1b" not in out and out.count("gpuspy top:") == 2, f"two plain-text frames into a pipe:\n{out}")
+    check(out.count("state: recording; writing") == 2, f"each frame says the collector records, and where:\n{out}")
+    # Paused (gpuspy ctl stop): the frame says so, and how to go on.
+    subprocess.run([cli, "ctl", "--socket", sock, "stop"], capture_output=True, text=True, check=True)
+    paused = subprocess.run([cli, "top", "--socket", sock, "-n", "1"], capture_output=True, text=True).stdout
+    check("state: PAUSED" in paused and "gpuspy ctl start" in paused, f"a paused collector's frame says so:\n{paused}")
+    subprocess.run([cli, "ctl", "--socket", sock, "start"], capture_output=True, text=True, check=True)
     if tmux:
         want = ["pid 5151  ring_server --serve", "GPU 0", "launches/s", "copy HtoD pageable sync", "blocked in syncs",
                 "top call sites"]
