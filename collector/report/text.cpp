@@ -151,7 +151,7 @@ void overview(std::string& out, const Report& r, const Style& st)
     out += heading(st, "Devices (busy % over each process's first to last CUDA call)");
     TextTable d({"PID", "Dev", "Busy %", "Range %", "Busy", "Active", "Idle gaps", "Largest", "Starved", "Waiting", "Ops", "Timed",
                  "Name"}, 12);
-    for (size_t c : {0, 10, 11, 7, 5}) d.optional(c);  // narrow: Active, then Largest, Timed, Ops, PID go
+    for (size_t c : {3, 0, 10, 11, 7, 5}) d.optional(c);  // narrow: Active, then Largest, Timed, Ops, PID, Range % go
     uint64_t boundOps = 0, estimated = 0, waiting = 0;
     for (const DeviceSummary& x : r.devices) {
         boundOps += x.upperBoundOps;

@@ -179,7 +179,13 @@ std::string TextTable::render(const Style& st) const
             if (c + 1 < cells.size()) s += "  ";
         }
         while (!s.empty() && s.back() == ' ') s.pop_back();
-        s = clip(s, total) + "\n";
+        if (s.size() > total) {
+            // Still too wide with every optional column gone: cut between two columns, never inside a cell.
+            size_t cut = s.rfind("  ", total - 3);
+            while (cut != std::string::npos && cut > 0 && s[cut - 1] == ' ') --cut;
+            s = (cut == std::string::npos || cut == 0 ? clip(s, total) : s.substr(0, cut) + " ...");
+        }
+        s += "\n";
         const size_t at = below ? belowIndent : flexStart, room = below ? belowWidth : w[m_flex];
         while (!rest.empty()) s += std::string(at, ' ') + takeLine(rest, room) + "\n";
         return s;
