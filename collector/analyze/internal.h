@@ -147,6 +147,9 @@ struct MemoryBook {
     void onCall(const wire::CallBody& c, const ApiClass& api, uint32_t rawSite, uint64_t streamReadyNs = 0);
     // A pool's configuration (Other-category calls) or a synchronize (api.mem.pool says which).
     void onPoolCall(const wire::CallBody& c, const ApiClass& api);
+    // Any call, by the one rule the report, the Perfetto export and the replay share: a pool's call (a
+    // synchronize only once there are pools) to onPoolCall, an allocation-family call to onCall.
+    void feed(const wire::CallBody& c, const ApiClass& api, uint32_t rawSite, uint64_t streamReadyNs = 0);
     void finish();  // applies what still waits for its stream
 
     // Stream-ordered pools (collector/analyze/memory_pools.cpp), by key: a created pool's handle, or

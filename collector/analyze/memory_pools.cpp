@@ -47,6 +47,15 @@ uint64_t MemoryBook::poolChange(const wire::CallBody& c, const MemClass& m, bool
     return c.args.alloc.bytes;
 }
 
+void MemoryBook::feed(const wire::CallBody& c, const ApiClass& api, uint32_t rawSite, uint64_t streamReadyNs)
+{
+    if (api.mem.pool != PoolOp::None) {
+        if (api.mem.pool != PoolOp::Synchronize || !pools.empty()) onPoolCall(c, api);
+    } else if (c.category == wire::Category::Alloc) {
+        onCall(c, api, rawSite, streamReadyNs);
+    }
+}
+
 void MemoryBook::onPoolCall(const wire::CallBody& c, const ApiClass& api)
 {
     const PoolOp op = api.mem.pool;

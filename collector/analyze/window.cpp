@@ -258,10 +258,8 @@ void placeCall(Context& cx, ProcState& ps, const wire::CallBody& c, const ApiCla
     ci.threadOrdinal = ++ps.threadCalls[c.tid];
     if (c.category == wire::Category::Alloc && ci.rawSite != kNoRawSite)
         ci.turnover = ps.turnover.onCall(ci.rawSite, succeeded(c) ? c.args.alloc.ptr : 0, isRelease(api), c.beginNs);
-    if (c.category == wire::Category::Alloc)
-        ps.memory.onCall(c, api, ci.rawSite, api.asyncName ? ps.timeline.readyAt(streamIdOf(c)) : 0);
-    else if (api.mem.pool != PoolOp::None && (api.mem.pool != PoolOp::Synchronize || !ps.memory.pools.empty()))
-        ps.memory.onPoolCall(c, api);
+    ps.memory.feed(c, api, ci.rawSite,
+                   c.category == wire::Category::Alloc && api.asyncName ? ps.timeline.readyAt(streamIdOf(c)) : 0);
     attributeNvtx(cx, ps, ci);
 }
 

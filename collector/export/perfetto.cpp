@@ -299,26 +299,24 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
         const uint64_t pid = capture.processes[pi].pid;
         detail::MemoryBook book;
         book.maxSeries = SIZE_MAX;
+        std::unordered_map<uint16_t, detail::ApiClass> classes;  // by API id: classified once, not per call
         for (const wire::CallBody* c : ix.procs[pi].calls) {
-            // Stream-ordered pools also follow their configuration calls and every synchronize.
-            const bool wanted = c->category == wire::Category::Alloc || c->category == wire::Category::Other ||
-                                (c->category == wire::Category::Sync && !book.pools.empty());
-            if (!wanted) continue;
-            const detail::ApiClass api = detail::classifyApi(names[pi]->abi(*c));
-            if (api.mem.pool != detail::PoolOp::None) {
-                book.onPoolCall(*c, api);
+            // Stream-ordered pools also follow their configuration calls (Other) and every synchronize.
+            if (c->category != wire::Category::Alloc && c->category != wire::Category::Other &&
+                c->category != wire::Category::Sync)
                 continue;
-            }
-            if (api.mem.role == detail::MemRole::None) continue;
+            auto cls = classes.find(c->apiId);
+            if (cls == classes.end()) cls = classes.emplace(c->apiId, detail::classifyApi(names[pi]->abi(*c))).first;
+            const detail::ApiClass& api = cls->second;
             uint64_t ready = 0;
-            if (api.asyncName) {
+            if (c->category == wire::Category::Alloc && api.asyncName) {
                 auto st = workEnds[pi].find(keyOf(*c));
                 if (st != workEnds[pi].end()) {
                     auto it = std::lower_bound(st->second.begin(), st->second.end(), std::make_pair(c->seq, uint64_t(0)));
                     if (it != st->second.begin()) ready = std::prev(it)->second;
                 }
             }
-            book.onCall(*c, api, 0, ready);
+            book.feed(*c, api, 0, ready);
         }
         book.finish();
         for (const auto& [where, t] : book.spaces) {

@@ -266,8 +266,7 @@ RunGraph buildRunGraph(const Process& p)
         } else if (c.category == wire::Category::Launch) {
             call.kernelId = c.args.launch.kernelId;
         }
-        if (a.mem.pool != detail::PoolOp::None && (a.mem.pool != detail::PoolOp::Synchronize || !pools.pools.empty()))
-            pools.onPoolCall(c, a);
+        if (c.category != wire::Category::Alloc) pools.feed(c, a, 0);  // a pool's configuration, a synchronize
         auto [th, fresh] = threadOf.try_emplace(c.tid, uint32_t(g.threads.size()));
         if (fresh) {
             Thread t;
