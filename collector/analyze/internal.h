@@ -184,6 +184,7 @@ private:
     // the pool's use updated.
     uint64_t poolChange(const wire::CallBody& c, const MemClass& m, bool alloc, uint32_t rawSite);
     uint64_t poolOf(uint64_t handle, int device);  // a handle's pool (a pool of its own when never named)
+    uint64_t defaultPool(int device);              // the device's default pool's key (its entry made)
     // What the device's pools keep unused, to its timeline (`point`: as a point of its own, else with the next change).
     void showPools(int device, uint64_t atNs, bool point = true);
     std::map<uint64_t, uint64_t> m_poolAlias;     // handle -> pool key

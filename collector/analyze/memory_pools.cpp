@@ -13,6 +13,13 @@ namespace {
 constexpr uint64_t kReleaseThreshold = 4;  // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
 }
 
+uint64_t MemoryBook::defaultPool(int device)
+{
+    const uint64_t key = kDefaultPool | uint64_t(uint32_t(device));
+    pools[key].device = device;
+    return key;
+}
+
 uint64_t MemoryBook::poolOf(uint64_t handle, int device)
 {
     if (auto a = m_poolAlias.find(handle); a != m_poolAlias.end()) return a->second;
@@ -37,9 +44,8 @@ uint64_t MemoryBook::poolChange(const wire::CallBody& c, const MemClass& m, bool
     uint64_t key = 0;
     if (c.args.alloc.pool) key = poolOf(c.args.alloc.pool, c.device);
     else if (auto cur = m_currentPool.find(c.device); cur != m_currentPool.end()) key = cur->second;
-    else key = kDefaultPool | uint64_t(uint32_t(c.device));
+    else key = defaultPool(c.device);
     Pool& p = pools[key];
-    if (key & kDefaultPool) p.device = c.device;
     const uint64_t regrows = p.reserve.regrows();
     p.reserve.allocate(c.args.alloc.bytes, hostNs(c));
     if (p.reserve.regrows() != regrows) ++p.regrowSites[rawSite];
@@ -91,13 +97,12 @@ void MemoryBook::onPoolCall(const wire::CallBody& c, const ApiClass& api)
         break;
     case PoolOp::GetDefault:
         if (!a.pool) break;
-        m_poolAlias[a.pool] = kDefaultPool | uint64_t(uint32_t(a.device));
-        pools[m_poolAlias[a.pool]].device = a.device;
+        m_poolAlias[a.pool] = defaultPool(a.device);
         break;
     case PoolOp::GetCurrent:
         if (!a.pool || m_poolAlias.count(a.pool)) break;
         if (auto cur = m_currentPool.find(a.device); cur != m_currentPool.end()) m_poolAlias[a.pool] = cur->second;
-        else m_poolAlias[a.pool] = kDefaultPool | uint64_t(uint32_t(a.device)), pools[m_poolAlias[a.pool]].device = a.device;
+        else m_poolAlias[a.pool] = defaultPool(a.device);
         break;
     case PoolOp::SetCurrent:
         if (a.pool) m_currentPool[a.device] = poolOf(a.pool, a.device);
