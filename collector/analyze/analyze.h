@@ -362,6 +362,29 @@ struct MemoryRow {
     }
 };
 
+// What set the end of a process's run, as the replay of its dependency graph finds it (collector/replay):
+// the critical path's stretches summed per thread (host work and calls' host cost), per stream (device
+// work) and per submission latency, largest first; and the threads none of whose time is on it (their
+// work ends before the run does, or something else always waits longer): shortening their calls would
+// not shorten the run.
+struct CriticalPathPart {
+    std::string kind;  // "host", "device", "latency"
+    std::string what;  // "tid 12 (main)", "GPU 0 stream 0x5" ...
+    uint64_t ns = 0;
+};
+struct OffPathThread {
+    std::string thread;
+    uint64_t endNs = 0;     // its last call's return, from the process's start (replayed)
+    uint64_t cudaNs = 0;    // its host time inside CUDA calls
+};
+struct CriticalPath {
+    uint32_t pid = 0;
+    uint64_t wallNs = 0;          // the unchanged replay's wall
+    double replayErrorPct = 0;    // against the measured wall
+    std::vector<CriticalPathPart> parts;
+    std::vector<OffPathThread> offPath;
+};
+
 struct Report {
     std::string schema = "gpuspy.report/1";
     ReportOptions options;
@@ -385,6 +408,7 @@ struct Report {
     std::vector<CallSite> callsites;    // by host time; id = index
     std::vector<Finding> findings;      // by estimated savings
     std::vector<std::string> notes;     // what the reader must know to trust the numbers
+    std::vector<CriticalPath> criticalPaths;  // per replayed process (collector/replay/predict.h)
 };
 
 namespace detail {

@@ -83,14 +83,31 @@ std::string predictionText(const FindingPrediction& p, const std::string& assump
     return s;
 }
 
+// What set the end of the run, in the report's words.
+CriticalPath criticalPathOf(const Replayed& rp)
+{
+    const RunGraph& g = rp.graph;
+    std::vector<std::string> threads, streams;
+    for (const Thread& t : g.threads) threads.push_back(threadName(t));
+    for (const Stream& s : g.streams) streams.push_back(streamName(s));
+    CriticalPath cp;
+    cp.pid = g.pid;
+    cp.wallNs = rp.unchanged.wallNs;
+    cp.replayErrorPct = rp.errorPct;
+    for (const PathPart& p : rp.unchanged.criticalPath)
+        cp.parts.push_back({pathPartKind(p.kind), pathPartName(p, threads, streams), p.ns});
+    for (uint32_t t : threadsOffPath(rp.unchanged)) {
+        uint64_t cuda = 0;
+        for (uint32_t c : g.threads[t].calls) cuda += sub(g.calls[c].end, g.calls[c].begin);
+        cp.offPath.push_back({threads[t], rp.unchanged.threadEndNs[t], cuda});
+    }
+    return cp;
+}
+
 }  // namespace
 
 void predictFindings(Report& r, const Capture& capture)
 {
-    bool any = false;
-    for (const Finding& f : r.findings) any = any || (fixKindOfRule(f.rule) && !f.stacks.empty());
-    if (!any) return;
-
     // The report's processes that hold their events, replayed once each.
     std::map<uint32_t, const Process*> byPid;
     for (const Process& p : capture.processes) byPid.emplace(p.pid, &p);
@@ -110,6 +127,7 @@ void predictFindings(Report& r, const Capture& capture)
         rp.unchanged = simulate(rp.graph);
         const uint64_t measured = rp.graph.wallNs();
         rp.errorPct = measured ? 100.0 * (double(rp.unchanged.wallNs) - double(measured)) / double(measured) : 0;
+        r.criticalPaths.push_back(criticalPathOf(rp));
         replayed.emplace(ps.pid, std::move(rp));
     }
 

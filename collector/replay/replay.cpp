@@ -113,9 +113,29 @@ Prediction simulate(const RunGraph& g)
         const uint32_t t = c.thread;
         const uint32_t prev = lastCall[t];
         const Call& head = c.pollFirst != kNone ? g.calls[c.pollFirst] : c;
-        const uint64_t begin = prev == kNone ? head.begin : ce[prev] + head.gap;
-        cb[i] = begin;
+        uint64_t begin = prev == kNone ? head.begin : ce[prev] + head.gap;
         callBound[i] = {prev, kNone};
+        uint64_t ownGap = head.gap;
+        if (prev != kNone && head.joinCount) {
+            // A join: after the threads it waited for, or its own work after the join, whichever is later.
+            ownGap = UINT64_MAX;
+            for (uint32_t k = 0; k < head.joinCount; ++k) ownGap = std::min(ownGap, g.joins[head.joinFirst + k].afterNs);
+            begin = ce[prev] + ownGap;
+            // Of joins ending together (as replayed unchanged, all at the measured begin), the thread
+            // that ended last is the one waited for.
+            uint64_t boundEnd = 0;
+            for (uint32_t k = 0; k < head.joinCount; ++k) {
+                const Join& j = g.joins[head.joinFirst + k];
+                const uint64_t at = ce[j.call] + j.afterNs;
+                if (at > begin || (at == begin && ce[j.call] > boundEnd)) {
+                    begin = at;
+                    boundEnd = ce[j.call];
+                    callBound[i].call = j.call;
+                }
+            }
+            hostWait += begin - ce[prev] - ownGap;
+        }
+        cb[i] = begin;
         lastCall[t] = i;
         if (c.removed) {
             ce[i] = begin;
@@ -139,7 +159,7 @@ Prediction simulate(const RunGraph& g)
             hostBusy += end - begin - blocked;
             hostWait += blocked;
         }
-        hostBusy += prev == kNone ? 0 : head.gap;
+        hostBusy += prev == kNone ? 0 : ownGap;
     }
 
     // The wall: the thread that ends last, then the host's own work after CUDA as measured.
@@ -216,6 +236,31 @@ Prediction simulate(const RunGraph& g)
         if (ns) pr.criticalPath.push_back({PathPart::Kind(k.first), k.second, ns});
     std::sort(pr.criticalPath.begin(), pr.criticalPath.end(), [](const PathPart& a, const PathPart& b) { return a.ns > b.ns; });
     return pr;
+}
+
+std::string pathPartName(const PathPart& p, const std::vector<std::string>& threadNames,
+                         const std::vector<std::string>& streamNames)
+{
+    auto name = [](const std::vector<std::string>& v, uint32_t i) { return i < v.size() ? v[i] : std::string("?"); };
+    switch (p.kind) {
+    case PathPart::Host: return "host " + name(threadNames, p.index);
+    case PathPart::Device: return name(streamNames, p.index) + " (work)";
+    case PathPart::Latency: return name(streamNames, p.index) + " (submit to start)";
+    }
+    return "?";
+}
+
+const char* pathPartKind(PathPart::Kind k) { return k == PathPart::Host ? "host" : k == PathPart::Device ? "device" : "latency"; }
+
+std::vector<uint32_t> threadsOffPath(const Prediction& p)
+{
+    std::vector<uint32_t> off;
+    for (uint32_t t = 0; t < p.threadEndNs.size(); ++t) {
+        bool onPath = false;
+        for (const PathPart& part : p.criticalPath) onPath = onPath || (part.kind == PathPart::Host && part.index == t);
+        if (!onPath) off.push_back(t);
+    }
+    return off;
 }
 
 }  // namespace gpuspy::collect::replay

@@ -38,4 +38,14 @@ struct Prediction {
 
 Prediction simulate(const RunGraph& g);
 
+// The threads none of whose host time is on the critical path: shortening their calls would not shorten
+// the run.
+std::vector<uint32_t> threadsOffPath(const Prediction& p);
+
+// A stretch of the path in words ("host tid 12 (main)", "GPU 0 stream 0x5 (work)"), by the graph's thread
+// and stream names (threadName, streamName); and its kind ("host", "device", "latency").
+std::string pathPartName(const PathPart& p, const std::vector<std::string>& threadNames,
+                         const std::vector<std::string>& streamNames);
+const char* pathPartKind(PathPart::Kind k);
+
 }  // namespace gpuspy::collect::replay

@@ -160,6 +160,46 @@ std::string streamName(const Stream& s)
     return dev + buf;
 }
 
+namespace {
+
+// The joins between threads (Call::joinFirst): a thread's end inside another thread's host time between
+// two calls, the call after it coming within kJoinSlackNs of the latest such end.
+void findJoins(RunGraph& g)
+{
+    if (g.threads.size() < 2) return;
+    std::map<uint32_t, std::vector<uint32_t>> ended;  // per waiting call: the last calls of threads ended before it
+    for (const Thread& b : g.threads) {
+        if (b.calls.empty()) continue;
+        const uint32_t last = b.calls.back();
+        const uint64_t endB = g.calls[last].end;
+        for (const Thread& a : g.threads) {
+            if (&a == &b || a.calls.size() < 2) continue;
+            // A's first call beginning at or after B's end, whose previous call returned before it.
+            auto it = std::lower_bound(a.calls.begin(), a.calls.end(), endB,
+                                       [&](uint32_t c, uint64_t t) { return g.calls[c].begin < t; });
+            if (it == a.calls.begin() || it == a.calls.end()) continue;
+            if (g.calls[*std::prev(it)].end >= endB) continue;
+            ended[*it].push_back(last);
+        }
+    }
+    for (auto& [i, lasts] : ended) {
+        Call& c = g.calls[i];
+        uint64_t nearest = UINT64_MAX;
+        for (uint32_t l : lasts) nearest = std::min(nearest, sub(c.begin, g.calls[l].end));
+        if (nearest > kJoinSlackNs) continue;
+        c.joinFirst = uint32_t(g.joins.size());
+        c.joinCount = uint32_t(lasts.size());
+        for (uint32_t l : lasts) g.joins.push_back({l, sub(c.begin, g.calls[l].end)});
+    }
+}
+
+}  // namespace
+
+std::string threadName(const Thread& t)
+{
+    return "tid " + std::to_string(t.tid) + (t.name.empty() ? "" : " (" + t.name + ")");
+}
+
 RunGraph buildRunGraph(const Process& p)
 {
     RunGraph g;
@@ -427,6 +467,7 @@ RunGraph buildRunGraph(const Process& p)
         op.latency = std::min(op.latency, typicalLat);
     }
     g.tailNs = sub(g.endNs, lastReturn);
+    findJoins(g);
     return g;
 }
 

@@ -71,7 +71,22 @@ struct Call {
     // A stream-ordered allocation: served from what its pool kept, or it grew the pool (back into memory
     // the pool had given back: Regrew), by the report's pool model (collector/analyze/memory_pools.cpp).
     enum class Pool : uint8_t { None, Served, Grew, Regrew } pool = Pool::None;
+    // A join: other threads ended (their last call returned) inside the host time before this call, the
+    // latest of them shortly before it: the thread waited for them (pthread_join, a future, a barrier),
+    // not for the GPU. Indices in RunGraph::joins; replayed, the call begins after each joined thread's
+    // end plus the time it came after it as measured, or after its own thread's previous call plus the
+    // shortest of those (its own work after the join), whichever is later.
+    uint32_t joinFirst = 0, joinCount = 0;
 };
+
+// A thread a call waited for: its last call, and from that call's return to the waiting call's begin.
+struct Join {
+    uint32_t call = kNone;
+    uint64_t afterNs = 0;
+};
+// A thread's wait for another one is taken as a join when the call after it comes at most this long after
+// the other thread's end (a woken thread is back on a CPU within this on a loaded host).
+inline constexpr uint64_t kJoinSlackNs = 2'000'000;
 
 struct Op {
     uint32_t call = kNone;
@@ -117,6 +132,7 @@ struct RunGraph {
     std::vector<Call> calls;          // in host time order (begin)
     std::vector<Op> ops;
     std::vector<EventWait> eventWaits;
+    std::vector<Join> joins;
     std::vector<Thread> threads;
     std::vector<Stream> streams;
     uint64_t tailNs = 0;  // from the last call's return to the process's end (host work after CUDA)
@@ -128,5 +144,6 @@ struct RunGraph {
 RunGraph buildRunGraph(const Process& p);
 
 std::string streamName(const Stream& s);
+std::string threadName(const Thread& t);  // "tid 12 (main)"
 
 }  // namespace gpuspy::collect::replay

@@ -34,8 +34,7 @@ WhatIf whatIf(const RunGraph& g, const std::vector<std::vector<FixKind>>& sets, 
     w.ops = g.ops.size();
     w.calibration = calibrate(g);
     w.unchanged = run(g, w.calibration, {});
-    for (const Thread& t : g.threads)
-        w.threadNames.push_back("tid " + std::to_string(t.tid) + (t.name.empty() ? "" : " (" + t.name + ")"));
+    for (const Thread& t : g.threads) w.threadNames.push_back(threadName(t));
     for (const Stream& s : g.streams) w.streamNames.push_back(streamName(s));
     for (const FixInfo& f : allFixes()) {
         if (!only.empty() && std::find(only.begin(), only.end(), f.kind) == only.end()) continue;

@@ -85,6 +85,10 @@
 //              formula_saving_ns formula_bound wall_ns fixed_wall_ns calls_changed calls_kept kept_because
 //              replay_error_pct processes costs[]} (where the replay predicted the saving, which is then
 //              estimated_savings_ns: collector/replay/predict.h)
+//   critical_path [{pid wall_ns (the replay's, unchanged) replay_error_pct parts[{kind (host device latency)
+//              what ns}] (the stretches of the run's critical path summed per thread, stream, submission
+//              latency, largest first) off_path[{thread end_ns cuda_ns}] (threads none of whose time is on it:
+//              shortening their calls would not shorten the run)}] (collector/replay/predict.h)
 //   runs       (captures of `record --repeat N` only; the sections above are then the run of median
 //              wall's) run exit_status pids headline{wall_ns cuda_api_ns gpu_busy_ns launches
 //              sync_blocked_ns transfer_bytes}; median_run; spread{wide_pct headline kernels transfers
@@ -330,6 +334,16 @@ nlohmann::ordered_json reportJson(const Report& r)
                                      {"replay_error_pct", p.replayErrorPct}, {"processes", p.processes},
                                      {"costs", strings(p.costs)}};
         findings.push_back(std::move(row));
+    }
+
+    Json& paths = j["critical_path"] = Json::array();
+    for (const CriticalPath& cp : r.criticalPaths) {
+        Json parts = Json::array(), off = Json::array();
+        for (const CriticalPathPart& p : cp.parts) parts.push_back(Json{{"kind", p.kind}, {"what", p.what}, {"ns", p.ns}});
+        for (const OffPathThread& t : cp.offPath)
+            off.push_back(Json{{"thread", t.thread}, {"end_ns", t.endNs}, {"cuda_ns", t.cudaNs}});
+        paths.push_back(Json{{"pid", cp.pid}, {"wall_ns", cp.wallNs}, {"replay_error_pct", cp.replayErrorPct},
+                             {"parts", parts}, {"off_path", off}});
     }
     return j;
 }

@@ -455,6 +455,35 @@ std::string adviceOf(const std::string& rule)
     return it != kAdvice.end() ? it->second : std::string();
 }
 
+// What sets the end of each process's run (the replay's critical path), and the threads with CUDA work that
+// do not: advice about those would not shorten the run.
+void criticalPath(std::string& out, const Report& r)
+{
+    for (const CriticalPath& cp : r.criticalPaths) {
+        if (!cp.wallNs || cp.parts.empty()) continue;
+        const std::string who = r.criticalPaths.size() > 1 ? "pid " + std::to_string(cp.pid) + ": " : "";
+        std::string line = who + "Critical path (what sets the end of the run, by replay):";
+        size_t shown = 0;
+        for (const CriticalPathPart& p : cp.parts) {
+            if (shown == 3 || p.ns * 100 < cp.wallNs) break;
+            line += std::string(shown++ ? ", " : " ") + p.what + " " + pct(100.0 * double(p.ns) / double(cp.wallNs)) + "%";
+        }
+        out += wrap(line + ".", " ", "   ");
+        size_t named = 0, more = 0;
+        for (const OffPathThread& t : cp.offPath) {
+            if (t.cudaNs * 100 < cp.wallNs) continue;  // a thread that barely used CUDA
+            if (named++ == 3) {
+                ++more;
+                continue;
+            }
+            out += wrap(who + t.thread + " is off the critical path (" + formatNs(t.cudaNs) + " in CUDA calls, done at " +
+                            formatNs(t.endNs) + " of " + formatNs(cp.wallNs) + "): shortening its calls alone would not shorten the run.",
+                        " ", "   ");
+        }
+        if (more) out += wrap(who + std::to_string(more) + " more thread(s) off the critical path (the JSON's critical_path lists them).", " ", "   ");
+    }
+}
+
 // The answer first: what bounds the run, and the findings to act on first, one line each.
 void verdict(std::string& out, const Report& r, const Style& st, uint64_t wall)
 {
@@ -479,6 +508,7 @@ void verdict(std::string& out, const Report& r, const Style& st, uint64_t wall)
                           : "Host-bound: " + gpu + "; the rest of the time it waits for the host.";
     }
     out += wrap(bound, " ");
+    criticalPath(out, r);
     std::vector<const Finding*> act;
     for (const Finding& f : r.findings)
         if (f.estimatedSavingsNs && act.size() < 3) act.push_back(&f);

@@ -17,30 +17,10 @@ using replay::WhatIf;
 std::string ms(uint64_t ns) { return fmt::format("{:.2f} ms", double(ns) / 1e6); }
 double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * double(part) / double(whole) : 0; }
 
-std::string partName(const WhatIf& w, const PathPart& p)
-{
-    switch (p.kind) {
-    case PathPart::Host: return "host " + (p.index < w.threadNames.size() ? w.threadNames[p.index] : "?");
-    case PathPart::Device: return (p.index < w.streamNames.size() ? w.streamNames[p.index] : "?") + " (work)";
-    case PathPart::Latency: return (p.index < w.streamNames.size() ? w.streamNames[p.index] : "?") + " (submit to start)";
-    }
-    return "?";
-}
+std::string partName(const WhatIf& w, const PathPart& p) { return replay::pathPartName(p, w.threadNames, w.streamNames); }
+const char* partKind(PathPart::Kind k) { return replay::pathPartKind(k); }
 
-const char* partKind(PathPart::Kind k) { return k == PathPart::Host ? "host" : k == PathPart::Device ? "device" : "latency"; }
-
-// Threads whose own end comes well before the run's: nothing they do sets the wall.
-std::vector<uint32_t> offPath(const WhatIf& w)
-{
-    std::vector<uint32_t> off;
-    const Prediction& u = w.unchanged.prediction;
-    for (uint32_t t = 0; t < u.threadEndNs.size(); ++t) {
-        bool onPath = false;
-        for (const PathPart& p : u.criticalPath) onPath = onPath || (p.kind == PathPart::Host && p.index == t);
-        if (!onPath) off.push_back(t);
-    }
-    return off;
-}
+std::vector<uint32_t> offPath(const WhatIf& w) { return replay::threadsOffPath(w.unchanged.prediction); }
 
 }  // namespace
 

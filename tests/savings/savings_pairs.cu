@@ -13,10 +13,14 @@
 //   async-copy the kernel and a cudaMemcpyAsync on a stream, host work overlapping, one sync at the end
 //   small-copies  many tiny cudaMemcpy calls, one per slice of a buffer   (small-transfers)
 //   batched    one cudaMemcpy of the whole packed buffer             (its fix)
+//   offpath-tiny   thread 1: 20 ms steps on device 0; thread 2: the tiny launches on device 1, done long
+//                  before (launch-bound-kernels, off the critical path; needs SIMCUDA_DEVICES=2)
+//   offpath-graph  thread 2's launches as a graph (its fix: it saves nothing)
 #include "../apps/app_common.h"
 
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -173,6 +177,31 @@ void sliceCopies(bool batched)
     CK(cudaFreeHost(host));
 }
 
+// Work off the critical path: thread 1 runs kOffPathSteps 20 ms steps on device 0, waiting for each;
+// thread 2 runs the tiny launches (or their graph) on device 1 and is done long before. The graph saves
+// thread 2's launch time, which nothing waits for: the run is no shorter.
+constexpr int kOffPathSteps = 10;
+void offPath(bool graph)
+{
+    std::thread gpuBound([] {
+        CK(cudaSetDevice(0));
+        float* x = nullptr;
+        CK(cudaMalloc(&x, 64 * sizeof(float)));
+        for (int i = 0; i < kOffPathSteps; ++i) {
+            step<<<1, 32>>>(x);
+            CK_LAUNCH();
+            CK(cudaDeviceSynchronize());
+        }
+        CK(cudaFree(x));
+    });
+    std::thread launches([graph] {
+        CK(cudaSetDevice(1));
+        tinyKernels(graph);
+    });
+    gpuBound.join();
+    launches.join();
+}
+
 int main(int argc, char** argv)
 {
     const std::string mode = argc > 1 ? argv[1] : "";
@@ -188,8 +217,10 @@ int main(int argc, char** argv)
         resultCopies(mode == "async-copy");
     else if (mode == "small-copies" || mode == "batched")
         sliceCopies(mode == "batched");
+    else if (mode == "offpath-tiny" || mode == "offpath-graph")
+        offPath(mode == "offpath-graph");
     else {
-        std::fprintf(stderr, "usage: %s pageable|pinned|sync-loop|sync-once|tiny|graph|free-loop|free-once|sync-copy|async-copy|small-copies|batched\n", argv[0]);
+        std::fprintf(stderr, "usage: %s pageable|pinned|sync-loop|sync-once|tiny|graph|free-loop|free-once|sync-copy|async-copy|small-copies|batched|offpath-tiny|offpath-graph\n", argv[0]);
         return 2;
     }
     return 0;

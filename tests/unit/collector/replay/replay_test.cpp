@@ -155,6 +155,41 @@ TEST(Replay, AThreadThatEndsEarlyIsOffTheCriticalPath)
     EXPECT_TRUE(kernelOnPath) << "device 0's long kernel sets the end";
 }
 
+// The main thread (1) starts a worker (2) that launches 40 tiny kernels, each launch 9 us of host time,
+// and joins it: main's next call comes `after` the worker's last return.
+Proc joinedWorker(uint64_t after)
+{
+    Proc pr;
+    pr.call("cuInit", Category::Other, 1, 100, 900);
+    uint64_t t = 1000;
+    for (int i = 0; i < 40; ++i, t += 10000) pr.launch(2, t, t + 9000, t + 9500, t + 10000, 0x20, 0);
+    pr.sync(2, t, t + 1000, 0x20, 0);
+    pr.call("cuCtxSynchronize_v2", Category::Sync, 1, t + 1000 + after, t + 1500 + after);
+    pr.p.lastNs = t + 2000 + after;
+    return pr;
+}
+
+TEST(Replay, AThreadThatJoinsAWorkerWaitsForItsEnd)
+{
+    // Joined 100 us after the worker's end: the worker's launches set the end of the run, and a graph of
+    // them shortens it by about their host time (40 x 9 us, less a graph launch).
+    const WhatIf joined = whatIf(joinedWorker(100000).p, {}, {FixKind::Graphs});
+    EXPECT_NEAR(joined.errorPct(), 0.0, 1e-9);
+    bool workerOnPath = false;
+    for (const PathPart& p : joined.unchanged.prediction.criticalPath)
+        workerOnPath = workerOnPath || (p.kind == PathPart::Host && p.index == 1 && p.ns > 300000);
+    EXPECT_TRUE(workerOnPath) << "the worker (index 1) sets the end through the join";
+    EXPECT_TRUE(threadsOffPath(joined.unchanged.prediction).empty());
+    EXPECT_GT(savingOf(joined, "graphs"), 250000u);
+    EXPECT_LT(savingOf(joined, "graphs"), 400000u);
+    // Main's next call 5 ms after the worker's end: main had its own work (past kJoinSlackNs), no join.
+    const WhatIf apart = whatIf(joinedWorker(5000000).p, {}, {FixKind::Graphs});
+    EXPECT_EQ(savingOf(apart, "graphs"), 0u);
+    const auto off = threadsOffPath(apart.unchanged.prediction);
+    ASSERT_EQ(off.size(), 1u);
+    EXPECT_EQ(off[0], 1u);
+}
+
 TEST(Replay, AGraphOfAGpuBoundLoopQueuesItsFirstKernelAtOnce)
 {
     // Ten rounds of 400 launches (5 us each) of 20 us kernels, then a wait: the GPU sets the pace. As one
