@@ -26,6 +26,11 @@ bool g_on = true;
 // the End record).
 uint64_t g_budgetPpm = 30000;
 std::atomic<int> g_capturing{0};  // streams in capture right now (any mode)
+// Device work seen on the legacy default stream, and on a blocking stream (made without
+// CU_STREAM_NON_BLOCKING, a per-thread default stream, or one whose making was not seen). Once both
+// have been, an operation on either may wait for the other's work after its own stream's last end: that
+// end is then no start for it (its start event is recorded afresh). Set once, read on each timed call.
+std::atomic<bool> g_legacyUsed{false}, g_blockingUsed{false};
 std::atomic<int64_t> g_inFlight{0};
 std::atomic<uint64_t> g_lateEnds{0};       // spans dropped: end event recorded too late to trust, or
                                            // the thread held up inside the call (see heldUp)
@@ -127,6 +132,8 @@ struct StreamSlot {
     std::atomic<Ev*> lastEnd{nullptr};
     std::atomic<uint32_t> window{0};
     bool capturing = false;
+    // Made with CU_STREAM_NON_BLOCKING (gpuStreamMade): the legacy default stream's rules pass it by.
+    std::atomic<bool> nonBlocking{false};
 };
 constexpr size_t kSlots = 4096;
 StreamSlot g_slots[kSlots];
@@ -424,6 +431,14 @@ void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
             return;
         }
     }
+    // The legacy stream's rules: which kind of stream this is, and whether its last end may start it.
+    const uintptr_t h = uintptr_t(stream);
+    const bool legacy = h == uintptr_t(CU_STREAM_LEGACY) || (h == 0 && !pt);
+    const bool blocking = !legacy && !(slot && slot->nonBlocking.load(std::memory_order_relaxed));
+    std::atomic<bool>& mine = legacy ? g_legacyUsed : g_blockingUsed;
+    if ((legacy || blocking) && !mine.load(std::memory_order_relaxed)) mine.store(true, std::memory_order_relaxed);
+    const bool partnerUsed = legacy ? g_blockingUsed.load(std::memory_order_relaxed)
+                           : blocking ? g_legacyUsed.load(std::memory_order_relaxed) : false;
     // The budget is topped up on every call; a kernel's first timings go ahead even without credit.
     const bool allowed = t_budget.allows(scope.entryNs(), how == GpuTiming::Preferred, g_budgetPpm);
     if (!allowed && how != GpuTiming::Always) {
@@ -443,7 +458,7 @@ void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
     // before that work, stretched over it).
     uint32_t beganIn = 0;
     Ev* begin = swapLastEnd(slot, nullptr, 0, &beganIn);
-    if (begin && beganIn != scope.body().window) {
+    if (begin && (beganIn != scope.body().window || partnerUsed)) {
         release(begin);
         begin = nullptr;
     }
@@ -556,6 +571,15 @@ void gpuStreamTouched(CUstream stream, bool perThread)
     if (StreamSlot* slot = slotFor(streamKey(stream, perThread, ctx), false)) forgetLastEnd(slot);
 }
 
+void gpuStreamMade(CUstream stream, unsigned int flags)
+{
+    if (uintptr_t(stream) <= uintptr_t(CU_STREAM_PER_THREAD)) return;
+    // A slot only for a non-blocking one (a slot is taken for good): a stream without one is blocking.
+    const bool nonBlocking = (flags & CU_STREAM_NON_BLOCKING) != 0;
+    if (StreamSlot* slot = slotFor(streamKey(stream, false, nullptr), nonBlocking))
+        slot->nonBlocking.store(nonBlocking, std::memory_order_relaxed);
+}
+
 void gpuStreamDestroyed(CUstream stream)
 {
     if (uintptr_t(stream) <= uintptr_t(CU_STREAM_PER_THREAD)) return;
@@ -563,6 +587,7 @@ void gpuStreamDestroyed(CUstream stream)
     if (StreamSlot* slot = slotFor(streamKey(stream, false, nullptr), false)) {
         forgetLastEnd(slot);
         slot->ctx.store(nullptr, std::memory_order_release);
+        slot->nonBlocking.store(false, std::memory_order_relaxed);
     }
 }
 

@@ -427,6 +427,7 @@ void gpuMarkDrain(CallScope& scope, CUstream stream);
 void gpuDropped(const Item& item);  // a timed record its lane could not take: events back to the pool
 void gpuStreamTouched(CUstream stream, bool perThread);  // untimed work joined the stream
 void gpuStreamDestroyed(CUstream stream);                  // its handle may come back for another stream
+void gpuStreamMade(CUstream stream, unsigned int flags);   // blocking or not (the legacy stream's rules)
 // ---- hooks/graph.cpp, from gpuAfter: a launch, copy or memset just captured into a stream capture has
 // its node (made by the driver) tied to the call's seq, like a node added by the node API, so that a
 // later cuGraph(Exec)*SetParams on that node names the recorded node it changes.

@@ -136,6 +136,12 @@ static_assert(sizeof(CallArgs) == 40);
 // with CU_EVENT_WAIT_EXTERNAL into a capture, cuGraphAddEventRecordNode/WaitNode, cuGraphAddNode of those
 // kinds): flagged kCallCapturing with its CUgraph in raw[kCaptureGraphSlot], raw[kEventNodeSlot] saying
 // which (kEventNodeRecord, kEventNodeWait), args.sync.object the event. It runs no device work.
+// cuStreamCreate, cuStreamCreateWithPriority (Other): the stream made is the call's stream, args.raw
+// [kStreamFlagsSlot] its flags (kStreamNonBlocking: CU_STREAM_NON_BLOCKING) and raw[kStreamPrioritySlot]
+// its priority (0 for cuStreamCreate).
+inline constexpr size_t kStreamFlagsSlot = 1;
+inline constexpr size_t kStreamPrioritySlot = 2;
+inline constexpr uint64_t kStreamNonBlocking = 0x1;
 inline constexpr size_t kEventNodeSlot = 3;
 inline constexpr uint64_t kEventNodeRecord = 1;
 inline constexpr uint64_t kEventNodeWait = 2;

@@ -15,6 +15,7 @@
 #include <array>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -323,6 +324,12 @@ struct SpinAcc {
     CycleHistogram cycles;
 };
 
+// Device work on the legacy default stream and on streams the program made blocking, per (pid, device)
+// (legacy-stream-serialisation, collector/findings/streams.cpp).
+struct LegacyMixAcc {
+    Matched legacy, blocking;
+};
+
 // The findings' accumulators (collector/findings/findings.cpp reads them at the end).
 struct FindingAccs {
     Matched pageable[2];     // synchronous pageable copies: HtoD, DtoH
@@ -334,6 +341,8 @@ struct FindingAccs {
     std::map<std::pair<uint32_t, uint32_t>, PollRun> pollRuns;       // (pid, tid) -> its open run of queries
     std::map<uint32_t, SpinAcc> spins;                               // by raw site of a run's first query
     std::map<uint32_t, std::pair<uint64_t, uint64_t>> syncMemcpySpan;  // by pid: first begin, last end of syncMemcpy
+    std::map<uint32_t, std::set<uint64_t>> blockingStreams;            // by pid: streams made without cudaStreamNonBlocking
+    std::map<std::pair<uint32_t, int>, LegacyMixAcc> legacyMix;         // by (pid, device)
 };
 
 struct Context {

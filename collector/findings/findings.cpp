@@ -106,6 +106,7 @@ void addFindingCall(Context& cx, const ProcView& pv, const CallInfo& ci)
         ++a.apis[ci.api->name];
     }
     addPoll(F, pv, ci);
+    addStreamUse(F, pv, ci);
     if (c.category == wire::Category::Alloc) {
         if (!hasFlag(c, wire::kCallAsync) && !ci.api->asyncName) {
             F.hotAll.add(ci);
@@ -140,6 +141,7 @@ void analyzeFindings(Context& cx, Report& r)
     syncInLoop(b);
     implicitSync(b);
     spinWait(b);
+    legacyStream(b);
     droppedRecords(b, r);
     memoryFindings(b, r);
     b.setApartLibraryCalls();

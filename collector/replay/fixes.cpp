@@ -333,6 +333,9 @@ const std::vector<FixInfo>& allFixes()
         {FixKind::BatchCopies, "batch-copies", "pack consecutive small copies into one buffer and copy it once"},
         {FixKind::PoolThreshold, "pool-threshold",
          "set the stream-ordered pool's release threshold (cudaMemPoolAttrReleaseThreshold) to its working size"},
+        {FixKind::NonBlockingStreams, "nonblocking-streams",
+         "make the streams with cudaStreamNonBlocking (or use per-thread default streams), so that the legacy default "
+         "stream neither waits for them nor holds them up"},
     };
     return v;
 }
@@ -493,6 +496,7 @@ FixEffect applyFix(RunGraph& g, FixKind kind, const Calibration& cal, const FixS
     case FixKind::Graphs: return graphs(g, cal, scope);
     case FixKind::BatchCopies: return batchCopies(g, cal, scope);
     case FixKind::PoolThreshold: return poolThreshold(g, cal, scope);
+    case FixKind::NonBlockingStreams: return nonBlockingStreams(g);
     }
     return {};
 }

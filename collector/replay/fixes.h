@@ -15,7 +15,9 @@
 
 namespace gpuspy::collect::replay {
 
-enum class FixKind : uint8_t { Pinned, AsyncCopies, FewerSyncs, HoistAllocs, BlockingWait, Graphs, BatchCopies, PoolThreshold };
+enum class FixKind : uint8_t {
+    Pinned, AsyncCopies, FewerSyncs, HoistAllocs, BlockingWait, Graphs, BatchCopies, PoolThreshold, NonBlockingStreams
+};
 
 struct FixInfo {
     FixKind kind;
@@ -77,6 +79,11 @@ struct FixEffect {
 
 // Applies the fix to `g` in place.
 FixEffect applyFix(RunGraph& g, FixKind kind, const Calibration& cal, const FixScope& scope = {});
+
+// The fixes of how streams are made (fix_streams.cpp): the legacy default stream's waits taken out,
+// but those of a copy to the host (the host reads what it copies: the fixed program keeps that ordering
+// with one explicit wait).
+FixEffect nonBlockingStreams(RunGraph& g);
 
 // A call site that calls this often is a loop's (fewer syncs, hoisted allocations; work done once is not).
 inline constexpr uint64_t kLoopCalls = 3;

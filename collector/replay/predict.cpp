@@ -24,7 +24,14 @@ constexpr RuleFix kRuleFixes[] = {
     {"sync-memcpy", FixKind::AsyncCopies},        {"sync-in-loop", FixKind::FewerSyncs},
     {"launch-bound-kernels", FixKind::Graphs},    {"small-transfers", FixKind::BatchCopies},
     {"implicit-sync", FixKind::HoistAllocs},      {"pool-regrowth", FixKind::PoolThreshold},
+    {"legacy-stream-serialisation", FixKind::NonBlockingStreams},
 };
+
+// Rules that only find a pattern and leave to the replay whether it costs anything: a finding of theirs
+// whose predicted saving is under this share of the wall is dropped (the pattern is there, the problem
+// is not).
+bool confirmedByReplayOnly(const std::string& rule) { return rule == "legacy-stream-serialisation"; }
+constexpr double kConfirmedShare = 0.01;
 
 std::optional<FixKind> fixKindOfRule(const std::string& rule)
 {
@@ -133,6 +140,7 @@ void predictFindings(Report& r, const Capture& capture)
 
     bool predicted = false;
     double worstError = 0;
+    std::vector<const Finding*> unconfirmed;  // a pattern the replay finds costs nothing
     for (Finding& f : r.findings) {
         const auto kind = fixKindOfRule(f.rule);
         if (!kind || f.stacks.empty()) continue;
@@ -171,6 +179,10 @@ void predictFindings(Report& r, const Capture& capture)
             if (t.costs.empty()) t.costs = costsOf(rp.cal, *kind);
         }
         if (t.missing || !t.processes) continue;
+        if (confirmedByReplayOnly(f.rule) && (!t.changed || double(t.saving) < kConfirmedShare * double(t.wall))) {
+            unconfirmed.push_back(&f);
+            continue;
+        }
         if (!t.changed) {
             // The fix as the replay models it finds nothing to change among the finding's calls (launches
             // too few in a row for a graph, copies too few for a batch): no prediction; the formula stands.
@@ -214,6 +226,11 @@ void predictFindings(Report& r, const Capture& capture)
         predicted = true;
         worstError = std::max(worstError, std::fabs(p.replayErrorPct));
     }
+    r.findings.erase(std::remove_if(r.findings.begin(), r.findings.end(),
+                                    [&](const Finding& f) {
+                                        return std::find(unconfirmed.begin(), unconfirmed.end(), &f) != unconfirmed.end();
+                                    }),
+                     r.findings.end());
     if (!predicted && dropped.empty()) return;
 
     rankFindings(r.findings);

@@ -244,6 +244,7 @@ RunGraph buildRunGraph(const Process& p)
     };
     std::unordered_map<uint32_t, Poll> openPoll;  // per thread: the not-ready polls since its last other call
 
+    std::unordered_map<uint64_t, bool> madeNonBlocking;  // stream handle -> made with CU_STREAM_NON_BLOCKING
     auto streamIndex = [&](const StreamId& id) {
         const StreamKey k{id.device, id.handle, id.tid, id.perThread};
         auto it = streamOf.find(k);
@@ -253,10 +254,37 @@ RunGraph buildRunGraph(const Process& p)
         s.handle = id.handle;
         s.tid = id.tid;
         s.perThread = id.perThread;
+        auto made = madeNonBlocking.find(id.handle);
+        s.order = id.perThread ? Stream::Order::Blocking
+                  : id.handle == 0 ? Stream::Order::Legacy
+                  : made != madeNonBlocking.end() ? (made->second ? Stream::Order::NonBlocking : Stream::Order::Blocking)
+                                                  : Stream::Order::Unknown;
         g.streams.push_back(s);
         pendingWaits.emplace_back();
         streamTail.push_back(0);
         return streamOf[k] = uint32_t(g.streams.size() - 1);
+    };
+
+    // The legacy default stream's rules as waits before an op (EventWait::legacy): on the legacy stream,
+    // for what each blocking stream of its device holds; on a blocking stream, for what the legacy stream
+    // holds. A wait already made for as many ops is not made again.
+    std::map<std::pair<uint32_t, uint32_t>, uint32_t> legacyWaited;  // (stream, source) -> ops waited for
+    auto addLegacyWaits = [&](uint32_t si, int device) {
+        const Stream& s = g.streams[si];
+        auto wait = [&](uint32_t source) {
+            const uint32_t upTo = uint32_t(g.streams[source].ops.size());
+            uint32_t& done = legacyWaited[{si, source}];
+            if (!upTo || done == upTo) return;
+            done = upTo;
+            pendingWaits[si].push_back({source, upTo, true});
+        };
+        for (uint32_t o = 0; o < g.streams.size(); ++o) {
+            const Stream& other = g.streams[o];
+            if (o == si || other.device != device) continue;
+            if ((s.order == Stream::Order::Legacy && other.order == Stream::Order::Blocking) ||
+                (s.order == Stream::Order::Blocking && other.order == Stream::Order::Legacy))
+                wait(o);
+        }
     };
 
     detail::MemoryBook pools;  // which stream-ordered allocations grew their pool (the report's model)
@@ -307,6 +335,13 @@ RunGraph buildRunGraph(const Process& p)
             call.kernelId = c.args.launch.kernelId;
         }
         if (c.category != wire::Category::Alloc) pools.feed(c, a, 0);  // a pool's configuration, a synchronize
+        if (c.result == 0 && c.stream && (a.name == "cuStreamCreate" || a.name == "cuStreamCreateWithPriority")) {
+            const bool nonBlocking = (c.args.raw[wire::kStreamFlagsSlot] & wire::kStreamNonBlocking) != 0;
+            madeNonBlocking[c.stream] = nonBlocking;
+            for (Stream& s : g.streams)  // a handle that comes back for a new stream
+                if (s.handle == c.stream && !s.perThread)
+                    s.order = nonBlocking ? Stream::Order::NonBlocking : Stream::Order::Blocking;
+        }
         auto [th, fresh] = threadOf.try_emplace(c.tid, uint32_t(g.threads.size()));
         if (fresh) {
             Thread t;
@@ -333,6 +368,7 @@ RunGraph buildRunGraph(const Process& p)
             op.measured = w->second.measured;
             op.bounded = w->second.bounded;
             op.waitsFirst = uint32_t(g.eventWaits.size());
+            addLegacyWaits(si, op.device);
             uint64_t deps = streamTail[si];
             for (const EventWait& ew : pendingWaits[si]) {
                 g.eventWaits.push_back(ew);
@@ -343,7 +379,12 @@ RunGraph buildRunGraph(const Process& p)
             const bool blocking = hasFlag(c, wire::kCallImplicitSync);
             const uint64_t submit = blocking ? call.begin : call.end;
             op.latency = int64_t(op.begin) - int64_t(submit);
-            const bool isQueued = op.begin <= deps;
+            // Placed at (or close to) the end of what it waited for: it waited. Close: within a rounding's reach,
+            // or within 2% of its wait since its submission (an untimed op it follows ends where its siblings'
+            // lengths put it, off by a little; a wait that long was for that op, not the driver's latency).
+            constexpr uint64_t kPlacementSlackNs = 200;
+            const uint64_t slack = std::max<uint64_t>(kPlacementSlackNs, sub(op.begin, submit) / 50);
+            const bool isQueued = op.begin <= deps + slack;
             call.op = uint32_t(g.ops.size());
             g.streams[si].ops.push_back(call.op);
             streamTail[si] = std::max(streamTail[si], op.end);

@@ -105,10 +105,14 @@ struct Op {
     uint32_t waitsFirst = 0, waitsCount = 0;
 };
 
-// A cuStreamWaitEvent: the next op of `stream` waits for the first `upTo` ops of `source`.
+// A cuStreamWaitEvent: the next op of `stream` waits for the first `upTo` ops of `source`. A legacy one is
+// the legacy default stream's rule, not the program's: an op on the legacy stream waits for the work
+// queued before it on the device's blocking streams, an op on a blocking stream for the legacy
+// stream's (non-blocking streams: cudaStreamNonBlocking, neither).
 struct EventWait {
     uint32_t source = kNone;
     uint32_t upTo = 0;
+    bool legacy = false;
 };
 
 struct Thread {
@@ -122,6 +126,10 @@ struct Stream {
     uint64_t handle = 0;
     uint32_t tid = 0;
     bool perThread = false;
+    // Its part in the legacy default stream's rules: the legacy stream itself; a blocking stream (made
+    // by cuStreamCreate without CU_STREAM_NON_BLOCKING, or a per-thread default stream); a non-blocking
+    // one; or one whose making the capture did not see (no rule applied).
+    enum class Order : uint8_t { Unknown, Legacy, Blocking, NonBlocking } order = Order::Unknown;
     std::vector<uint32_t> ops;  // in submission order
 };
 

@@ -450,6 +450,7 @@ std::string adviceOf(const std::string& rule)
         {"allocation-failed", "free memory before the allocation, or ask for less"},
         {"pool-keeps-memory", "lower the pool's release threshold, or trim it after the burst"},
         {"pool-regrowth", "set the pool's release threshold to its working size"},
+        {"legacy-stream-serialisation", "make the streams with cudaStreamNonBlocking"},
     };
     auto it = kAdvice.find(rule);
     return it != kAdvice.end() ? it->second : std::string();

@@ -87,6 +87,7 @@ TimelineRole timelineRole(std::string_view abiName)
     // shim names its first write's address, else its first wait's.
     if (b == "cuStreamWaitValue32" || b == "cuStreamWaitValue64" || b == "cuStreamBatchMemOp") return TimelineRole::WaitValue;
     if (b == "cuGreenCtxStreamCreate") return TimelineRole::GreenStream;
+    if (b == "cuStreamCreate" || b == "cuStreamCreateWithPriority") return TimelineRole::StreamCreate;
     if (b == "cuGreenCtxRecordEvent") return TimelineRole::GreenRecord;
     if (b == "cuGreenCtxWaitEvent") return TimelineRole::GreenWait;
     return TimelineRole::None;
@@ -171,9 +172,27 @@ uint32_t DeviceTimeline::streamIndex(const StreamId& id)
         if (m_streams[i].id == id) return i;
     Stream s;
     s.id = id;
+    auto made = m_madeNonBlocking.find(id.handle);
+    s.order = id.perThread ? Order::Blocking
+              : id.handle == 0 ? Order::Legacy
+              : made != m_madeNonBlocking.end() ? (made->second ? Order::NonBlocking : Order::Blocking)
+                                                : Order::Unknown;
     m_streams.push_back(std::move(s));
     list.push_back(uint32_t(m_streams.size() - 1));
     return list.back();
+}
+
+Times DeviceTimeline::legacyReady(const Stream& s) const
+{
+    Times t{};
+    if (s.order != Order::Legacy && s.order != Order::Blocking) return t;
+    auto kinds = m_legacyKinds.find(s.id.device);
+    if (kinds == m_legacyKinds.end() || kinds->second != 3) return t;
+    const Order partner = s.order == Order::Legacy ? Order::Blocking : Order::Legacy;
+    for (const Stream& o : m_streams)
+        if (&o != &s && o.order == partner && o.id.device == s.id.device)
+            for (int k = 0; k < 3; ++k) t[k] = std::max(t[k], o.ready[k]);
+    return t;
 }
 
 void DeviceTimeline::emit(const Stream& s, uint32_t index, const Pending& p)
@@ -384,6 +403,14 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
         }
         break;
     }
+    case TimelineRole::StreamCreate: {
+        if (!ok || !c.stream) break;
+        const bool nonBlocking = (c.args.raw[wire::kStreamFlagsSlot] & wire::kStreamNonBlocking) != 0;
+        m_madeNonBlocking[c.stream] = nonBlocking;
+        for (uint32_t i : m_byHandle[c.stream])  // a handle that comes back for a new stream
+            if (!m_streams[i].id.perThread) m_streams[i].order = nonBlocking ? Order::NonBlocking : Order::Blocking;
+        break;
+    }
     case TimelineRole::WriteValue:
     case TimelineRole::None: break;
     }
@@ -406,14 +433,23 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
     r.deviceOp = true;
     const uint32_t si = streamIndex(streamIdOf(c));
     Stream& s = m_streams[si];
+    if (s.order == Order::Legacy) m_legacyKinds[s.id.device] |= 1;
+    if (s.order == Order::Blocking) m_legacyKinds[s.id.device] |= 2;
+    const Times partners = legacyReady(s);
     int64_t& lat = latency(c.device);
     if (spans && !spans->empty()) {
         uint64_t b = UINT64_MAX, e = 0, gpu = 0;
         for (const wire::GpuSpanBody& g : *spans) {
             b = std::min(b, g.beginNs);
             e = std::max(e, g.endNs);
-            gpu += g.endNs - g.beginNs;
         }
+        // The shim's start event is the stream's previous end event when nothing untimed ran between: under
+        // the legacy stream's rules the work may then have waited for a partner stream's after that end, so
+        // a span that begins exactly at its stream's last end, before the partners' work ends, began when
+        // that work ended.
+        const uint64_t legacyStart = s.lastMeasured && b == s.ready[kEst] && partners[kEst] > b ? std::min(partners[kEst], e) : 0;
+        if (legacyStart) b = legacyStart;
+        for (const wire::GpuSpanBody& g : *spans) gpu += g.endNs - std::max(g.beginNs, std::min(legacyStart, g.endNs));
         bool heldBack = false, unjudged = false;
         if (upperBound) {
             m_model.learnBound(c, gpu);
@@ -438,7 +474,7 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
         // After a wait on another stream's event whose end was only estimated, a late begin may be that
         // stream's work ending later than estimated (which also moved this stream's pending work later, not
         // longer): the work before may have run until then, no more is known (Soft).
-        const bool heldByOther = heldBack && s.waitedOnEstimate;
+        const bool heldByOther = heldBack && (s.waitedOnEstimate || partners[kEst] > s.ready[kEst]);
         s.waitedOnEstimate = false;
         r.foundEmpty = !heldBack;
         anchor(s, s.pending.size(), b, heldBack && !heldByOther ? Until::Hard : heldBack || unjudged ? Until::Soft : Until::None,
@@ -454,7 +490,8 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
             pl.seq = c.seq;
             pl.device = g.device;
             pl.stream = si;
-            pl.begin = {g.beginNs, g.beginNs, g.beginNs};
+            const uint64_t gb = std::max(g.beginNs, std::min(legacyStart, g.endNs));
+            pl.begin = {gb, gb, gb};
             pl.end = {g.endNs, g.endNs, g.endNs};
             pl.estimated = false;
             if (upperBound) {
@@ -483,7 +520,7 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
     p.serial = s.serial++;
     p.unknown = !known;
     for (int k = 0; k < 3; ++k) {
-        const uint64_t base = std::max(s.ready[k], s.waitUntil[k]);
+        const uint64_t base = std::max({s.ready[k], s.waitUntil[k], partners[k]});
         p.queued[k] = base > earliest;
         p.start[k] = std::max(base, earliest);
         p.end[k] = p.start[k] + d[k];

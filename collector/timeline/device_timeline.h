@@ -34,6 +34,8 @@ enum class TimelineRole : uint8_t {
     GreenStream,      // a green context (the object) made a stream (the record's stream)
     GreenRecord,      // the event completes when the green context's streams' work so far does
     GreenWait,        // the green context's streams' next work starts no earlier than the event completes
+    StreamCreate,     // a stream made (the record's stream), blocking or not (wire::kStreamFlagsSlot): the
+                      // legacy default stream's rules apply to the blocking ones
 };
 TimelineRole timelineRole(std::string_view abiName);
 
@@ -130,8 +132,13 @@ private:
         std::array<bool, 3> queued{};  // started when the previous op ended (not when submitted)
         bool unknown = false;          // no timed sibling gave it a duration
     };
+    // Its part in the legacy default stream's rules: work on the legacy stream starts after the work
+    // queued before it on the device's blocking streams (made without CU_STREAM_NON_BLOCKING, and
+    // per-thread default streams), and theirs after the legacy stream's. Unknown: its making was not seen.
+    enum class Order : uint8_t { Unknown, Legacy, Blocking, NonBlocking };
     struct Stream {
         StreamId id;
+        Order order = Order::Unknown;
         Times ready{};      // where the last op ends, per pass
         Times waitUntil{};  // a waited-on event's completion
         // A wait for a value or a green context's event since the last measured op, after `heldAfter` ops: a
@@ -160,6 +167,8 @@ private:
     void holdUntil(Stream& s, uint64_t serial, const Times& done);
 
     uint32_t streamIndex(const StreamId& id);
+    // Where the work `s` must follow under the legacy stream's rules ends, per pass (0: none).
+    Times legacyReady(const Stream& s) const;
     // What an anchor says of the time before t: nothing more than that the work ended by then; that the
     // stream was busy until t (Hard: an op held back, a query that found the work unfinished); or that
     // it may have been (Soft: a wait that returned late, which a preempted waiter does too).
@@ -175,6 +184,10 @@ private:
     Sink m_sink;
     std::vector<Stream> m_streams;
     std::unordered_map<uint64_t, std::vector<uint32_t>> m_byHandle;  // handle -> stream indices
+    std::unordered_map<uint64_t, bool> m_madeNonBlocking;             // stream handle -> CU_STREAM_NON_BLOCKING
+    // Devices with work seen on both the legacy stream and a blocking one (bit 0: legacy, bit 1: blocking):
+    // only there do the legacy rules cost a look at the other streams.
+    std::unordered_map<int, uint8_t> m_legacyKinds;
     std::unordered_map<uint64_t, Event> m_events;
     std::unordered_map<uint64_t, std::vector<uint32_t>> m_greenStreams;  // green context -> its streams
     std::unordered_map<uint64_t, Times> m_values;  // address -> when its last write-value completed

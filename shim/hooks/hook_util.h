@@ -34,6 +34,9 @@ inline CUresult forwardCall(Describe&& describe, Args... args)
     return s.finish(real(args...));
 }
 
+// A call with nothing to say about itself before the real one runs.
+inline void nothingBefore(CallScope&) {}
+
 // The same where the driver's answer matters too: `after(CallScope&, CUresult)` runs after the real
 // call whether or not this call is recorded (bookkeeping such as memory ranges must not depend on it).
 template <Api A, class Fn, class Describe, class After, class... Args>

@@ -30,7 +30,6 @@ void syncedIf(CallScope& s, CUresult rc, bool didSomething)
     if (rc == CUDA_SUCCESS && didSomething) s.setFlags(wire::kCallImplicitSync);
 }
 
-void nothingBefore(CallScope&) {}
 
 // An allocation, described by the driver's answer: `answer(rc)` gives the address and bytes it
 // allocated (or asked for, when it refused).

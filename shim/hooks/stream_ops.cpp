@@ -212,6 +212,26 @@ CUresult greenStreamCreate(CUstream* ps, CUgreenCtx g, unsigned int flags, int p
     return s.finish(rc);
 }
 
+// A stream made (wire/format.h, kStreamFlagsSlot): the record's stream is the new one, with its flags
+// (CU_STREAM_NON_BLOCKING or not: the legacy default stream waits for and holds up only the blocking ones)
+// and priority.
+static_assert(wire::kStreamNonBlocking == CU_STREAM_NON_BLOCKING);
+template <Api A, class Fn, class... Priority>
+CUresult streamCreate(CUstream* ps, unsigned int flags, Priority... priority)
+{
+    return forwardThen<A, Fn>(
+        nothingBefore,
+        [&](CallScope& s, CUresult rc) {
+            if (rc != CUDA_SUCCESS || !ps) return;
+            gpuStreamMade(*ps, flags);
+            if (!s.active()) return;
+            s.setStream(*ps);
+            s.body().args.raw[wire::kStreamFlagsSlot] = flags;
+            ((s.body().args.raw[wire::kStreamPrioritySlot] = uint64_t(int64_t(priority))), ...);
+        },
+        ps, flags, priority...);
+}
+
 // The stream's timing state (its last end event, its context) goes first: its handle may come back
 // for a stream of another context.
 template <Api A>
@@ -284,6 +304,9 @@ GS_STREAM_VALUE(cuStreamWriteValue32_v2_ptsz, streamWrite, cuuint32_t)
 GS_STREAM_VALUE(cuStreamWriteValue64_v2, streamWrite, cuuint64_t)
 GS_STREAM_VALUE(cuStreamWriteValue64_v2_ptsz, streamWrite, cuuint64_t)
 #undef GS_STREAM_VALUE
+GS_WRAP_TYPED(streamCreate, cuStreamCreate, cuStreamCreate, (CUstream* p, unsigned int f), (p, f))
+GS_WRAP_TYPED(streamCreate, cuStreamCreateWithPriority, cuStreamCreateWithPriority, (CUstream* p, unsigned int f, int prio),
+              (p, f, prio))
 GS_WRAP(batchMemOp, cuStreamBatchMemOp_v2, (CUstream s, unsigned int n, CUstreamBatchMemOpParams* p, unsigned int f), (s, n, p, f))
 GS_WRAP(batchMemOp, cuStreamBatchMemOp_v2_ptsz, (CUstream s, unsigned int n, CUstreamBatchMemOpParams* p, unsigned int f),
         (s, n, p, f))

@@ -13,6 +13,8 @@
 //   async-copy the kernel and a cudaMemcpyAsync on a stream, host work overlapping, one sync at the end
 //   small-copies  many tiny cudaMemcpy calls, one per slice of a buffer   (small-transfers)
 //   batched    one cudaMemcpy of the whole packed buffer             (its fix)
+//   legacy     kernels on two cudaStreamCreate streams and the default stream, per step (legacy-stream-serialisation)
+//   nonblocking    the streams made with cudaStreamNonBlocking      (its fix)
 //   offpath-tiny   thread 1: 20 ms steps on device 0; thread 2: the tiny launches on device 1, done long
 //                  before (launch-bound-kernels, off the critical path; needs SIMCUDA_DEVICES=2)
 //   offpath-graph  thread 2's launches as a graph (its fix: it saves nothing)
@@ -177,6 +179,37 @@ void sliceCopies(bool batched)
     CK(cudaFreeHost(host));
 }
 
+// The legacy default stream beside two streams of the program's own: each step a 20 ms kernel on each
+// stream and one on the default stream (its own buffer: no data shared). Made with cudaStreamCreate (blocking),
+// the default stream's kernel waits for both and they wait for it: 40 ms a step. Made non-blocking, the three
+// overlap: 20 ms a step.
+constexpr int kLegacySteps = 8;
+void legacyMix(bool nonBlocking)
+{
+    float *a = nullptr, *b = nullptr, *c = nullptr;
+    CK(cudaMalloc(&a, 64 * sizeof(float)));
+    CK(cudaMalloc(&b, 64 * sizeof(float)));
+    CK(cudaMalloc(&c, 64 * sizeof(float)));
+    cudaStream_t s1, s2;
+    const unsigned flags = nonBlocking ? cudaStreamNonBlocking : cudaStreamDefault;
+    CK(cudaStreamCreateWithFlags(&s1, flags));
+    CK(cudaStreamCreateWithFlags(&s2, flags));
+    for (int i = 0; i < kLegacySteps; ++i) {
+        step<<<1, 32, 0, s1>>>(a);
+        CK_LAUNCH();
+        step<<<1, 32, 0, s2>>>(b);
+        CK_LAUNCH();
+        step<<<1, 32>>>(c);
+        CK_LAUNCH();
+    }
+    CK(cudaDeviceSynchronize());
+    CK(cudaStreamDestroy(s1));
+    CK(cudaStreamDestroy(s2));
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+    CK(cudaFree(c));
+}
+
 // Work off the critical path: thread 1 runs kOffPathSteps 20 ms steps on device 0, waiting for each;
 // thread 2 runs the tiny launches (or their graph) on device 1 and is done long before. The graph saves
 // thread 2's launch time, which nothing waits for: the run is no shorter.
@@ -217,10 +250,12 @@ int main(int argc, char** argv)
         resultCopies(mode == "async-copy");
     else if (mode == "small-copies" || mode == "batched")
         sliceCopies(mode == "batched");
+    else if (mode == "legacy" || mode == "nonblocking")
+        legacyMix(mode == "nonblocking");
     else if (mode == "offpath-tiny" || mode == "offpath-graph")
         offPath(mode == "offpath-graph");
     else {
-        std::fprintf(stderr, "usage: %s pageable|pinned|sync-loop|sync-once|tiny|graph|free-loop|free-once|sync-copy|async-copy|small-copies|batched|offpath-tiny|offpath-graph\n", argv[0]);
+        std::fprintf(stderr, "usage: %s pageable|pinned|sync-loop|sync-once|tiny|graph|free-loop|free-once|sync-copy|async-copy|small-copies|batched|offpath-tiny|offpath-graph|legacy|nonblocking\n", argv[0]);
         return 2;
     }
     return 0;

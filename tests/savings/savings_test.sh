@@ -9,7 +9,9 @@
 #           programs' GPU never waits, even for a host descheduled for milliseconds: the saving is the bad
 #           program's idle time, measured in the same runs the estimate comes from, whatever the load;
 #   calls   the host's time inside the copy calls as the driver saw it (SIMCUDA_TRACE_CALLS): what batching
-#           removes from the host's path (the app's own per-call work outside the driver comes on top).
+#           removes from the host's path (the app's own per-call work outside the driver comes on top);
+#   span    the device work's span, first start to last end (the legacy pair: its GPU is never idle, its
+#           streams' work runs one after another; 20 ms kernels dwarf the host's part).
 # Checked for every pair: the bad program's report has the finding with a saving, `gpuspy diff bad fixed`
 # shows it resolved, every stated bound (at most / at least) holds and the estimate is within 2x of the
 # true saving. Pairs marked strict are asserted only with GPUSPY_SAVINGS_STRICT=1 (a quiet machine), printed
@@ -31,7 +33,8 @@ fail=0
 for pair in "pageable pinned pageable-memcpy copies always pinned calls" "sync-loop sync-once sync-in-loop gaps always fewer-syncs gaps" \
             "tiny graph launch-bound-kernels gaps strict graphs gaps" "free-loop free-once implicit-sync gaps bound hoist-allocs gaps" \
             "sync-copy async-copy sync-memcpy gaps bound async-copies gaps" \
-            "small-copies batched small-transfers calls always batch-copies calls"; do
+            "small-copies batched small-transfers calls always batch-copies calls" \
+            "legacy nonblocking legacy-stream-serialisation span always nonblocking-streams span"; do
     set -- $pair
     [ -n "${SAVINGS_ONLY:-}" ] && [[ " $SAVINGS_ONLY " != *" $1 "* ]] && continue
     calls=0
@@ -66,6 +69,8 @@ def truth(mode, kind=kind):
             continue
         if kind == "copies":
             values.append(sum(o["end"] - o["start"] for o in ops if o["op"] == "memcpy"))
+        elif kind == "span":
+            values.append(max(o["end"] for o in ops) - ops[0]["start"])
         else:
             gaps, end = 0, None
             for o in ops:
@@ -120,6 +125,8 @@ else:
     walls = lambda r: statistics.median(p["wall_ns"] for p in r["processes"])
     if whatif_kind == "gaps":
         real, basis, asserted = truth(bad, "gaps") - truth(fixed, "gaps"), "the GPU idle time it removes", bound_checked
+    elif whatif_kind == "span":
+        real, basis, asserted = truth(bad, "span") - truth(fixed, "span"), "the device work's span it shortens", True
     else:
         # The host's time in copy calls, bad less fixed: both pairs' copies are synchronous and back to back
         # on the host's path, so what the calls lose is what the run loses (a pageable copy's call also
