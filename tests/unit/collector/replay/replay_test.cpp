@@ -190,6 +190,41 @@ TEST(Replay, AThreadThatJoinsAWorkerWaitsForItsEnd)
     EXPECT_EQ(off[0], 1u);
 }
 
+// Two streams made blocking (or not) and the legacy default stream: per step a 1 ms kernel on each, all
+// timed, ordered by the legacy stream's rules when the streams are blocking.
+Proc legacyMix(bool nonBlocking)
+{
+    Proc pr;
+    for (uint64_t h : {0x20u, 0x30u}) {
+        wire::CallBody& c = pr.call("cuStreamCreate", Category::Other, 1, 100 + h, 200 + h, h);
+        c.args.raw[wire::kStreamFlagsSlot] = nonBlocking ? wire::kStreamNonBlocking : 0;
+    }
+    uint64_t t = 1000, gpu = 2000;
+    for (int i = 0; i < 4; ++i, t += 30) {
+        pr.launch(1, t, t + 10, gpu, gpu + 1000000, 0x20);
+        pr.launch(1, t + 10, t + 20, gpu, gpu + 1000000, 0x30);
+        const uint64_t legacyAt = nonBlocking ? gpu : gpu + 1000000;
+        pr.launch(1, t + 20, t + 30, legacyAt, legacyAt + 1000000, 0x0);
+        gpu = nonBlocking ? gpu + 1000000 : legacyAt + 1000000;
+    }
+    pr.call("cuCtxSynchronize_v2", Category::Sync, 1, t, gpu + 1000);
+    pr.p.lastNs = gpu + 2000;
+    return pr;
+}
+
+TEST(Replay, TheLegacyStreamWaitsForBlockingStreamsAndTheFixTakesThoseWaitsOut)
+{
+    const WhatIf bad = whatIf(legacyMix(false).p, {}, {FixKind::NonBlockingStreams});
+    EXPECT_NEAR(bad.errorPct(), 0.0, 0.01);
+    ASSERT_EQ(bad.scenarios.size(), 1u);
+    EXPECT_GT(bad.scenarios[0].effects[0].changed, 0u);
+    // 8 ms serialised, 4 ms overlapped.
+    EXPECT_NEAR(double(savingOf(bad, "nonblocking-streams")), 4e6, 1e5);
+    const WhatIf fixed = whatIf(legacyMix(true).p, {}, {FixKind::NonBlockingStreams});
+    EXPECT_NEAR(fixed.errorPct(), 0.0, 0.01);
+    EXPECT_EQ(fixed.scenarios[0].effects[0].changed, 0u) << "non-blocking streams: no legacy waits";
+}
+
 TEST(Replay, AGraphOfAGpuBoundLoopQueuesItsFirstKernelAtOnce)
 {
     // Ten rounds of 400 launches (5 us each) of 20 us kernels, then a wait: the GPU sets the pace. As one
