@@ -337,6 +337,7 @@ struct FindingAccs {
     Matched syncMemcpy, pageableAsync, pinnedAsync, launches, small, pooled, hotAll;
     std::map<uint32_t, LoopSyncAcc> loopSyncs;  // by raw site
     std::map<uint32_t, HotAllocAcc> hotAllocs;  // by raw site
+    std::map<uint32_t, HotAllocAcc> streamOrderedAllocs;  // the same for cudaMallocAsync/FromPoolAsync/FreeAsync
     std::map<std::pair<uint32_t, uint32_t>, uint64_t> hotAllocLast;  // (raw site, tid) -> ordinal of its last call
     std::map<std::pair<uint32_t, uint32_t>, PollRun> pollRuns;       // (pid, tid) -> its open run of queries
     std::map<uint32_t, SpinAcc> spins;                               // by raw site of a run's first query

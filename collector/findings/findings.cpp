@@ -108,24 +108,29 @@ void addFindingCall(Context& cx, const ProcView& pv, const CallInfo& ci)
     addPoll(F, pv, ci);
     addStreamUse(F, pv, ci);
     if (c.category == wire::Category::Alloc) {
+        auto addHot = [&](std::map<uint32_t, HotAllocAcc>& accs) {
+            if (ci.rawSite == kNoRawSite) return;
+            HotAllocAcc& a = accs[ci.rawSite];
+            ++a.count;
+            a.hostNs += hostNs(c);
+            a.busyNs += ci.busyNs;
+            // A new burst unless the thread's previous call came from this site too (calls are placed
+            // per thread in host time order; waits may be accounted after a later call, so the
+            // ordinal, not this order, says what came before).
+            uint64_t& last = F.hotAllocLast[{ci.rawSite, c.tid}];
+            if (!last || ci.threadOrdinal != last + 1) ++a.bursts;
+            last = ci.threadOrdinal;
+            a.judged += ci.turnover != CallInfo::Turnover::Unknown;
+            a.turnsOver += ci.turnover == CallInfo::Turnover::Turns;
+        };
         if (!hasFlag(c, wire::kCallAsync) && !ci.api->asyncName) {
             F.hotAll.add(ci);
-            if (ci.rawSite != kNoRawSite) {
-                HotAllocAcc& a = F.hotAllocs[ci.rawSite];
-                ++a.count;
-                a.hostNs += hostNs(c);
-                a.busyNs += ci.busyNs;
-                // A new burst unless the thread's previous call came from this site too (calls are placed
-                // per thread in host time order; waits may be accounted after a later call, so the
-                // ordinal, not this order, says what came before).
-                uint64_t& last = F.hotAllocLast[{ci.rawSite, c.tid}];
-                if (!last || ci.threadOrdinal != last + 1) ++a.bursts;
-                last = ci.threadOrdinal;
-                a.judged += ci.turnover != CallInfo::Turnover::Unknown;
-                a.turnsOver += ci.turnover == CallInfo::Turnover::Turns;
-            }
+            addHot(F.hotAllocs);
         }
-        if (ci.api->asyncName) F.pooled.add(ci);
+        if (ci.api->asyncName) {
+            F.pooled.add(ci);
+            addHot(F.streamOrderedAllocs);
+        }
     }
 }
 
@@ -140,6 +145,7 @@ void analyzeFindings(Context& cx, Report& r)
     gpuIdleAndStarved(b, r);
     syncInLoop(b);
     implicitSync(b);
+    allocInLoop(b);
     spinWait(b);
     legacyStream(b);
     droppedRecords(b, r);

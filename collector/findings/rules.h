@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,15 @@ void launchBound(Builder& b, const Report& r);        // launches.cpp
 void gpuIdleAndStarved(Builder& b, const Report& r);  // gpu_idle.cpp
 void syncInLoop(Builder& b);           // syncs.cpp
 void implicitSync(Builder& b);
+void allocInLoop(Builder& b);                         // allocs.cpp
+// The call sites whose allocations and frees ran in the loop (allocs.cpp): at least kMinHotAllocs bursts,
+// turning memory over that often where their addresses say; the others set aside as setup or teardown.
+struct LoopSites {
+    std::set<int> sites;                 // named sites
+    uint64_t setAside = 0, setAsideSites = 0;
+    std::string setAsideText() const;
+};
+LoopSites loopSites(const Context& cx, const std::map<uint32_t, HotAllocAcc>& accs);
 void droppedRecords(Builder& b, const Report& r);     // dropped.cpp
 void spinWait(Builder& b);                            // spin.cpp
 void memoryFindings(Builder& b, const Report& r);     // memory.cpp

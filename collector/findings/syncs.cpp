@@ -94,30 +94,10 @@ void implicitSync(Builder& b)
     // live until teardown frees them: setup too. Where no call of the site could be judged (no address,
     // memory never seen allocated), bursts alone decide. What is left out is set aside and said so; as
     // is a site called once.
-    std::map<int, HotAllocAcc> perSite;
-    for (const auto& [raw, a] : cx.findings.hotAllocs) {
-        HotAllocAcc& s = perSite[cx.rawSites[raw].site];
-        s.count += a.count;
-        s.bursts += a.bursts;
-        s.judged += a.judged;
-        s.turnsOver += a.turnsOver;
-    }
-    std::set<int> hotSites;
-    uint64_t setAside = 0, setAsideSites = 0;
-    for (const auto& [s, a] : perSite) {
-        if (s == kNoSite) continue;
-        if (a.bursts >= kMinHotAllocs && (!a.judged || a.turnsOver + 1 >= kMinHotAllocs)) {
-            hotSites.insert(s);
-        } else if (a.count >= kMinHotAllocs) {  // the repetition a loop would have
-            setAside += a.count;
-            ++setAsideSites;
-        }
-    }
-    const std::string setAsideText =
-        std::to_string(setAside) + " allocations and frees from " + std::to_string(setAsideSites) +
-        " call site(s) that ran them in fewer than " + std::to_string(kMinHotAllocs) +
-        " bursts (calls one after the other, none between) or on buffers that live from before the loop to after it "
-        "(setup before the loop, teardown after it) were set aside";
+    const LoopSites loop = loopSites(cx, cx.findings.hotAllocs);
+    const std::set<int>& hotSites = loop.sites;
+    const uint64_t setAside = loop.setAside;
+    const std::string setAsideText = loop.setAsideText();
     if (hotSites.empty()) {
         if (setAside) b.note("implicit-sync: " + setAsideText + ", not counted as in the hot path");
         return;

@@ -24,13 +24,16 @@ constexpr RuleFix kRuleFixes[] = {
     {"sync-memcpy", FixKind::AsyncCopies},        {"sync-in-loop", FixKind::FewerSyncs},
     {"launch-bound-kernels", FixKind::Graphs},    {"small-transfers", FixKind::BatchCopies},
     {"implicit-sync", FixKind::HoistAllocs},      {"pool-regrowth", FixKind::PoolThreshold},
-    {"legacy-stream-serialisation", FixKind::NonBlockingStreams},
+    {"legacy-stream-serialisation", FixKind::NonBlockingStreams}, {"alloc-in-loop", FixKind::HoistAllocs},
 };
 
 // Rules that only find a pattern and leave to the replay whether it costs anything: a finding of theirs
 // whose predicted saving is under this share of the wall is dropped (the pattern is there, the problem
 // is not).
-bool confirmedByReplayOnly(const std::string& rule) { return rule == "legacy-stream-serialisation"; }
+bool confirmedByReplayOnly(const std::string& rule)
+{
+    return rule == "legacy-stream-serialisation" || rule == "alloc-in-loop";
+}
 constexpr double kConfirmedShare = 0.01;
 
 std::optional<FixKind> fixKindOfRule(const std::string& rule)

@@ -451,6 +451,7 @@ std::string adviceOf(const std::string& rule)
         {"pool-keeps-memory", "lower the pool's release threshold, or trim it after the burst"},
         {"pool-regrowth", "set the pool's release threshold to its working size"},
         {"legacy-stream-serialisation", "make the streams with cudaStreamNonBlocking"},
+        {"alloc-in-loop", "allocate once before the loop and reuse the buffer"},
     };
     auto it = kAdvice.find(rule);
     return it != kAdvice.end() ? it->second : std::string();

@@ -13,6 +13,8 @@
 //   async-copy the kernel and a cudaMemcpyAsync on a stream, host work overlapping, one sync at the end
 //   small-copies  many tiny cudaMemcpy calls, one per slice of a buffer   (small-transfers)
 //   batched    one cudaMemcpy of the whole packed buffer             (its fix)
+//   async-loop cudaMallocAsync, a tiny kernel, cudaFreeAsync, per step of a host-bound loop (alloc-in-loop)
+//   async-once the buffer allocated once before the loop            (its fix)
 //   legacy     kernels on two cudaStreamCreate streams and the default stream, per step (legacy-stream-serialisation)
 //   nonblocking    the streams made with cudaStreamNonBlocking      (its fix)
 //   offpath-tiny   thread 1: 20 ms steps on device 0; thread 2: the tiny launches on device 1, done long
@@ -179,6 +181,26 @@ void sliceCopies(bool batched)
     CK(cudaFreeHost(host));
 }
 
+// Stream-ordered allocations in a host-bound loop: each step cudaMallocAsync, a tiny kernel on the buffer,
+// cudaFreeAsync; fixed, the buffer allocated once before the loop.
+constexpr int kAsyncSteps = 2000;
+void asyncAllocs(bool once)
+{
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    int* buf = nullptr;
+    if (once) CK(cudaMallocAsync(reinterpret_cast<void**>(&buf), 1 << 20, s));
+    for (int i = 0; i < kAsyncSteps; ++i) {
+        if (!once) CK(cudaMallocAsync(reinterpret_cast<void**>(&buf), 1 << 20, s));
+        tiny<<<1, 32, 0, s>>>(buf);
+        CK_LAUNCH();
+        if (!once) CK(cudaFreeAsync(buf, s));
+    }
+    if (once) CK(cudaFreeAsync(buf, s));
+    CK(cudaStreamSynchronize(s));
+    CK(cudaStreamDestroy(s));
+}
+
 // The legacy default stream beside two streams of the program's own: each step a 20 ms kernel on each
 // stream and one on the default stream (its own buffer: no data shared). Made with cudaStreamCreate (blocking),
 // the default stream's kernel waits for both and they wait for it: 40 ms a step. Made non-blocking, the three
@@ -250,12 +272,14 @@ int main(int argc, char** argv)
         resultCopies(mode == "async-copy");
     else if (mode == "small-copies" || mode == "batched")
         sliceCopies(mode == "batched");
+    else if (mode == "async-loop" || mode == "async-once")
+        asyncAllocs(mode == "async-once");
     else if (mode == "legacy" || mode == "nonblocking")
         legacyMix(mode == "nonblocking");
     else if (mode == "offpath-tiny" || mode == "offpath-graph")
         offPath(mode == "offpath-graph");
     else {
-        std::fprintf(stderr, "usage: %s pageable|pinned|sync-loop|sync-once|tiny|graph|free-loop|free-once|sync-copy|async-copy|small-copies|batched|offpath-tiny|offpath-graph|legacy|nonblocking\n", argv[0]);
+        std::fprintf(stderr, "usage: %s pageable|pinned|sync-loop|sync-once|tiny|graph|free-loop|free-once|sync-copy|async-copy|small-copies|batched|offpath-tiny|offpath-graph|legacy|nonblocking|async-loop|async-once\n", argv[0]);
         return 2;
     }
     return 0;

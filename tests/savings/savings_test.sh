@@ -10,6 +10,8 @@
 #           program's idle time, measured in the same runs the estimate comes from, whatever the load;
 #   calls   the host's time inside the copy calls as the driver saw it (SIMCUDA_TRACE_CALLS): what batching
 #           removes from the host's path (the app's own per-call work outside the driver comes on top);
+#   allocs  the host's time inside the stream-ordered allocation calls (SIMCUDA_TRACE_CALLS): what hoisting
+#           them out of a host-bound loop removes from the host's path;
 #   span    the device work's span, first start to last end (the legacy pair: its GPU is never idle, its
 #           streams' work runs one after another; 20 ms kernels dwarf the host's part).
 # Checked for every pair: the bad program's report has the finding with a saving, `gpuspy diff bad fixed`
@@ -34,11 +36,12 @@ for pair in "pageable pinned pageable-memcpy copies always pinned calls" "sync-l
             "tiny graph launch-bound-kernels gaps strict graphs gaps" "free-loop free-once implicit-sync gaps bound hoist-allocs gaps" \
             "sync-copy async-copy sync-memcpy gaps bound async-copies gaps" \
             "small-copies batched small-transfers calls always batch-copies calls" \
-            "legacy nonblocking legacy-stream-serialisation span always nonblocking-streams span"; do
+            "legacy nonblocking legacy-stream-serialisation span always nonblocking-streams span" \
+            "async-loop async-once alloc-in-loop allocs always hoist-allocs allocs"; do
     set -- $pair
     [ -n "${SAVINGS_ONLY:-}" ] && [[ " $SAVINGS_ONLY " != *" $1 "* ]] && continue
     calls=0
-    [ "$4" = calls ] || [ "$7" = calls ] && calls=1
+    [ "$4" = calls ] || [ "$7" = calls ] || [ "$4" = allocs ] && calls=1
     for mode in "$1" "$2"; do
         mkdir -p "trace.$mode"
         SIMCUDA_TRACE_CALLS=$calls SIMCUDA_TRACE="$dir/trace.$mode/%p.jsonl" "$cli" record --sim --repeat 3 -f -o "$mode.gspy" -- "$prog" "$mode" \
@@ -63,9 +66,10 @@ def truth(mode, kind=kind):
         ops = sorted((o for o in lines if o["type"] == "op"), key=lambda o: o["start"])
         if not ops:
             continue
-        if kind == "calls":
+        if kind in ("calls", "allocs"):
+            prefix = ("cuMemcpy",) if kind == "calls" else ("cuMemAllocAsync", "cuMemFreeAsync")
             values.append(sum(c["end"] - c["start"] for c in lines
-                              if c["type"] == "call" and c["api"].startswith("cuMemcpy")))
+                              if c["type"] == "call" and c["api"].startswith(prefix)))
             continue
         if kind == "copies":
             values.append(sum(o["end"] - o["start"] for o in ops if o["op"] == "memcpy"))
@@ -125,6 +129,8 @@ else:
     walls = lambda r: statistics.median(p["wall_ns"] for p in r["processes"])
     if whatif_kind == "gaps":
         real, basis, asserted = truth(bad, "gaps") - truth(fixed, "gaps"), "the GPU idle time it removes", bound_checked
+    elif whatif_kind == "allocs":
+        real, basis, asserted = truth(bad, "allocs") - truth(fixed, "allocs"), "alloc/free calls' host time, bad - fixed", True
     elif whatif_kind == "span":
         real, basis, asserted = truth(bad, "span") - truth(fixed, "span"), "the device work's span it shortens", True
     else:
