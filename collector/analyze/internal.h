@@ -324,6 +324,17 @@ struct SpinAcc {
     CycleHistogram cycles;
 };
 
+// An empty graph's launch: the least host time a graph launch costs (NVIDIA's figure), the floor that
+// graph-launch-bound's saving and the replay's cheaper-graph-launches fix bring launches down to.
+inline constexpr uint64_t kGraphLaunchFloorNs = 2500;
+
+// Graph launches from one call site (graph-launch-bound, collector/findings/launches.cpp).
+struct GraphLaunchAcc {
+    uint64_t count = 0, hostNs = 0, nodes = 0;
+    uint64_t timed = 0, timedGpuNs = 0, timedHostNs = 0;
+    uint64_t foundEmpty = 0, emptyHostNs = 0;  // launches whose stream was empty: the GPU waited for them
+};
+
 // Device work on the legacy default stream and on streams the program made blocking, per (pid, device)
 // (legacy-stream-serialisation, collector/findings/streams.cpp).
 struct LegacyMixAcc {
@@ -344,6 +355,7 @@ struct FindingAccs {
     std::map<uint32_t, std::pair<uint64_t, uint64_t>> syncMemcpySpan;  // by pid: first begin, last end of syncMemcpy
     std::map<uint32_t, std::set<uint64_t>> blockingStreams;            // by pid: streams made without cudaStreamNonBlocking
     std::map<std::pair<uint32_t, int>, LegacyMixAcc> legacyMix;         // by (pid, device)
+    std::map<uint32_t, GraphLaunchAcc> graphLaunches;                   // by raw site
 };
 
 struct Context {

@@ -107,6 +107,7 @@ void addFindingCall(Context& cx, const ProcView& pv, const CallInfo& ci)
     }
     addPoll(F, pv, ci);
     addStreamUse(F, pv, ci);
+    addGraphLaunchUse(F, pv, ci);
     if (c.category == wire::Category::Alloc) {
         auto addHot = [&](std::map<uint32_t, HotAllocAcc>& accs) {
             if (ci.rawSite == kNoRawSite) return;
@@ -142,6 +143,7 @@ void analyzeFindings(Context& cx, Report& r)
     pageableAsyncMemcpy(b);
     smallTransfers(b);
     launchBound(b, r);
+    graphLaunchBound(b);
     gpuIdleAndStarved(b, r);
     syncInLoop(b);
     implicitSync(b);

@@ -82,4 +82,70 @@ void launchBound(Builder& b, const Report& r)
                   {"graph_host_ns_per_node", double(perNode)}};
 }
 
+// graph-launch-bound: graph launches whose host time exceeds the GPU time of the work they launch, the GPU
+// waiting for them (they found their stream empty). A decode loop that launches a graph each step, reads
+// the token and launches the next one is the shape: the graph saves the per-kernel launches but its own
+// launch, per node, can still cost more than the graph runs.
+void addGraphLaunchUse(FindingAccs& F, const ProcView& pv, const CallInfo& ci)
+{
+    const wire::CallBody& c = *ci.call;
+    if (c.category != wire::Category::Graph || !hasFlag(c, wire::kCallDeviceWork) || hasFlag(c, wire::kCallCapturing) ||
+        c.result != 0 || ci.rawSite == kNoRawSite)
+        return;
+    GraphLaunchAcc& a = F.graphLaunches[ci.rawSite];
+    ++a.count;
+    a.hostNs += hostNs(c);
+    if (auto ex = pv.graphs.execs.find(c.args.sync.object); ex != pv.graphs.execs.end() && ex->second)
+        a.nodes += ex->second->size();
+    if (ci.timed && !ci.upperBound) {
+        ++a.timed;
+        a.timedGpuNs += ci.gpuNs;
+        a.timedHostNs += hostNs(c);
+    }
+    if (ci.foundEmpty) {
+        ++a.foundEmpty;
+        a.emptyHostNs += hostNs(c);
+    }
+}
+
+void graphLaunchBound(Builder& b)
+{
+    const Context& cx = b.cx();
+    Matched m;
+    uint64_t nodes = 0, timed = 0, timedGpu = 0, timedHost = 0, empty = 0, emptyHost = 0;
+    for (const auto& [raw, a] : cx.findings.graphLaunches) {
+        // The GPU waited for most of them, and a timed launch cost the host more than its graph ran.
+        if (a.count < kMinRepeats || a.foundEmpty * 2 < a.count || !a.timed || a.timedHostNs <= a.timedGpuNs) continue;
+        m.count += a.count;
+        m.hostNs += a.hostNs;
+        m.sites[raw] += a.hostNs;
+        nodes += a.nodes;
+        timed += a.timed;
+        timedGpu += a.timedGpuNs;
+        timedHost += a.timedHostNs;
+        empty += a.foundEmpty;
+        emptyHost += a.emptyHostNs;
+    }
+    if (!m.count) return;
+    const uint64_t perLaunch = m.hostNs / m.count, gpuPerLaunch = timedGpu / timed;
+    const uint64_t perNode = nodes ? m.hostNs / nodes : 0;
+    // At most: the launches the GPU waited for, brought down to an empty graph's launch.
+    const uint64_t savings = emptyHost > empty * kGraphLaunchFloorNs ? emptyHost - empty * kGraphLaunchFloorNs : 0;
+    Finding& f = b.add(
+        "graph-launch-bound", m, savings,
+        std::to_string(m.count) + " CUDA graph launches" + siteLabel(cx, topSites(namedSites(cx, m.sites), 1)) + " cost the host " +
+            formatNs(perLaunch) + " each" +
+            (nodes ? " (" + std::to_string(nodes / m.count) + " nodes a launch, " + formatNs(perNode) + " a node)" : std::string()) +
+            ", more than the " + formatNs(gpuPerLaunch) + " of GPU work each launched (from " + std::to_string(timed) +
+            " timed); " + std::to_string(empty) + " of them found their stream empty: the GPU waited while the host launched. "
+            "Launch fewer, larger graphs (fuse the graph's small kernels, or put several steps in one graph where the host "
+            "does not need each step's result), upload the graph once after instantiating it (cudaGraphUpload), or let "
+            "the GPU launch the next step itself (device-side graph launch, conditional nodes). At most " +
+            formatNs(savings) + " to save: those launches brought down to an empty graph's (" + formatNs(kGraphLaunchFloorNs) + ").");
+    f.savingsBound = "at_most";
+    f.evidence = {{"launches", double(m.count)}, {"host_ns", double(m.hostNs)}, {"nodes", double(nodes)},
+                  {"timed", double(timed)}, {"timed_gpu_ns", double(timedGpu)}, {"timed_host_ns", double(timedHost)},
+                  {"found_empty", double(empty)}};
+}
+
 }  // namespace gpuspy::collect::detail::rules

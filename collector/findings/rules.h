@@ -112,6 +112,9 @@ void syncMemcpy(Builder& b);
 void pageableAsyncMemcpy(Builder& b);
 void smallTransfers(Builder& b);
 void launchBound(Builder& b, const Report& r);        // launches.cpp
+void graphLaunchBound(Builder& b);
+void addGraphLaunchUse(FindingAccs& F, const ProcView& pv, const CallInfo& ci);
+
 void gpuIdleAndStarved(Builder& b, const Report& r);  // gpu_idle.cpp
 void syncInLoop(Builder& b);           // syncs.cpp
 void implicitSync(Builder& b);

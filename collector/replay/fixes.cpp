@@ -312,10 +312,15 @@ FixEffect batchCopies(RunGraph& g, const Calibration& cal, const FixScope& scope
                     op.end = op.begin;  // its bytes move in the batch
                 }
                 fx.changed += j - i;
+            } else {
+                fx.kept += j - i;  // too few in a row: other work between them, nothing to pack them with
             }
             i = j == i ? i + 1 : j;
         }
     }
+    if (fx.kept)
+        fx.keptWhy = "small copies with other work between them (fewer than " + std::to_string(kBatchRun) +
+                     " in a row of one direction and stream): nothing to pack them with";
     return fx;
 }
 
@@ -336,6 +341,9 @@ const std::vector<FixInfo>& allFixes()
         {FixKind::NonBlockingStreams, "nonblocking-streams",
          "make the streams with cudaStreamNonBlocking (or use per-thread default streams), so that the legacy default "
          "stream neither waits for them nor holds them up"},
+        {FixKind::CheaperGraphLaunches, "cheaper-graph-launches",
+         "graph launches that cost the host no more than an empty graph's (fewer nodes, larger graphs between the "
+         "host's waits, device-side launch): the most any of those saves"},
     };
     return v;
 }
@@ -497,6 +505,7 @@ FixEffect applyFix(RunGraph& g, FixKind kind, const Calibration& cal, const FixS
     case FixKind::BatchCopies: return batchCopies(g, cal, scope);
     case FixKind::PoolThreshold: return poolThreshold(g, cal, scope);
     case FixKind::NonBlockingStreams: return nonBlockingStreams(g);
+    case FixKind::CheaperGraphLaunches: return cheaperGraphLaunches(g, scope);
     }
     return {};
 }

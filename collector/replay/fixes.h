@@ -16,7 +16,7 @@
 namespace gpuspy::collect::replay {
 
 enum class FixKind : uint8_t {
-    Pinned, AsyncCopies, FewerSyncs, HoistAllocs, BlockingWait, Graphs, BatchCopies, PoolThreshold, NonBlockingStreams
+    Pinned, AsyncCopies, FewerSyncs, HoistAllocs, BlockingWait, Graphs, BatchCopies, PoolThreshold, NonBlockingStreams, CheaperGraphLaunches
 };
 
 struct FixInfo {
@@ -84,6 +84,9 @@ FixEffect applyFix(RunGraph& g, FixKind kind, const Calibration& cal, const FixS
 // but those of a copy to the host (the host reads what it copies: the fixed program keeps that ordering
 // with one explicit wait).
 FixEffect nonBlockingStreams(RunGraph& g);
+// Graph launches whose host time the GPU waited for brought down to an empty graph's launch
+// (fix_graph_launches.cpp): the most fewer nodes, larger graphs or device-side launch can save.
+FixEffect cheaperGraphLaunches(RunGraph& g, const FixScope& scope);
 
 // A call site that calls this often is a loop's (fewer syncs, hoisted allocations; work done once is not).
 inline constexpr uint64_t kLoopCalls = 3;

@@ -25,6 +25,7 @@ constexpr RuleFix kRuleFixes[] = {
     {"launch-bound-kernels", FixKind::Graphs},    {"small-transfers", FixKind::BatchCopies},
     {"implicit-sync", FixKind::HoistAllocs},      {"pool-regrowth", FixKind::PoolThreshold},
     {"legacy-stream-serialisation", FixKind::NonBlockingStreams}, {"alloc-in-loop", FixKind::HoistAllocs},
+    {"graph-launch-bound", FixKind::CheaperGraphLaunches},
 };
 
 // Rules that only find a pattern and leave to the replay whether it costs anything: a finding of theirs
@@ -186,9 +187,30 @@ void predictFindings(Report& r, const Capture& capture)
             unconfirmed.push_back(&f);
             continue;
         }
+        if (!t.changed && t.kept) {
+            // The fix keeps every one of the finding's calls, for a reason it states (a wait the host reads
+            // after, copies with nothing to pack them with): it saves nothing, and the finding says why.
+            FindingPrediction& p = f.prediction;
+            p.fix = fixInfo(*kind).name;
+            p.formulaNs = f.estimatedSavingsNs;
+            p.formulaBound = f.savingsBound;
+            p.wallNs = p.fixedWallNs = t.wall;
+            p.kept = t.kept;
+            p.keptWhy = t.keptWhy;
+            p.replayErrorPct = t.errorPct;
+            p.processes = t.processes;
+            f.estimatedSavingsNs = 0;
+            f.savingsBound = "estimate";
+            f.severity = "info";
+            f.message += fmt::format(" The replay's {} fix keeps every one of these {} call(s): {}; so it saves nothing (the "
+                                     "rule's formula over totals said {}).",
+                                     p.fix, p.kept, p.keptWhy, ms(p.formulaNs));
+            predicted = true;
+            continue;
+        }
         if (!t.changed) {
             // The fix as the replay models it finds nothing to change among the finding's calls (launches
-            // too few in a row for a graph, copies too few for a batch): no prediction; the formula stands.
+            // too few in a row for a graph): no prediction; the formula stands.
             f.message += fmt::format(" The replay's {} fix finds none of these calls to change (its model: {}), so this "
                                      "saving is the rule's formula, not a prediction.",
                                      fixInfo(*kind).name, fixInfo(*kind).what);

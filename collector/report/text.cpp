@@ -452,6 +452,7 @@ std::string adviceOf(const std::string& rule)
         {"pool-regrowth", "set the pool's release threshold to its working size"},
         {"legacy-stream-serialisation", "make the streams with cudaStreamNonBlocking"},
         {"alloc-in-loop", "allocate once before the loop and reuse the buffer"},
+        {"graph-launch-bound", "fewer, larger graphs (fuse their small kernels), or launch from the device"},
     };
     auto it = kAdvice.find(rule);
     return it != kAdvice.end() ? it->second : std::string();

@@ -919,7 +919,10 @@ int main(int argc, char** argv)
         // pageable-memcpy's rests on an assumed pinned bandwidth where no pinned copy was measured: an
         // estimate (the true ratio may be larger than the assumed one).
         const bool assumed = f.contains("evidence") && f["evidence"].value("pinned_bandwidth_assumed", 0.0) > 0;
-        const std::string want = rule == "implicit-sync" ? "at_most"
+        // alloc-in-loop's (the calls' host time) and graph-launch-bound's (launches as cheap as an empty
+        // graph's: the floor) are at most by construction too.
+        const bool atMost = rule == "implicit-sync" || rule == "alloc-in-loop" || rule == "graph-launch-bound";
+        const std::string want = atMost ? "at_most"
                                  : !bounded              ? "estimate"
                                  : rule == "pageable-memcpy" ? (assumed ? "estimate" : "at_most")
                                  : rule == "sync-memcpy"     ? (capped ? "estimate" : "at_least")

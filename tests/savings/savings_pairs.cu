@@ -13,6 +13,8 @@
 //   async-copy the kernel and a cudaMemcpyAsync on a stream, host work overlapping, one sync at the end
 //   small-copies  many tiny cudaMemcpy calls, one per slice of a buffer   (small-transfers)
 //   batched    one cudaMemcpy of the whole packed buffer             (its fix)
+//   graph-decode   per step a graph of 200 tiny kernels, a token copied back and waited for (graph-launch-bound)
+//   graph-fused    the same work as 20 fused kernels per graph      (its fix)
 //   async-loop cudaMallocAsync, a tiny kernel, cudaFreeAsync, per step of a host-bound loop (alloc-in-loop)
 //   async-once the buffer allocated once before the loop            (its fix)
 //   legacy     kernels on two cudaStreamCreate streams and the default stream, per step (legacy-stream-serialisation)
@@ -46,6 +48,12 @@ constexpr int kSlices = 2000;
 __global__ void step(float* x)
 {
     if (threadIdx.x == 0) x[blockIdx.x] += 1.0f;
+}
+
+// SIMCUDA_KERNEL_NS: fused10=20000, ten tiny kernels' work fused into one.
+__global__ void fused10(int* counter)
+{
+    if (threadIdx.x == 0) *counter += 10;
 }
 
 __global__ void tiny(int* counter)
@@ -181,6 +189,43 @@ void sliceCopies(bool batched)
     CK(cudaFreeHost(host));
 }
 
+// A decode loop of graph replays: each step launches a graph of kDecodeNodes tiny kernels, copies a token
+// back and waits for it (the host reads it: the sync stays). Its graph launch costs the host more than the
+// graph's GPU work, which waits for it. Fixed: the same work as a tenth of the nodes (fused kernels).
+constexpr int kDecodeSteps = 200;
+constexpr int kDecodeNodes = 200;
+void graphDecode(bool fused)
+{
+    int* counter = nullptr;
+    int* token = nullptr;
+    CK(cudaMalloc(&counter, sizeof(int)));
+    CK(cudaMallocHost(&token, sizeof(int)));
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaGraph_t g;
+    cudaGraphExec_t exec;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < (fused ? kDecodeNodes / 10 : kDecodeNodes); ++i) {
+        if (fused) fused10<<<1, 32, 0, s>>>(counter);
+        else tiny<<<1, 32, 0, s>>>(counter);
+    }
+    CK(cudaStreamEndCapture(s, &g));
+    CK(cudaGraphInstantiate(&exec, g, 0));
+    long sum = 0;
+    for (int i = 0; i < kDecodeSteps; ++i) {
+        CK(cudaGraphLaunch(exec, s));
+        CK(cudaMemcpyAsync(token, counter, sizeof(int), cudaMemcpyDeviceToHost, s));
+        CK(cudaStreamSynchronize(s));
+        sum += *token;  // the next step depends on it
+    }
+    std::printf("decode: %ld\n", sum > 0 ? 1L : 0L);
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(g));
+    CK(cudaStreamDestroy(s));
+    CK(cudaFreeHost(token));
+    CK(cudaFree(counter));
+}
+
 // Stream-ordered allocations in a host-bound loop: each step cudaMallocAsync, a tiny kernel on the buffer,
 // cudaFreeAsync; fixed, the buffer allocated once before the loop.
 constexpr int kAsyncSteps = 2000;
@@ -272,6 +317,8 @@ int main(int argc, char** argv)
         resultCopies(mode == "async-copy");
     else if (mode == "small-copies" || mode == "batched")
         sliceCopies(mode == "batched");
+    else if (mode == "graph-decode" || mode == "graph-fused")
+        graphDecode(mode == "graph-fused");
     else if (mode == "async-loop" || mode == "async-once")
         asyncAllocs(mode == "async-once");
     else if (mode == "legacy" || mode == "nonblocking")
@@ -279,7 +326,7 @@ int main(int argc, char** argv)
     else if (mode == "offpath-tiny" || mode == "offpath-graph")
         offPath(mode == "offpath-graph");
     else {
-        std::fprintf(stderr, "usage: %s pageable|pinned|sync-loop|sync-once|tiny|graph|free-loop|free-once|sync-copy|async-copy|small-copies|batched|offpath-tiny|offpath-graph|legacy|nonblocking|async-loop|async-once\n", argv[0]);
+        std::fprintf(stderr, "usage: %s pageable|pinned|sync-loop|sync-once|tiny|graph|free-loop|free-once|sync-copy|async-copy|small-copies|batched|offpath-tiny|offpath-graph|legacy|nonblocking|async-loop|async-once|graph-decode|graph-fused\n", argv[0]);
         return 2;
     }
     return 0;

@@ -115,7 +115,9 @@ CUresult graphLaunch(CUgraphExec he, CUstream h, bool pt, const char* api)
     if (!ex) return CUDA_ERROR_INVALID_VALUE;
     Stream* s = nullptr;
     if (CUresult rc = lookupStream(h, pt, &s)) return rc;
-    // Every node is submitted at the launch's return: one doorbell for the whole graph.
+    // The driver's work per node (SIMCUDA_GRAPH_NODE_NS), before anything is submitted; then every node
+    // is submitted at the launch's return: one doorbell for the whole graph.
+    spinFor(config().graphNodeCost * static_cast<Ns>(ex->ops.size()));
     submissionInstant(static_cast<int>(ex->ops.size()));
     for (const Op& op : ex->ops)
         if (CUresult rc = submitOp(s, op, api, true)) return rc;

@@ -43,6 +43,7 @@ struct CallRule {
 struct Config {
     int devices = 1;
     Ns launchLatency = 2000;
+    Ns graphNodeCost = 0;  // host time cuGraphLaunch spends per node (SIMCUDA_GRAPH_NODE_NS)
     Ns kernelDefault = 5000;
     std::vector<KernelRule> kernelRules;
     double bwPinned = 25, bwPageable = 8, bwDtoD = 1000, bwPtoP = 50, bwHtoH = 10, bwMemset = 1500;  // GB/s == bytes/ns
