@@ -129,7 +129,7 @@ void graphLaunchBound(Builder& b)
     if (!m.count) return;
     const uint64_t perLaunch = m.hostNs / m.count, gpuPerLaunch = timedGpu / timed;
     const uint64_t perNode = nodes ? m.hostNs / nodes : 0;
-    // At most: the launches the GPU waited for, brought down to an empty graph's launch.
+    // The launches the GPU waited for, brought down to an empty graph's launch.
     const uint64_t savings = emptyHost > empty * kGraphLaunchFloorNs ? emptyHost - empty * kGraphLaunchFloorNs : 0;
     Finding& f = b.add(
         "graph-launch-bound", m, savings,
@@ -140,9 +140,9 @@ void graphLaunchBound(Builder& b)
             " timed); " + std::to_string(empty) + " of them found their stream empty: the GPU waited while the host launched. "
             "Launch fewer, larger graphs (fuse the graph's small kernels, or put several steps in one graph where the host "
             "does not need each step's result), upload the graph once after instantiating it (cudaGraphUpload), or let "
-            "the GPU launch the next step itself (device-side graph launch, conditional nodes). At most " +
-            formatNs(savings) + " to save: those launches brought down to an empty graph's (" + formatNs(kGraphLaunchFloorNs) + ").");
-    f.savingsBound = "at_most";
+            "the GPU launch the next step itself (device-side graph launch, conditional nodes). Estimated saving " +
+            formatNs(savings) + ": those launches brought down to an empty graph's (" + formatNs(kGraphLaunchFloorNs) +
+            "); a fix that leaves more nodes saves less, one that fuses kernels also takes out the GPU's gaps between them.");
     f.evidence = {{"launches", double(m.count)}, {"host_ns", double(m.hostNs)}, {"nodes", double(nodes)},
                   {"timed", double(timed)}, {"timed_gpu_ns", double(timedGpu)}, {"timed_host_ns", double(timedHost)},
                   {"found_empty", double(empty)}};

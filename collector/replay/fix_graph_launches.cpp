@@ -1,7 +1,7 @@
 // collector/replay/fix_graph_launches.cpp: graph launches made as cheap as an empty graph's (fixes.h). What
 // the fixed program would pay is unknown (it depends on how many nodes fusing leaves, or whether the GPU
-// launches the next step itself): this is the floor, so its saving is the most any of those fixes saves
-// (graph-launch-bound states it as "at most").
+// launches the next step itself): this is the floor, what those fixes come to at best (fusing kernels
+// also takes out the GPU's gaps between them, which this leaves).
 #include "collector/replay/fixes.h"
 
 #include "collector/analyze/internal.h"

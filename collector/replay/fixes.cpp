@@ -343,7 +343,7 @@ const std::vector<FixInfo>& allFixes()
          "stream neither waits for them nor holds them up"},
         {FixKind::CheaperGraphLaunches, "cheaper-graph-launches",
          "graph launches that cost the host no more than an empty graph's (fewer nodes, larger graphs between the "
-         "host's waits, device-side launch): the most any of those saves"},
+         "host's waits, device-side launch): what those come to at best"},
     };
     return v;
 }

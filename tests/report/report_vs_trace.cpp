@@ -919,9 +919,8 @@ int main(int argc, char** argv)
         // pageable-memcpy's rests on an assumed pinned bandwidth where no pinned copy was measured: an
         // estimate (the true ratio may be larger than the assumed one).
         const bool assumed = f.contains("evidence") && f["evidence"].value("pinned_bandwidth_assumed", 0.0) > 0;
-        // alloc-in-loop's (the calls' host time) and graph-launch-bound's (launches as cheap as an empty
-        // graph's: the floor) are at most by construction too.
-        const bool atMost = rule == "implicit-sync" || rule == "alloc-in-loop" || rule == "graph-launch-bound";
+        // alloc-in-loop's (the calls' host time) is at most by construction too.
+        const bool atMost = rule == "implicit-sync" || rule == "alloc-in-loop";
         const std::string want = atMost ? "at_most"
                                  : !bounded              ? "estimate"
                                  : rule == "pageable-memcpy" ? (assumed ? "estimate" : "at_most")
