@@ -211,7 +211,10 @@ RunGraph buildRunGraph(const Process& p)
     std::vector<const wire::CallBody*> order;
     order.reserve(p.calls.size());
     for (const wire::CallBody& c : p.calls) order.push_back(&c);
-    std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->beginNs < b->beginNs; });
+    auto byBegin = [](auto* a, auto* b) { return a->beginNs < b->beginNs; };
+    if (!std::is_sorted(order.begin(), order.end(), byBegin)) std::stable_sort(order.begin(), order.end(), byBegin);
+    g.calls.reserve(p.calls.size());
+    g.ops.reserve(p.spans.size());
 
     std::unordered_map<uint64_t, PlacedWork> work;  // by call seq
     detail::placeProcess(p, order, [&](const Placement& pl, const StreamId& id) {
