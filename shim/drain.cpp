@@ -714,6 +714,26 @@ void encodeWindowRecords(OutBuffer& out, bool final)
     if (records) countMade(records);
 }
 
+// The running totals (a Tally) once a second on a collector's socket, so that its live counters
+// (`collect --metrics`, `top`) of gpuspy's own time and of calls left out while paused move while the
+// process runs: ThreadStats come only when a thread or the stream ends, left-out counts only with a
+// window's edges. A capture file gets none: it is read after the end, from those final records.
+constexpr uint64_t kTallyPeriodNs = 1000000000ull;
+uint64_t g_nextTallyNs = 0;
+
+void encodeTally(OutBuffer& out, uint64_t now)
+{
+    if (!g_out.socket || now < g_nextTallyNs || kBufSize - out.n < 4096) return;
+    g_nextTallyNs = now + kTallyPeriodNs;
+    wire::TallyBody b{};
+    b.timeNs = now;
+    tallyTotals(b);
+    b.window = windowState(b.leftOut);
+    // Not counted as made (nor as dropped when it cannot be written), like the definitions: a state,
+    // superseded by the next, that no analysis counts.
+    out.n += wire::encode(out.buf + out.n, kBufSize - out.n, b);
+}
+
 // Encodes a batch of items taken from the lanes, with the definitions they may refer to, and the GPU
 // spans resolved so far.
 void encodeBatch(OutBuffer& out, const Item* items, size_t count, bool waitGpu)
@@ -799,7 +819,9 @@ bool drainPasses(Work& w, bool stopping, bool ownThread)
         const bool waitGpu = stopping && !g_fast.load(std::memory_order_acquire);
         if (!stopping) {
             readControl();
-            windowTick(nowNs());
+            const uint64_t now = nowNs();
+            windowTick(now);
+            encodeTally(w.out, now);
         }
         if (drainLanes(w.out, w.items, waitGpu) == 0 || (stopping && pastStopDeadline())) {
             w.out.flush();
@@ -859,6 +881,7 @@ void* drainMain(void*)
     // takeover may still hold them).
     g_work = Work{};
     g_takeover = Work{};
+    g_nextTallyNs = 0;
     if (!g_work.allocate() || !g_takeover.allocate()) {
         g_finished.store(true);
         return nullptr;

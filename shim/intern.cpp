@@ -74,6 +74,9 @@ uint64_t g_devicesSent = 0;
 // a driver call that an exit takes over (drain.cpp's gate) then loses no definition already marked sent.
 uint64_t g_devicesNamed = 0;
 char g_deviceNames[kMaxDevices][128];
+// Asked with the name: what joins the device to the fleet's GPU metrics (a DeviceInfo record).
+uint64_t g_devicesIdentified = 0;
+wire::DeviceInfoBody g_deviceInfo[kMaxDevices];
 
 constexpr size_t kMaxThreadDefs = 4096;
 uint32_t g_threadTids[kMaxThreadDefs];
@@ -513,10 +516,22 @@ void resolveDeviceNames()
         char name[sizeof g_deviceNames[0]] = {0};
         if (!drainDriverEnter()) return;  // closed by an exit: the defs say "device N"
         const bool named = d.deviceGetName && d.deviceGetName(name, sizeof name - 1, CUdevice(dev)) == CUDA_SUCCESS;
+        wire::DeviceInfoBody info{};
+        info.device = dev;
+        CUuuid uuid{};
+        const bool hasUuid = d.deviceGetUuid && d.deviceGetUuid(&uuid, CUdevice(dev)) == CUDA_SUCCESS;
+        if (hasUuid) memcpy(info.uuid, uuid.bytes, sizeof info.uuid);
+        const bool hasBus = d.deviceGetPciBusId &&
+                            d.deviceGetPciBusId(info.pciBusId, int(sizeof info.pciBusId - 1), CUdevice(dev)) == CUDA_SUCCESS;
+        if (!hasBus) info.pciBusId[0] = 0;
         drainDriverLeave();
         if (!named) snprintf(name, sizeof name, "device %d", dev);
         memcpy(g_deviceNames[dev], name, sizeof name);
         g_devicesNamed |= bit;
+        if (hasUuid || hasBus) {
+            g_deviceInfo[dev] = info;
+            g_devicesIdentified |= bit;
+        }
     }
 }
 
@@ -534,8 +549,9 @@ size_t drainDeviceDefs(uint8_t* out, size_t cap)
         b.device = dev;
         b.length = uint32_t(strnlen(name, sizeof g_deviceNames[0]));
         const size_t k = wire::encodeVar(out + n, cap - n, b, name, b.length);
-        if (k == 0) break;
+        if (k == 0 || cap - n - k < wire::encodedSize<wire::DeviceInfoBody>()) break;
         n += k;
+        if (g_devicesIdentified & bit) n += wire::encode(out + n, cap - n, g_deviceInfo[dev]);
         g_devicesSent |= bit;
     }
     return n;

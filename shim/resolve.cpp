@@ -112,6 +112,9 @@ void loadDriver()
         loadDriverFn(g_driver.streamGetCaptureInfo, "cuStreamGetCaptureInfo_v2");
         loadDriverFn(g_driver.streamGetCaptureInfoPtsz, "cuStreamGetCaptureInfo_v2_ptsz");
         loadDriverFn(g_driver.deviceGetName, "cuDeviceGetName");
+        loadDriverFn(g_driver.deviceGetUuid, "cuDeviceGetUuid_v2");
+        if (!g_driver.deviceGetUuid) loadDriverFn(g_driver.deviceGetUuid, "cuDeviceGetUuid");
+        loadDriverFn(g_driver.deviceGetPciBusId, "cuDeviceGetPCIBusId");
         g_driverReady.store(true, std::memory_order_release);
     }
     pthread_mutex_unlock(&g_resolveLock);

@@ -95,6 +95,10 @@ bool g_disabled = false;
 uint64_t g_startMonoNs = 0;
 uint64_t g_startRealNs = 0;
 pid_t g_recordingPid = 0;
+// The calls and own time of threads that have ended (their states reused, counters reset), for the
+// Tally's running totals. Changed under g_threadsLock together with the state's `live`, so that a Tally
+// counts every thread once.
+uint64_t g_endedCalls = 0, g_endedOwnNs = 0;
 
 void resetCounters(ThreadState* ts)
 {
@@ -140,6 +144,8 @@ void threadExit(void* p)
     // Releases the lane's producer side: the next thread to take this state (under the same lock)
     // sees every record this one put in it.
     pthread_mutex_lock(&g_threadsLock);
+    g_endedCalls += ts->calls.load(std::memory_order_relaxed);
+    g_endedOwnNs += ownTimeNs(ts);
     ts->live = false;
     pthread_mutex_unlock(&g_threadsLock);
     t_state = nullptr;
@@ -182,6 +188,7 @@ void postforkChild()
     g_seq.store(0);
     g_made.store(0);
     g_dropped.store(0);
+    g_endedCalls = g_endedOwnNs = 0;
     drainAfterForkChild();
     fdsAfterForkChild();
     gpuAfterForkChild();
@@ -418,6 +425,20 @@ size_t snapshotThreadStats(wire::ThreadStatsBody* out, size_t cap)
     }
     pthread_mutex_unlock(&g_threadsLock);
     return n;
+}
+
+void tallyTotals(wire::TallyBody& b)
+{
+    pthread_mutex_lock(&g_threadsLock);
+    b.calls = g_endedCalls;
+    b.overheadNs = g_endedOwnNs;
+    for (ThreadState* s = g_threads; s; s = s->next) {
+        if (!s->live) continue;
+        b.calls += s->calls.load(std::memory_order_relaxed);
+        b.overheadNs += ownTimeNs(s);
+    }
+    pthread_mutex_unlock(&g_threadsLock);
+    b.dropped = recordsDropped();
 }
 
 void CallScope::open(Api api)

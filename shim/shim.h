@@ -95,8 +95,12 @@ struct Driver {
     decltype(&::cuStreamGetCaptureInfo_v2) streamGetCaptureInfo;
     decltype(&::cuStreamGetCaptureInfo_v2_ptsz) streamGetCaptureInfoPtsz;
     decltype(&::cuDeviceGetName) deviceGetName;
+    decltype(&::cuDeviceGetUuid_v2) deviceGetUuid;  // cuDeviceGetUuid_v2, else cuDeviceGetUuid (same signature)
+    decltype(&::cuDeviceGetPCIBusId) deviceGetPciBusId;
 };
 const Driver& driver();  // members may be null before libcuda is found
+// The process's running calls, own time and dropped records, ended threads' included (a Tally record).
+void tallyTotals(wire::TallyBody& b);
 
 // ---- runtime.cpp: lifecycle, threads, the call scope
 enum class State : int { Off = 0, On = 1, Draining = 2, Dead = 3 };
@@ -175,6 +179,8 @@ void windowOnNvtxStart(uint64_t rangeId, bool matches);
 void windowOnNvtxEnd(uint64_t rangeId);
 void windowTick(uint64_t now);                 // drain thread, each pass: time triggers, duration
 size_t drainWindowRecords(uint8_t* out, size_t cap, bool final);  // final: and the Tally
+// The window open now (g_window) and the calls left out so far, by category, for a Tally record.
+uint32_t windowState(uint64_t leftOut[wire::kWindowCategories]);
 void windowAfterForkChild();
 
 // ---- settings.cpp: GPUSPY_* as set when the library loaded (a daemon's chdir, clearenv come later);

@@ -238,6 +238,12 @@ void windowTick(uint64_t now)
         windowClose(wire::WindowTrigger::Time, now, 0);
 }
 
+uint32_t windowState(uint64_t leftOut[wire::kWindowCategories])
+{
+    leftOutTotals(leftOut);
+    return g_window.load(std::memory_order_acquire);
+}
+
 bool windowsInUse() { return g_cfg.windowed || g_opened.load() != 0; }
 
 size_t drainWindowRecords(uint8_t* out, size_t cap, bool final)

@@ -12,7 +12,8 @@ inline constexpr char kStreamMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'S', '1'}
 // A capture written by the collector starts with a CaptureHeader, then chunks (see capture.h).
 inline constexpr char kCaptureMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'C', '1'};
 inline constexpr uint32_t kVersionMajor = 1;  // a reader refuses another major
-inline constexpr uint32_t kVersionMinor = 0;  // a reader accepts any minor (new record types are skipped)
+// A reader accepts any minor: record types it does not know are skipped. 1: DeviceInfo and Tally.
+inline constexpr uint32_t kVersionMinor = 1;
 inline constexpr uint32_t kMaxBody = 1u << 16;  // no record body is larger: bounds every allocation
 inline constexpr uint32_t kMaxStackDepth = 128;
 
@@ -243,6 +244,21 @@ struct WindowBody {
 };
 static_assert(sizeof(WindowBody) == 88);
 
+// The process's running totals while it runs, for a live collector's counters (`collect --metrics`,
+// `top`): the per-thread ThreadStats come only when a thread or the stream ends, and calls left out of
+// a capture window only in Window records at its edges. Each Tally supersedes the last; the stream's
+// final figures are still its ThreadStats, Window Tally and End.
+struct TallyBody {
+    uint64_t timeNs;
+    uint64_t calls;       // hooked calls recorded so far, every thread's, ended threads' included
+    uint64_t dropped;     // records that could not be queued
+    uint64_t overheadNs;  // gpuspy's own time on the app's threads (as ThreadStatsBody::overheadNs)
+    uint32_t window;      // the window open now (WindowBody::index); 0: none (recording paused); ~0u: no windows asked for
+    uint32_t pad0;
+    uint64_t leftOut[kWindowCategories];  // hooked calls not recorded since the process started, by Category
+};
+static_assert(sizeof(TallyBody) == 104);
+
 // Variable records: a fixed head, then `length` bytes of tail (padded to 8 in the stream).
 struct ProcessBody {
     uint32_t pid;
@@ -285,6 +301,14 @@ struct PyFrameDefBody {
     int32_t lasti;       // instruction offset in code units; -1 before the first
 };
 static_assert(sizeof(PyFrameDefBody) == 16);
+// What joins a device to the fleet's other GPU metrics (DCGM exporter labels by UUID and PCI bus id).
+struct DeviceInfoBody {
+    int32_t device;      // ordinal, as in DeviceDefBody
+    uint32_t pad0;
+    uint8_t uuid[16];    // cuDeviceGetUuid; all zero: unknown
+    char pciBusId[24];   // cuDeviceGetPCIBusId ("0000:41:00.0", newer drivers "00000000:41:00.0"), NUL-terminated; empty: unknown
+};
+static_assert(sizeof(DeviceInfoBody) == 48);
 struct ModuleDefBody {
     uint64_t start;   // lowest mapped address
     uint64_t end;

@@ -26,7 +26,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: gpuspy collect [--socket PATH] [-o FILE] [-f] [--paused] [--ring SECONDS [--ring-max MIB]]\n"
-    "                      [--metrics HOST:PORT]\n"
+    "                      [--metrics HOST:PORT [--metrics-kernels N]]\n"
     "\n"
     "Collects from programs started separately with the shim preloaded:\n"
     "    GPUSPY_SOCKET=PATH LD_PRELOAD=/path/to/libgpuspy.so ./server\n"
@@ -55,8 +55,12 @@ constexpr const char* kUsage =
     "  --metrics HOST:PORT serve Prometheus metrics at http://HOST:PORT/metrics (PORT or :PORT: on\n"
     "                      127.0.0.1; give 0.0.0.0:PORT to serve other hosts): kernel launches, GPU busy\n"
     "                      ratio, transfer bytes and host seconds, sync blocked seconds, findings, the\n"
-    "                      shim's dropped records and own time; labels pid, command, device, direction,\n"
-    "                      host_memory, mode, sync_kind, rule (never kernel names)\n"
+    "                      shim's dropped records and own time, whether it records and the calls it\n"
+    "                      made while paused; labels pid, command, category, direction, host_memory,\n"
+    "                      mode, sync_kind, rule, and on per-device series device, gpu, UUID,\n"
+    "                      pci_bus_id, Hostname (as DCGM exporter's); no kernel names\n"
+    "  --metrics-kernels N also per-kernel series (launches, GPU seconds) for the first N kernels of each\n"
+    "                      process (1 to 100; the rest as kernel=\"other\"); off by default\n"
     "  -h, --help          this text\n"
     "\n"
     "With --socket PATH, `gpuspy ctl --socket PATH start|stop|status|snapshot` controls the collector and\n"
@@ -210,7 +214,7 @@ private:
 };
 
 // Starts the metrics endpoint if asked; false (said why) when it cannot.
-bool startMetrics(Live& live, const std::string& hostPort)
+bool startMetrics(Live& live, const std::string& hostPort, size_t kernelSeries)
 {
     if (hostPort.empty()) return true;
     try {
@@ -219,7 +223,7 @@ bool startMetrics(Live& live, const std::string& hostPort)
         const std::string plugin = locate("GPUSPY_METRICS_PLUGIN",
                                           {dir + "/../lib/libgpuspy_metrics.so", dir + "/../lib/gpuspy/libgpuspy_metrics.so"},
                                           "", "the metrics plugin libgpuspy_metrics.so");
-        live.metrics = std::make_unique<MetricsServer>(hostPort, plugin);
+        live.metrics = std::make_unique<MetricsServer>(hostPort, plugin, kernelSeries);
     } catch (const std::exception& e) {
         say("gpuspy collect: {}\n", e.what());
         return false;
@@ -230,10 +234,10 @@ bool startMetrics(Live& live, const std::string& hostPort)
 
 // `collect --ring`: nothing is written as records arrive; the flight recorder holds the last seconds.
 int collectRing(const std::string& socket, const std::string& output, bool force, bool paused,
-                FlightRecorder& ring, const std::string& metrics)
+                FlightRecorder& ring, const std::string& metrics, size_t kernelSeries)
 {
     Live live(&ring);
-    if (!startMetrics(live, metrics)) return kExitFailure;
+    if (!startMetrics(live, metrics, kernelSeries)) return kExitFailure;
     std::unique_ptr<Server> server;
     std::unique_ptr<Controls> controls;
     try {
@@ -294,7 +298,7 @@ int collectRing(const std::string& socket, const std::string& output, bool force
 int runCollect(int argc, char** argv)
 {
     ArgReader args("collect", argc, argv);
-    std::string socket, output, ringText, ringMaxText, metrics;
+    std::string socket, output, ringText, ringMaxText, metrics, kernelsText;
     bool force = false, paused = false;
     while (!args.done()) {
         if (args.flag({"-h", "--help"})) {
@@ -303,7 +307,7 @@ int runCollect(int argc, char** argv)
         }
         if (args.value({"--socket"}, socket) || args.value({"-o", "--output"}, output) ||
             args.value({"--ring"}, ringText) || args.value({"--ring-max"}, ringMaxText) ||
-            args.value({"--metrics"}, metrics))
+            args.value({"--metrics"}, metrics) || args.value({"--metrics-kernels"}, kernelsText))
             continue;
         if (args.flag({"-f", "--force"})) {
             force = true;
@@ -316,16 +320,18 @@ int runCollect(int argc, char** argv)
         args.unknown();
     }
     if (!ringMaxText.empty() && ringText.empty()) throw UsageError("gpuspy collect: --ring-max goes with --ring SECONDS");
+    if (!kernelsText.empty() && metrics.empty()) throw UsageError("gpuspy collect: --metrics-kernels goes with --metrics HOST:PORT");
+    const size_t kernelSeries = kernelsText.empty() ? 0 : size_t(parseNumber("--metrics-kernels", kernelsText, 1, 100));
     std::unique_ptr<FlightRecorder> ring;
     if (!ringText.empty()) {
         const long seconds = parseNumber("--ring", ringText, 1, 86400);
         const long mib = ringMaxText.empty() ? 256 : parseNumber("--ring-max", ringMaxText, 1, 65536);
         ring = std::make_unique<FlightRecorder>(uint64_t(seconds) * 1000000000ull, uint64_t(mib) << 20);
-        return collectRing(socket, output, force, paused, *ring, metrics);
+        return collectRing(socket, output, force, paused, *ring, metrics, kernelSeries);
     }
     if (output.empty()) output = defaultCaptureName();
     Live live(nullptr);
-    if (!startMetrics(live, metrics)) return kExitFailure;
+    if (!startMetrics(live, metrics, kernelSeries)) return kExitFailure;
 
     std::unique_ptr<CaptureWriter> writer;
     std::unique_ptr<Server> server;

@@ -21,6 +21,20 @@ std::string tailString(std::string_view s)
     return std::string(s);
 }
 
+// A device's UUID as nvidia-smi and DCGM exporter print it; empty when the shim could not ask.
+std::string uuidText(const uint8_t (&u)[16])
+{
+    if (std::all_of(std::begin(u), std::end(u), [](uint8_t b) { return b == 0; })) return {};
+    static const char kHex[] = "0123456789abcdef";
+    std::string s = "GPU-";
+    for (int i = 0; i < 16; ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+        s += kHex[u[i] >> 4];
+        s += kHex[u[i] & 15];
+    }
+    return s;
+}
+
 }  // namespace
 
 std::string joinCommandLine(std::string_view argv)
@@ -99,6 +113,13 @@ void applyRecord(Process& p, const wire::RecordView& v, bool keepEvents)
     case RecordType::DeviceDef:
         p.devices[v.as<DeviceDefBody>().device] = tailString(v.tail<DeviceDefBody>());
         break;
+    case RecordType::DeviceInfo: {
+        auto b = v.as<DeviceInfoBody>();
+        Process::DeviceIds& ids = p.deviceIds[b.device];
+        ids.uuid = uuidText(b.uuid);
+        ids.pciBusId = std::string(b.pciBusId, strnlen(b.pciBusId, sizeof b.pciBusId));
+        break;
+    }
     case RecordType::StringDef:
         p.strings[v.as<StringDefBody>().stringId] = tailString(v.tail<StringDefBody>());
         break;
@@ -130,6 +151,9 @@ void applyRecord(Process& p, const wire::RecordView& v, bool keepEvents)
     }
     case RecordType::ThreadStats:
         p.threadStats.push_back(v.as<ThreadStatsBody>());
+        break;
+    case RecordType::Tally:
+        p.tally = v.as<TallyBody>();
         break;
     case RecordType::Clock:
         p.clocks.push_back(v.as<ClockBody>());

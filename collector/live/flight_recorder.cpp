@@ -59,6 +59,10 @@ void FlightRecorder::onRecord(uint32_t stream, const RecordView& v)
         p.end.clear();
         append(p.end, v);
         return;
+    case RecordType::Tally:
+        p.tally.clear();  // each supersedes the last: one a second would otherwise pile up in defs
+        append(p.tally, v);
+        return;
     case RecordType::Notice:
         if (p.notices++ < kMaxNotices) append(p.defs, v);
         return;
@@ -176,6 +180,7 @@ std::vector<FlightRecorder::StreamBytes> FlightRecorder::snapshot() const
             s.calls += h.type == uint16_t(RecordType::Call);
         }
         for (const auto& [tid, rec] : p.stats) b.insert(b.end(), rec.begin(), rec.end());
+        b.insert(b.end(), p.tally.begin(), p.tally.end());
         b.insert(b.end(), p.end.begin(), p.end.end());
         out.push_back(std::move(s));
     }

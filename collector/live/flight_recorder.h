@@ -4,7 +4,7 @@
 //
 // What is kept, per process: the stream header and every definition record (Process, ApiDef, KernelDef,
 // StackDef, ModuleDef, ThreadDef, DeviceDef, StringDef; the latest Clock per device, the latest
-// ThreadStats per thread, the End record and at most kMaxNotices notices), outside the ring; and in the
+// ThreadStats per thread, the latest Tally, the End record and at most kMaxNotices notices), outside the ring; and in the
 // ring the event records (Call, GpuSpan, Nvtx) whose time lies within SECONDS of the process's newest
 // event. The window counts back from each process's own newest event, not from the collector's clock:
 // a process that went quiet (or crashed) keeps the last seconds before it did. Bounds: the ring's
@@ -62,6 +62,7 @@ private:
         std::vector<uint8_t> defs;                         // definition records, encoded, in arrival order
         std::map<int32_t, std::vector<uint8_t>> clocks;    // device -> latest Clock record
         std::map<uint32_t, std::vector<uint8_t>> stats;    // tid -> latest ThreadStats record
+        std::vector<uint8_t> tally;  // the latest Tally record
         std::vector<uint8_t> end;
         size_t notices = 0;
         // The ring, packed: per event its time, (type << 32 | body size), then the body's 8-byte words

@@ -3,6 +3,7 @@
 
 #include "collector/analyze/analyze.h"
 #include "collector/ingest/ingest.h"
+#include "collector/report/text_parts.h"
 #if GPUSPY_HAVE_SYMBOLIZE
 #include "collector/symbolize/symbolize.h"
 #endif
@@ -19,6 +20,15 @@ namespace {
 constexpr uint64_t kNoAge = 1000000000ull * 3600 * 24 * 365;  // records leave at the tick, not by age
 constexpr uint64_t kPendingBytes = 32u << 20;  // a burst bigger than this between two ticks loses its oldest
 constexpr size_t kTopSites = 5;
+
+LiveProcess::Device& liveDevice(LiveProcess& lp, int id)
+{
+    auto dev = std::find_if(lp.devices.begin(), lp.devices.end(), [&](const auto& x) { return x.id == id; });
+    if (dev != lp.devices.end()) return *dev;
+    lp.devices.push_back({});
+    lp.devices.back().id = id;
+    return lp.devices.back();
+}
 
 }  // namespace
 
@@ -48,19 +58,49 @@ void LiveStats::onRecord(uint32_t stream, const wire::RecordView& record)
     const bool event = record.type == wire::RecordType::Call || record.type == wire::RecordType::GpuSpan ||
                        record.type == wire::RecordType::Nvtx;
     if (m_watched || !event) m_pending.onRecord(stream, record);
+    if (record.type == wire::RecordType::Tally || record.type == wire::RecordType::Window) {
+        // The shim's running totals, read as they come (the analysis sees only each tick's calls).
+        LiveProcess& lp = m_procs[stream];
+        uint64_t leftOut[wire::kWindowCategories] = {};
+        if (record.type == wire::RecordType::Tally) {
+            const auto t = record.as<wire::TallyBody>();
+            lp.recording = t.window != 0;
+            lp.overheadNs = std::max(lp.overheadNs, t.overheadNs);
+            lp.droppedRecords = std::max(lp.droppedRecords, t.dropped);
+            lp.calls = std::max(lp.calls, t.calls);
+            std::copy(std::begin(t.leftOut), std::end(t.leftOut), leftOut);
+        } else {
+            const auto w = record.as<wire::WindowBody>();
+            if (w.edge == wire::WindowEdge::Begin) lp.recording = true;
+            if (w.edge == wire::WindowEdge::End) lp.recording = false;
+            std::copy(std::begin(w.leftOut), std::end(w.leftOut), leftOut);
+        }
+        for (size_t c = 0; c < wire::kWindowCategories; ++c) {
+            if (!leftOut[c]) continue;
+            uint64_t& n = lp.notRecorded[wire::categoryName(wire::Category(c))];
+            n = std::max(n, leftOut[c]);
+        }
+    }
+    if (record.type == wire::RecordType::DeviceDef || record.type == wire::RecordType::DeviceInfo) {
+        // A device's name and identity come before the first call on it (the shim sends definitions
+        // first): its series carry the same labels from their first figure on.
+        Process ids;
+        applyRecord(ids, record, false);
+        LiveProcess& lp = m_procs[stream];
+        for (const auto& [id, name] : ids.devices) liveDevice(lp, id).name = name;
+        for (const auto& [id, x] : ids.deviceIds) {
+            LiveProcess::Device& d = liveDevice(lp, id);
+            d.uuid = x.uuid;
+            d.pciBusId = x.pciBusId;
+        }
+    }
     if (record.type == wire::RecordType::Call) {
         // Launches by device, counted from the calls themselves (the report counts them per kernel).
         const auto c = record.as<wire::CallBody>();
         if (c.category == wire::Category::Launch && c.result == 0 && !(c.flags & wire::kCallCapturing)) {
-            LiveProcess& lp = m_procs[stream];
-            auto dev = std::find_if(lp.devices.begin(), lp.devices.end(), [&](const auto& x) { return x.id == c.device; });
-            if (dev == lp.devices.end()) {
-                lp.devices.push_back({});
-                dev = lp.devices.end() - 1;
-                dev->id = c.device;
-            }
-            ++dev->pendingLaunches;
-            ++dev->launchesTotal;
+            LiveProcess::Device& dev = liveDevice(m_procs[stream], c.device);
+            ++dev.pendingLaunches;
+            ++dev.launchesTotal;
         }
     }
     if (m_also) m_also->onRecord(stream, record);
@@ -154,22 +194,24 @@ void LiveStats::analyzeStream(const FlightRecorder::StreamBytes& s, LiveProcess&
     const Report r = analyzer.finish(0);
 
     for (const DeviceSummary& d : r.devices) {
-        auto dev = std::find_if(lp.devices.begin(), lp.devices.end(), [&](const auto& x) { return x.id == d.id; });
-        if (dev == lp.devices.end()) {
-            lp.devices.push_back({});
-            dev = lp.devices.end() - 1;
-            dev->id = d.id;
-        }
-        dev->name = d.name;
-        dev->busyNs = d.busyNs;
-        dev->busyRatio = std::min(1.0, double(d.busyNs) / double(lp.intervalNs));
-        dev->busyBasis = d.busyBasis;
+        LiveProcess::Device& dev = liveDevice(lp, d.id);
+        dev.name = d.name;
+        dev.busyNs = d.busyNs;
+        dev.busyRatio = std::min(1.0, double(d.busyNs) / double(lp.intervalNs));
+        dev.busyBasis = d.busyBasis;
     }
     lp.launches = r.launches.count;
     lp.launchesTotal += r.launches.count;
+    // The ended threads' ThreadStats (kept with the definitions) or the latest Tally, whichever says
+    // more: a Tally covers the running threads too, ThreadStats come after the last Tally.
     for (const auto& p : r.processes) {
-        lp.droppedRecords = p.droppedRecords;
-        lp.overheadNs = p.gpuspyOverheadNs;
+        lp.droppedRecords = std::max(lp.droppedRecords, p.droppedRecords);
+        lp.overheadNs = std::max(lp.overheadNs, p.gpuspyOverheadNs);
+    }
+    for (const KernelRow& k : r.kernels) {
+        LiveProcess::Kernel& x = lp.kernels[textparts::foldTemplates(k.name)];
+        x.launches += k.count;
+        x.gpuNs += k.estimatedGpuNs;
     }
     for (const TransferRow& t : r.transfers) {
         LiveProcess::Transfer& x = lp.transfers[t.direction + "/" + t.hostMemory + "/" + t.mode];
@@ -254,6 +296,11 @@ std::string LiveStats::topText(size_t width) const
         if (!p->findings.empty()) out += "  findings so far (over the run, not the last second's figures):\n";
         for (const auto& [rule, f] : p->findings)
             out += clip(fmt::format("    [{}] {} (in {} of {} s): {}", f.severity, rule, f.ticks, m_ticks, f.message)) + "\n";
+        if (!p->notRecorded.empty()) {
+            std::string calls;
+            for (const auto& [category, n] : p->notRecorded) calls += fmt::format("{}{} {}", calls.empty() ? "" : ", ", n, category);
+            out += clip(fmt::format("  calls not recorded (made while paused): {}", calls)) + "\n";
+        }
         if (p->droppedRecords) out += fmt::format("  records the shim dropped: {}\n", p->droppedRecords);
     }
     return out;

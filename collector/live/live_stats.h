@@ -30,6 +30,7 @@ struct LiveProcess {
         uint64_t busyNs = 0;  // in the last tick, from the device timeline
         double busyRatio = 0; // busyNs / intervalNs (at most 1)
         std::string busyBasis;
+        std::string uuid, pciBusId;  // as the shim's DeviceInfo gave them; empty: unknown
         uint64_t launches = 0, launchesTotal = 0;  // last tick, total (the calls' device)
         uint64_t pendingLaunches = 0;              // since the last tick
     };
@@ -57,6 +58,15 @@ struct LiveProcess {
     };
     std::map<std::string, Finding> findings;  // by rule, since the process connected
     uint64_t droppedRecords = 0, overheadNs = 0, calls = 0;  // the shim's own counts, totals
+    // From the shim's Tally (about once a second) and its Window records: whether calls are recorded
+    // now (a `ctl stop` pauses them) and the calls it did not record, by category: the launches and
+    // copies of a paused process are counted here, not in the figures above.
+    bool recording = true;
+    std::map<std::string, uint64_t> notRecorded;  // category -> calls since the process started
+    struct Kernel {
+        uint64_t launches = 0, gpuNs = 0;  // totals; GPU time scaled to every launch where some were untimed
+    };
+    std::map<std::string, Kernel> kernels;  // by name, template arguments folded
 };
 
 class LiveStats : public StreamListener {

@@ -4,9 +4,15 @@
 
 #include "collector/live/metrics_plugin.h"
 #include "collector/live/server.h"
+#include "collector/report/text_parts.h"
 
+#include <fmt/format.h>
+
+#include <dirent.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 #include <utility>
@@ -60,6 +66,44 @@ std::string commandLabel(const std::string& command)
     return first;
 }
 
+// A PCI bus id as "DDDDDDDD:BB:DD.F" (upper case, the domain in 8 digits: DCGM exporter's pci_bus_id);
+// empty when it does not parse. Drivers give "0000:41:00.0" or "00000000:41:00.0", /proc/driver/nvidia
+// "0000:41:00.0" in lower case: all compare equal once canonical.
+std::string canonicalBusId(const std::string& id)
+{
+    unsigned domain = 0, bus = 0, device = 0, function = 0;
+    if (std::sscanf(id.c_str(), "%x:%x:%x.%x", &domain, &bus, &device, &function) != 4) return {};
+    return fmt::format("{:08X}:{:02X}:{:02X}.{:X}", domain, bus, device, function);
+}
+
+// DCGM exporter's `gpu` label is NVML's index, which orders the machine's GPUs by PCI bus id; the NVIDIA
+// driver lists them by bus id in /proc/driver/nvidia/gpus. (CUDA's ordinal differs where
+// CUDA_VISIBLE_DEVICES hides some, or by its default order, fastest first.)
+std::map<std::string, int> nvidiaIndexes()
+{
+    std::vector<std::string> ids;
+    if (DIR* dir = opendir("/proc/driver/nvidia/gpus")) {
+        while (const dirent* e = readdir(dir)) {
+            const std::string id = canonicalBusId(e->d_name);
+            if (!id.empty()) ids.push_back(id);
+        }
+        closedir(dir);
+    }
+    std::sort(ids.begin(), ids.end());
+    std::map<std::string, int> index;
+    for (size_t i = 0; i < ids.size(); ++i) index[ids[i]] = int(i);
+    return index;
+}
+
+std::string hostName()
+{
+    char name[256] = "";
+    if (gethostname(name, sizeof name - 1) != 0) return {};
+    return name;
+}
+
+constexpr size_t kKernelLabelMax = 128;
+
 using LabelList = std::vector<std::pair<std::string, std::string>>;
 struct Row {
     uint32_t family, process;
@@ -68,6 +112,46 @@ struct Row {
 };
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> MetricsServer::deviceLabels(const LiveProcess::Device& d) const
+{
+    // The labels DCGM exporter puts on its per-GPU series, so that a query can join on them (UUID
+    // above all: the one that means the same device in every process and container). Not its
+    // modelName: promtool's lint refuses a camelCase label name, and the UUID already joins to it.
+    LabelList l{{"device", std::to_string(d.id)}};
+    const std::string bus = canonicalBusId(d.pciBusId);
+    const auto index = m_nvmlIndex.find(bus);
+    l.push_back({"gpu", std::to_string(index != m_nvmlIndex.end() ? index->second : d.id)});
+    if (!d.uuid.empty()) l.push_back({"UUID", d.uuid});
+    if (!bus.empty()) l.push_back({"pci_bus_id", bus});
+    if (!m_hostname.empty()) l.push_back({"Hostname", m_hostname});
+    return l;
+}
+
+std::vector<std::pair<std::string, LiveProcess::Kernel>> MetricsServer::kernelRows(uint32_t stream, const LiveProcess& p)
+{
+    std::set<std::string>& named = m_namedKernels[stream];
+    if (named.size() < m_kernelSeries) {
+        std::vector<std::pair<std::string, LiveProcess::Kernel>> fresh;
+        for (const auto& [name, k] : p.kernels)
+            if (!named.count(name)) fresh.push_back({name, k});
+        std::stable_sort(fresh.begin(), fresh.end(), [](const auto& a, const auto& b) { return a.second.gpuNs > b.second.gpuNs; });
+        for (size_t i = 0; i < fresh.size() && named.size() < m_kernelSeries; ++i) named.insert(fresh[i].first);
+    }
+    // By label: two names alike in their first kKernelLabelMax characters share one series.
+    std::map<std::string, LiveProcess::Kernel> byLabel;
+    LiveProcess::Kernel other;
+    bool anyOther = false;
+    for (const auto& [name, k] : p.kernels) {
+        LiveProcess::Kernel& x = !named.count(name) ? other : byLabel[textparts::clip(name, kKernelLabelMax)];
+        anyOther |= &x == &other;
+        x.launches += k.launches;
+        x.gpuNs += k.gpuNs;
+    }
+    std::vector<std::pair<std::string, LiveProcess::Kernel>> rows(byLabel.begin(), byLabel.end());
+    if (anyOther) rows.push_back({"other", other});
+    return rows;
+}
 
 std::string metricsAddress(const std::string& hostPort)
 {
@@ -80,8 +164,8 @@ std::string metricsAddress(const std::string& hostPort)
     return host + ":" + port;
 }
 
-MetricsServer::MetricsServer(const std::string& hostPort, const std::string& pluginPath)
-    : m_address(metricsAddress(hostPort))
+MetricsServer::MetricsServer(const std::string& hostPort, const std::string& pluginPath, size_t kernelSeries)
+    : m_address(metricsAddress(hostPort)), m_kernelSeries(kernelSeries), m_hostname(hostName()), m_nvmlIndex(nvidiaIndexes())
 {
     m_plugin = &loadPlugin(pluginPath);
     char error[512] = "";
@@ -110,8 +194,9 @@ void MetricsServer::update(const LiveStats& live, size_t connectedNow)
             rows.push_back({family, stream, std::move(labels), value});
         };
         for (const auto& d : p.devices) {
-            add(GPUSPY_METRIC_LAUNCHES, with({{"device", std::to_string(d.id)}}), double(d.launchesTotal));
-            add(GPUSPY_METRIC_BUSY, with({{"device", std::to_string(d.id)}}), d.busyRatio);
+            const LabelList l = with(deviceLabels(d));
+            add(GPUSPY_METRIC_LAUNCHES, l, double(d.launchesTotal));
+            add(GPUSPY_METRIC_BUSY, l, d.busyRatio);
         }
         for (const auto& [k, t] : p.transfers) {
             const LabelList l = with({{"direction", t.direction}, {"host_memory", t.hostMemory}, {"mode", t.mode}});
@@ -126,9 +211,20 @@ void MetricsServer::update(const LiveStats& live, size_t connectedNow)
         }
         add(GPUSPY_METRIC_DROPPED, base, double(p.droppedRecords));
         add(GPUSPY_METRIC_OVERHEAD, base, double(p.overheadNs) / 1e9);
+        add(GPUSPY_METRIC_RECORDING, base, p.recording ? 1 : 0);
+        for (const auto& [category, n] : p.notRecorded) add(GPUSPY_METRIC_NOT_RECORDED, with({{"category", category}}), double(n));
+        if (m_kernelSeries) {
+            for (const auto& [name, k] : kernelRows(stream, p)) {
+                const LabelList l = with({{"kernel", name}});
+                add(GPUSPY_METRIC_KERNEL_LAUNCHES, l, double(k.launches));
+                add(GPUSPY_METRIC_KERNEL_GPU_SECONDS, l, double(k.gpuNs) / 1e9);
+            }
+        }
         for (const auto& [rule, f] : p.findings)
             add(GPUSPY_METRIC_FINDING, with({{"rule", rule}}), f.lastTick == live.ticks() ? 1 : 0);
     }
+    for (auto it = m_namedKernels.begin(); it != m_namedKernels.end();)
+        it = live.processes().count(it->first) ? std::next(it) : m_namedKernels.erase(it);
     // The C view of the rows: every pointer into `rows`, which stays put until the call returns.
     std::vector<gpuspy_metrics_label> labels;
     size_t total = 0;

@@ -13,7 +13,7 @@ extern "C" {
 #endif
 
 /* Raised whenever a declaration below changes: gpuspy refuses a plugin of another version. */
-#define GPUSPY_METRICS_ABI_VERSION 1u
+#define GPUSPY_METRICS_ABI_VERSION 2u
 
 /* The metric families; their names, help texts and types are the plugin's (collector/live/metrics_prometheus.cpp). */
 enum gpuspy_metrics_family {
@@ -29,6 +29,10 @@ enum gpuspy_metrics_family {
     GPUSPY_METRIC_FINDING,            /* gauge   gpuspy_finding_active */
     GPUSPY_METRIC_CONNECTED,          /* gauge   gpuspy_connected_processes */
     GPUSPY_METRIC_EVICTED,            /* counter gpuspy_collector_live_records_evicted_total */
+    GPUSPY_METRIC_RECORDING,          /* gauge   gpuspy_recording */
+    GPUSPY_METRIC_NOT_RECORDED,       /* counter gpuspy_calls_not_recorded_total */
+    GPUSPY_METRIC_KERNEL_LAUNCHES,    /* counter gpuspy_kernel_launches_by_name_total (opt-in) */
+    GPUSPY_METRIC_KERNEL_GPU_SECONDS, /* counter gpuspy_kernel_gpu_seconds_total (opt-in) */
     GPUSPY_METRIC_FAMILIES
 };
 

@@ -1,7 +1,8 @@
 // collector/live/metrics_prometheus.cpp: libgpuspy_metrics.so, the plugin behind `collect --metrics`: the
 // metric families on prometheus-cpp's Exposer, fed through the C seam of collector/live/metrics_plugin.h.
-// Labels are few-valued (pid, command, device, direction, host_memory, mode, sync_kind, rule; gpuspy
-// builds them): never kernel names or call sites, whose number has no bound.
+// Labels are few-valued (pid, command, device and the device's DCGM-style labels, direction, host_memory,
+// mode, sync_kind, rule, category; gpuspy builds them): never call sites, whose number has no bound, and
+// kernel names only when asked for (--metrics-kernels N), N of them per process and the rest as "other".
 #include "collector/live/metrics_plugin.h"
 
 #include <prometheus/collectable.h>
@@ -67,6 +68,13 @@ constexpr FamilySpec kFamilies[GPUSPY_METRIC_FAMILIES] = {
     {false, "gpuspy_finding_active", "1 when the rule's finding held in the last second, else 0"},
     {false, "gpuspy_connected_processes", "Processes connected to the collector"},
     {true, "gpuspy_collector_live_records_evicted_total", "Records the live view lost to its memory bound between two ticks"},
+    {false, "gpuspy_recording", "1 while the process's calls are recorded, 0 while recording is paused (gpuspy ctl stop, collect --paused)"},
+    {true, "gpuspy_calls_not_recorded_total",
+     "Hooked calls made while recording was paused, by category: counted, not in the other series"},
+    {true, "gpuspy_kernel_launches_by_name_total",
+     "Kernel launches by kernel name, template arguments folded (collect --metrics-kernels N: N names, the rest as other)"},
+    {true, "gpuspy_kernel_gpu_seconds_total",
+     "GPU time of the kernel's launches, scaled to every launch where some were not timed (collect --metrics-kernels N)"},
 };
 
 void sayError(char* error, size_t size, const std::string& what)

@@ -59,6 +59,11 @@ struct Process {
     std::unordered_map<uint32_t, std::string> threads;          // tid -> name
     std::unordered_map<uint32_t, std::string> strings;          // NVTX messages and domains
     std::map<int, std::string> devices;                         // ordinal -> name
+    struct DeviceIds {
+        std::string uuid;      // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi and DCGM print it; empty: unknown
+        std::string pciBusId;  // "0000:41:00.0" or "00000000:41:00.0", as the driver gave it; empty: unknown
+    };
+    std::map<int, DeviceIds> deviceIds;                         // ordinal -> what joins it to other GPU metrics
     std::unordered_map<uint64_t, std::vector<Frame>> symbols;   // address -> frames (after symbolize)
     std::unordered_map<uint32_t, PyCode> pyCodes;               // Python code id -> function, file
     std::unordered_map<uint32_t, PyFrame> pyFrames;             // Python frame id -> code, line
@@ -69,6 +74,7 @@ struct Process {
     std::vector<wire::ThreadStatsBody> threadStats;
     std::vector<wire::ClockBody> clocks;
     std::vector<wire::WindowBody> windows;  // capture window edges, in arrival order (few: always kept)
+    wire::TallyBody tally{};  // the latest running totals (a live collector's stream); timeNs 0: none
     std::vector<std::string> notices;
 
     bool ended = false;          // an End record arrived: the stream closed cleanly

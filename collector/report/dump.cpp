@@ -165,6 +165,14 @@ std::string formatRecord(const Process& p, const RecordView& v)
     case RecordType::DeviceDef:
         rest = fmt::format("device={} {}", v.as<DeviceDefBody>().device, escapeText(v.tail<DeviceDefBody>()));
         break;
+    case RecordType::DeviceInfo: {
+        auto b = v.as<DeviceInfoBody>();
+        std::string uuid;
+        for (uint8_t x : b.uuid) uuid += fmt::format("{:02x}", x);
+        rest = fmt::format("device={} uuid={} pci={}", b.device, uuid,
+                           escapeText(std::string_view(b.pciBusId, strnlen(b.pciBusId, sizeof b.pciBusId))));
+        break;
+    }
     case RecordType::StringDef:
         rest = fmt::format("id={} {}", v.as<StringDefBody>().stringId, escapeText(v.tail<StringDefBody>()));
         break;
@@ -205,6 +213,14 @@ std::string formatRecord(const Process& p, const RecordView& v)
         for (uint64_t n : b.leftOut) left += n;
         rest = fmt::format("t={} index={} edge={} trigger={} tid={} left-out={}", b.timeNs, b.index, int(b.edge),
                            int(b.trigger), b.tid, left);
+        break;
+    }
+    case RecordType::Tally: {
+        auto b = v.as<TallyBody>();
+        uint64_t left = 0;
+        for (uint64_t n : b.leftOut) left += n;
+        rest = fmt::format("t={} calls={} dropped={} overhead={}ns window={} left-out={}", b.timeNs, b.calls, b.dropped,
+                           b.overheadNs, b.window == 0xffffffffu ? std::string("none") : std::to_string(b.window), left);
         break;
     }
     case RecordType::Notice:

@@ -265,26 +265,6 @@ void transfers(std::string& out, const Report& r, const Style& st)
     }
 }
 
-// "void k<float, 128>(float*)" -> "void k<...>(float*)": template arguments folded (the full name in JSON
-// and with --verbose).
-std::string foldTemplates(const std::string& name)
-{
-    std::string out;
-    int depth = 0;
-    for (char c : name) {
-        if (c == '<') {
-            if (depth++ == 0) out += "<...>";
-            continue;
-        }
-        if (c == '>' && depth > 0) {
-            --depth;
-            continue;
-        }
-        if (depth == 0) out += c;
-    }
-    return depth == 0 ? out : name;  // "operator<" and the like: as it is
-}
-
 void kernels(std::string& out, const Report& r, const Style& st, bool verbose)
 {
     const LaunchSummary& L = r.launches;

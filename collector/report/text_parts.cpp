@@ -210,4 +210,22 @@ std::string siteText(const Report& r, uint32_t id)
     return id < r.callsites.size() ? r.callsites[id].label : "site #" + std::to_string(id);
 }
 
+std::string foldTemplates(const std::string& name)
+{
+    std::string out;
+    int depth = 0;
+    for (char c : name) {
+        if (c == '<') {
+            if (depth++ == 0) out += "<...>";
+            continue;
+        }
+        if (c == '>' && depth > 0) {
+            --depth;
+            continue;
+        }
+        if (depth == 0) out += c;
+    }
+    return depth == 0 ? out : name;  // "operator<" and the like: as it is
+}
+
 }  // namespace gpuspy::collect::textparts

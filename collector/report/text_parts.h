@@ -47,6 +47,9 @@ std::string wrap(const std::string& text, const std::string& indent);
 std::string wrap(const std::string& text, const std::string& indent, const std::string& hanging);
 std::string heading(const Style& st, const std::string& title);  // "== Title ====...", a blank line before
 std::string siteText(const Report& r, uint32_t id);              // a call site's label; UINT32_MAX: the rest
+// "void k<float, 128>(float*)" -> "void k<...>(float*)": template arguments folded (the text report's
+// and the metrics' kernel names; the full name in JSON and with --verbose).
+std::string foldTemplates(const std::string& name);
 
 // A table: right-aligned numeric columns, one flexible text column (the last) that absorbs the width; a
 // flexible cell too long for its room continues on the next lines, broken between words (or after a comma,

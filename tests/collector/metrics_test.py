@@ -5,7 +5,9 @@ A stand-in process (ring_client --hold) makes 500 kernel launches, 40 synchronou
 host-to-device copies and 30 stream synchronizes, and stays connected. Then:
 - /metrics fetched with curl holds gpuspy_kernel_launches_total 500 for its pid, the transfer bytes
   (40 MiB, direction HtoD, host_memory pageable, mode sync) and seconds, the stream sync blocked
-  seconds, the busy ratio, dropped records and the shim's overhead; no kernel name appears;
+  seconds, the busy ratio, dropped records, the shim's overhead from its running Tally (19.7 ms), the
+  device's DCGM exporter labels (UUID, gpu, pci_bus_id, Hostname); no kernel name appears
+  (per-kernel series are opt-in: tests/collector/metrics_sim_test.py);
 - `promtool check metrics` accepts it (Debian's prometheus package);
 - a real Prometheus, started here on loopback and scraping every second, returns the launch counter
   from its query API (skipped, with a message, only when the prometheus binary is absent: exit 77);
@@ -18,7 +20,6 @@ usage: metrics_test.py GPUSPY RING_CLIENT
 """
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -27,6 +28,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+from metrics_common import curl, free_port, series, start_collector
 
 cli, client = sys.argv[1], sys.argv[2]
 failures = []
@@ -39,43 +42,9 @@ def check(ok, what):
         failures.append(what)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def curl(url):
-    return subprocess.run(["curl", "-sS", "--max-time", "30", url], capture_output=True, text=True)
-
-
-def series(text, name):
-    """{labels-string: value} of one metric."""
-    out = {}
-    for line in text.splitlines():
-        m = re.match(r"^" + name + r"\{(.*)\} (\S+)$", line)
-        if m:
-            out[m.group(1)] = float(m.group(2))
-    return out
-
-
 with tempfile.TemporaryDirectory() as d:
-    sock = os.path.join(d, "sock")
     port = free_port()
-    err = open(os.path.join(d, "collect.err"), "w")
-    col = subprocess.Popen([cli, "collect", "--socket", sock, "--metrics", str(port), "-o", os.path.join(d, "c.gspy")],
-                           stderr=err, stdout=subprocess.DEVNULL)
-    while True:  # the socket file exists from bind(); wait for listen()
-        try:
-            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            c.connect(sock)
-            c.close()
-            break
-        except (FileNotFoundError, ConnectionRefusedError):
-            assert col.poll() is None, open(err.name).read()
-            time.sleep(0.05)
+    col, sock, err = start_collector(cli, d, port)
     app = subprocess.Popen([client, sock, "--hold", "secret_kernel_name=500@0/1000", "copy=40@1/1000", "sync=30@2/1000"],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     app.stdout.readline()
@@ -83,6 +52,7 @@ with tempfile.TemporaryDirectory() as d:
     # The collector analyzes once a second; no time limit here beyond the test's own (a loaded
     # machine only makes this slower).
     while True:
+        assert col.poll() is None, open(err.name).read()
         r = curl(url)
         launches = series(r.stdout, "gpuspy_kernel_launches_total")
         # The stream's last records are the 30 syncs: once all are counted, so is everything before
@@ -103,8 +73,16 @@ with tempfile.TemporaryDirectory() as d:
     check(len(ts) == 1 and abs(list(ts.values())[0] - 40 * 100e-6) < 1e-9, f"transfer host seconds: {ts}")
     sb = series(text, "gpuspy_sync_blocked_seconds_total")
     check(any('sync_kind="stream"' in k and abs(v - 30 * 50e-6) < 1e-9 for k, v in sb.items()), f"sync blocked seconds: {sb}")
-    for name in ("gpuspy_gpu_busy_ratio", "gpuspy_dropped_records_total", "gpuspy_shim_overhead_seconds_total"):
+    for name in ("gpuspy_gpu_busy_ratio", "gpuspy_dropped_records_total"):
         check(bool(series(text, name)), f"{name} present")
+    # The stand-in's running totals (a Tally) and device identity (a DeviceInfo), as the shim sends them.
+    oh = series(text, "gpuspy_shim_overhead_seconds_total")
+    check(len(oh) == 1 and abs(list(oh.values())[0] - 0.0197) < 1e-9, f"the shim's own time from its running Tally: {oh}")
+    check(list(series(text, "gpuspy_recording").values()) == [1], "gpuspy_recording 1 (no window asked for)")
+    check('UUID="GPU-10111213-1415-1617-1819-1a1b1c1d1e1f"' in list(launches)[0] and 'gpu="0"' in list(launches)[0]
+          and 'pci_bus_id="00000000:41:00.0"' in list(launches)[0]
+          and f'Hostname="{socket.gethostname()}"' in list(launches)[0], f"DCGM exporter's labels: {list(launches)[0]}")
+    check(not series(text, "gpuspy_kernel_launches_by_name_total"), "no per-kernel series unless asked for")
     check("secret_kernel_name" not in text, "no kernel names in the labels")
 
     promtool = shutil.which("promtool")

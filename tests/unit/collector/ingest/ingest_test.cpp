@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
 using namespace gpuspy;
@@ -207,6 +208,39 @@ TEST(CollectorIngest, UnknownRecordTypesAreSkippedAndKept)
     std::vector<uint8_t> raw;
     in.takeValidated(raw);
     EXPECT_EQ(raw, s.bytes);
+}
+
+// A device's identity (DeviceInfo) and the shim's running totals (Tally, the latest kept): the UUID as
+// nvidia-smi and DCGM exporter print it.
+TEST(CollectorIngest, DeviceInfoAndTally)
+{
+    StreamBuilder s;
+    wire::DeviceInfoBody info{};
+    info.device = 1;
+    for (int i = 0; i < 16; ++i) info.uuid[i] = uint8_t(0xa0 + i);
+    std::strcpy(info.pciBusId, "00000000:41:00.0");
+    s.fixed(info);
+    wire::DeviceInfoBody unknown{};
+    unknown.device = 2;
+    s.fixed(unknown);
+    wire::TallyBody t{};
+    t.timeNs = 100;
+    t.overheadNs = 7;
+    s.fixed(t);
+    t.timeNs = 200;
+    t.overheadNs = 9;
+    t.window = 0;
+    t.leftOut[size_t(wire::Category::Launch)] = 3700;
+    s.fixed(t);
+    const Process p = ingestStream(s.bytes.data(), s.bytes.size());
+    EXPECT_EQ(p.streamError, "");
+    ASSERT_EQ(p.deviceIds.count(1), 1u);
+    EXPECT_EQ(p.deviceIds.at(1).uuid, "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf");
+    EXPECT_EQ(p.deviceIds.at(1).pciBusId, "00000000:41:00.0");
+    EXPECT_EQ(p.deviceIds.at(2).uuid, "");  // all zero: the shim could not ask
+    EXPECT_EQ(p.tally.timeNs, 200u);
+    EXPECT_EQ(p.tally.overheadNs, 9u);
+    EXPECT_EQ(p.tally.leftOut[size_t(wire::Category::Launch)], 3700u);
 }
 
 TEST(CollectorIngest, RandomBytesNeverCrash)

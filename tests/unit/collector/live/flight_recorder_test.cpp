@@ -201,3 +201,60 @@ TEST(LiveStats, CountsEachRecordOnceAcrossTicksAndOnlyWhileWatched)
     live.tick(5000000000ull);
     EXPECT_TRUE(live.processes().empty());
 }
+
+// The shim's running totals (Tally, about once a second) and its window edges, read as they come: the
+// own time, whether it records and the calls it left out while paused, by category; the device's
+// identity from its definitions before any call on it. The ring keeps the latest Tally only.
+TEST(LiveStats, ReadsTheShimsRunningTotalsAndWindowEdges)
+{
+    FlightRecorder ring(1000000000ull, 1u << 20);
+    LiveStats live(&ring);
+    live.setWatched(true);
+    StreamBuilder a(10);
+    wire::DeviceInfoBody info{};
+    info.uuid[0] = 0xab;
+    std::strcpy(info.pciBusId, "0000:41:00.0");
+    a.process(10, 1, std::string("./server\0", 9)).api(1, "cuLaunchKernel", wire::Category::Launch).kernel(3, "k");
+    a.device(0, "GPU").fixed(info).launch(1, 1, 3, 2000, 2500);  // a snapshot holds processes with events
+    wire::TallyBody t{};
+    for (uint64_t i = 1; i <= 50; ++i) {
+        t.timeNs = i * 1000;
+        t.overheadNs = i * 100;
+        t.window = 0xffffffffu;  // no window asked for: recording
+        a.fixed(t);
+    }
+    feedLive(live, 0, a.bytes, true);
+    const LiveProcess& p = live.processes().at(0);
+    EXPECT_EQ(p.overheadNs, 5000u);
+    EXPECT_TRUE(p.recording);
+    ASSERT_EQ(p.devices.size(), 1u);
+    EXPECT_EQ(p.devices[0].name, "GPU");
+    EXPECT_EQ(p.devices[0].uuid.substr(0, 6), "GPU-ab");
+    EXPECT_EQ(p.devices[0].pciBusId, "0000:41:00.0");
+
+    StreamBuilder b(10);
+    wire::WindowBody end{};
+    end.edge = wire::WindowEdge::End;
+    end.leftOut[size_t(wire::Category::Launch)] = 5;
+    b.fixed(end);
+    t.window = 0;
+    t.leftOut[size_t(wire::Category::Launch)] = 3700;
+    t.leftOut[size_t(wire::Category::Sync)] = 20;
+    b.fixed(t);
+    std::vector<uint8_t> more(b.bytes.begin() + sizeof(wire::StreamHeader), b.bytes.end());
+    feedLive(live, 0, more, false);
+    EXPECT_FALSE(p.recording);
+    EXPECT_EQ(p.notRecorded.at("launch"), 3700u);
+    EXPECT_EQ(p.notRecorded.at("sync"), 20u);
+    live.tick(1000000000ull);
+    EXPECT_EQ(p.overheadNs, 5000u);  // the analysis of the tick does not take it back
+    EXPECT_NE(live.topText(100).find("calls not recorded (made while paused): 3700 launch, 20 sync"), std::string::npos)
+        << live.topText(100);
+
+    const auto snap = ring.snapshot();
+    ASSERT_EQ(snap.size(), 1u);
+    size_t tallies = 0;
+    wire::StreamDecoder d;
+    d.feed(snap[0].bytes.data(), snap[0].bytes.size(), [&](const wire::RecordView& v) { tallies += v.type == wire::RecordType::Tally; });
+    EXPECT_EQ(tallies, 1u);  // 51 sent, the latest kept
+}
