@@ -112,6 +112,22 @@ function diffTables(doc) {
   return tables;
 }
 
+// Which columns hold figures ("12.3 ms", "+4.0%", "~1.2 ms", "at most 3 ms"; "-" where a side lacks the
+// row, "new" for a change from nothing): right-aligned like the report page's number columns, so that digits line up.
+function numericColumns(t) {
+  return t.columns.map((_, c) => {
+    const cells = t.rows.map((r) => r[c]).filter((x) => x !== '' && x !== '-' && x !== 'new');
+    return cells.length > 0 && cells.every((x) => /^(at most |at least )?[+\-~\u2264\u2265]?\d/.test(x));
+  });
+}
+
+// The class of a cell that says how a thing changed: resolved or noise reads as good news, new or beyond
+// noise as a warning.
+function cellClass(text) {
+  return /noise\)?$/.test(text) && !/beyond noise/.test(text) || text === 'resolved' ? 'good'
+    : /beyond noise/.test(text) || text === 'new' ? 'warn' : '';
+}
+
 // One sentence: faster or slower, and whether the runs' spread explains it.
 function verdictText(doc) {
   const w = doc.headline.wall_ns;
@@ -140,24 +156,32 @@ function render() {
     if (!t.rows.length) continue;
     const sec = el('div');
     sec.id = 'diff-' + t.id;
+    sec.className = 'diff-table';
     sec.appendChild(el('h2', t.title));
-    const table = el('table', undefined, 'table');
+    // The report page's table look (viewer.css: table.data, padded cells, figures right-aligned).
+    const wrap = el('div', undefined, 'table-wrap');
+    const table = el('table', undefined, 'data static');
+    const numeric = numericColumns(t);
     const tr = el('tr');
-    for (const c of t.columns) tr.appendChild(el('th', c));
+    t.columns.forEach((c, i) => tr.appendChild(el('th', c, numeric[i] ? 'num' : '')));
     table.appendChild(el('thead')).appendChild(tr);
     const body = el('tbody');
     for (const r of t.rows) {
       const row = el('tr');
-      for (const c of r) row.appendChild(el('td', c, /noise|resolved/.test(c) ? 'good' : /beyond noise|^new$/.test(c) ? 'warn' : ''));
+      r.forEach((c, i) => {
+        const td = row.appendChild(el('td', c, ((numeric[i] ? 'num ' : '') + cellClass(c)).trim()));
+        td.title = c;  // a cell cut by the column's width (a long kernel name) shows whole on hover
+      });
       body.appendChild(row);
     }
     table.appendChild(body);
-    sec.appendChild(table);
+    wrap.appendChild(table);
+    sec.appendChild(wrap);
     root.appendChild(sec);
   }
   const notes = document.getElementById('notes');
   for (const n of doc.notes || []) notes.appendChild(el('li', n));
 }
 
-if (typeof module !== 'undefined' && module.exports) module.exports = { diffTables, verdictText, fmtNs };
+if (typeof module !== 'undefined' && module.exports) module.exports = { diffTables, verdictText, fmtNs, numericColumns, cellClass, render };
 else document.addEventListener('DOMContentLoaded', render);

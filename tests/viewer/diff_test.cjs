@@ -1,10 +1,11 @@
 // tests/viewer/diff_test.cjs: viewer/diff.js (the page of `gpuspy view --diff A B`) on a made-up diff
 // document, in node (no browser): the headline, findings, the runs' spread with its verdicts and the
 // row tables come out as plain strings, a kernel named like markup stays text, a diff of single runs has
-// no spread table, and the verdict sentence says when a change is noise.
+// no spread table, the verdict sentence says when a change is noise, the figures' columns are
+// right-aligned number columns (as on the report page) and a change beyond noise is coloured a warning.
 // Usage: node diff_test.cjs
 'use strict';
-const { diffTables, verdictText } = require(require('path').join(__dirname, '../../viewer/diff.js'));
+const { diffTables, verdictText, numericColumns, cellClass, render } = require(require('path').join(__dirname, '../../viewer/diff.js'));
 
 let failures = 0;
 function check(ok, what, detail) {
@@ -61,6 +62,43 @@ check(byId.kernels.rows[0][0] === hostile && byId.kernels.rows[0][3] === '~1.00 
       byId.kernels.rows[0]);
 check(verdictText(doc) === 'B is 20.0% slower than A (wall): noise, the runs cannot tell the two apart.', 'verdict sentence',
       verdictText(doc));
+
+// Laid out as the report page's tables: figures right-aligned, names and kinds left; changes coloured.
+check(JSON.stringify(numericColumns(head)) === JSON.stringify([false, true, true, true, true, false]),
+      'headline: the figures are number columns, the name and verdict are not', numericColumns(head));
+check(JSON.stringify(numericColumns(byId.findings)) === JSON.stringify([false, false, true, false]),
+      'findings: A (at most ...) is a number column; B holds only "-"', numericColumns(byId.findings));
+check(JSON.stringify(numericColumns(byId.kernels)) === JSON.stringify([false, true, true, true, true, true]),
+      'kernels: every column but the name is a number column', numericColumns(byId.kernels));
+check(cellClass('noise') === 'good' && cellClass('resolved') === 'good' && cellClass('new') === 'warn' &&
+      cellClass('higher (beyond noise)') === 'warn' && cellClass('too few runs to tell') === '' && cellClass('wall') === '',
+      'a change beyond noise is a warning, noise is not');
+
+// The page itself, rendered into a stand-in DOM: every table is a table.data in a .table-wrap (the
+// report page's padded cells), its figure cells carry 'num' (right-aligned).
+{
+  const made = [];
+  const node = (tag) => {
+    const n = { tag, children: [], className: '', textContent: '', title: '', id: '',
+                appendChild(c) { this.children.push(c); return c; } };
+    made.push(n);
+    return n;
+  };
+  const byIdNodes = { 'gpuspy-diff': node('script'), 'tables-section': node('section'), subtitle: node('div'),
+                      verdict: node('p'), notes: node('ul') };
+  byIdNodes['gpuspy-diff'].textContent = JSON.stringify(doc);
+  global.document = { getElementById: (id) => byIdNodes[id], createElement: node };
+  render();
+  delete global.document;
+  const tablesMade = made.filter((n) => n.tag === 'table');
+  check(tablesMade.length === tables.filter((t) => t.rows.length).length &&
+        tablesMade.every((t) => t.className === 'data static'), 'every table is a table.data', tablesMade.map((t) => t.className));
+  const wraps = made.filter((n) => n.className === 'table-wrap');
+  check(wraps.length === tablesMade.length && wraps.every((w) => w.children[0].tag === 'table'), 'each in a .table-wrap');
+  const wallRow = tablesMade[0].children[1].children[0].children;
+  check(wallRow.map((c) => c.className).join('|') === '|num|num|num|num|good' && wallRow[1].textContent === '100.00 ms',
+        'the wall row: figures right-aligned, its verdict coloured', wallRow.map((c) => c.className));
+}
 
 const single = Object.assign({}, doc, { runs: { a: 1, b: 1 }, spread: [] });
 const singleTables = diffTables(single);
