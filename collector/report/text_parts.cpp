@@ -76,13 +76,32 @@ std::string num(uint64_t v)
     return o;
 }
 
+size_t columns(const std::string& s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c == 0x1b && i + 1 < s.size() && s[i + 1] == '[') {
+            // A colour (CSI) sequence: ESC [ parameters, then one final byte from '@' to '~'.
+            i += 2;
+            while (i < s.size() && !(s[i] >= '@' && s[i] <= '~')) ++i;
+            continue;
+        }
+        if ((c & 0xc0) != 0x80) ++n;  // a UTF-8 continuation byte adds no column
+    }
+    return n;
+}
+
 // Greedy word wrap of `text` into lines of at most width() columns, each starting with `indent`.
 std::string wrap(const std::string& text, const std::string& indent) { return wrap(text, indent, indent); }
 
 std::string wrap(const std::string& text, const std::string& first, const std::string& hanging)
 {
+    // Lengths in columns, not bytes: a coloured word ("\033[31mHIGH\033[0m") or a "µs" takes fewer
+    // columns than bytes, and must wrap where its plain text would.
     std::string out, line = first;
     std::string indent = first;
+    size_t lineCols = columns(line), indentCols = lineCols;
     const size_t limit = width();
     size_t i = 0;
     while (i < text.size()) {
@@ -91,24 +110,35 @@ std::string wrap(const std::string& text, const std::string& first, const std::s
         std::string word = text.substr(i, j - i);
         i = j + 1;
         if (word.empty()) continue;
+        size_t wordCols = columns(word);
+        // A colour's end alone ("HIGH  " padded, then the reset): no column, no space before it.
+        if (wordCols == 0 && lineCols > indentCols) {
+            line += word;
+            continue;
+        }
         // A word longer than a line (a kernel's signature) is broken where it can be, never clipped.
-        while (indent.size() + word.size() > limit) {
-            if (line.size() > indent.size()) out += line + "\n", indent = hanging, line = indent;
-            out += indent + takeLine(word, limit - indent.size()) + "\n";
+        while (indentCols + wordCols > limit) {
+            if (lineCols > indentCols) out += line + "\n", indent = hanging, indentCols = columns(hanging);
+            out += indent + takeLine(word, limit - indentCols) + "\n";
             indent = hanging;
+            indentCols = lineCols = columns(hanging);
             line = indent;
+            wordCols = columns(word);
         }
         if (word.empty()) continue;
-        const bool fresh = line.size() == indent.size();
-        if (line.size() + (fresh ? 0 : 1) + word.size() > limit) {
+        const bool fresh = lineCols == indentCols;
+        if (lineCols + (fresh ? 0 : 1) + wordCols > limit) {
             out += line + "\n";
             indent = hanging;
+            indentCols = columns(hanging);
             line = indent + word;
+            lineCols = indentCols + wordCols;
         } else {
             line += (fresh ? "" : " ") + word;
+            lineCols += (fresh ? 0 : 1) + wordCols;
         }
     }
-    if (line.size() > indent.size()) out += line + "\n";
+    if (lineCols > indentCols) out += line + "\n";
     return out;
 }
 

@@ -41,6 +41,8 @@ struct Style {
 std::string clip(const std::string& s, size_t n);
 std::string pct(double v);    // "12.3"
 std::string num(uint64_t v);  // "12,345"
+// The columns `s` takes on a terminal: colour escapes take none, a UTF-8 character one.
+size_t columns(const std::string& s);
 // Greedy word wrap of `text` into lines of at most width() columns, each starting with `indent`.
 std::string wrap(const std::string& text, const std::string& indent);
 // The same with the lines after the first starting with `hanging` (a numbered item's text under its text).

@@ -2,6 +2,7 @@
 // keys and types (parsed back with nlohmann), the text fits 100 columns with findings first and no
 // colour unless asked, the CSV has one table per section.
 #include "collector/report/report.h"
+#include "collector/report/text_parts.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -202,6 +203,34 @@ TEST(ReportText, ColourOnlyWhenAsked)
 {
     const std::string text = renderText(sampleReport(), TextOptions{true});
     EXPECT_NE(text.find("\033["), std::string::npos);
+}
+
+// Colour escapes take no column: with colour on, every line breaks where it does without, so the text
+// stripped of its escapes is the plain text, at any width.
+TEST(ReportText, ColourDoesNotMoveLineBreaks)
+{
+    auto strip = [](const std::string& s) {
+        std::string out;
+        for (size_t i = 0; i < s.size(); ++i) {
+            if (s[i] == '\033' && i + 1 < s.size() && s[i + 1] == '[') {
+                i += 2;
+                while (i < s.size() && !(s[i] >= '@' && s[i] <= '~')) ++i;
+                continue;
+            }
+            out += s[i];
+        }
+        return out;
+    };
+    for (size_t width : {60, 80, 100, 200}) {
+        TextOptions plain, colour;
+        plain.width = colour.width = width;
+        colour.color = true;
+        const std::string coloured = renderText(sampleReport(), colour);
+        ASSERT_NE(coloured.find("\033["), std::string::npos);
+        EXPECT_EQ(strip(coloured), renderText(sampleReport(), plain)) << "width " << width;
+    }
+    EXPECT_EQ(textparts::columns("\033[31mHIGH  \033[0m \033[1mpageable-memcpy\033[0m"), 22u);
+    EXPECT_EQ(textparts::columns("12.5 \xc2\xb5s"), 7u);  // "12.5 µs": µ is two bytes, one column
 }
 
 TEST(ReportText, EmptyReportSaysNoFindings)
