@@ -13,6 +13,30 @@
     return f.estimated_savings_bound === 'at_most' ? 'at most ' : f.estimated_savings_bound === 'at_least' ? 'at least ' : '~';
   }
 
+  // The findings the headline total counts: of each group that covers the same calls (linked by
+  // overlaps), the one with the largest saving, as the report's findings_savings_ns counts them.
+  function countedFindings(findings) {
+    const byRule = new Map(findings.map((f, i) => [f.rule, i]));
+    const seen = new Set();
+    const counted = [];
+    findings.forEach((f, i) => {
+      if (seen.has(i)) return;
+      let best = f;
+      const todo = [i];
+      seen.add(i);
+      while (todo.length) {
+        const g = findings[todo.pop()];
+        if ((g.estimated_savings_ns || 0) > (best.estimated_savings_ns || 0)) best = g;
+        for (const r of g.overlaps || []) {
+          const k = byRule.get(r);
+          if (k !== undefined && !seen.has(k)) { seen.add(k); todo.push(k); }
+        }
+      }
+      counted.push(best);
+    });
+    return counted;
+  }
+
   // The part of the findings' total that is bounds, not estimates: "" when none is.
   function boundsOfTotal(findings) {
     const part = (b) => findings.filter((f) => f.estimated_savings_bound === b).reduce((a, f) => a + (f.estimated_savings_ns || 0), 0);
@@ -192,7 +216,10 @@
     const devs = report.devices || [];
     const busiest = devs.reduce((a, d) => (!a || d.busy_pct > a.busy_pct ? d : a), null);
     const busy = busiest ? busiest.busy_pct : 0;
-    const saving = sum(report.findings, 'estimated_savings_ns');
+    // Findings on the same calls (sync-memcpy and pageable-memcpy on one set of copies) count once: the
+    // report's findings_savings_ns; a report without it (older) gives the plain sum.
+    const saving = report.findings_savings_ns !== undefined ? report.findings_savings_ns : sum(report.findings, 'estimated_savings_ns');
+    const overlapping = (report.findings || []).some((f) => (f.overlaps || []).length);
     function card(key, value, raw, label, sub, bad) {
       const c = add(box, el('div', 'card' + (bad ? ' bad' : '')));
       c.dataset.key = key;
@@ -226,7 +253,8 @@
     card('bytes', fmtBytes(moved), moved, 'copied or set', 'by ' + fmtCount(copies) + ' copies and memsets');
     const fixes = (report.findings || []).filter((f) => f.estimated_savings_ns > 0).length;
     card('savings_ns', saving ? fmtNs(saving) : 'none', saving, 'estimated saving',
-      fixes ? fixes + (fixes > 1 ? ' findings below say how' : ' finding below says how') : 'no finding estimates a saving');
+      fixes ? fixes + (fixes > 1 ? ' findings below say how' : ' finding below says how') +
+        (overlapping ? '; findings on the same calls counted once' : '') : 'no finding estimates a saving');
     // One sentence that reads the cards for a newcomer.
     const who = procs.length === 1 ? basename(String(procs[0].command).split(' ')[0]) || 'The program' : 'The longest of ' + procs.length + ' processes';
     let verdict = who + ' ran for ' + fmtNs(wall) + ' and spent ' + fmtNs(api) + ' (' + fmtPct(wall ? 100 * api / wall : 0) +
@@ -234,8 +262,9 @@
     verdict += 'The GPU was busy ' + (b.basis === 'estimated' ? 'about ' : b.basis === 'upper_bound' ? 'at most ' : '') + b.bare +
       ' of that time' + (b.basis === 'estimated' ? ' (' + fmtCount(b.estimated) + ' of its ' + fmtCount(b.ops) +
         ' operations were not timed and are placed by inference)' : '') + '. ';
-    verdict += saving ? 'The findings below would save about ' + fmtNs(saving) + ' (' + fmtPct(wall ? 100 * saving / wall : 0) + ' of the run)' +
-      boundsOfTotal(report.findings || []) + '.' : 'No finding estimates a saving.';
+    verdict += saving ? 'The findings below would save about ' + fmtNs(saving) + ' (' + fmtPct(wall ? 100 * saving / wall : 0) + ' of the run' +
+      (overlapping ? ', counting once the calls several findings cover' : '') + ')' +
+      boundsOfTotal(countedFindings(report.findings || [])) + '.' : 'No finding estimates a saving.';
     $('verdict').textContent = verdict;
     const notes = $('notes');
     for (const n of report.notes || []) add(notes, el('li', null, n));
@@ -295,6 +324,9 @@
       add(s, el('span', 'rule', f.rule));
       const body = add(d, el('div', 'body'));
       add(body, el('p', null, f.message));
+      if ((f.overlaps || []).length)
+        add(body, el('p', 'muted', 'Some of the same calls as ' + f.overlaps.join(', ') +
+          ': the savings do not add (fixing one changes what the other would save).'));
       const ev = Object.entries(f.evidence || {});
       if (ev.length) {
         add(body, el('h4', null, 'Evidence'));

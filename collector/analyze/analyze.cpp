@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
+#include <map>
 #include <memory>
 
 namespace gpuspy::collect {
@@ -52,6 +54,52 @@ void rankFindings(std::vector<Finding>& findings)
         if (a.hostCpuSavingsNs != c.hostCpuSavingsNs) return a.hostCpuSavingsNs > c.hostCpuSavingsNs;
         return a.ns > c.ns;
     });
+}
+
+void markOverlappingFindings(std::vector<Finding>& findings)
+{
+    std::vector<std::vector<std::pair<uint32_t, uint32_t>>> stacks;
+    for (Finding& f : findings) {
+        f.overlaps.clear();
+        stacks.push_back(f.stacks);
+        std::sort(stacks.back().begin(), stacks.back().end());
+    }
+    for (size_t i = 0; i < findings.size(); ++i)
+        for (size_t k = i + 1; k < findings.size(); ++k) {
+            const auto& a = stacks[i];
+            const auto& c = stacks[k];
+            std::vector<std::pair<uint32_t, uint32_t>> shared;
+            std::set_intersection(a.begin(), a.end(), c.begin(), c.end(), std::back_inserter(shared));
+            if (shared.empty() || findings[i].rule == findings[k].rule) continue;
+            findings[i].overlaps.push_back(findings[k].rule);
+            findings[k].overlaps.push_back(findings[i].rule);
+        }
+}
+
+uint64_t combinedSavingsNs(const std::vector<Finding>& findings)
+{
+    // Groups: the findings reachable from each other through `overlaps`; each counts once, by its largest.
+    std::map<std::string, size_t> byRule;
+    for (size_t i = 0; i < findings.size(); ++i) byRule.emplace(findings[i].rule, i);
+    std::vector<bool> seen(findings.size());
+    uint64_t total = 0;
+    for (size_t i = 0; i < findings.size(); ++i) {
+        if (seen[i]) continue;
+        uint64_t largest = 0;
+        std::vector<size_t> todo{i};
+        seen[i] = true;
+        while (!todo.empty()) {
+            const Finding& f = findings[todo.back()];
+            todo.pop_back();
+            largest = std::max(largest, f.estimatedSavingsNs);
+            for (const std::string& rule : f.overlaps) {
+                auto it = byRule.find(rule);
+                if (it != byRule.end() && !seen[it->second]) seen[it->second] = true, todo.push_back(it->second);
+            }
+        }
+        total += largest;
+    }
+    return total;
 }
 
 namespace detail {

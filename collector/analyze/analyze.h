@@ -261,6 +261,9 @@ struct Finding {
     std::vector<uint32_t> callsites;
     // Every (pid, stack id) its calls came from: the calls its fix changes in the replay.
     std::vector<std::pair<uint32_t, uint32_t>> stacks;
+    // The rules of the other findings that cover some of the same calls (a shared call site, pid and
+    // stack: sync-memcpy and pageable-memcpy on the same copies): their savings do not add.
+    std::vector<std::string> overlaps;
     FindingPrediction prediction;
 };
 
@@ -269,6 +272,12 @@ struct Finding {
 // the replay's alike).
 std::string findingSeverity(uint64_t savingsNs, uint64_t wallNs);
 void rankFindings(std::vector<Finding>& findings);
+// Sets each finding's `overlaps` from the calls they share (after the rules; the stacks are final).
+void markOverlappingFindings(std::vector<Finding>& findings);
+// What the findings would save together without counting a call twice: each group of findings linked by
+// overlaps counts once, by its largest saving (a lower bound of fixing them all: the fixes of one set of
+// calls do not add up).
+uint64_t combinedSavingsNs(const std::vector<Finding>& findings);
 
 // A capture window (record --capture-range, --delay/--duration, ctl start/stop): when it was open and
 // what it recorded; the calls left out (not recorded) in the gap before it and, for the last, after it.

@@ -153,6 +153,7 @@ void analyzeFindings(Context& cx, Report& r)
     droppedRecords(b, r);
     memoryFindings(b, r);
     b.setApartLibraryCalls();
+    markOverlappingFindings(r.findings);
     rankFindings(r.findings);
 }
 

@@ -81,7 +81,8 @@
 //   findings   rule severity (high medium low info) message count ns estimated_savings_ns
 //              estimated_savings_bound (estimate, at_most, at_least: see the message) callsites[id] |
 //              evidence{name: number} host_cpu_savings_ns (host CPU time the fix frees, not wall time:
-//              spin-wait) | prediction{basis ("replay") fix saving_ns low_ns high_ns
+//              spin-wait) overlaps[rule] (findings on some of the same calls: savings that do not add) |
+//              prediction{basis ("replay") fix saving_ns low_ns high_ns
 //              formula_saving_ns formula_bound wall_ns fixed_wall_ns calls_changed calls_kept kept_because
 //              replay_error_pct processes costs[]} (where the replay predicted the saving, which is then
 //              estimated_savings_ns: collector/replay/predict.h)
@@ -89,6 +90,8 @@
 //              what ns}] (the stretches of the run's critical path summed per thread, stream, submission
 //              latency, largest first) off_path[{thread end_ns cuda_ns}] (threads none of whose time is on it:
 //              shortening their calls would not shorten the run)}] (collector/replay/predict.h)
+//   findings_savings_ns  the findings' savings together, each group of overlapping findings counted once
+//              (by its largest: combinedSavingsNs in collector/analyze/analyze.h)
 //   runs       (captures of `record --repeat N` only; the sections above are then the run of median
 //              wall's) run exit_status pids headline{wall_ns cuda_api_ns gpu_busy_ns launches
 //              sync_blocked_ns transfer_bytes}; median_run; spread{wide_pct headline kernels transfers
@@ -323,7 +326,7 @@ nlohmann::ordered_json reportJson(const Report& r)
                  {"ns", f.ns}, {"estimated_savings_ns", f.estimatedSavingsNs},
                  {"estimated_savings_bound", f.savingsBound},
                  {"callsites", ids(f.callsites)}, {"evidence", evidence},
-                 {"host_cpu_savings_ns", f.hostCpuSavingsNs}};
+                 {"host_cpu_savings_ns", f.hostCpuSavingsNs}, {"overlaps", strings(f.overlaps)}};
         const FindingPrediction& p = f.prediction;
         if (!p.fix.empty())
             row["prediction"] = Json{{"basis", "replay"}, {"fix", p.fix}, {"saving_ns", p.savingNs},
@@ -345,6 +348,7 @@ nlohmann::ordered_json reportJson(const Report& r)
         paths.push_back(Json{{"pid", cp.pid}, {"wall_ns", cp.wallNs}, {"replay_error_pct", cp.replayErrorPct},
                              {"parts", parts}, {"off_path", off}});
     }
+    j["findings_savings_ns"] = combinedSavingsNs(r.findings);
     return j;
 }
 

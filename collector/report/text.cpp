@@ -58,6 +58,15 @@ std::string severityText(const Style& st, const std::string& sev)
     return color + up + st.reset();
 }
 
+// "sync-memcpy", "sync-memcpy and pageable-memcpy", "a, b and c".
+std::string joinRules(const std::vector<std::string>& rules)
+{
+    std::string s;
+    for (size_t i = 0; i < rules.size(); ++i)
+        s += (i == 0 ? "" : i + 1 == rules.size() ? " and " : ", ") + rules[i];
+    return s;
+}
+
 // "f(Model&, Batch const&) (train.cu:128)" -> "f(...) (train.cu:128)": the file and line matter more than
 // the parameter types.
 std::string foldParameters(const std::string& label)
@@ -87,6 +96,10 @@ void findings(std::string& out, const Report& r, const Style& st, bool verbose)
         if (f.hostCpuSavingsNs) line += "  ~" + formatNs(f.hostCpuSavingsNs) + " of host CPU to free (not wall time)";
         out += wrap(line, " ", "     ");
         out += wrap(f.message, "     ");
+        if (!f.overlaps.empty())
+            out += wrap("Some of the same calls as " + joinRules(f.overlaps) +
+                            ": the savings do not add (fixing one changes what the other would save).",
+                        "     ");
         if (verbose && !f.evidence.empty()) {
             std::string ev = "evidence:";
             for (const auto& [k, v] : f.evidence) {
@@ -514,6 +527,7 @@ void verdict(std::string& out, const Report& r, const Style& st, uint64_t wall)
         const std::string advice = adviceOf(f->rule);
         if (!advice.empty()) line += ": " + advice;
         if (!f->callsites.empty()) line += ", at " + siteText(r, f->callsites.front());
+        if (!f->overlaps.empty()) line += " (the same calls as " + joinRules(f->overlaps) + ")";
         out += wrap(line, "  ", "     ");
     }
 }

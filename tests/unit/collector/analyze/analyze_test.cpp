@@ -1228,6 +1228,34 @@ TEST(Findings, PageableAndSyncMemcpy)
     EXPECT_EQ(sy->message.find("at least"), std::string::npos) << sy->message;
     EXPECT_EQ(sy->message.find("at most"), std::string::npos) << sy->message;
     EXPECT_FALSE(findingOf(r, "pageable-async-memcpy"));
+    // The two cover the same ten copies: each says so, and together they save the larger, not the sum.
+    EXPECT_EQ(pg->overlaps, std::vector<std::string>{"sync-memcpy"});
+    EXPECT_EQ(sy->overlaps, std::vector<std::string>{"pageable-memcpy"});
+    uint64_t sum = 0;
+    for (const Finding& f : r.findings) sum += f.estimatedSavingsNs;
+    EXPECT_EQ(combinedSavingsNs(r.findings), sum - sy->estimatedSavingsNs);  // the other findings add
+}
+
+// Findings that share a call site (pid, stack) overlap; a chain of overlaps is one group, counted once by
+// its largest saving; findings on other calls add.
+TEST(Findings, OverlapsCountedOnce)
+{
+    auto finding = [](std::string rule, uint64_t saving, std::vector<std::pair<uint32_t, uint32_t>> stacks) {
+        Finding f;
+        f.rule = std::move(rule);
+        f.estimatedSavingsNs = saving;
+        f.stacks = std::move(stacks);
+        return f;
+    };
+    std::vector<Finding> fs{finding("a", 100, {{1, 7}, {1, 9}}), finding("b", 300, {{1, 9}}),
+                            finding("c", 50, {{2, 9}, {1, 3}}), finding("d", 20, {{1, 3}}), finding("e", 5, {})};
+    markOverlappingFindings(fs);
+    EXPECT_EQ(fs[0].overlaps, std::vector<std::string>{"b"});
+    EXPECT_EQ(fs[1].overlaps, std::vector<std::string>{"a"});
+    EXPECT_EQ(fs[2].overlaps, std::vector<std::string>{"d"});  // stack 9 of another pid is another call site
+    EXPECT_TRUE(fs[4].overlaps.empty());
+    // {a, b}: 300; {c, d}: 50; e: 5.
+    EXPECT_EQ(combinedSavingsNs(fs), 355u);
 }
 
 // Blocking copies on an idle stream (collector/README.md, "GPU time sources"): their GPU times are

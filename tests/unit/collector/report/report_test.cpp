@@ -233,6 +233,26 @@ TEST(ReportText, ColourDoesNotMoveLineBreaks)
     EXPECT_EQ(textparts::columns("12.5 \xc2\xb5s"), 7u);  // "12.5 µs": µ is two bytes, one column
 }
 
+// Findings on the same calls say so, in the verdict and in the findings; the JSON has the combined saving.
+TEST(ReportText, OverlappingFindingsSaySo)
+{
+    Report r = sampleReport();
+    Finding sync = r.findings[0];
+    sync.rule = "sync-memcpy";
+    sync.estimatedSavingsNs = 5000000;
+    r.findings[0].overlaps = {"sync-memcpy"};
+    sync.overlaps = {"pageable-memcpy"};
+    r.findings.push_back(sync);
+    TextOptions wide;
+    wide.width = 400;  // one line per sentence: the phrases are searched whole
+    const std::string text = renderText(r, wide);
+    EXPECT_NE(text.find("(the same calls as sync-memcpy)"), std::string::npos) << text;
+    EXPECT_NE(text.find("Some of the same calls as pageable-memcpy: the savings do not add"), std::string::npos) << text;
+    const nlohmann::json j = nlohmann::json::parse(renderJson(r));
+    EXPECT_EQ(j.at("findings").at(0).at("overlaps"), nlohmann::json::array({"sync-memcpy"}));
+    EXPECT_EQ(j.at("findings_savings_ns"), 15000000u);  // the larger of 15 ms and 5 ms, not 20 ms
+}
+
 TEST(ReportText, EmptyReportSaysNoFindings)
 {
     const std::string text = renderText(Report{}, TextOptions{});
