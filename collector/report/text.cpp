@@ -119,7 +119,8 @@ void findings(std::string& out, const Report& r, const Style& st, bool verbose)
             const std::string site = siteText(r, id);
             // Parameter types folded where the line would not fit; then wrapped, never clipped.
             const std::string shown = prefix.size() + site.size() + tail.size() <= width() ? site : foldParameters(site);
-            out += wrap(prefix + shown + tail, "", "          ");
+            // The prefix as the first line's indent: wrap() drops the spaces that open its text.
+            out += wrap(shown + tail, prefix, "          ");
         }
     }
 }

@@ -197,6 +197,9 @@ TEST(ReportText, FitsHundredColumnsFindingsFirstNoColour)
     for (const char* s : {"pageable-memcpy", "HIGH", "Time %", "Total", "Avg", "Med", "Min", "Max",
                           "cuCtxSynchronize (cudaDeviceSynchronize)", "train_step", "epoch", "note:"})
         EXPECT_NE(text.find(s), std::string::npos) << s;
+    // A finding's call site stands under its text, indented, not at the line's start.
+    EXPECT_NE(text.find("\n     at train_step("), std::string::npos) << text;
+    EXPECT_EQ(text.find("\nat "), std::string::npos) << text;
 }
 
 TEST(ReportText, ColourOnlyWhenAsked)
