@@ -607,6 +607,10 @@ void endProcess(Context& cx, const Process& p)
         threadDropped += t.dropped;
         ps.tids.insert(t.tid);
     }
+    // A stream cut short (killed, its connection lost) lacks its live threads' final ThreadStats; its
+    // latest Tally (sent to a collector about once a second) still counts their own time until then.
+    s.gpuspyOverheadNs = std::max(s.gpuspyOverheadNs, p.tally.overheadNs);
+    threadDropped = std::max(threadDropped, p.tally.dropped);
     s.threads = std::max<uint64_t>(p.threads.size(), ps.tids.size());
     s.droppedRecords = std::max(p.ended ? p.end.recordsDropped : 0, threadDropped);
     s.recordsMade = p.ended ? p.end.recordsMade : 0;

@@ -194,6 +194,22 @@ TEST(ApiNames, RuntimeNamesBesideDriverNames)
     EXPECT_EQ(runtimeNameOf("cuModuleLoadData"), "");
 }
 
+// A process killed before its End: the own time of its threads still running comes from its latest
+// Tally (the running totals a collector's stream carries), not only from the ended threads' ThreadStats.
+TEST(Analyze, OwnTimeOfACutShortStreamFromItsTally)
+{
+    ProcBuilder b;
+    b.p.threadStats.push_back({1, 0, 4, 0, 7});  // a thread that ended
+    b.p.tally.timeNs = 150;
+    b.p.tally.overheadNs = 25;  // every thread's, the ended one's included
+    b.p.tally.dropped = 3;
+    b.launch(1, 100, 110, 120, 140);
+    const Report r = analyze(b.capture(), {});
+    ASSERT_EQ(r.processes.size(), 1u);
+    EXPECT_EQ(r.processes[0].gpuspyOverheadNs, 25u);
+    EXPECT_EQ(r.processes[0].droppedRecords, 3u);
+}
+
 TEST(Analyze, OverviewAndBusyPercent)
 {
     ProcBuilder b;
