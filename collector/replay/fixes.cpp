@@ -464,7 +464,9 @@ auto costRefs(Cal& cal, FixKind kind)
     case FixKind::PoolThreshold: v.push_back({"stream-ordered allocation served by its pool", &cal.poolServed}); break;
     case FixKind::FewerSyncs:
     case FixKind::HoistAllocs:
-    case FixKind::BlockingWait: break;
+    case FixKind::BlockingWait:
+    case FixKind::NonBlockingStreams:  // takes waits out, pays no new cost
+    case FixKind::CheaperGraphLaunches: break;  // its floor is stated in the fix (fix_graph_launches.cpp)
     }
     return v;
 }
