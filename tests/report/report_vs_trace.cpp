@@ -905,6 +905,21 @@ int main(int argc, char** argv)
         }
     }
 
+    // ---- the replay (issue 27): replayed unchanged, each process's dependency graph gives back its measured
+    // wall within 5% (the predictions rest on it), and its critical path covers the replayed wall.
+    if (report.contains("critical_path"))
+        for (const Json& cp : report["critical_path"]) {
+            const double err = cp.value("replay_error_pct", 0.0);
+            check(std::fabs(err) <= 5.0, "replay of pid " + std::to_string(cp.value("pid", 0)) + ": unchanged within 5% of the wall (" +
+                                              std::to_string(err) + "%)");
+            uint64_t onPath = 0;
+            for (const Json& p : cp["parts"]) onPath += p.value("ns", uint64_t(0));
+            const uint64_t wall = cp.value("wall_ns", uint64_t(0));
+            check(!wall || (onPath <= wall + wall / 100 + 1000),
+                  "critical path of pid " + std::to_string(cp.value("pid", 0)) + ": its parts (" + std::to_string(onPath) +
+                      " ns) within the replayed wall (" + std::to_string(wall) + " ns)");
+        }
+
     // ---- findings
     // A saving that rests on GPU times that are only upper bounds says so: pageable-memcpy's is then at
     // most (the copies' own duration is a bound) against a measured pinned bandwidth, sync-memcpy's at
