@@ -578,6 +578,7 @@
   const NVTX_PALETTE = [NVTX_COLOR];
   const Lanes = window.gpuspyLanes;
   const LABEL_W = 230, AXIS_H = 26, LANE_H = 18, GAP = 6, GROUP_H = 20, MEM_H = 36;
+  const CRITICAL_COLOR = '#d62728';  // lanes on the run's critical path
 
   function buildTimeline() {
     const canvas = $('timeline');
@@ -623,6 +624,22 @@
       tr.estimated = 0;
       if (tr.t.kind === 'stream') for (const k of tr.lane.items) if (gpu.bound[k] === GPU_ESTIMATED) tr.estimated++;
     }
+    // The run's critical path (the report's replay: what set the end of each process's run): each lane's
+    // share of it, and the threads with CUDA work none of whose time is on it.
+    for (const tr of tracks) {
+      tr.critical = 0;
+      tr.offPath = false;
+      const cp = (report.critical_path || []).find((c) => c.pid === tr.t.pid);
+      if (!cp || !cp.wall_ns) continue;
+      for (const part of cp.parts || []) {
+        const match = tr.t.kind === 'thread' ? part.kind === 'host' && part.tid === tr.t.tid
+          : part.kind !== 'host' && part.device === tr.t.device && part.stream === tr.t.stream &&
+            !!part.per_thread === !!tr.t.per_thread && (!part.per_thread || part.tid === tr.t.tid);
+        if (match) tr.critical += part.ns / cp.wall_ns;
+      }
+      if (tr.t.kind === 'thread') tr.offPath = (cp.off_path || []).some((o) => o.tid === tr.t.tid);
+    }
+
     // GPU work of each call, as linked lists in two arrays (a Map of arrays costs seconds for a million).
     const firstWork = new Int32Array(nCalls).fill(-1), nextWork = new Int32Array(gpu.begin.length).fill(-1);
     for (let i = gpu.begin.length - 1; i >= 0; i--) {
@@ -733,6 +750,15 @@
       ctx.fillText(name, 14 + tw, yText);
       ctx.fillStyle = '#8a8a90';
       for (let lane = 0; lane < tr.callLane; lane++) ctx.fillText('NVTX ranges', 14 + tw, tr.y + (lane + 1) * LANE_H - 5);
+      // On the critical path: a red bar along the row's edge and its share; off it: said in grey.
+      if (tr.critical >= 0.01 || tr.offPath) {
+        const tag = tr.critical >= 0.01 ? 'critical ' + Math.round(tr.critical * 100) + '%' : 'off path';
+        ctx.font = '600 10px system-ui, sans-serif';
+        const w = ctx.measureText(tag).width;
+        ctx.fillStyle = tr.critical >= 0.01 ? CRITICAL_COLOR : '#a0a0a6';
+        ctx.fillText(tag, LABEL_W - 12 - w, yText);
+        if (tr.critical >= 0.01) ctx.fillRect(0, tr.y, 4, tr.h);
+      }
       ctx.restore();
     }
 
@@ -1092,7 +1118,8 @@
       ready: false,
       draws: 0,
       tracks: Object.freeze(tracks.map((tr) => Object.freeze({ name: tr.t.name, kind: tr.t.kind, pid: tr.t.pid, tid: tr.t.tid,
-        device: tr.t.device, top: tr.y, height: tr.h, items: tr.count, estimated: tr.estimated || 0 }))),
+        device: tr.t.device, top: tr.y, height: tr.h, items: tr.count, estimated: tr.estimated || 0,
+        critical: tr.critical, off_path: tr.offPath }))),
       estimatedSpans: estimatedSpans,
       // The memory rows: pid, space, device, points drawn, peak, top and height in CSS pixels.
       memoryTracks: Object.freeze(memTracks.map((mt) => Object.freeze({ pid: mt.m.pid, space: mt.m.space, device: mt.m.device,

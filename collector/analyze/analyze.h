@@ -380,8 +380,15 @@ struct CriticalPathPart {
     std::string kind;  // "host", "device", "latency"
     std::string what;  // "tid 12 (main)", "GPU 0 stream 0x5" ...
     uint64_t ns = 0;
+    // Which lane: a host part's thread; a device or latency part's device and stream (handle, per-thread
+    // default stream of `tid`).
+    uint32_t tid = 0;
+    int device = -1;
+    uint64_t stream = 0;
+    bool perThread = false;
 };
 struct OffPathThread {
+    uint32_t tid = 0;
     std::string thread;
     uint64_t endNs = 0;     // its last call's return, from the process's start (replayed)
     uint64_t cudaNs = 0;    // its host time inside CUDA calls

@@ -105,12 +105,23 @@ CriticalPath criticalPathOf(const Replayed& rp)
     cp.pid = g.pid;
     cp.wallNs = rp.unchanged.wallNs;
     cp.replayErrorPct = rp.errorPct;
-    for (const PathPart& p : rp.unchanged.criticalPath)
-        cp.parts.push_back({pathPartKind(p.kind), pathPartName(p, threads, streams), p.ns});
+    for (const PathPart& p : rp.unchanged.criticalPath) {
+        CriticalPathPart part{pathPartKind(p.kind), pathPartName(p, threads, streams), p.ns};
+        if (p.kind == PathPart::Host && p.index < g.threads.size()) {
+            part.tid = g.threads[p.index].tid;
+        } else if (p.kind != PathPart::Host && p.index < g.streams.size()) {
+            const Stream& s = g.streams[p.index];
+            part.device = s.device;
+            part.stream = s.handle;
+            part.perThread = s.perThread;
+            part.tid = s.perThread ? s.tid : 0;
+        }
+        cp.parts.push_back(std::move(part));
+    }
     for (uint32_t t : threadsOffPath(rp.unchanged)) {
         uint64_t cuda = 0;
         for (uint32_t c : g.threads[t].calls) cuda += sub(g.calls[c].end, g.calls[c].begin);
-        cp.offPath.push_back({threads[t], rp.unchanged.threadEndNs[t], cuda});
+        cp.offPath.push_back({g.threads[t].tid, threads[t], rp.unchanged.threadEndNs[t], cuda});
     }
     return cp;
 }

@@ -127,7 +127,7 @@ Prediction simulate(const RunGraph& g)
             for (uint32_t k = 0; k < head.joinCount; ++k) {
                 const Join& j = g.joins[head.joinFirst + k];
                 const uint64_t at = ce[j.call] + j.afterNs;
-                if (at > begin || (at == begin && ce[j.call] > boundEnd)) {
+                    if (at > begin || (at == begin && ce[j.call] > boundEnd)) {
                     begin = at;
                     boundEnd = ce[j.call];
                     callBound[i].call = j.call;
@@ -229,7 +229,9 @@ Prediction simulate(const RunGraph& g)
             const uint64_t ret = atBegin ? cb[b.call] : ce[b.call];
             const uint64_t submitted = o.call != kNone ? queuedAt(g.calls[o.call], ret) : ret;
             parts[{PathPart::Latency, o.stream}] += sub(ob[here], submitted);
-            walkHost(b.call, submitted);
+            // Work may start before its call returns (a launch's kernel while the driver finishes the call):
+            // the path reaches the call where the work began, so that no stretch of time counts twice.
+            walkHost(b.call, std::min(submitted, ob[here]));
         }
     }
     for (const auto& [k, ns] : parts)

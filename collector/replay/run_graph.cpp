@@ -162,6 +162,10 @@ std::string streamName(const Stream& s)
 
 namespace {
 
+// How far back (ops of the device in a row already ended by then) a device-wide wait looks for untimed work
+// placed past its return.
+constexpr size_t kClampWindow = 256;
+
 // The joins between threads (Call::joinFirst): a thread's end inside another thread's host time between
 // two calls, the call after it coming within kJoinSlackNs of the latest such end.
 void findJoins(RunGraph& g)
@@ -458,6 +462,40 @@ RunGraph buildRunGraph(const Process& p)
             waitedDone = deviceTail[c.device];
         }
         if (call.wait == WaitKind::Device) call.waitUpTo = uint32_t(g.ops.size());
+        // A device-wide wait that returned: the work it waited for had ended by then. Untimed work that the
+        // estimate placed past that return is brought back to it, so the replay does not make the wait (and
+        // whatever waits for this thread) longer than it was.
+        if (call.wait == WaitKind::Device && waitedDone > call.end) {
+            size_t settled = 0;
+            for (size_t k = g.ops.size(); k-- > 0 && settled < kClampWindow;) {
+                Op& op = g.ops[k];
+                if (c.device >= 0 && op.device != c.device) continue;
+                if (op.end <= call.end || op.measured) {
+                    ++settled;
+                    continue;
+                }
+                settled = 0;
+                // Its length kept, ending by the wait's return, starting no earlier than its call did; where
+                // that is before its call returned (a call held up after it submitted), it is queued from the
+                // call's begin.
+                const uint64_t length = op.end - op.begin;
+                Call& by = g.calls[op.call];
+                op.end = call.end;
+                op.begin = std::min(op.end, std::max(by.begin, sub(op.end, length)));
+                if (op.begin < by.end && by.submitVia == kNone && by.wait != WaitKind::OwnOp) {
+                    by.submitVia = op.call;
+                    by.submitAtNs = 0;
+                    op.latency = int64_t(op.begin - by.begin);
+                }
+                const std::vector<uint32_t>& on = g.streams[op.stream].ops;
+                streamTail[op.stream] = on.empty() ? 0 : g.ops[on.back()].end;
+            }
+            uint64_t tail = 0;
+            for (size_t k = 0; k < g.streams.size(); ++k)
+                if (g.streams[k].device == c.device && !g.streams[k].ops.empty()) tail = std::max(tail, streamTail[k]);
+            if (c.device >= 0) deviceTail[c.device] = tail;
+            waitedDone = std::min(waitedDone, call.end);
+        }
 
         // Polls: a run of not-ready queries on one object, ended by the one that found it done.
         if (call.kind == CallKind::Query && c.result == detail::kCudaErrorNotReady) {

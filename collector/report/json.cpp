@@ -87,8 +87,9 @@
 //              replay_error_pct processes costs[]} (where the replay predicted the saving, which is then
 //              estimated_savings_ns: collector/replay/predict.h)
 //   critical_path [{pid wall_ns (the replay's, unchanged) replay_error_pct parts[{kind (host device latency)
-//              what ns}] (the stretches of the run's critical path summed per thread, stream, submission
-//              latency, largest first) off_path[{thread end_ns cuda_ns}] (threads none of whose time is on it:
+//              what ns tid | device stream per_thread (device, latency)}] (the stretches of the run's critical
+//              path summed per thread, stream, submission latency, largest first) off_path[{tid thread end_ns
+//              cuda_ns}] (threads none of whose time is on it:
 //              shortening their calls would not shorten the run)}] (collector/replay/predict.h)
 //   findings_savings_ns  the findings' savings together, each group of overlapping findings counted once
 //              (by its largest: combinedSavingsNs in collector/analyze/analyze.h)
@@ -102,6 +103,8 @@
 #include "collector/model/api_names.h"
 
 #include <nlohmann/json.hpp>
+
+#include <cstdio>
 
 namespace gpuspy::collect {
 
@@ -342,9 +345,19 @@ nlohmann::ordered_json reportJson(const Report& r)
     Json& paths = j["critical_path"] = Json::array();
     for (const CriticalPath& cp : r.criticalPaths) {
         Json parts = Json::array(), off = Json::array();
-        for (const CriticalPathPart& p : cp.parts) parts.push_back(Json{{"kind", p.kind}, {"what", p.what}, {"ns", p.ns}});
+        for (const CriticalPathPart& p : cp.parts) {
+            Json part{{"kind", p.kind}, {"what", p.what}, {"ns", p.ns}, {"tid", p.tid}};
+            if (p.kind != "host") {
+                char h[24];
+                std::snprintf(h, sizeof h, "0x%llx", static_cast<unsigned long long>(p.stream));
+                part["device"] = p.device;
+                part["stream"] = h;
+                part["per_thread"] = p.perThread;
+            }
+            parts.push_back(std::move(part));
+        }
         for (const OffPathThread& t : cp.offPath)
-            off.push_back(Json{{"thread", t.thread}, {"end_ns", t.endNs}, {"cuda_ns", t.cudaNs}});
+            off.push_back(Json{{"tid", t.tid}, {"thread", t.thread}, {"end_ns", t.endNs}, {"cuda_ns", t.cudaNs}});
         paths.push_back(Json{{"pid", cp.pid}, {"wall_ns", cp.wallNs}, {"replay_error_pct", cp.replayErrorPct},
                              {"parts", parts}, {"off_path", off}});
     }

@@ -11,6 +11,9 @@
 //   threads      4 threads, each on its own stream: 2,500 x short_op with 10 us of host work every 10,
 //                a stream sync every 100
 //   host_bound   15,000 x tiny_op with 6 us of host work between launches, cudaDeviceSynchronize every 1,000
+//   pipeline     1,000 steps on three streams joined by events: 64 KiB pinned HtoD on a copy-in stream, 2 x
+//                work20 on a compute stream after it, 64 KiB DtoH on a copy-out stream after that; a sync of
+//                the copy-out stream every 100 (the copy streams' busy time is their copies' alone)
 #include "app_common.h"
 
 #include <chrono>
@@ -118,6 +121,46 @@ static void twoStreams(float* d)
     CK(cudaStreamDestroy(compute));
 }
 
+static void pipeline(float* d)
+{
+    constexpr size_t bytes = 64 << 10;
+    cudaStream_t in, compute, out;
+    CK(cudaStreamCreateWithFlags(&in, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&out, cudaStreamNonBlocking));
+    float *hostIn = nullptr, *hostOut = nullptr, *dev = nullptr;
+    CK(cudaMallocHost(&hostIn, bytes));
+    CK(cudaMallocHost(&hostOut, bytes));
+    std::memset(hostIn, 0, bytes);
+    CK(cudaMalloc(&dev, bytes));
+    std::vector<cudaEvent_t> loaded(4), computed(4);
+    for (cudaEvent_t& e : loaded) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    for (cudaEvent_t& e : computed) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    for (int i = 0; i < 1000; ++i) {
+        cudaEvent_t l = loaded[i % loaded.size()], c = computed[i % computed.size()];
+        CK(cudaMemcpyAsync(dev, hostIn, bytes, cudaMemcpyHostToDevice, in));
+        CK(cudaEventRecord(l, in));
+        CK(cudaStreamWaitEvent(compute, l, 0));
+        for (int k = 0; k < 2; ++k) {
+            work20<<<64, 128, 0, compute>>>(d);
+            CK_LAUNCH();
+        }
+        CK(cudaEventRecord(c, compute));
+        CK(cudaStreamWaitEvent(out, c, 0));
+        CK(cudaMemcpyAsync(hostOut, dev, bytes, cudaMemcpyDeviceToHost, out));
+        if ((i + 1) % 100 == 0) CK(cudaStreamSynchronize(out));
+    }
+    CK(cudaDeviceSynchronize());
+    for (cudaEvent_t e : loaded) CK(cudaEventDestroy(e));
+    for (cudaEvent_t e : computed) CK(cudaEventDestroy(e));
+    CK(cudaFree(dev));
+    CK(cudaFreeHost(hostIn));
+    CK(cudaFreeHost(hostOut));
+    CK(cudaStreamDestroy(in));
+    CK(cudaStreamDestroy(compute));
+    CK(cudaStreamDestroy(out));
+}
+
 static void threads(float* d)
 {
     std::vector<std::thread> pool;
@@ -150,10 +193,10 @@ int main(int argc, char** argv)
 {
     const std::string mode = argc > 1 ? argv[1] : "";
     void (*run)(float*) = mode == "gpu_bound" ? gpuBound : mode == "long_tiny" ? longTiny : mode == "requests" ? requests
-                        : mode == "two_streams" ? twoStreams : mode == "threads" ? threads : mode == "host_bound" ? hostBound
+                        : mode == "two_streams" ? twoStreams : mode == "threads" ? threads : mode == "host_bound" ? hostBound : mode == "pipeline" ? pipeline
                                                                                                               : nullptr;
     if (!run) {
-        std::fprintf(stderr, "usage: %s gpu_bound|long_tiny|requests|two_streams|threads|host_bound\n", argv[0]);
+        std::fprintf(stderr, "usage: %s gpu_bound|long_tiny|requests|two_streams|threads|host_bound|pipeline\n", argv[0]);
         return 2;
     }
     float* d = nullptr;

@@ -2,6 +2,7 @@
 #include "timeline_checks.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -104,6 +105,38 @@ void check(const nlohmann::json& report, const Truth& truth, const Check& check)
         check(std::fabs(gapPct - truthGapPct) <= kBusyPoints + heldUpPct || holds,
               who + "idle gaps " + pct(gapPct) + " of the active span against the truth " + pct(truthGapPct) +
                   (heldUpPct > 0 ? " (held-up calls' time " + pct(heldUpPct) + ")" : ""));
+    }
+
+    // Busy per stream: the report's streams of a device against the truth's, each sorted by busy time (the
+    // simulated driver numbers its streams, it does not name them by handle), held as the devices are: within
+    // kBusyPoints of the active span, or an interval of at most kIntervalPoints that holds the truth. An
+    // untimed copy stretched over the time it waited for another stream's event fails it.
+    std::map<std::pair<long long, long long>, std::vector<std::array<double, 3>>> streamRows;  // est, lo, hi
+    for (const auto& st : report["streams"]) {
+        const double est = st.value("busy_ns", 0.0);
+        streamRows[{st.value("pid", 0LL), st.value("device", 0LL)}].push_back(
+            {est, st.value("busy_ns_min", est), st.value("busy_ns_max", est)});
+    }
+    for (auto& [key, rows] : streamRows) {
+        const ProcSpan a = active[key.first];
+        const double span = double(a.hi - a.lo);
+        auto streams = truth.streams.find(key);
+        if (span <= 0 || streams == truth.streams.end()) continue;
+        std::vector<double> truths;
+        for (const auto& [stream, spans] : streams->second) truths.push_back(double(total(merged(spans, a.lo, a.hi))));
+        if (truths.size() != rows.size()) continue;  // a stream of no work in the active span: nothing to pair
+        std::sort(truths.begin(), truths.end());
+        std::sort(rows.begin(), rows.end());
+        for (size_t i = 0; i < rows.size(); ++i) {
+            const double est = 100 * rows[i][0] / span, lo = 100 * rows[i][1] / span, hi = 100 * rows[i][2] / span;
+            const double t = 100 * truths[i] / span;
+            const bool near = std::fabs(est - t) <= kBusyPoints;
+            const bool holds = lo <= t + 0.5 && t <= hi + 0.5 && hi - lo <= kIntervalPoints;
+            check(near || holds, "timeline: pid " + std::to_string(key.first) + " device " + std::to_string(key.second) +
+                                     ": the stream " + std::to_string(i + 1) + " of " + std::to_string(rows.size()) +
+                                     " by busy time is busy " + pct(est) + " [" + pct(lo) + ", " + pct(hi) +
+                                     "] of the active span against the truth " + pct(t));
+        }
     }
 
     // The GPU's share of each kind of wait: the truth's busy time inside the same host intervals the

@@ -186,6 +186,11 @@ else:
           f"{walls(bad) / 1e6:.1f} ms; allowed {allowed / 1e6:.2f} ms")
     if pred > allowed:
         errors.append(f"offpath: predicted {pred / 1e6:.2f} ms, more than 1.5x the {real / 1e6:.2f} ms the fix saved")
+    # The self-test of the pair: the rule's own formula over totals (what the report said before the
+    # replay) fails it, so the pair tells the two apart.
+    if found[0]["prediction"]["formula_saving_ns"] <= allowed:
+        errors.append(f"offpath: the rule's formula ({found[0]['prediction']['formula_saving_ns'] / 1e6:.2f} ms) passes the "
+                      "pair too: it no longer tells a prediction from the formula")
 off = [t["thread"] for cp in bad["critical_path"] for t in cp["off_path"] if t["cuda_ns"] > 0.01 * walls(bad)]
 if len(off) != 1:
     errors.append(f"offpath: the report names {off} off the critical path, not the launching thread alone")

@@ -194,6 +194,25 @@ async function checkPage(browser, htmlPath, reportPath, shotPath) {
     await page.evaluate(() => window.gpuspyViewer.reset());
   }
 
+  // The critical path (the report's replay): each lane's share is its parts' share of the replayed wall, the
+  // shares of a process add up to no more than the whole, and the threads the report names off it are marked.
+  const tracks = await page.evaluate(() => window.gpuspyViewer.tracks);
+  for (const cp of report.critical_path || []) {
+    const mine = tracks.filter((t) => t.pid === cp.pid);
+    const total = mine.reduce((a, t) => a + t.critical, 0);
+    check(total <= 1.01, 'pid ' + cp.pid + ': the lanes\' shares of the critical path add up to at most the whole', total);
+    for (const part of cp.parts.filter((x) => x.kind === 'host' && x.ns > 0.01 * cp.wall_ns)) {
+      const t = mine.find((x) => x.kind === 'thread' && x.tid === part.tid);
+      check(t && Math.abs(t.critical - part.ns / cp.wall_ns) < 0.001, 'thread ' + part.tid + ' shows its share of the critical path', [t, part]);
+    }
+    for (const part of cp.parts.filter((x) => x.kind === 'device' && x.ns > 0.01 * cp.wall_ns))
+      check(mine.some((x) => x.kind === 'stream' && x.device === part.device && x.critical >= part.ns / cp.wall_ns - 0.001),
+            'the stream of ' + part.what + ' shows its share of the critical path', part);
+    for (const off of cp.off_path || [])
+      check(mine.some((x) => x.kind === 'thread' && x.tid === off.tid && x.off_path && x.critical === 0),
+            'thread ' + off.tid + ' is marked off the critical path', off);
+  }
+
   // GPU memory: a row per process and memory space of the report, its peak drawn and named on hover.
   const memRows = (report.memory || []).filter((m) => m.series && m.series.length);
   const mem = await page.evaluate(() => window.gpuspyViewer.memoryTracks);
