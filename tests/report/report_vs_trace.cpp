@@ -907,13 +907,15 @@ int main(int argc, char** argv)
 
     // ---- the replay (issue 27): replayed unchanged, each process's dependency graph gives back its measured
     // wall within 5% (the predictions rest on it), and its critical path covers the replayed wall.
-    if (report.contains("critical_path"))
+    if (report.contains("critical_path") && report["critical_path"].is_array())
         for (const Json& cp : report["critical_path"]) {
+            if (!cp.is_object() || !cp.contains("parts") || !cp["parts"].is_array()) continue;
             const double err = cp.value("replay_error_pct", 0.0);
             check(std::fabs(err) <= 5.0, "replay of pid " + std::to_string(cp.value("pid", 0)) + ": unchanged within 5% of the wall (" +
                                               std::to_string(err) + "%)");
             uint64_t onPath = 0;
-            for (const Json& p : cp["parts"]) onPath += p.value("ns", uint64_t(0));
+            for (const Json& p : cp["parts"])
+                if (p.is_object()) onPath += p.value("ns", uint64_t(0));
             const uint64_t wall = cp.value("wall_ns", uint64_t(0));
             check(!wall || (onPath <= wall + wall / 100 + 1000),
                   "critical path of pid " + std::to_string(cp.value("pid", 0)) + ": its parts (" + std::to_string(onPath) +
