@@ -475,9 +475,16 @@ DeviceTimeline::Result DeviceTimeline::add(const wire::CallBody& c, TimelineRole
         // stream's work ending later than estimated (which also moved this stream's pending work later, not
         // longer): the work before may have run until then, no more is known (Soft).
         const bool heldByOther = heldBack && (s.waitedOnEstimate || partners[kEst] > s.ready[kEst]);
+        // Held by the legacy stream's rule (its partner's work ran last): the work before it ended before that
+        // partner's began, which says nothing of running until this begin.
+        const bool heldByPartner = heldBack && partners[kEst] > s.ready[kEst];
         s.waitedOnEstimate = false;
         r.foundEmpty = !heldBack;
-        anchor(s, s.pending.size(), b, heldBack && !heldByOther ? Until::Hard : heldBack || unjudged ? Until::Soft : Until::None,
+        anchor(s, s.pending.size(), b,
+               heldByPartner ? Until::None
+               : heldBack && !heldByOther ? Until::Hard
+               : heldBack || unjudged     ? Until::Soft
+                                          : Until::None,
                true);
         // A span that is only an upper bound (a copy or memset that blocked its call on an idle stream:
         // events cannot see when its work began) holds the work somewhere before its end: the estimate and
