@@ -13,15 +13,13 @@ namespace {
 
 constexpr uint64_t kLegacyHandle = 0x1, kPerThreadHandle = 0x2;  // CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
 
-bool isStreamCreate(const std::string& name) { return name == "cuStreamCreate" || name == "cuStreamCreateWithPriority"; }
-
 }  // namespace
 
 void addStreamUse(FindingAccs& F, const ProcView& pv, const CallInfo& ci)
 {
     const wire::CallBody& c = *ci.call;
     const uint32_t pid = pv.proc ? pv.proc->pid : 0;
-    if (c.category == wire::Category::Other && c.result == 0 && c.stream && isStreamCreate(ci.api->name)) {
+    if (c.category == wire::Category::Other && c.result == 0 && c.stream && ci.api->role == TimelineRole::StreamCreate) {
         if (c.args.raw[wire::kStreamFlagsSlot] & wire::kStreamNonBlocking) F.blockingStreams[pid].erase(c.stream);
         else F.blockingStreams[pid].insert(c.stream);
         return;

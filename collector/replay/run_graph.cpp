@@ -342,7 +342,7 @@ RunGraph buildRunGraph(const Process& p)
             call.kernelId = c.args.launch.kernelId;
         }
         if (c.category != wire::Category::Alloc) pools.feed(c, a, 0);  // a pool's configuration, a synchronize
-        if (c.result == 0 && c.stream && (a.name == "cuStreamCreate" || a.name == "cuStreamCreateWithPriority")) {
+        if (c.result == 0 && c.stream && a.role == TimelineRole::StreamCreate) {
             const bool nonBlocking = (c.args.raw[wire::kStreamFlagsSlot] & wire::kStreamNonBlocking) != 0;
             madeNonBlocking[c.stream] = nonBlocking;
             for (Stream& s : g.streams)  // a handle that comes back for a new stream
