@@ -753,6 +753,8 @@ void encodeBatch(OutBuffer& out, const Item* items, size_t count, bool waitGpu)
             k = wire::encode(out.buf + out.n, kBufSize - out.n, it.nvtx);
         else if (it.kind == Item::ThreadStats)
             k = wire::encode(out.buf + out.n, kBufSize - out.n, it.stats);
+        else if (it.kind == Item::Collective)
+            k = wire::encode(out.buf + out.n, kBufSize - out.n, it.collective);
         out.n += k;
         ++out.records;
         if (kBufSize - out.n < 4096) out.flush();

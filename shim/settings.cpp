@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -51,6 +52,35 @@ void pointNvtxHere()
     char path[PATH_MAX];
     if (!dladdr(reinterpret_cast<void*>(&pointNvtxHere), &info) || !info.dli_fname || !realpath(info.dli_fname, path)) return;
     setenv("NVTX_INJECTION64_PATH", path, 0);
+}
+
+// NCCL looks for a profiler plugin when a communicator is made: NCCL_PROFILER_PLUGIN, else
+// libnccl-profiler.so on the library path (plugin_open.cc in NCCL's sources). Point it at this library
+// (ncclProfiler_v5: hooks/nccl_profiler.cpp) by an absolute path, so that collectives reach gpuspy with
+// nothing to set. Never over a plugin the user chose: not when NCCL_PROFILER_PLUGIN is set, nor when a
+// libnccl-profiler.so lies in a directory of LD_LIBRARY_PATH or the system's library directories
+// (NCCL would load it); not when gpuspy is disabled.
+bool defaultNcclProfilerFound()
+{
+    char dirs[kMaxValue * 2];
+    const char* llp = getenv("LD_LIBRARY_PATH");
+    snprintf(dirs, sizeof dirs, "%s:/lib:/usr/lib:/lib64:/usr/lib64:/usr/local/lib:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu",
+             llp ? llp : "");
+    for (char* save = nullptr; char* dir = strtok_r(save ? nullptr : dirs, ":", &save);) {
+        char path[PATH_MAX];
+        if (*dir && snprintf(path, sizeof path, "%s/libnccl-profiler.so", dir) < int(sizeof path) && access(path, F_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+void pointNcclHere()
+{
+    if (disabledSetting() || getenv("NCCL_PROFILER_PLUGIN") || defaultNcclProfilerFound()) return;
+    Dl_info info{};
+    char path[PATH_MAX];
+    if (!dladdr(reinterpret_cast<void*>(&pointNcclHere), &info) || !info.dli_fname || !realpath(info.dli_fname, path)) return;
+    setenv("NCCL_PROFILER_PLUGIN", path, 0);
 }
 
 // Preloaded (not dlopened by gpuspy attach into a process long started): the descriptors the shim will
@@ -106,6 +136,7 @@ __attribute__((constructor(101))) void loadSettings()
     g_loaded = true;
     windowConfigure();
     pointNvtxHere();
+    pointNcclHere();
     reserveDescriptors();
 }
 

@@ -225,7 +225,7 @@ void unwindPipeCheck();
 
 // One lane element: a record body plus what the drain thread needs to finish it.
 struct Item {
-    enum Kind : uint8_t { Call = 1, Nvtx = 2, ThreadStats = 3 };
+    enum Kind : uint8_t { Call = 1, Nvtx = 2, ThreadStats = 3, Collective = 4 };
     Kind kind;
     uint8_t laneAhead;          // lanes.cpp's own: fetch the slot ahead for writing (LaneSlot)
     uint8_t pad0[2];
@@ -237,6 +237,7 @@ struct Item {
         wire::CallBody call;
         wire::NvtxBody nvtx;
         wire::ThreadStatsBody stats;
+        wire::CollectiveBody collective;  // hooks/nccl_profiler.cpp
     };
 };
 static_assert(sizeof(Item) == 128);
@@ -331,6 +332,9 @@ private:
     uint64_t m_wallBegin, m_cpuBegin;  // a timed call's clocks before the real call (kCallHeldUp)
     Item m_item;
 };
+
+// ---- hooks/nccl_profiler.cpp: NCCL's profiler plugin
+bool ncclLaunchUnderWay();  // this thread is inside NCCL's launch of a collective's kernel (its KernelLaunch event)
 
 // ---- intern.cpp: names, memory kinds, devices
 uint32_t internKernelName(const void* handle, const char* name);  // handle -> id (name copied)

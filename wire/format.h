@@ -12,8 +12,9 @@ inline constexpr char kStreamMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'S', '1'}
 // A capture written by the collector starts with a CaptureHeader, then chunks (see capture.h).
 inline constexpr char kCaptureMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'C', '1'};
 inline constexpr uint32_t kVersionMajor = 1;  // a reader refuses another major
-// A reader accepts any minor: record types it does not know are skipped. 1: DeviceInfo and Tally.
-inline constexpr uint32_t kVersionMinor = 1;
+// A reader accepts any minor: record types it does not know are skipped. 1: DeviceInfo and Tally;
+// 2: Collective.
+inline constexpr uint32_t kVersionMinor = 2;
 inline constexpr uint32_t kMaxBody = 1u << 16;  // no record body is larger: bounds every allocation
 inline constexpr uint32_t kMaxStackDepth = 128;
 
@@ -258,6 +259,35 @@ struct TallyBody {
     uint64_t leftOut[kWindowCategories];  // hooked calls not recorded since the process started, by Category
 };
 static_assert(sizeof(TallyBody) == 104);
+
+// One operation of an NCCL communicator as NCCL's profiler plugin told it (shim/hooks/nccl_profiler.cpp):
+// a collective (ncclAllReduce, ...) or one side of a point-to-point (ncclSend, ncclRecv), when NCCL
+// scheduled it (at the end of its group), with what the user's call asked and how NCCL runs it. The
+// device work is the kernel NCCL launched for it: several operations of one group on one communicator
+// share one launch (a fused kernel). Strings are StringDef ids.
+enum class CollectiveKind : uint8_t { Collective = 1, PointToPoint = 2 };
+struct CollectiveBody {
+    uint64_t startNs;   // NCCL scheduled it (its Coll/P2p event started, at the group's end)
+    uint64_t apiNs;     // the user's call (ncclAllReduce, ncclSend, ...) began; 0: unknown
+    uint64_t launchNs;  // the kernel launch that carries it began (NCCL's KernelLaunch event); 0: unknown
+    uint64_t commId;    // the communicator's id, the same in every rank
+    uint64_t seq;       // collectives: its sequence number in the communicator; point-to-point: ~0
+    uint64_t count;     // elements, of datatypeId's type
+    uint64_t stream;    // the stream of the launch that carries it (CUstream, as a Call records it)
+    uint32_t tid;       // the thread that scheduled and launched it
+    uint32_t stackId;   // the user's call's stack (StackDef id); 0: none
+    uint32_t funcId;    // "AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "Send", "Recv", ...
+    uint32_t datatypeId;// "ncclFloat32", ...
+    uint32_t algoId;    // "RING", "TREE", ...; 0 for point-to-point
+    uint32_t protoId;   // "SIMPLE", "LL", "LL128"; 0 for point-to-point
+    int32_t nranks;     // ranks in the communicator
+    int32_t rank;       // this operation's rank in it
+    int32_t peer;       // collectives: the root (rooted ones; else as NCCL gave it); point-to-point: the peer rank
+    uint16_t nNodes;    // nodes the communicator spans
+    uint8_t nChannels;
+    CollectiveKind kind;
+};
+static_assert(sizeof(CollectiveBody) == 96);
 
 // Variable records: a fixed head, then `length` bytes of tail (padded to 8 in the stream).
 struct ProcessBody {

@@ -353,6 +353,14 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId, size_t deepest)
 
 }  // namespace
 
+std::string siteLabelOf(const ProcView& pv, uint32_t stackId)
+{
+    if (!stackId) return "";
+    size_t deepest = 0;
+    for (const auto& [id, st] : pv.proc->stacks) deepest = std::max(deepest, st.size());
+    return resolveStack(pv, stackId, deepest).label;
+}
+
 std::map<int, uint64_t> namedSites(const Context& cx, const SiteTally& raw)
 {
     std::map<int, uint64_t> out;
@@ -670,6 +678,7 @@ Report StreamAnalyzer::finish(uint64_t badStreams)
     finishSyncs(cx, r);
     finishNvtx(cx, r);
     finishMemory(cx, r);
+    finishCollectives(cx, r);
     r.callsites = cx.sites;
     analyzeFindings(cx, r);
     captureWindowFindings(cx, r);

@@ -214,6 +214,32 @@ struct SyncRow {
     std::vector<uint32_t> callsites;
 };
 
+// NCCL's operations (collector/analyze/collectives.cpp), one row per process, communicator, rank and
+// operation: what the user's calls asked, and the device time of the kernels that carried them.
+struct CollectiveRow {
+    uint32_t pid = 0;
+    uint64_t commId = 0;
+    int rank = 0, nranks = 0, nNodes = 0;
+    std::string op;          // "AllReduce", "Send", ...
+    bool pointToPoint = false;
+    std::string datatype;    // as NCCL names it ("ncclFloat32"); "mixed" when the calls differ
+    std::string algorithm;   // "RING/SIMPLE"; "mixed" when the calls differ; empty for point-to-point
+    uint64_t calls = 0;
+    uint64_t bytes = 0;      // summed message sizes (see collectiveBytes)
+    uint64_t maxBytes = 0;   // the largest call's
+    // The kernels that carried them: calls matched to their launch, of which timed; their device time,
+    // a fused launch's (several operations of a group on one communicator) split by bytes.
+    uint64_t launched = 0, timed = 0, fused = 0;
+    uint64_t gpuNs = 0;           // over the timed calls
+    uint64_t timedBytes = 0;      // their bytes
+    uint64_t estimatedGpuNs = 0;  // scaled to every launched call (= gpuNs when all were timed)
+    double algBwGBps = 0, busBwGBps = 0;  // bytes / gpu time of the timed calls; busbw by nccl-tests' factors
+    // Of the timed calls whose every rank is in the capture (`withPeers`): how long this rank's kernel
+    // started before the last rank's (waiting for peers, as an early rank's kernel does), and the rest.
+    uint64_t withPeers = 0, waitNs = 0, moveNs = 0;
+    std::string site;        // the user's call (its stack's site label)
+};
+
 struct NvtxRow {
     std::string name;
     uint64_t ranges = 0, rangeNs = 0;  // range instances and their summed duration
@@ -420,6 +446,8 @@ struct Report {
     LaunchSummary launches;
     std::vector<SyncRow> syncs;         // by blocked time
     std::vector<NvtxRow> nvtx;          // by range time
+    std::vector<CollectiveRow> collectives;  // by GPU time
+    uint64_t collectivesDropped = 0;         // operations past the reader's bound (model.h kMaxCollectives)
     CaptureWindows captureWindows;
     std::vector<CallSite> callsites;    // by host time; id = index
     std::vector<Finding> findings;      // by estimated savings

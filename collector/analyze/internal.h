@@ -358,6 +358,35 @@ struct FindingAccs {
     std::map<uint32_t, GraphLaunchAcc> graphLaunches;                   // by raw site
 };
 
+// NCCL's operations (collector/analyze/collectives.cpp). A process's NCCL kernel launches are noted as
+// they pass (noteCollectiveLaunch); when it ends, each of its Collective records is matched to the launch
+// that carried it (endCollectives: its rows, and what matching ranks across processes needs); at the end,
+// the ranks of each collective are compared (finishCollectives).
+struct CollectiveLaunch {
+    uint32_t tid = 0;
+    uint64_t beginNs = 0, stream = 0;
+    bool timed = false;  // a sound span (not an upper bound)
+    uint64_t gpuBeginNs = 0, gpuEndNs = 0;
+};
+struct CollectiveBook {
+    std::unordered_map<uint32_t, bool> ncclKernel;  // kernel id -> one of NCCL's
+    std::vector<CollectiveLaunch> launches;
+};
+// One timed collective of one rank, for the comparison across ranks.
+struct CollectiveArrival {
+    uint64_t commId = 0, seq = 0;
+    const std::string* op = nullptr;     // sequence numbers count each operation apart
+    int rank = 0, nranks = 0;
+    size_t row = 0;                      // Context::collectiveRows
+    uint64_t gpuBeginNs = 0, gpuEndNs = 0;
+    double share = 1;                    // its part of a fused launch's time
+};
+void noteCollectiveLaunch(CollectiveBook& book, const ProcView& pv, const CallInfo& ci);
+void endCollectives(Context& cx, const Process& p, const ProcView& pv, CollectiveBook& book);
+void finishCollectives(Context& cx, Report& r);
+// The site label of a stack (as a call site's), for records that are not calls.
+std::string siteLabelOf(const ProcView& pv, uint32_t stackId);
+
 struct Context {
     const ReportOptions* options = nullptr;
     std::vector<CallSite> sites;           // named sites; ids are indices (ranked by host time at the end)
@@ -388,6 +417,9 @@ struct Context {
     std::vector<std::vector<StreamAcc>> streams;
     std::vector<uint64_t> starts;  // where each process's wall time starts
     std::vector<MemoryBook> memory;  // per process that allocated anything
+    std::vector<CollectiveRow> collectiveRows;
+    std::vector<CollectiveArrival> collectiveArrivals;
+    uint64_t collectivesDropped = 0;
 
     std::map<const Process*, std::unique_ptr<ProcState>> open;  // processes still streaming
     const Process* lastProcess = nullptr;  // the process of the last record, and its state

@@ -54,6 +54,7 @@ struct ProcState {
     std::unordered_map<uint32_t, uint64_t> threadCalls;  // calls placed per thread (CallInfo::threadOrdinal)
     AllocTurnover turnover;  // CallInfo::turnover
     MemoryBook memory;
+    CollectiveBook collectives;
     uint64_t maxSpanEnd = 0;
     bool anyCall = false;
     std::map<uint32_t, WindowTally> windowTally;  // by CallBody::window
@@ -312,6 +313,7 @@ void accountCall(Context& cx, ProcState& ps, Unaccounted& u)
     addTransfer(cx, ps.view, ci);
     addGraphCall(cx, ps.view, ci);
     addLaunch(cx, ps.view, ci);
+    noteCollectiveLaunch(ps.collectives, ps.view, ci);
     addSync(cx, ps.view, ci);
     addFindingCall(cx, ps.view, ci);
     if (ci.spans) ps.spans.erase(c.seq);
@@ -617,6 +619,7 @@ void endProcess(Context& cx, const Process& p)
 
     for (const auto& [d, name] : p.devices) ps.device(d).name = name;
     resolveSites(cx, ps.view, ps.rawSites);
+    endCollectives(cx, p, ps.view, ps.collectives);
     for (uint32_t raw : ps.rawSites) cx.rawSites[raw].proc = cx.processes.size();
     cx.starts.push_back(p.startNs ? std::min(p.startNs, s.activeBeginNs ? s.activeBeginNs : p.startNs) : s.activeBeginNs);
     cx.processes.push_back(std::move(s));

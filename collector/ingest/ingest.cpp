@@ -143,6 +143,15 @@ void applyRecord(Process& p, const wire::RecordView& v, bool keepEvents)
         if (keepEvents) p.nvtx.push_back(b);
         break;
     }
+    case RecordType::Collective: {
+        auto b = v.as<CollectiveBody>();
+        seen(p, b.startNs);
+        if (p.collectives.size() < kMaxCollectives)
+            p.collectives.push_back(b);
+        else
+            ++p.collectivesDropped;
+        break;
+    }
     case RecordType::Window: {
         auto b = v.as<WindowBody>();
         seen(p, b.timeNs);

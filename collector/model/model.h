@@ -45,6 +45,10 @@ struct PyFrame {
     int32_t line = -1;
 };
 
+// Collectives kept per process (Process::collectives): a job's NCCL operations number in the thousands
+// to millions; past this they are counted, not kept.
+inline constexpr size_t kMaxCollectives = 1u << 20;
+
 struct Process {
     uint32_t pid = 0, ppid = 0;
     std::string command;          // argv joined by spaces
@@ -71,6 +75,8 @@ struct Process {
     std::vector<wire::CallBody> calls;    // in arrival order (per thread in time order)
     std::vector<wire::GpuSpanBody> spans; // GPU times, joined to calls by seq
     std::vector<wire::NvtxBody> nvtx;
+    std::vector<wire::CollectiveBody> collectives;  // NCCL's operations, in arrival order (always kept, up to kMaxCollectives)
+    uint64_t collectivesDropped = 0;                // past kMaxCollectives
     std::vector<wire::ThreadStatsBody> threadStats;
     std::vector<wire::ClockBody> clocks;
     std::vector<wire::WindowBody> windows;  // capture window edges, in arrival order (few: always kept)

@@ -223,6 +223,20 @@ std::string formatRecord(const Process& p, const RecordView& v)
                            b.overheadNs, b.window == 0xffffffffu ? std::string("none") : std::to_string(b.window), left);
         break;
     }
+    case RecordType::Collective: {
+        auto b = v.as<CollectiveBody>();
+        auto str = [&](uint32_t id) {
+            auto it = p.strings.find(id);
+            return id && it != p.strings.end() ? escapeText(it->second) : std::string("-");
+        };
+        rest = fmt::format("t={} api={} launch={} tid={} comm={:#x} rank={}/{} nodes={} {} {} seq={} count={} {} peer={} "
+                           "algo={} proto={} channels={} stream={:#x} stack={}",
+                           b.startNs, b.apiNs, b.launchNs, b.tid, b.commId, b.rank, b.nranks, b.nNodes,
+                           b.kind == CollectiveKind::Collective ? "coll" : "p2p", str(b.funcId),
+                           b.seq == ~0ull ? std::string("-") : std::to_string(b.seq), b.count, str(b.datatypeId), b.peer,
+                           str(b.algoId), str(b.protoId), b.nChannels, b.stream, b.stackId);
+        break;
+    }
     case RecordType::Notice:
         rest = fmt::format("code={} {}", v.as<NoticeBody>().code, escapeText(v.tail<NoticeBody>()));
         break;

@@ -56,6 +56,12 @@
 //              launch_host_ns syncs sync_blocked_ns gpu_ns | upper_bound_count upper_bound_gpu_ns (calls
 //              inside whose GPU time is only an upper bound, as in transfers, and their part of gpu_ns:
 //              with any, gpu_ns is an upper bound)
+//   collectives  NCCL's operations per process, communicator, rank and op (analyze.h CollectiveRow): pid
+//              comm_id rank nranks nodes op point_to_point datatype algorithm ("RING/SIMPLE") calls bytes
+//              (message sizes as nccl-tests counts them) max_bytes launched (matched to their kernel launch)
+//              timed fused (carried by a launch with others: time split by bytes) gpu_ns timed_bytes
+//              estimated_gpu_ns alg_bw_gbps bus_bw_gbps with_peers (timed with every rank in the capture)
+//              wait_ns (their kernels' time before the last rank's started) move_ns site; collectives_dropped
 //   memory     pid device (-1: pinned host) space (device managed pinned_host) allocations releases failed
 //              allocated_bytes peak_bytes peak_at_ns peak_until_ns (the first release after the peak) in_use_end_bytes unknown_releases (of memory never
 //              seen allocated: allocated before the capture began) untracked attached (gpuspy attach: memory allocated
@@ -244,6 +250,17 @@ nlohmann::ordered_json reportJson(const Report& r)
                             {"launch_host_ns", n.launchHostNs}, {"syncs", n.syncs}, {"sync_blocked_ns", n.syncBlockedNs},
                             {"gpu_ns", n.gpuNs}, {"upper_bound_count", n.upperBoundCount},
                             {"upper_bound_gpu_ns", n.upperBoundGpuNs}});
+
+    Json& colls = j["collectives"] = Json::array();
+    for (const CollectiveRow& c : r.collectives)
+        colls.push_back(Json{{"pid", c.pid}, {"comm_id", c.commId}, {"rank", c.rank}, {"nranks", c.nranks}, {"nodes", c.nNodes},
+                             {"op", c.op}, {"point_to_point", c.pointToPoint}, {"datatype", c.datatype},
+                             {"algorithm", c.algorithm}, {"calls", c.calls}, {"bytes", c.bytes}, {"max_bytes", c.maxBytes},
+                             {"launched", c.launched}, {"timed", c.timed}, {"fused", c.fused}, {"gpu_ns", c.gpuNs},
+                             {"timed_bytes", c.timedBytes}, {"estimated_gpu_ns", c.estimatedGpuNs},
+                             {"alg_bw_gbps", c.algBwGBps}, {"bus_bw_gbps", c.busBwGBps}, {"with_peers", c.withPeers},
+                             {"wait_ns", c.waitNs}, {"move_ns", c.moveNs}, {"site", c.site}});
+    j["collectives_dropped"] = r.collectivesDropped;
 
     Json& windows = j["capture_windows"] = Json::object();
     const CaptureWindows& cw = r.captureWindows;

@@ -1,6 +1,7 @@
 // collector/report/text.cpp: the report for people: headline, findings first (ranked, with evidence and
 // call sites), then nsys-stats-like tables. Every line fits 100 columns; colour only when asked.
 #include "collector/report/report.h"
+#include "collector/report/text_collectives.h"
 #include "collector/report/text_memory.h"
 #include "collector/report/text_parts.h"
 
@@ -569,6 +570,7 @@ std::string renderText(const Report& r, const TextOptions& options)
     hostFunctions(out, r, st);
     syncs(out, r, st);
     nvtx(out, r, st);
+    collectivesSection(out, r, st);
     memorySection(out, r, st);
     captureWindows(out, r, st);
     sites(out, r, st);

@@ -28,8 +28,10 @@ void describeLaunch(CallScope& s, const void* f, unsigned gx, unsigned gy, unsig
     s.setFlags(wire::kCallDeviceWork | wire::kCallAsync);
     // A kernel timed fewer than twice is timed whatever the budget says (and charged to it): every
     // kernel gets a GPU time even when copies and a few hot kernels spend all of the budget.
+    // The kernel of an NCCL collective is timed too: collectives are few, long, and compared across ranks
+    // (which rank arrived last), so every one of them needs its span (hooks/nccl_profiler.cpp).
     const bool first = kernelNeedsFirstTimings(l.kernelId);
-    gpuBefore(s, stream, first ? GpuTiming::Always : GpuTiming::Sampled);
+    gpuBefore(s, stream, first || ncclLaunchUnderWay() ? GpuTiming::Always : GpuTiming::Sampled);
     if (first && s.item().evBegin) noteKernelTimed(l.kernelId);
 }
 

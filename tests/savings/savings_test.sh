@@ -187,8 +187,10 @@ else:
     if pred > allowed:
         errors.append(f"offpath: predicted {pred / 1e6:.2f} ms, more than 1.5x the {real / 1e6:.2f} ms the fix saved")
     # The self-test of the pair: the rule's own formula over totals (what the report said before the
-    # replay) fails it, so the pair tells the two apart.
-    if found[0]["prediction"]["formula_saving_ns"] <= allowed:
+    # replay) fails it, so the pair tells the two apart. Held to what the design says the graph saves (thread
+    # 2 ends long before thread 1: nothing; the formula must claim over 2% of the wall), not to the measured
+    # difference, which a loaded machine moves by several ms either way (8.9 ms once under four parallel builds).
+    if found[0]["prediction"]["formula_saving_ns"] <= 0.02 * walls(bad):
         errors.append(f"offpath: the rule's formula ({found[0]['prediction']['formula_saving_ns'] / 1e6:.2f} ms) passes the "
                       "pair too: it no longer tells a prediction from the formula")
 off = [t["thread"] for cp in bad["critical_path"] for t in cp["off_path"] if t["cuda_ns"] > 0.01 * walls(bad)]
