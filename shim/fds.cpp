@@ -6,10 +6,12 @@
 // keeps the numbers for the life of the process; pipe2, interposed (preload.cpp), moves it high when
 // libunwind runs on gpuspy's behalf (OwnPipesScope).
 // Spares made at load (fdsReserveAtLoad): the collector's socket, libunwind's pipe, and the capture file
-// (unnamed until it is used) are made when the library loads, above the floor the limit then allows,
-// and handed out when they are first needed. An app that lowers RLIMIT_NOFILE before its first CUDA
-// call would otherwise lose numbers under its new limit to them (a new descriptor takes the lowest free
-// number, and none above the limit can be had).
+// (unnamed until it is used) are made when the library loads, and handed out when they are first
+// needed. An app that lowers RLIMIT_NOFILE before its first CUDA call would otherwise lose numbers under
+// its new limit to them (a new descriptor takes the lowest free number, and none above the limit can be
+// had). They go at or above the limit the process started with where its hard limit allows (the soft
+// limit is raised for the moment it takes to place them), else at its very top: no limit the app sets
+// later, up to the one it started with, has room for one of its descriptors taken by them.
 #include "shim/shim.h"
 
 #include <fcntl.h>
@@ -140,22 +142,71 @@ std::atomic<bool> g_sparesTaken[3];  // socket, pipe, file: handed out (or given
 OwnedFd g_spareFile;       // an unnamed file (O_TMPFILE) in the capture's directory
 int g_spareFilePid = 0;
 
+// Where the spares go: numbers from `base` up, where base + kSpareRoom is within the soft limit while
+// they are placed. A limit at load above kSpareTop keeps them at kSpareTop's top (the kernel's table of
+// descriptors grows to the highest number held: 512 KiB there).
+constexpr int kSpareRoom = 8;  // four are made; a few more for numbers already taken up there
+constexpr rlim_t kSpareTop = 65536;
+
+struct SparePlace {
+    int base = -1;       // -1: the usual floor (fdMoveHigh)
+    bool raised = false;  // the soft limit was raised to place them; `load` is put back after
+    rlimit load{};
+};
+
+SparePlace sparePlaceAtLoad()
+{
+    SparePlace p;
+    if (getrlimit(RLIMIT_NOFILE, &p.load) != 0) return p;
+    const rlim_t cur = p.load.rlim_cur;
+    if (cur == RLIM_INFINITY || cur < rlim_t(2 * kSpareRoom)) return p;
+    if (cur < kSpareTop && (p.load.rlim_max == RLIM_INFINITY || p.load.rlim_max >= cur + kSpareRoom)) {
+        rlimit up = p.load;
+        up.rlim_cur = cur + kSpareRoom;
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+            p.raised = true;
+            p.base = int(cur);
+            return p;
+        }
+    }
+    p.base = int((cur < kSpareTop ? cur : kSpareTop) - kSpareRoom);
+    return p;
+}
+
+// A spare moved to the place (fd then closed), its identity taken; the usual floor where there is no room.
+OwnedFd spareOwn(int fd, const SparePlace& p)
+{
+    if (fd < 0 || p.base < 0 || fd >= p.base) return fdOwn(fd);
+    OwnedFd o;
+    struct stat st{};
+    if (fstat(fd, &st) != 0) return fdOwn(fd);
+    const int high = fcntl(fd, F_DUPFD_CLOEXEC, p.base);
+    if (high < 0) return fdOwn(fd);
+    close(fd);  // at load: nothing of the app's can have taken it
+    o.fd = high;
+    o.dev = uint64_t(st.st_dev);
+    o.ino = uint64_t(st.st_ino);
+    return o;
+}
+
 void fdsReserveAtLoad(bool socket, bool pipe, const char* fileDir)
 {
     const int savedErrno = errno;
-    if (socket) g_spareSocket = fdOwn(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const SparePlace place = sparePlaceAtLoad();
+    if (socket) g_spareSocket = spareOwn(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), place);
     // Nothing appears in the directory until the file is given its name (fdTakeSpareFile); a process
     // that never records leaves nothing behind. Filesystems without O_TMPFILE: none is made.
     if (fileDir && *fileDir) {
-        g_spareFile = fdOwn(open(fileDir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600));
+        g_spareFile = spareOwn(open(fileDir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600), place);
         g_spareFilePid = int(getpid());
     }
     int fds[2] = {-1, -1};
     if (pipe && pipe2(fds, O_CLOEXEC) == 0) {
-        // Through fdOwn, not the interposed pipe2's move: these are no libunwind's yet.
-        g_sparePipe[0] = fdOwn(fds[0]);
-        g_sparePipe[1] = fdOwn(fds[1]);
+        // Placed here, not by the interposed pipe2's move: these are no libunwind's yet.
+        g_sparePipe[0] = spareOwn(fds[0], place);
+        g_sparePipe[1] = spareOwn(fds[1], place);
     }
+    if (place.raised) setrlimit(RLIMIT_NOFILE, &place.load);
     errno = savedErrno;
 }
 

@@ -5,7 +5,9 @@
 // the drain thread does the writing, and gives up on a collector that does not read), then the
 // default action happens, with the same wait status. The app's own handler runs at once. A signal that
 // arrives while the process is already ending, during gpuspy's flush of that end, waits for the flush
-// and lets the end under way finish with its own status (without gpuspy it would have found no process).
+// and lets the end under way finish with its own status (without gpuspy it would have found no process);
+// one sent from outside (a supervisor, a timer) does not run the app's handler either, so the flush
+// never widens the window in which such a signal changes how the process ends.
 // The app may change those handlers after ours went in (sigaction and signal are interposed in
 // preload.cpp): it sees its own handlers, and ours stays in front of them.
 #include "shim/shim.h"
@@ -67,6 +69,23 @@ SigactionFn g_realSigaction = nullptr;
 
 bool isFault(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL; }
 
+// Sent from outside the process's own course: by another process (kill, sigqueue), by a timer or the
+// kernel at a time of its own (alarm, a CPU limit), or by one of the app's threads to the whole process
+// (a watchdog's kill(getpid(), SIGTERM)), as a supervisor would. Not a fault, a seccomp trap, a signal
+// sent to one thread of this process (raise, abort, pthread_kill: a runtime's stop-the-world, whose
+// sender waits for the handler), or a write's SIGPIPE or SIGXFSZ: those are the app's own doing, which
+// goes on whatever gpuspy does.
+bool fromOutside(int sig, const siginfo_t* info)
+{
+    if (!info) return false;
+    if (info->si_code > 0) return !isFault(sig) && sig != SIGSYS;  // SI_KERNEL, POLL_*: the kernel's timing
+    const bool self = info->si_pid == pid_t(syscall(SYS_getpid));
+    if (info->si_code == SI_TKILL) return !self;
+    if (info->si_code == SI_USER || info->si_code == SI_QUEUE)
+        return !self || (sig != SIGPIPE && sig != SIGXFSZ);  // the kernel sends these two as SI_USER
+    return true;  // SI_TIMER, SI_MESGQ, SI_ASYNCIO, SI_SIGIO: at a time of their own
+}
+
 GS_UNINSTRUMENTED bool handled(int sig)
 {
     for (int s : kSignals)
@@ -105,6 +124,15 @@ void onSignal(int sig, siginfo_t* info, void* context)
     const bool appHandler = (prev.sa_flags & SA_SIGINFO) ? prev.sa_sigaction != nullptr
                                                          : prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN;
     if (isIgnore(prev)) return;  // ignored since our handler went in (a race with the app's sigaction)
+    if (appHandler && fromOutside(sig, info) && awaitStopUnderWay(kAwaitExitFlushNs) == StopFor::Ending) {
+        // The process was already ending, and gpuspy's flush of that end was under way: without gpuspy
+        // it would have been gone (or further on) when this signal came. Had the handler run now, it
+        // could end the process its own way (a shutdown handler's _exit(1)) in a window gpuspy opened.
+        // It waited for the flush; the end under way goes on. Once the flush is over, a signal finds
+        // the rest of the end as it would without gpuspy.
+        errno = savedErrno;
+        return;
+    }
     if (appHandler) {
         // The app's handler decides whether the process lives on, and runs at once: a runtime that
         // takes SIGSEGV in normal operation (guard pages) must not wait for gpuspy's writing. The drain

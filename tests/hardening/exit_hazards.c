@@ -1,9 +1,10 @@
 /* tests/hardening/exit_hazards.c: processes that end in the middle of something (issue 30).
  *
- *   exit_hazards term_race LAUNCHES DELAY_US
+ *   exit_hazards term_race LAUNCHES DELAY_US [handler]
  *       LAUNCHES launches, a line, then exit(0) while another thread sends the process SIGTERM DELAY_US
  *       after exit began (a supervisor's stop racing the app's own shutdown). Without gpuspy the exit
- *       is over long before: status 0.
+ *       is over long before: status 0. handler: the app's own SIGTERM handler, which says so and ends
+ *       the process with _exit(3) (a server's shutdown handler); without gpuspy it never runs.
  *   exit_hazards handler_exit LAUNCHES
  *       A SIGTERM handler that calls exit(0), and a hot launch loop of LAUNCHES: the test makes the
  *       simulated driver raise SIGTERM inside one launch (SIMCUDA_SIGNAL), its lock held, so the
@@ -70,10 +71,20 @@ static void onTerm(int sig)
     exit(0);
 }
 
+/* term_race's handler: a line, then _exit(3), as a server's shutdown handler might end. */
+static void onTermShutdown(int sig)
+{
+    (void)sig;
+    static const char line[] = "handler: SIGTERM, shutting down\n";
+    ssize_t w = write(1, line, sizeof line - 1);
+    (void)w;
+    _exit(3);
+}
+
 int main(int argc, char** argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: exit_hazards term_race|handler_exit|burst_exit LAUNCHES [DELAY_US]\n");
+        fprintf(stderr, "usage: exit_hazards term_race|handler_exit|burst_exit LAUNCHES [DELAY_US [handler]]\n");
         return 2;
     }
     const char* mode = argv[1];
@@ -81,6 +92,13 @@ int main(int argc, char** argv)
     if (hzDriverSetUp(&g_drv, "exit_hazards", "exit_kernel")) return 1;
     if (strcmp(mode, "term_race") == 0) {
         g_delayUs = argc > 3 ? atol(argv[3]) : 200;
+        if (argc > 4 && strcmp(argv[4], "handler") == 0) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = onTermShutdown;
+            sigemptyset(&sa.sa_mask);
+            sigaction(SIGTERM, &sa, NULL);
+        }
         const long failed = launchLoop(launches);
         if (cuCtxSynchronize() != CUDA_SUCCESS) return 1;
         printf("%ld launches, %ld failed; exit(0) with SIGTERM %ld us later\n", launches, failed, g_delayUs);

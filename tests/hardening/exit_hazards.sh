@@ -4,6 +4,9 @@
 #   term_race: 20,000 launches, exit(0), then SIGTERM 20 ms later, while gpuspy's exit flush waits on
 #       a collector that is stopped for 0.5 s: the signal lands inside the flush; status 0 as without
 #       gpuspy (not 143), End in the capture, every launch in it or counted as dropped
+#   term_race_handler: the same, the app's own SIGTERM handler installed (it would print a line and
+#       _exit(3)): without gpuspy the process is gone before the signal comes and the handler never
+#       runs; under gpuspy the signal comes during the flush and must not run it either (status 0)
 #   handler_exit: a SIGTERM handler calls exit(0) from inside cuLaunchKernel, the driver's lock held
 #       (SIMCUDA_SIGNAL): the exit does not wait out the flush limit on a drain thread blocked on that
 #       lock; End written, every launch that returned in the capture
@@ -27,16 +30,17 @@ timed() {
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }' >"$n.secs"
 }
 
-case $mode in
-term_race)
-    hz_run . base "$prog" term_race 20000 20000
+# term_race [handler]: 20,000 launches, exit(0), SIGTERM 20 ms later, while the exit flush waits on a
+# stopped collector; the same against the run without gpuspy.
+term_race() {
+    hz_run . base "$prog" term_race 20000 20000 "$@"
     [[ $(cat base.rc) -eq 0 ]] || hz_fail "without gpuspy the exit took over 20 ms (status $(cat base.rc)): the machine is too slow for this test"
     "$gpuspy" collect --socket "$PWD/collector.sock" -o "$PWD/collected.gspy" 2>collector.err &
     collector=$!
     hz_wait_for 60 test -S collector.sock || { kill -KILL $collector; hz_fail "the collector never listened"; exit 1; }
     kill -STOP $collector
     (
-        LD_PRELOAD="$preload" GPUSPY_SOCKET="$PWD/collector.sock" "$prog" term_race 20000 20000 >shim.out 2>shim.err
+        LD_PRELOAD="$preload" GPUSPY_SOCKET="$PWD/collector.sock" "$prog" term_race 20000 20000 "$@" >shim.out 2>shim.err
         echo $? >shim.rc
     ) &
     app=$!
@@ -53,6 +57,14 @@ term_race)
     n=$(launches collected.gspy)
     hz_note "made $made, delivered $delivered, dropped $dropped; $n launches in the capture"
     [[ $((n + dropped)) -ge 20000 ]] || hz_fail "the capture holds $n launches and $dropped drops for 20000 launches"
+}
+
+case $mode in
+term_race)
+    term_race
+    ;;
+term_race_handler)
+    term_race handler
     ;;
 handler_exit)
     export SIMCUDA_SIGNAL=cuLaunchKernel@3000=15

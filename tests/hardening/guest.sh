@@ -16,6 +16,10 @@
 #   fd_low_limit, fd_low_limit_record: RLIMIT_NOFILE lowered to 16 before the first CUDA call (low_limit.c):
 #       the app opens as many descriptors as without gpuspy (the collector's socket, with record, and
 #       libunwind's pipe were made at load, above the limit), and every launch is in the capture
+#   fd_limit_1024: started with a limit of 4096, the app lowers it to 1024 (a server that uses select):
+#       as many descriptors as without gpuspy (the shim's are at the top of the 4096, not under 1024)
+#   fd_limit_same: started with a soft limit of 1024 under a hard one of 4096, the app sets 1024 and
+#       opens all it can: as many as without gpuspy (the shim's were placed at 1024 and up)
 #   daemon_static_supervisor: gpuspy record of a statically linked supervisor (supervise.c, HZ_SUPERVISE)
 #       that double-forks a worker which execs 1 s later: record waits for it (the settings in its
 #       environment), and the worker's 200 launches are in record's capture, none in a file of its own
@@ -88,10 +92,15 @@ fd_all_record | fd_closefrom_record)
         grep -q "^gpuspy: the app closed descriptor" shim.err || hz_fail "stderr does not say the app closed gpuspy's descriptor: $(grep '^gpuspy:' shim.err)"
     fi
     ;;
-fd_low_limit | fd_low_limit_record)
-    hz_run . base "$prog" 16
-    if [[ $mode == fd_low_limit ]]; then
-        hz_run . shim env LD_PRELOAD="$preload" GPUSPY_OUTPUT="$PWD/cap.gspy" "$prog" 16
+fd_low_limit | fd_low_limit_record | fd_limit_1024 | fd_limit_same)
+    limit=16 start=()
+    case $mode in
+    fd_limit_1024) limit=1024 start=(prlimit --nofile=4096:4096) ;;
+    fd_limit_same) limit=1024 start=(prlimit --nofile=1024:4096) ;;
+    esac
+    hz_run . base "${start[@]}" "$prog" $limit
+    if [[ $mode != fd_low_limit_record ]]; then
+        hz_run . shim "${start[@]}" env LD_PRELOAD="$preload" GPUSPY_OUTPUT="$PWD/cap.gspy" "$prog" $limit
         hz_same . base shim
     else
         if [[ -n ${GPUSPY_TEST_PRELOAD:-} ]]; then
