@@ -1003,6 +1003,12 @@ void drainStopAndFlush(uint64_t timeoutNs, bool fast, int exitReason, bool mayHo
     }
 }
 
+bool drainGateClosed()
+{
+    const int gate = g_gate.load(std::memory_order_acquire);
+    return gate == kGateClosed || gate == kGateTakenOver;
+}
+
 bool drainDriverEnter()
 {
     int open = kGateOpen;

@@ -557,15 +557,35 @@ size_t drainDeviceDefs(uint8_t* out, size_t cap)
     return n;
 }
 
+// g_lock taken by the drain thread, or by an exit that took its work over. It waits while an app thread
+// holds it (interning a new name: a moment), but not once an exit from inside a hooked call closed the
+// driver gate: the app thread that holds it may be the one a signal handler ends the process from (or
+// the exiting thread itself), and would hold it until the process is gone. False then: the thread names
+// still queued are not sent (the report gives their tids).
+static bool lockForDrain()
+{
+    for (unsigned spins = 0;; ++spins) {
+        if (pthread_mutex_trylock(&g_lock) == 0) return true;
+        if (drainGateClosed()) return false;
+        if (spins < 64) {
+            sched_yield();
+        } else {
+            timespec ts{0, 50000};
+            nanosleep(&ts, nullptr);
+        }
+    }
+}
+
 size_t drainThreadDefs(uint8_t* out, size_t cap)
 {
     size_t n = 0;
     for (;;) {
+        if (cap - n < wire::encodedSize<wire::ThreadDefBody>(64)) break;  // a name of at most 63 bytes
         uint32_t tid = 0;
-        pthread_mutex_lock(&g_lock);
-        if (g_threadTail < g_threadHead) tid = g_threadTids[g_threadTail % kMaxThreadDefs];
+        if (!lockForDrain()) break;
+        if (g_threadTail < g_threadHead) tid = g_threadTids[g_threadTail++ % kMaxThreadDefs];
         pthread_mutex_unlock(&g_lock);
-        if (tid == 0 || cap - n < 64) break;
+        if (tid == 0) break;
         char path[64], name[64] = {0};
         snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
         size_t len = 0;
@@ -582,9 +602,6 @@ size_t drainThreadDefs(uint8_t* out, size_t cap)
         const size_t k = wire::encodeVar(out + n, cap - n, b, name, b.length);
         if (k == 0) break;
         n += k;
-        pthread_mutex_lock(&g_lock);
-        ++g_threadTail;
-        pthread_mutex_unlock(&g_lock);
     }
     return n;
 }

@@ -387,6 +387,9 @@ void drainStopAndFlush(uint64_t timeoutNs, bool fast = false, int exitReason = 0
 // returns to a drain thread whose work an exit took over while it was inside (it parks for good).
 bool drainDriverEnter();
 void drainDriverLeave();
+// The gate is closed (or the drain's work taken over): an exit from inside a hooked call is under way,
+// and a lock an app thread holds may never be let go. The drain's own locks are taken without waiting.
+bool drainGateClosed();
 // Waits, at most timeoutNs, until everything queued so far is written; the stream goes on.
 // Async-signal-safe. False: timed out or nothing to flush.
 bool drainFlushNow(uint64_t timeoutNs);
