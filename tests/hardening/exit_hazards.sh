@@ -30,19 +30,23 @@ timed() {
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }' >"$n.secs"
 }
 
+# within BASE SHIM SLACK: the run with gpuspy took at most SLACK seconds longer than BASE (loose: a
+# loaded machine stretches both).
+within() {
+    awk -v b="$1" -v s="$2" -v k="$3" 'BEGIN { exit !(s <= b + k) }' ||
+        hz_fail "the run took $2 s with gpuspy, $1 s without: more than $3 s added"
+}
+
 # term_race [handler]: 20,000 launches, exit(0), SIGTERM 20 ms later, while the exit flush waits on a
 # stopped collector; the same against the run without gpuspy.
 term_race() {
-    hz_run . base "$prog" term_race 20000 20000 "$@"
+    timed base "$prog" term_race 20000 20000 "$@"
     [[ $(cat base.rc) -eq 0 ]] || hz_fail "without gpuspy the exit took over 20 ms (status $(cat base.rc)): the machine is too slow for this test"
     "$gpuspy" collect --socket "$PWD/collector.sock" -o "$PWD/collected.gspy" 2>collector.err &
     collector=$!
     hz_wait_for 60 test -S collector.sock || { kill -KILL $collector; hz_fail "the collector never listened"; exit 1; }
     kill -STOP $collector
-    (
-        LD_PRELOAD="$preload" GPUSPY_SOCKET="$PWD/collector.sock" "$prog" term_race 20000 20000 "$@" >shim.out 2>shim.err
-        echo $? >shim.rc
-    ) &
+    timed shim env LD_PRELOAD="$preload" GPUSPY_SOCKET="$PWD/collector.sock" "$prog" term_race 20000 20000 "$@" &
     app=$!
     hz_wait_for 60 test -s shim.out || hz_fail "the app never got to its exit"
     sleep 0.5
@@ -51,6 +55,9 @@ term_race() {
     kill -INT $collector
     wait $collector || hz_fail "the collector failed: $(cat collector.err)"
     hz_same . base shim
+    # Past the collector's 0.5 s stop, the flush's own limit (2 s) bounds the exit; the signal adds no wait.
+    hz_note "run took $(cat base.secs) s without gpuspy, $(cat shim.secs) s with it (the collector stopped for 0.5 s)"
+    within "$(cat base.secs)" "$(cat shim.secs)" 3.0
     # More than the socket's buffer holds: the flush is still waiting on the collector when the signal comes.
     acc=$(hz_accounting "$gpuspy" collected.gspy) || hz_fail "records lost without being counted, or no End"
     read -r _ made delivered dropped <<<"$acc"
@@ -80,11 +87,14 @@ handler_exit)
     [[ $n -eq 2999 ]] || hz_fail "the capture holds $n launches, the app returned from 2999"
     ;;
 burst_exit)
-    hz_run . base "$prog" burst_exit 100000
+    timed base "$prog" burst_exit 100000
     # The capture file the shim writes alone, then the collector's socket (gpuspy record; not in a
     # sanitizer build: record cannot preload the sanitizer runtime first).
-    hz_run . shim env LD_PRELOAD="$preload" GPUSPY_OUTPUT="$PWD/file.gspy" "$prog" burst_exit 100000
+    timed shim env LD_PRELOAD="$preload" GPUSPY_OUTPUT="$PWD/file.gspy" "$prog" burst_exit 100000
     hz_same . base shim
+    # _exit's flush limit (1 s) bounds what gpuspy adds to the end, beside its cost per launch.
+    hz_note "run took $(cat base.secs) s without gpuspy, $(cat shim.secs) s with it"
+    within "$(awk -v b="$(cat base.secs)" 'BEGIN { print 3 * b }')" "$(cat shim.secs)" 2.0
     outs=(file)
     if [[ -z ${GPUSPY_TEST_PRELOAD:-} ]]; then
         hz_run . record "$gpuspy" record --sim -o socket.gspy -- "$prog" burst_exit 100000
