@@ -15,6 +15,7 @@
 #include "shim/shim.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -141,6 +142,7 @@ std::atomic<bool> g_sparesTaken[3];  // socket, pipe, file: handed out (or given
 
 OwnedFd g_spareFile;       // an unnamed file (O_TMPFILE) in the capture's directory
 int g_spareFilePid = 0;
+int g_spareSocketPid = 0;  // the process whose spare g_spareSocket is (a socket is one connection)
 
 // Where the spares go: numbers from `base` up, where base + kSpareRoom is within the soft limit while
 // they are placed. A limit at load above kSpareTop keeps them at kSpareTop's top (the kernel's table of
@@ -189,11 +191,84 @@ OwnedFd spareOwn(int fd, const SparePlace& p)
     return o;
 }
 
+// The spare socket across fork. A socket is one connection: a worker that inherits its parent's unused
+// spare shares it with the parent and with every sibling forked after it, and the first to connect it
+// leaves the others "already connected" (their records went to capture files of their own). So every
+// fork gives the child a spare of its own, made in the parent just before the fork where its limit
+// still allows the place (a pre-fork master that never calls CUDA, whose workers lower their limit
+// before their first call), else the parent's unused spare itself (the parent makes its own later, if
+// it ever records). These handlers are registered at load: such a master makes no CUDA call, and
+// gpuspy's own fork handlers (runtime.cpp) go in at the first one.
+int g_childSocketBase = -1;  // where a child's spare goes: below the limit at load, above any set later
+OwnedFd g_childSocket;       // made in prefork, for the child
+bool g_handOver = false;     // this fork gives the child the parent's unused spare
+pthread_mutex_t g_forkLock = PTHREAD_MUTEX_INITIALIZER;  // concurrent forks: one child, one spare
+
+void sparesPrefork()
+{
+    pthread_mutex_lock(&g_forkLock);
+    const int savedErrno = errno;
+    g_childSocket = OwnedFd{};
+    g_handOver = false;
+    rlimit rl{};
+    if (g_childSocketBase >= 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+        (rl.rlim_cur == RLIM_INFINITY || rlim_t(g_childSocketBase) + kSpareRoom <= rl.rlim_cur)) {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct stat st{};
+        if (fd >= 0 && fstat(fd, &st) == 0) {
+            const int high = fcntl(fd, F_DUPFD_CLOEXEC, g_childSocketBase);
+            if (high >= 0) {
+                g_childSocket.fd = high;
+                g_childSocket.dev = uint64_t(st.st_dev);
+                g_childSocket.ino = uint64_t(st.st_ino);
+            }
+        }
+        if (fd >= 0) close(fd);
+    }
+    if (g_childSocket.fd < 0)
+        g_handOver = !g_sparesTaken[0].load() && g_spareSocketPid == int(getpid()) && fdStillOurs(g_spareSocket);
+    errno = savedErrno;
+}
+
+void sparesPostforkParent()
+{
+    // The child's spare, or the one handed over, is the child's alone now: our copy goes.
+    fdRelease(g_childSocket);
+    if (g_handOver && !g_sparesTaken[0].exchange(true)) fdRelease(g_spareSocket);
+    g_handOver = false;
+    pthread_mutex_unlock(&g_forkLock);
+}
+
+void sparesPostforkChild()
+{
+    pthread_mutex_init(&g_forkLock, nullptr);
+    if (g_childSocket.fd >= 0) {
+        // Ours; the parent's unused spare is the parent's (our copy goes).
+        if (!g_sparesTaken[0].load()) fdRelease(g_spareSocket);
+        g_spareSocket = g_childSocket;
+        g_childSocket = OwnedFd{};
+        g_sparesTaken[0].store(false);
+        g_spareSocketPid = int(getpid());
+    } else if (g_handOver) {
+        g_spareSocketPid = int(getpid());
+    } else {
+        // None of our own: the parent's (if it has one) is not ours to connect.
+        if (!g_sparesTaken[0].exchange(true)) fdRelease(g_spareSocket);
+        g_spareSocket = OwnedFd{};
+    }
+    g_handOver = false;
+}
+
 void fdsReserveAtLoad(bool socket, bool pipe, const char* fileDir)
 {
     const int savedErrno = errno;
     const SparePlace place = sparePlaceAtLoad();
-    if (socket) g_spareSocket = spareOwn(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), place);
+    if (socket) {
+        g_spareSocket = spareOwn(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), place);
+        g_spareSocketPid = int(getpid());
+        if (place.base >= 0) g_childSocketBase = place.raised ? place.base - kSpareRoom : place.base;
+        pthread_atfork(sparesPrefork, sparesPostforkParent, sparesPostforkChild);
+    }
     // Nothing appears in the directory until the file is given its name (fdTakeSpareFile); a process
     // that never records leaves nothing behind. Filesystems without O_TMPFILE: none is made.
     if (fileDir && *fileDir) {
@@ -212,7 +287,8 @@ void fdsReserveAtLoad(bool socket, bool pipe, const char* fileDir)
 
 int fdTakeSpareSocket()
 {
-    if (g_sparesTaken[0].exchange(true)) return -1;
+    // Not in a child made without fork's handlers (clone, vfork): the spare is its parent's.
+    if (g_spareSocketPid != int(getpid()) || g_sparesTaken[0].exchange(true)) return -1;
     OwnedFd o = g_spareSocket;
     g_spareSocket = OwnedFd{};
     return fdStillOurs(o) ? o.fd : -1;
@@ -265,11 +341,8 @@ void fdsAfterForkChild()
     // The spare file was made for the parent's capture (its name has the parent's pid).
     if (!g_sparesTaken[2].exchange(true)) fdRelease(g_spareFile);
     g_spareFile = OwnedFd{};
-    // A socket is one connection: a spare the parent has not used yet is the parent's (our copy is
-    // closed), and a child makes its own when it needs one. The spare pipe may serve both (libunwind's
-    // own pipe is shared with a forked child the same way).
-    if (!g_sparesTaken[0].exchange(true)) fdRelease(g_spareSocket);
-    g_spareSocket = OwnedFd{};
+    // The spare socket is settled by the fork handlers registered at load (sparesPostforkChild). The
+    // spare pipe may serve both (libunwind's own pipe is shared with a forked child the same way).
 }
 
 OwnPipesScope::OwnPipesScope() { ++t_ownPipes; }

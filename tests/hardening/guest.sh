@@ -20,6 +20,11 @@
 #       as many descriptors as without gpuspy (the shim's are at the top of the 4096, not under 1024)
 #   fd_limit_same: started with a soft limit of 1024 under a hard one of 4096, the app sets 1024 and
 #       opens all it can: as many as without gpuspy (the shim's were placed at 1024 and up)
+#   prefork_record, prefork_low_limit_record: a master that never calls CUDA forks 3 workers at once
+#       (prefork.c) under gpuspy record; each worker is in the capture as a process of its own with all
+#       its launches and its End (the workers inherited the master's unused spare socket: one connection
+#       for three). _low_limit: each worker lowers RLIMIT_NOFILE to 16 before its first call and opens
+#       as many descriptors as without gpuspy
 #   daemon_static_supervisor: gpuspy record of a statically linked supervisor (supervise.c, HZ_SUPERVISE)
 #       that double-forks a worker which execs 1 s later: record waits for it (the settings in its
 #       environment), and the worker's 200 launches are in record's capture, none in a file of its own
@@ -112,6 +117,25 @@ fd_low_limit | fd_low_limit_record | fd_limit_1024 | fd_limit_same)
         grep -qxF "$(cat base.out)" shim.out || hz_fail "the app's stdout is not in record's: $(cat shim.out) (without gpuspy: $(cat base.out))"
     fi
     complete cap.gspy 400
+    ;;
+prefork_record | prefork_low_limit_record)
+    limit=()
+    [[ $mode == prefork_low_limit_record ]] && limit=(16)
+    hz_run . base "$prog" 3 500 "${limit[@]}"
+    if [[ -n ${GPUSPY_TEST_PRELOAD:-} ]]; then
+        hz_note "skipped: gpuspy record cannot preload the sanitizer runtime first"
+        exit 0
+    fi
+    hz_run . shim "$gpuspy" record --sim -o cap.gspy -- "$prog" 3 500 "${limit[@]}"
+    [[ $(cat shim.rc) == $(cat base.rc) ]] || hz_fail "exit status $(cat shim.rc) under gpuspy record, $(cat base.rc) without"
+    while read -r line; do
+        grep -qxF "$line" shim.out || hz_fail "the app's line '$line' is not in record's stdout: $(cat shim.out)"
+    done <base.out
+    complete cap.gspy 1500
+    per=$("$gpuspy" dump cap.gspy | awk '$1 == "pid" && $4 == "Call" && $6 ~ /^cuLaunchKernel/ { n[$2]++ }
+                                         END { for (p in n) print n[p] }' | sort | tr '\n' ' ')
+    [[ $per == "500 500 500 " ]] || hz_fail "launches per process in the capture: $per (3 workers of 500 each)"
+    ls gpuspy-*.gspy cap.gspy.* 2>/dev/null && hz_fail "a worker wrote a capture of its own"
     ;;
 daemon_static_supervisor)
     if [[ -n ${GPUSPY_TEST_PRELOAD:-} ]]; then
