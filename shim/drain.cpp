@@ -173,7 +173,8 @@ int createAt(char* path, size_t cap, int pid)
             // A forked or exec'd child inheriting the same GPUSPY_OUTPUT: its own file, never the parent's.
             const size_t len = strlen(path);
             snprintf(path + len, cap - len, ".%d", pid);
-            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+            fd = fdTakeSpareFile(path);
+            if (fd < 0) fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         }
     }
     return fd;

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cstdio>
+#include <cstring>
 
 namespace gpuspy::shim {
 namespace {
@@ -199,82 +200,109 @@ OwnedFd spareOwn(int fd, const SparePlace& p)
 // before their first call), else the parent's unused spare itself (the parent makes its own later, if
 // it ever records). These handlers are registered at load: such a master makes no CUDA call, and
 // gpuspy's own fork handlers (runtime.cpp) go in at the first one.
-int g_childSocketBase = -1;  // where a child's spare goes: below the limit at load, above any set later
+// The spare capture file likewise: a worker's capture is a file of its own (named with its pid where
+// the parent's name is taken), and without a spare it would be opened at the worker's first call,
+// under the limit it may have lowered.
+int g_childBase = -1;        // where a child's spares go: below the limit at load, above any set later
+char g_spareDir[4096];       // where the spare files are made ("": none)
 OwnedFd g_childSocket;       // made in prefork, for the child
-bool g_handOver = false;     // this fork gives the child the parent's unused spare
+OwnedFd g_childFile;
+bool g_handOver = false;     // this fork gives the child the parent's unused spare socket
+bool g_handOverFile = false;
 pthread_mutex_t g_forkLock = PTHREAD_MUTEX_INITIALIZER;  // concurrent forks: one child, one spare
+
+// A new descriptor at g_childBase and up where the limit now allows it (identity taken); none otherwise.
+OwnedFd childSpare(int fd)
+{
+    OwnedFd o;
+    rlimit rl{};
+    struct stat st{};
+    if (fd >= 0 && g_childBase >= 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+        (rl.rlim_cur == RLIM_INFINITY || rlim_t(g_childBase) + kSpareRoom <= rl.rlim_cur) && fstat(fd, &st) == 0) {
+        const int high = fcntl(fd, F_DUPFD_CLOEXEC, g_childBase);
+        if (high >= 0) {
+            o.fd = high;
+            o.dev = uint64_t(st.st_dev);
+            o.ino = uint64_t(st.st_ino);
+        }
+    }
+    if (fd >= 0) close(fd);
+    return o;
+}
 
 void sparesPrefork()
 {
     pthread_mutex_lock(&g_forkLock);
     const int savedErrno = errno;
-    g_childSocket = OwnedFd{};
-    g_handOver = false;
-    rlimit rl{};
-    if (g_childSocketBase >= 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
-        (rl.rlim_cur == RLIM_INFINITY || rlim_t(g_childSocketBase) + kSpareRoom <= rl.rlim_cur)) {
-        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct stat st{};
-        if (fd >= 0 && fstat(fd, &st) == 0) {
-            const int high = fcntl(fd, F_DUPFD_CLOEXEC, g_childSocketBase);
-            if (high >= 0) {
-                g_childSocket.fd = high;
-                g_childSocket.dev = uint64_t(st.st_dev);
-                g_childSocket.ino = uint64_t(st.st_ino);
-            }
-        }
-        if (fd >= 0) close(fd);
+    const int self = int(getpid());
+    g_childSocket = g_childFile = OwnedFd{};
+    g_handOver = g_handOverFile = false;
+    if (g_spareSocketPid != 0) {
+        g_childSocket = childSpare(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        if (g_childSocket.fd < 0)
+            g_handOver = !g_sparesTaken[0].load() && g_spareSocketPid == self && fdStillOurs(g_spareSocket);
     }
-    if (g_childSocket.fd < 0)
-        g_handOver = !g_sparesTaken[0].load() && g_spareSocketPid == int(getpid()) && fdStillOurs(g_spareSocket);
+    if (g_spareDir[0]) {
+        g_childFile = childSpare(open(g_spareDir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600));
+        if (g_childFile.fd < 0)
+            g_handOverFile = !g_sparesTaken[2].load() && g_spareFilePid == self && fdStillOurs(g_spareFile);
+    }
     errno = savedErrno;
 }
 
 void sparesPostforkParent()
 {
-    // The child's spare, or the one handed over, is the child's alone now: our copy goes.
+    // The child's spares, or those handed over, are the child's alone now: our copies go.
     fdRelease(g_childSocket);
+    fdRelease(g_childFile);
     if (g_handOver && !g_sparesTaken[0].exchange(true)) fdRelease(g_spareSocket);
-    g_handOver = false;
+    if (g_handOverFile && !g_sparesTaken[2].exchange(true)) fdRelease(g_spareFile);
+    g_handOver = g_handOverFile = false;
     pthread_mutex_unlock(&g_forkLock);
+}
+
+// `spare` (taken-flag `taken`, owner `pid`) becomes the child's own `made`, or the handed-over one, or none.
+void childTakes(OwnedFd& spare, std::atomic<bool>& taken, int& pid, OwnedFd& made, bool handedOver)
+{
+    if (made.fd >= 0) {
+        if (!taken.load()) fdRelease(spare);  // the parent's unused one: our copy goes
+        spare = made;
+        made = OwnedFd{};
+        taken.store(false);
+        pid = int(getpid());
+    } else if (handedOver) {
+        pid = int(getpid());
+    } else {
+        if (!taken.exchange(true)) fdRelease(spare);  // the parent's, not ours to use
+        spare = OwnedFd{};
+    }
 }
 
 void sparesPostforkChild()
 {
     pthread_mutex_init(&g_forkLock, nullptr);
-    if (g_childSocket.fd >= 0) {
-        // Ours; the parent's unused spare is the parent's (our copy goes).
-        if (!g_sparesTaken[0].load()) fdRelease(g_spareSocket);
-        g_spareSocket = g_childSocket;
-        g_childSocket = OwnedFd{};
-        g_sparesTaken[0].store(false);
-        g_spareSocketPid = int(getpid());
-    } else if (g_handOver) {
-        g_spareSocketPid = int(getpid());
-    } else {
-        // None of our own: the parent's (if it has one) is not ours to connect.
-        if (!g_sparesTaken[0].exchange(true)) fdRelease(g_spareSocket);
-        g_spareSocket = OwnedFd{};
-    }
-    g_handOver = false;
+    if (g_spareSocketPid != 0) childTakes(g_spareSocket, g_sparesTaken[0], g_spareSocketPid, g_childSocket, g_handOver);
+    if (g_spareDir[0]) childTakes(g_spareFile, g_sparesTaken[2], g_spareFilePid, g_childFile, g_handOverFile);
+    g_handOver = g_handOverFile = false;
 }
 
 void fdsReserveAtLoad(bool socket, bool pipe, const char* fileDir)
 {
     const int savedErrno = errno;
     const SparePlace place = sparePlaceAtLoad();
+    if (place.base >= 0) g_childBase = place.raised ? place.base - kSpareRoom : place.base;
     if (socket) {
         g_spareSocket = spareOwn(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), place);
         g_spareSocketPid = int(getpid());
-        if (place.base >= 0) g_childSocketBase = place.raised ? place.base - kSpareRoom : place.base;
-        pthread_atfork(sparesPrefork, sparesPostforkParent, sparesPostforkChild);
     }
     // Nothing appears in the directory until the file is given its name (fdTakeSpareFile); a process
     // that never records leaves nothing behind. Filesystems without O_TMPFILE: none is made.
     if (fileDir && *fileDir) {
         g_spareFile = spareOwn(open(fileDir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600), place);
         g_spareFilePid = int(getpid());
+        if (g_spareFile.fd >= 0 && strlen(fileDir) < sizeof g_spareDir) strcpy(g_spareDir, fileDir);
     }
+    if (g_spareSocketPid != 0 || g_spareDir[0]) pthread_atfork(sparesPrefork, sparesPostforkParent, sparesPostforkChild);
     int fds[2] = {-1, -1};
     if (pipe && pipe2(fds, O_CLOEXEC) == 0) {
         // Placed here, not by the interposed pipe2's move: these are no libunwind's yet.
@@ -318,17 +346,23 @@ bool fdTakeSparePipe(int fds[2], int flags)
 
 int fdTakeSpareFile(const char* path)
 {
-    if (g_sparesTaken[2].exchange(true)) return -1;
+    if (g_spareFilePid != int(getpid()) || g_sparesTaken[2].exchange(true)) return -1;
     OwnedFd o = g_spareFile;
     g_spareFile = OwnedFd{};
-    if (g_spareFilePid != int(getpid()) || !fdStillOurs(o)) return -1;
-    // Named as open(O_CREAT | O_EXCL) would make it: linkat fails on any existing name (the caller then
-    // goes its usual way, and this one is closed: it vanishes with its last descriptor).
+    if (!fdStillOurs(o)) return -1;
+    // Named as open(O_CREAT | O_EXCL) would make it: linkat fails on any existing name. The spare is
+    // kept for the caller's next name then (a forked worker's capture: the parent's name with its pid).
     const int savedErrno = errno;
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", o.fd);
     if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0) {
-        fdRelease(o);
+        const int err = errno;
+        if (err == EEXIST) {
+            g_spareFile = o;
+            g_sparesTaken[2].store(false);
+        } else {
+            fdRelease(o);
+        }
         errno = savedErrno;
         return -1;
     }
@@ -338,11 +372,9 @@ int fdTakeSpareFile(const char* path)
 
 void fdsAfterForkChild()
 {
-    // The spare file was made for the parent's capture (its name has the parent's pid).
-    if (!g_sparesTaken[2].exchange(true)) fdRelease(g_spareFile);
-    g_spareFile = OwnedFd{};
-    // The spare socket is settled by the fork handlers registered at load (sparesPostforkChild). The
-    // spare pipe may serve both (libunwind's own pipe is shared with a forked child the same way).
+    // The spare socket and file are settled by the fork handlers registered at load
+    // (sparesPostforkChild). The spare pipe may serve both (libunwind's own pipe is shared with a
+    // forked child the same way).
 }
 
 OwnPipesScope::OwnPipesScope() { ++t_ownPipes; }

@@ -78,7 +78,9 @@ static void waitForGpuspyOutput(void)
             const ssize_t len = readlink(link, target, sizeof target - 1);
             if (len <= 0) continue;
             target[len] = 0;
-            if (fds[i] >= 64 && (strncmp(target, "socket:", 7) == 0 || strstr(target, ".gspy"))) {
+            /* The capture file is made unnamed at load (O_TMPFILE) and named when it is used: its link
+             * keeps the unnamed form, "DIR/#INODE (deleted)". */
+            if (fds[i] >= 64 && (strncmp(target, "socket:", 7) == 0 || strstr(target, ".gspy") || strstr(target, "/#"))) {
                 waitForQuietFile(quiet);
                 return;
             }

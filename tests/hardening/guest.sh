@@ -25,6 +25,8 @@
 #       its launches and its End (the workers inherited the master's unused spare socket: one connection
 #       for three). _low_limit: each worker lowers RLIMIT_NOFILE to 16 before its first call and opens
 #       as many descriptors as without gpuspy
+#   prefork_low_limit_file: the same, each worker writing its own capture file (GPUSPY_OUTPUT): each is
+#       complete, and each worker opens as many descriptors as without gpuspy
 #   daemon_static_supervisor: gpuspy record of a statically linked supervisor (supervise.c, HZ_SUPERVISE)
 #       that double-forks a worker which execs 1 s later: record waits for it (the settings in its
 #       environment), and the worker's 200 launches are in record's capture, none in a file of its own
@@ -136,6 +138,14 @@ prefork_record | prefork_low_limit_record)
                                          END { for (p in n) print n[p] }' | sort | tr '\n' ' ')
     [[ $per == "500 500 500 " ]] || hz_fail "launches per process in the capture: $per (3 workers of 500 each)"
     ls gpuspy-*.gspy cap.gspy.* 2>/dev/null && hz_fail "a worker wrote a capture of its own"
+    ;;
+prefork_low_limit_file)
+    hz_run . base "$prog" 3 500 16
+    hz_run . shim env LD_PRELOAD="$preload" GPUSPY_OUTPUT="$PWD/cap.gspy" "$prog" 3 500 16
+    hz_same . base shim
+    caps=(cap.gspy*)
+    [[ ${#caps[@]} -eq 3 ]] || hz_fail "${#caps[@]} capture files for 3 workers: ${caps[*]}"
+    for cap in "${caps[@]}"; do complete "$cap" 500; done
     ;;
 daemon_static_supervisor)
     if [[ -n ${GPUSPY_TEST_PRELOAD:-} ]]; then
