@@ -313,8 +313,31 @@ void fdsReserveAtLoad(bool socket, bool pipe, const char* fileDir)
     errno = savedErrno;
 }
 
+// Spares are taken between forks (g_forkLock): a fork from another thread at that moment would leave the
+// child a copy of the spare just taken, as its own. A fork takes a moment; should the lock stay held
+// (this thread is an exit's, in a handler that interrupted a fork), no spare is taken.
+struct BetweenForks {
+    bool held = false;
+    BetweenForks()
+    {
+        for (int i = 0; i < 500 && !held; ++i) {
+            held = pthread_mutex_trylock(&g_forkLock) == 0;
+            if (!held) {
+                timespec ts{0, 100000};
+                nanosleep(&ts, nullptr);
+            }
+        }
+    }
+    ~BetweenForks()
+    {
+        if (held) pthread_mutex_unlock(&g_forkLock);
+    }
+};
+
 int fdTakeSpareSocket()
 {
+    BetweenForks between;
+    if (!between.held) return -1;
     // Not in a child made without fork's handlers (clone, vfork): the spare is its parent's.
     if (g_spareSocketPid != int(getpid()) || g_sparesTaken[0].exchange(true)) return -1;
     OwnedFd o = g_spareSocket;
@@ -344,7 +367,7 @@ bool fdTakeSparePipe(int fds[2], int flags)
     return true;
 }
 
-int fdTakeSpareFile(const char* path)
+static int takeSpareFileLocked(const char* path)
 {
     if (g_spareFilePid != int(getpid()) || g_sparesTaken[2].exchange(true)) return -1;
     OwnedFd o = g_spareFile;
@@ -368,6 +391,12 @@ int fdTakeSpareFile(const char* path)
     }
     errno = savedErrno;
     return o.fd;
+}
+
+int fdTakeSpareFile(const char* path)
+{
+    BetweenForks between;
+    return between.held ? takeSpareFileLocked(path) : -1;
 }
 
 void fdsAfterForkChild()
