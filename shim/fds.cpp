@@ -202,7 +202,8 @@ OwnedFd spareOwn(int fd, const SparePlace& p)
 // gpuspy's own fork handlers (runtime.cpp) go in at the first one.
 // The spare capture file likewise: a worker's capture is a file of its own (named with its pid where
 // the parent's name is taken), and without a spare it would be opened at the worker's first call,
-// under the limit it may have lowered.
+// under the limit it may have lowered. The spare pipe serves parent and children alike (libunwind's own
+// pipe is shared with a forked child the same way).
 int g_childBase = -1;        // where a child's spares go: below the limit at load, above any set later
 char g_spareDir[4096];       // where the spare files are made ("": none)
 OwnedFd g_childSocket;       // made in prefork, for the child
@@ -397,13 +398,6 @@ int fdTakeSpareFile(const char* path)
 {
     BetweenForks between;
     return between.held ? takeSpareFileLocked(path) : -1;
-}
-
-void fdsAfterForkChild()
-{
-    // The spare socket and file are settled by the fork handlers registered at load
-    // (sparesPostforkChild). The spare pipe may serve both (libunwind's own pipe is shared with a
-    // forked child the same way).
 }
 
 OwnPipesScope::OwnPipesScope() { ++t_ownPipes; }

@@ -190,7 +190,6 @@ void postforkChild()
     g_dropped.store(0);
     g_endedCalls = g_endedOwnNs = 0;
     drainAfterForkChild();
-    fdsAfterForkChild();
     gpuAfterForkChild();
     clockAfterForkChild();
     windowAfterForkChild();

@@ -205,12 +205,12 @@ OwnedFd fdOwn(int fd);         // moved high, its identity taken
 bool fdStillOurs(const OwnedFd& o);  // the number still refers to what we opened (the app may own it now)
 // Spares made at load, while the app's limit is the one it started with (settings.cpp's constructor):
 // a socket for the collector, a pipe for libunwind, an unnamed capture file in fileDir (null: none).
-// Each is handed out once, if still ours.
+// Each is handed out once, if still ours, and only in the process it belongs to: each fork gives the
+// child a socket and file of its own (fork handlers registered here).
 void fdsReserveAtLoad(bool socket, bool pipe, const char* fileDir);
 int fdTakeSpareSocket();                  // -1: none (then socket() as usual)
 int fdTakeSpareFile(const char* path);    // the spare file, named path (as O_CREAT|O_EXCL); -1: none
 bool fdTakeSparePipe(int fds[2], int flags);  // false: none (then pipe2 as usual)
-void fdsAfterForkChild();
 void fdRelease(OwnedFd& o);    // closed only when still ours; forgotten either way
 // While one is alive on a thread, pipes made there (libunwind's validation pipe) go above the floor.
 struct OwnPipesScope {
