@@ -281,7 +281,7 @@ void childTakes(OwnedFd& spare, std::atomic<bool>& taken, int& pid, OwnedFd& mad
 
 void sparesPostforkChild()
 {
-    pthread_mutex_init(&g_forkLock, nullptr);
+    pthread_mutex_unlock(&g_forkLock);  // held by this thread since prefork (a normal mutex: no owner check)
     if (g_spareSocketPid != 0) childTakes(g_spareSocket, g_sparesTaken[0], g_spareSocketPid, g_childSocket, g_handOver);
     if (g_spareDir[0]) childTakes(g_spareFile, g_sparesTaken[2], g_spareFilePid, g_childFile, g_handOverFile);
     g_handOver = g_handOverFile = false;
