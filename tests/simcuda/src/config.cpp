@@ -104,6 +104,7 @@ Config* load()
     if (const char* e = getenv("SIMCUDA_DEVICES")) c->devices = std::max(1, std::min(16, atoi(e)));
     if (const char* e = getenv("SIMCUDA_LAUNCH_LATENCY_NS")) c->launchLatency = atoll(e);
     if (const char* e = getenv("SIMCUDA_GRAPH_NODE_NS")) c->graphNodeCost = atoll(e);
+    if (const char* e = getenv("SIMCUDA_NCCL_RANKS")) c->ncclRanks = atoi(e);
     if (const char* e = getenv("SIMCUDA_KERNEL_DEFAULT_NS")) c->kernelDefault = atoll(e);
     if (const char* e = getenv("SIMCUDA_KERNEL_NS")) parseKernelRules(*c, e);
     if (const char* e = getenv("SIMCUDA_BANDWIDTH")) parseBandwidth(*c, e);

@@ -44,6 +44,7 @@ struct Config {
     int devices = 1;
     Ns launchLatency = 2000;
     Ns graphNodeCost = 0;  // host time cuGraphLaunch spends per node (SIMCUDA_GRAPH_NODE_NS)
+    int ncclRanks = 0;     // NCCL's kernels couple across devices 0..N-1 (SIMCUDA_NCCL_RANKS; collectives.cpp)
     Ns kernelDefault = 5000;
     std::vector<KernelRule> kernelRules;
     double bwPinned = 25, bwPageable = 8, bwDtoD = 1000, bwPtoP = 50, bwHtoH = 10, bwMemset = 1500;  // GB/s == bytes/ns
@@ -198,6 +199,7 @@ struct ValueWait {
     cuuint64_t value = 0;
     unsigned flags = 0;  // CU_STREAM_WAIT_VALUE_GEQ / EQ / AND / NOR
     Event* event = nullptr;  // instead: cuStreamWaitEvent on an event recorded into a held stream
+    bool coupled = false;    // instead: a collective's kernel waiting for its peers (collectives.cpp releases it)
 };
 // Work submitted to a stream held by an unsatisfied wait: placed, in order, when a write releases it.
 struct Deferred;
@@ -307,6 +309,7 @@ struct Op {
     const char* memop = "";        // MemOp: "write_value_32" / "write_value_64"
     CUdeviceptr memopAddr = 0;     // MemOp: the address written (held streams waiting on it are released)
     CUevent event = nullptr;       // EventRecord, EventWait: the node's event
+    long long peerWait = -1;       // a coupled collective's kernel: its wait for the last rank (trace "peer_wait")
 };
 
 struct Deferred {
@@ -332,6 +335,11 @@ CUresult memsetNodeOp(const CUDA_MEMSET_NODE_PARAMS* p, Op* out);
 // Submits or captures an op; blocks when op.sync. apiName is the ABI name of the submitting call.
 CUresult submitOp(Stream* s, Op op, const char* apiName, bool fromGraph = false);
 Ns streamReadyTime(Stream* s, Ns submit);  // start time an op submitted now would get
+// An NCCL kernel with SIMCUDA_NCCL_RANKS set: placed when every rank's kernel has arrived (collectives.cpp);
+// false: not one of those, place it as any op.
+bool placeCoupled(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGraph, Ns start, pid_t tid, Ns* endOut);
+void hold(Stream* s, const ValueWait& w);
+void release(Stream* s, Ns at);
 // Under bigLock: puts an op on the stream's timeline (its effect already ran), traces it; returns its end.
 // tid: the thread whose call submitted the work (0: this one; deferred work is placed by whichever
 // thread's call releases its stream, and the trace names the thread that submitted it).

@@ -35,6 +35,7 @@ std::vector<Stream*>& heldStreams()
 
 bool satisfied(const ValueWait& w)
 {
+    if (w.coupled) return false;  // released by collectives.cpp when the last rank arrives
     if (w.event) return !w.event->heldBy;
     cuuint64_t v = 0;
     if (w.bytes == 4) {
@@ -63,6 +64,10 @@ Ns writtenAt(const ValueWait& w)
     return it == lastWrites().end() ? 0 : it->second;
 }
 
+void eventPlaced(Event* e);
+
+}  // namespace
+
 void hold(Stream* s, const ValueWait& w)
 {
     s->held = true;
@@ -71,8 +76,6 @@ void hold(Stream* s, const ValueWait& w)
     auto& v = heldStreams();
     if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
 }
-
-void eventPlaced(Event* e);
 
 // The stream's wait is satisfied at device time `at`: its deferred work is placed, in order, until
 // another unsatisfied wait holds it again.
@@ -112,6 +115,8 @@ void release(Stream* s, Ns at)
         }
     }
 }
+
+namespace {
 
 // Queues the wait: satisfied now, the stream's next work follows the write that satisfied it.
 CUresult waitOn(Stream* s, const ValueWait& w)

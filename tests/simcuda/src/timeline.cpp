@@ -298,6 +298,11 @@ void syncContextForFree(Context* c, const char* apiName, WaitReason reason)
 Ns placeOp(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGraph, Ns* startOut, pid_t tid)
 {
     const Ns start = streamReadyTime(s, submit);
+    Ns coupledEnd = 0;
+    if (placeCoupled(s, op, apiName, submit, fromGraph, start, tid, &coupledEnd)) {
+        if (startOut) *startOut = start;
+        return coupledEnd;
+    }
     const Ns end = start + op.duration;
     s->tail = end;
     traceOp(op, apiName, s->ctx->dev, s->ctx->id, s->id, submit, start, end, fromGraph, tid);

@@ -150,6 +150,10 @@ void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, u
         snprintf(tail, sizeof tail, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%u", op.grid[0], op.grid[1],
                  op.grid[2], op.block[0], op.block[1], op.block[2], op.smem);
         line += tail;
+        if (op.peerWait >= 0) {
+            snprintf(tail, sizeof tail, ",\"peer_wait\":%lld", op.peerWait);
+            line += tail;
+        }
         break;
     case OpKind::Memcpy:
         snprintf(tail, sizeof tail, ",\"bytes\":%zu,\"dir\":\"%s\",\"host_mem\":\"%s\",\"sync\":%s", op.bytes, op.dir,
