@@ -240,6 +240,25 @@ struct CollectiveRow {
     std::string site;        // the user's call (its stack's site label)
 };
 
+// A rank that arrived last at its communicator's collectives (collector/analyze/collectives.cpp): of the
+// collectives whose every rank is in the capture and timed, those it reached last, and by how much.
+struct StragglerRow {
+    uint32_t pid = 0;
+    uint64_t commId = 0;
+    int rank = 0, nranks = 0, device = -1;
+    uint64_t collectives = 0;   // its communicator's collectives in the capture (this rank's calls, fused ones once)
+    uint64_t compared = 0;      // of which every rank's kernel was timed
+    uint64_t medianIntervalNs = 0;  // between the communicator's compared collectives (a step's length)
+    uint64_t last = 0;          // of which it arrived last, after the rank before it by over kLateNs
+    uint64_t lateNs = 0;        // summed: its arrival less the rank before it (what each such collective would end sooner)
+    uint64_t medianLateNs = 0;
+    uint64_t othersWaitNs = 0;  // summed over those collectives and the other ranks: their kernels' time waiting for it
+    // Why it was late, collective by collective: its kernel launch came late on the host (later than the
+    // others' launches by at least half its lateness), or its stream was still busy with earlier work.
+    uint64_t hostLate = 0, gpuLate = 0;
+    uint64_t medianHostLagNs = 0;  // of the host-late ones: its launch less the last other rank's launch
+};
+
 struct NvtxRow {
     std::string name;
     uint64_t ranges = 0, rangeNs = 0;  // range instances and their summed duration
@@ -447,6 +466,7 @@ struct Report {
     std::vector<SyncRow> syncs;         // by blocked time
     std::vector<NvtxRow> nvtx;          // by range time
     std::vector<CollectiveRow> collectives;  // by GPU time
+    std::vector<StragglerRow> stragglers;    // by othersWaitNs
     uint64_t collectivesDropped = 0;         // operations past the reader's bound (model.h kMaxCollectives)
     CaptureWindows captureWindows;
     std::vector<CallSite> callsites;    // by host time; id = index

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace gpuspy::collect::detail {
@@ -59,6 +60,95 @@ std::string textOf(const Process& p, uint32_t id)
     return id && it != p.strings.end() ? it->second : std::string();
 }
 
+// Which rank arrived last at each collective (stragglers). The operations of one fused launch are one
+// arrival of their rank: counted once, by the last rank's launch.
+class StragglerBook {
+public:
+    void onCollective(const std::vector<CollectiveArrival>& a, size_t from, size_t to)
+    {
+        // One entry per rank (the range holds one operation's ranks, in rank order).
+        const CollectiveArrival* last = nullptr;
+        const CollectiveArrival* before = nullptr;
+        for (size_t k = from; k < to; ++k) {
+            const CollectiveArrival& x = a[k];
+            if (!last || x.gpuBeginNs > last->gpuBeginNs) {
+                before = last;
+                last = &x;
+            } else if (!before || x.gpuBeginNs > before->gpuBeginNs) {
+                before = &x;
+            }
+        }
+        if (!last || !before || !m_seen.insert({last->pid, last->launch}).second) return;
+        ++m_compared[last->commId];
+        m_arrivals[last->commId].push_back(last->gpuBeginNs);
+        const uint64_t late = last->gpuBeginNs - before->gpuBeginNs;
+        if (late <= kLateNs) return;
+        Acc& s = m_acc[{last->commId, last->rank}];
+        s.row.pid = last->pid;
+        s.row.commId = last->commId;
+        s.row.rank = last->rank;
+        s.row.nranks = last->nranks;
+        s.row.device = last->device;
+        ++s.row.last;
+        s.row.lateNs += late;
+        s.late.push_back(late);
+        uint64_t othersLaunch = 0;
+        for (size_t k = from; k < to; ++k) {
+            if (&a[k] == last) continue;
+            s.row.othersWaitNs += last->gpuBeginNs - a[k].gpuBeginNs;
+            othersLaunch = std::max(othersLaunch, a[k].launchHostNs);
+        }
+        // Late on the host: its launch came after the others' by half its lateness or more.
+        const uint64_t lag = last->launchHostNs > othersLaunch ? last->launchHostNs - othersLaunch : 0;
+        if (2 * lag >= late) {
+            ++s.row.hostLate;
+            s.lags.push_back(lag);
+        } else {
+            ++s.row.gpuLate;
+        }
+    }
+
+    void finish(Report& r)
+    {
+        for (auto& [key, s] : m_acc) {
+            s.row.compared = m_compared[key.first];
+            std::vector<uint64_t>& at = m_arrivals[key.first];
+            std::sort(at.begin(), at.end());
+            std::vector<uint64_t> gaps;
+            for (size_t i = 1; i < at.size(); ++i) gaps.push_back(at[i] - at[i - 1]);
+            s.row.medianIntervalNs = median(gaps);
+            auto n = m_collectives.find(key);
+            s.row.collectives = n != m_collectives.end() ? n->second : s.row.compared;
+            s.row.medianLateNs = median(s.late);
+            s.row.medianHostLagNs = median(s.lags);
+            r.stragglers.push_back(s.row);
+        }
+        std::stable_sort(r.stragglers.begin(), r.stragglers.end(),
+                         [](const StragglerRow& x, const StragglerRow& y) { return x.othersWaitNs > y.othersWaitNs; });
+    }
+
+private:
+    // Later than the rank before it by more than this: a rank's launches a few microseconds apart are not late.
+    static constexpr uint64_t kLateNs = 10'000;
+    struct Acc {
+        StragglerRow row;
+        std::vector<uint64_t> late, lags;
+    };
+    static uint64_t median(std::vector<uint64_t>& v)
+    {
+        if (v.empty()) return 0;
+        std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+        return v[v.size() / 2];
+    }
+    std::set<std::pair<uint32_t, uint64_t>> m_seen;      // (pid, launch) of a last rank, counted
+    std::map<uint64_t, uint64_t> m_compared;            // communicator -> collectives compared
+    std::map<std::pair<uint64_t, int>, Acc> m_acc;      // (communicator, rank)
+    std::map<uint64_t, std::vector<uint64_t>> m_arrivals;  // communicator -> each compared collective's last arrival
+
+public:
+    std::map<std::pair<uint64_t, int>, uint64_t> m_collectives;  // (communicator, rank) -> its launches carrying collectives
+};
+
 }  // namespace
 
 void noteCollectiveLaunch(CollectiveBook& book, const ProcView& pv, const CallInfo& ci)
@@ -76,6 +166,7 @@ void noteCollectiveLaunch(CollectiveBook& book, const ProcView& pv, const CallIn
     if (!it->second) return;
     CollectiveLaunch l;
     l.tid = c.tid;
+    l.device = c.device;
     l.beginNs = c.beginNs;
     l.stream = c.stream;
     if (ci.spans && !ci.spans->empty() && !ci.upperBound) {
@@ -157,6 +248,11 @@ void endCollectives(Context& cx, const Process& p, const ProcView& pv, Collectiv
             ++n;
             bytes += o.bytes;
         }
+    // Each rank's collectives, a fused launch's operations once: its distinct launches that carried one.
+    std::set<std::tuple<uint64_t, int, long>> carried;
+    for (const Op& o : ops)
+        if (o.launch >= 0 && o.seq != ~0ull && carried.insert({o.commId, o.rank, o.launch}).second)
+            ++cx.collectiveLaunches[{o.commId, o.rank}];
     for (const Op& o : ops) {
         if (o.launch < 0) continue;
         CollectiveRow& r = cx.collectiveRows[o.row];
@@ -170,7 +266,8 @@ void endCollectives(Context& cx, const Process& p, const ProcView& pv, Collectiv
         r.timedBytes += o.bytes;
         r.gpuNs += uint64_t(double(l.gpuEndNs - l.gpuBeginNs) * share);
         if (o.seq != ~0ull)
-            cx.collectiveArrivals.push_back(CollectiveArrival{o.commId, o.seq, nullptr, o.rank, o.nranks, o.row, l.gpuBeginNs, l.gpuEndNs, share});
+            cx.collectiveArrivals.push_back(CollectiveArrival{o.commId, o.seq, nullptr, o.rank, o.nranks, o.row, l.gpuBeginNs,
+                                                              l.gpuEndNs, share, l.beginNs, uint64_t(o.launch), p.pid, l.device});
     }
 }
 
@@ -182,6 +279,7 @@ void finishCollectives(Context& cx, Report& r)
     // calls apart: a group's all-reduce and all-gather can both be number 0).
     auto& a = cx.collectiveArrivals;
     for (CollectiveArrival& x : a) x.op = &cx.collectiveRows[x.row].op;
+    StragglerBook stragglers;
     std::sort(a.begin(), a.end(), [](const CollectiveArrival& x, const CollectiveArrival& y) {
         return std::tie(x.commId, *x.op, x.seq, x.rank) < std::tie(y.commId, *y.op, y.seq, y.rank);
     });
@@ -195,6 +293,7 @@ void finishCollectives(Context& cx, Report& r)
             ++j;
         }
         if (int(ranks.size()) == a[i].nranks) {
+            stragglers.onCollective(a, i, j);
             for (size_t k = i; k < j; ++k) {
                 const CollectiveArrival& x = a[k];
                 const uint64_t len = x.gpuEndNs - x.gpuBeginNs;
@@ -216,6 +315,8 @@ void finishCollectives(Context& cx, Report& r)
         }
         r.collectives.push_back(row);
     }
+    stragglers.m_collectives = cx.collectiveLaunches;
+    stragglers.finish(r);
     std::stable_sort(r.collectives.begin(), r.collectives.end(), [](const CollectiveRow& x, const CollectiveRow& y) {
         return x.estimatedGpuNs != y.estimatedGpuNs ? x.estimatedGpuNs > y.estimatedGpuNs : x.calls > y.calls;
     });

@@ -364,6 +364,7 @@ struct FindingAccs {
 // the ranks of each collective are compared (finishCollectives).
 struct CollectiveLaunch {
     uint32_t tid = 0;
+    int device = -1;
     uint64_t beginNs = 0, stream = 0;
     bool timed = false;  // a sound span (not an upper bound)
     uint64_t gpuBeginNs = 0, gpuEndNs = 0;
@@ -380,6 +381,10 @@ struct CollectiveArrival {
     size_t row = 0;                      // Context::collectiveRows
     uint64_t gpuBeginNs = 0, gpuEndNs = 0;
     double share = 1;                    // its part of a fused launch's time
+    uint64_t launchHostNs = 0;           // its launch call's begin (host)
+    uint64_t launch = 0;                 // the launch's number in its process (fused operations share one)
+    uint32_t pid = 0;
+    int device = -1;
 };
 void noteCollectiveLaunch(CollectiveBook& book, const ProcView& pv, const CallInfo& ci);
 void endCollectives(Context& cx, const Process& p, const ProcView& pv, CollectiveBook& book);
@@ -419,6 +424,7 @@ struct Context {
     std::vector<MemoryBook> memory;  // per process that allocated anything
     std::vector<CollectiveRow> collectiveRows;
     std::vector<CollectiveArrival> collectiveArrivals;
+    std::map<std::pair<uint64_t, int>, uint64_t> collectiveLaunches;  // (communicator, rank) -> launches carrying its collectives
     uint64_t collectivesDropped = 0;
 
     std::map<const Process*, std::unique_ptr<ProcState>> open;  // processes still streaming

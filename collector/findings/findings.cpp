@@ -152,6 +152,7 @@ void analyzeFindings(Context& cx, Report& r)
     legacyStream(b);
     droppedRecords(b, r);
     memoryFindings(b, r);
+    stragglers(b, r);
     b.setApartLibraryCalls();
     markOverlappingFindings(r.findings);
     rankFindings(r.findings);

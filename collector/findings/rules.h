@@ -131,6 +131,7 @@ void droppedRecords(Builder& b, const Report& r);     // dropped.cpp
 void spinWait(Builder& b);                            // spin.cpp
 void memoryFindings(Builder& b, const Report& r);     // memory.cpp
 void legacyStream(Builder& b);                        // streams.cpp
+void stragglers(Builder& b, const Report& r);         // collectives.cpp
 // A call's part in the legacy stream's accumulators (streams.cpp): streams made, work queued.
 void addStreamUse(FindingAccs& F, const ProcView& pv, const CallInfo& ci);
 // A query's part of the spin-wait accumulators (spin.cpp), fed per call by addFindingCall.

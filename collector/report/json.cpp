@@ -62,6 +62,11 @@
 //              timed fused (carried by a launch with others: time split by bytes) gpu_ns timed_bytes
 //              estimated_gpu_ns alg_bw_gbps bus_bw_gbps with_peers (timed with every rank in the capture)
 //              wait_ns (their kernels' time before the last rank's started) move_ns site; collectives_dropped
+//   stragglers per communicator and rank that arrived last (over 10 us after the rank before it) at some of
+//              its collectives with every rank timed: pid comm_id rank nranks device collectives (its launches
+//              carrying one) compared (every rank timed) median_interval_ns (between them) last late_ns
+//              median_late_ns others_wait_ns (the other ranks' kernels' wait for it) host_late (its launch
+//              came late) gpu_late (its stream was busy) median_host_lag_ns
 //   memory     pid device (-1: pinned host) space (device managed pinned_host) allocations releases failed
 //              allocated_bytes peak_bytes peak_at_ns peak_until_ns (the first release after the peak) in_use_end_bytes unknown_releases (of memory never
 //              seen allocated: allocated before the capture began) untracked attached (gpuspy attach: memory allocated
@@ -261,6 +266,13 @@ nlohmann::ordered_json reportJson(const Report& r)
                              {"alg_bw_gbps", c.algBwGBps}, {"bus_bw_gbps", c.busBwGBps}, {"with_peers", c.withPeers},
                              {"wait_ns", c.waitNs}, {"move_ns", c.moveNs}, {"site", c.site}});
     j["collectives_dropped"] = r.collectivesDropped;
+    Json& late = j["stragglers"] = Json::array();
+    for (const StragglerRow& s : r.stragglers)
+        late.push_back(Json{{"pid", s.pid}, {"comm_id", s.commId}, {"rank", s.rank}, {"nranks", s.nranks}, {"device", s.device},
+                            {"collectives", s.collectives}, {"compared", s.compared},
+                            {"median_interval_ns", s.medianIntervalNs}, {"last", s.last}, {"late_ns", s.lateNs}, {"median_late_ns", s.medianLateNs},
+                            {"others_wait_ns", s.othersWaitNs}, {"host_late", s.hostLate}, {"gpu_late", s.gpuLate},
+                            {"median_host_lag_ns", s.medianHostLagNs}});
 
     Json& windows = j["capture_windows"] = Json::object();
     const CaptureWindows& cw = r.captureWindows;

@@ -38,7 +38,8 @@ bool placeCoupled(Stream* s, const Op& op, const char* apiName, Ns submit, bool 
     if (g_count.size() < size_t(ranks)) g_count.resize(size_t(ranks), 0);
     const unsigned long long k = g_count[size_t(dev)]++;
     std::vector<Arrival>& arrived = g_pending[k];
-    arrived.push_back(Arrival{s, op, apiName, submit, start, fromGraph, tid});
+    // Traced when the last rank arrives, maybe by its thread: the submitting thread is named now.
+    arrived.push_back(Arrival{s, op, apiName, submit, start, fromGraph, tid ? tid : threadId()});
     if (arrived.size() < size_t(ranks)) {
         // Held until the last rank arrives: its end is not known yet.
         s->tail = start;

@@ -145,5 +145,46 @@ TEST(Collectives, AnOperationWithoutItsLaunchCountsItsBytesOnly)
     EXPECT_EQ(ar->waitNs, 0u);
 }
 
+TEST(Collectives, ARankLastAtMostCollectivesIsAStragglerWithItsCause)
+{
+    // Two ranks, 6 all-reduces 100 us apart. Rank 1 launches 40 us after rank 0 each time (its host is late)
+    // and its kernel starts 40 us later: rank 0 waits 40 us each time. Step 0: rank 1 launches in time but its
+    // kernel starts 30 us later (its stream was busy): also last, late on the GPU.
+    Rank r0(100), r1(200);
+    for (uint64_t k = 0; k < 6; ++k) {
+        const uint64_t t = 1'000'000 + k * 100'000;
+        const uint64_t lag = k == 0 ? 0 : 40'000, start = k == 0 ? 30'000 : 40'000;
+        r0.launch(t, t + 100, t + 50'100);
+        r0.op(1, 3, 1024, k, 0, t - 10, t + 20);
+        r1.launch(t + lag, t + 100 + start, t + 50'100);
+        r1.op(1, 3, 1024, k, 1, t + lag - 10, t + lag + 20);
+    }
+    Capture cap;
+    cap.processes = {r0.p, r1.p};
+    const Report r = analyze(cap, {});
+    ASSERT_EQ(r.stragglers.size(), 1u);
+    const StragglerRow& s = r.stragglers[0];
+    EXPECT_EQ(s.rank, 1);
+    EXPECT_EQ(s.pid, 200u);
+    EXPECT_EQ(s.compared, 6u);
+    EXPECT_EQ(s.collectives, 6u);
+    EXPECT_EQ(s.last, 6u);
+    EXPECT_EQ(s.lateNs, 30'000u + 5 * 40'000u);
+    EXPECT_EQ(s.othersWaitNs, s.lateNs);  // one other rank
+    EXPECT_EQ(s.hostLate, 5u);
+    EXPECT_EQ(s.gpuLate, 1u);
+    EXPECT_EQ(s.medianHostLagNs, 40'000u);
+    EXPECT_EQ(s.medianIntervalNs, 100'000u);
+    bool found = false;
+    for (const Finding& f : r.findings)
+        if (f.rule == "straggler") {
+            found = true;
+            EXPECT_EQ(f.estimatedSavingsNs, s.lateNs);
+            EXPECT_EQ(f.savingsBound, "at_most");
+            EXPECT_NE(f.message.find("Its host was late"), std::string::npos) << f.message;
+        }
+    EXPECT_TRUE(found);
+}
+
 }  // namespace
 }  // namespace gpuspy::collect
