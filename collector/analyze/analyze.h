@@ -451,6 +451,7 @@ struct Report {
     ReportOptions options;
     uint64_t badStreams = 0;
     std::vector<ProcessSummary> processes;
+    std::vector<OutsideProcess> outside;  // the recorded tree's processes not in the streams (Capture::outside)
     std::vector<DeviceSummary> devices;
     std::vector<StreamSummary> streams;
     std::vector<ApiRow> apis;           // by total host time

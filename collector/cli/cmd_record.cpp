@@ -1,6 +1,7 @@
 // collector/cli/cmd_record.cpp: `gpuspy record -- CMD`, run a program tree under the shim and collect it.
 #include "collector/cli/cli.h"
 #include "collector/cli/process_tree.h"
+#include "collector/cli/process_watch.h"
 #include "collector/base/say.h"
 #include "collector/live/server.h"
 
@@ -245,6 +246,53 @@ pid_t spawn(const std::vector<std::string>& command, const std::vector<std::stri
     return pid;
 }
 
+// The captures the tree's processes wrote of their own (the shim preloaded without the collector's
+// socket), read into this one where they can be: returns how many.
+size_t mergeOwnCaptures(std::vector<OutsideProcess>& outside, CaptureWriter& writer)
+{
+    size_t n = 0;
+    for (OutsideProcess& p : outside) {
+        if (p.why != OutsideWhy::OwnCapture || p.capturePath.empty()) continue;
+        try {
+            p.merged = writer.appendStreamsOf(p.capturePath) > 0;
+            n += p.merged;
+        } catch (const std::exception& e) {
+            say("gpuspy: cannot merge {}: {}\n", p.capturePath, e.what());
+        }
+    }
+    return n;
+}
+
+// One line per process of the tree that is not in the capture through the socket and used the GPU
+// or wrote a capture of its own; a count of the others (the report lists them all).
+void sayOutside(const std::vector<OutsideProcess>& outside, const CaptureWriter& writer)
+{
+    size_t others = 0, unseen = 0;
+    for (const OutsideProcess& p : outside) {
+        if (p.why == OutsideWhy::Unseen) {
+            ++unseen;
+        } else if (p.why == OutsideWhy::OwnCapture && !p.capturePath.empty()) {
+            say("gpuspy: pid {} ({}) wrote a capture of its own (GPUSPY_SOCKET was not in its environment): {}{}\n",
+                p.pid, p.command, p.capturePath, p.merged ? "; merged into " + writer.path() : "");
+        } else if (p.why == OutsideWhy::OwnCapture) {
+            say("gpuspy: pid {} ({}) ran with gpuspy but without its socket (GPUSPY_SOCKET was not in its environment), "
+                "and the capture it may have written was not found\n", p.pid, p.command);
+        } else if (p.cuda == OutsideCuda::Loaded) {
+            say("gpuspy: pid {} ({}) ran without gpuspy ({}) and loaded the CUDA driver: its CUDA calls are not in "
+                "this capture\n", p.pid, p.command,
+                p.why == OutsideWhy::Static ? "a static program" : "LD_PRELOAD was not kept");
+        } else {
+            ++others;
+        }
+    }
+    if (others)
+        say("gpuspy: {} more process(es) of the tree ran without gpuspy, none seen with the CUDA driver loaded (the "
+            "report lists them)\n", others);
+    if (unseen)
+        say("gpuspy: {} process(es) of the tree exec'd and ended before gpuspy could read what they ran, and sent "
+            "nothing to it\n", unseen);
+}
+
 int exitStatusOf(int status)
 {
     if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -297,6 +345,9 @@ int runRecord(int argc, char** argv)
     // Descendants whose parent exits are handed to us, not to init: a daemon's double fork, a worker
     // that outlives the command. We wait for those that carry the shim, as for the command.
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    // Every process of the tree, followed while it runs: the report names those that ran without the
+    // shim or wrote a capture of their own.
+    auto watch = std::make_unique<ProcessWatch>(shim, socketPath);
     int status = 0;         // the first failing run's, else the last run's
     bool childDone = false, shimSeen = false, saidWriteFailure = false;
     std::vector<Descendant> carrying;
@@ -403,15 +454,24 @@ int runRecord(int argc, char** argv)
     }
 
     const int exitStatus = exitStatusOf(status);
-    size_t processes = 0;
+    size_t processes = 0, merged = 0;
+    std::vector<OutsideProcess> outside;
     try {
         server->closeAll();
         const uint64_t calls = server->callsReceived();
         Capture capture = server->takeCapture();
         server.reset();
+        const std::vector<WatchedProcess> seen = watch->seen();
+        watch.reset();
+        std::vector<uint32_t> connected;
+        for (const Process& p : capture.processes) connected.push_back(p.pid);
+        outside = outsideProcesses(seen, connected);
+        merged = mergeOwnCaptures(outside, *writer);
+        for (const OutsideProcess& p : outside) writer->writeOutside(p);
         finishCapture(capture, *writer);
-        processes = capture.distinctProcesses();
+        processes = capture.distinctProcesses() + merged;
         say("{}\n", captureSummary(*writer, processes, calls, capture.badStreams));
+        sayOutside(outside, *writer);
     } catch (const std::exception& e) {
         say("gpuspy record: {}\n", e.what());
         return exitStatus;
@@ -419,6 +479,11 @@ int runRecord(int argc, char** argv)
     if (processes == 0) {
         // Name the cause where it is known; never blame static or setuid programs when it was not one.
         std::string why = shimSeen ? std::string() : unpreloadable(o.command[0]);
+        const bool ownCaptures = std::any_of(outside.begin(), outside.end(), [](const OutsideProcess& p) {
+            return p.why == OutsideWhy::OwnCapture && !p.capturePath.empty();
+        });
+        if (ownCaptures)
+            why = "the processes that used gpuspy wrote captures of their own (named above), which could not be merged";
         if (why.empty() && shimSeen)
             why = fmt::format("gpuspy was loaded into {}, but no process made a CUDA call it saw, or those that did "
                               "had cleared their environment (GPUSPY_SOCKET) or changed user before their first CUDA "

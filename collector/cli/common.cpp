@@ -259,6 +259,7 @@ Report analyzeCapture(const std::string& path, const ReportRequest& request, Rep
         source.runsInCapture = source.capture.runs.size();
         selectRun(source.capture, request.run);
         Report report = analyzeAndPredict(source.capture, options);
+        report.outside = source.capture.outside;
         if (source.runsInCapture >= 2)
             report.notes.push_back(fmt::format("the capture holds {} runs of the command (record --repeat): this report "
                                                "is run {}'s (--run)",
@@ -284,6 +285,7 @@ Report analyzeCapture(const std::string& path, const ReportRequest& request, Rep
     source.capture = readCapture(path, read, &source.info);
     source.runsInCapture = source.capture.runs.size();
     Report report = analyzer.finish(source.capture.badStreams);
+    report.outside = source.capture.outside;
     if (source.capture.runs.size() < 2) replay::predictFindings(report, source.capture);
 #if GPUSPY_HAVE_SYMBOLIZE
     lateSymbols.addNotes(report.notes);

@@ -58,10 +58,8 @@ bool hasSettingsFor(pid_t pid, const std::string& socket)
 }
 
 // Our live descendants (orphaned ones are handed to us by the kernel, as to a subreaper: they stay
-// ours) that carry the shim or its settings. A zombie has no mappings and is not one. The settings
-// count too: a statically linked supervisor cannot load the shim but starts workers that do, and a
-// process caught between two execs of a chain has the next image's loader still to run.
-std::vector<Descendant> descendantsCarryingShim(const std::string& shim, const std::string& socket)
+// ours), by pid; a zombie is not one. `loaded` unset.
+std::vector<Descendant> descendantsOf()
 {
     struct Entry {
         pid_t ppid;
@@ -98,11 +96,22 @@ std::vector<Descendant> descendantsCarryingShim(const std::string& shim, const s
             auto it = all.find(up);
             up = it == all.end() ? 0 : it->second.ppid;
         }
-        if (up != self) continue;
-        if (hasShimMapped(pid, shim)) out.push_back({pid, en.comm, true});
-        else if (!socket.empty() && hasSettingsFor(pid, socket)) out.push_back({pid, en.comm, false});
+        if (up == self) out.push_back({pid, en.comm, false});
     }
     std::sort(out.begin(), out.end(), [](const Descendant& a, const Descendant& b) { return a.pid < b.pid; });
+    return out;
+}
+
+// Those of our descendants that carry the shim or its settings. The settings count too: a statically
+// linked supervisor cannot load the shim but starts workers that do, and a process caught between two
+// execs of a chain has the next image's loader still to run.
+std::vector<Descendant> descendantsCarryingShim(const std::string& shim, const std::string& socket)
+{
+    std::vector<Descendant> out;
+    for (Descendant& d : descendantsOf()) {
+        if (hasShimMapped(d.pid, shim)) out.push_back({d.pid, d.comm, true});
+        else if (!socket.empty() && hasSettingsFor(d.pid, socket)) out.push_back({d.pid, d.comm, false});
+    }
     return out;
 }
 

@@ -23,6 +23,8 @@ struct Descendant {
 bool hasShimMapped(pid_t pid, const std::string& shim);
 // Whether process `pid`'s environment points gpuspy at `socket` (GPUSPY_SOCKET=socket).
 bool hasSettingsFor(pid_t pid, const std::string& socket);
+// Our live descendants, by pid (`loaded` unset).
+std::vector<Descendant> descendantsOf();
 // Our live descendants that carry the shim or the settings for `socket`, by pid.
 std::vector<Descendant> descendantsCarryingShim(const std::string& shim, const std::string& socket);
 // "pid 12 (comm), pid 14 (comm, gpuspy's settings only)" (the first 8, then how many more).

@@ -183,6 +183,37 @@ void CaptureWriter::writeError(uint32_t stream, std::string_view message)
     writeChunk(ChunkKind::Error, stream, message.data(), message.size());
 }
 
+void CaptureWriter::writeOutside(const OutsideProcess& p)
+{
+    CaptureOutsideBody b{};
+    b.pid = p.pid;
+    b.ppid = p.ppid;
+    b.why = uint32_t(p.why);
+    b.cuda = uint32_t(p.cuda);
+    b.merged = p.merged ? 1 : 0;
+    const std::string command = p.command.substr(0, 4096), path = p.capturePath.substr(0, 4096);
+    b.commandLength = uint32_t(command.size());
+    b.pathLength = uint32_t(path.size());
+    std::string body(reinterpret_cast<const char*>(&b), sizeof b);
+    body += command;
+    body += path;
+    writeChunk(ChunkKind::Outside, 0, body.data(), body.size());
+}
+
+uint32_t CaptureWriter::appendStreamsOf(const std::string& path)
+{
+    std::map<uint32_t, uint32_t> mine;  // the file's stream index -> ours
+    ReadOptions read;
+    read.keepEvents = false;
+    read.onStreamBytes = [&](uint32_t stream, const uint8_t* data, size_t n) {
+        auto it = mine.find(stream);
+        if (it == mine.end()) it = mine.emplace(stream, addStream()).first;
+        writeStream(it->second, data, n);
+    };
+    readCapture(path, read);
+    return uint32_t(mine.size());
+}
+
 void CaptureWriter::writeRun(const CaptureRunBody& run)
 {
     writeChunk(ChunkKind::Run, run.run, &run, sizeof run);
@@ -332,12 +363,16 @@ void readBareStream(const std::string& path, Input& in, const uint8_t* first, si
     uint64_t budget = options.keepCallsUpTo;
     if (budget != UINT64_MAX) ingest.setEventBudget(&budget);
     if (options.onRecord) ingest.setObserver(options.onRecord);
-    ingest.feed(first, firstSize);
+    auto feed = [&](const uint8_t* data, size_t n) {
+        ingest.feed(data, n);
+        if (options.onStreamBytes && !ingest.failed()) options.onStreamBytes(0, data, n);
+    };
+    feed(first, firstSize);
     std::vector<uint8_t> buf(1u << 20);
     while (!ingest.failed()) {
         const size_t n = in.read(buf.data(), buf.size());
         if (n == 0) break;
-        ingest.feed(buf.data(), n);
+        feed(buf.data(), n);
     }
     ingest.finish();
     if (!ingest.hasHeader()) fail(path, ingest.error());
@@ -459,6 +494,29 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
             runs.push_back(r);
             continue;
         }
+        if (kind == ChunkKind::Outside) {
+            CaptureOutsideBody b;
+            if (h.rawSize < sizeof b) {
+                damage(at, "short Outside chunk");
+                break;
+            }
+            std::memcpy(&b, raw.data(), sizeof b);
+            if (uint64_t(b.commandLength) + b.pathLength > h.rawSize - sizeof b || capture.outside.size() >= kMaxStreams) {
+                damage(at, "malformed Outside chunk");
+                break;
+            }
+            OutsideProcess o;
+            o.pid = b.pid;
+            o.ppid = b.ppid;
+            o.why = OutsideWhy(b.why);
+            o.cuda = OutsideCuda(b.cuda);
+            o.merged = b.merged != 0;
+            const char* text = reinterpret_cast<const char*>(raw.data()) + sizeof b;
+            o.command.assign(text, b.commandLength);
+            o.capturePath.assign(text + b.commandLength, b.pathLength);
+            capture.outside.push_back(std::move(o));
+            continue;
+        }
         if (kind != ChunkKind::Stream && kind != ChunkKind::Symbols && kind != ChunkKind::Error) continue;  // newer minor
         StreamState& self = streams[h.stream];
         if (kind == ChunkKind::Stream && !self.seen) {
@@ -477,7 +535,10 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
             if (options.onRecord) s.ingest->setObserver(options.onRecord);
         }
         if (kind == ChunkKind::Stream) {
-            if (!s.ingest->failed() && !s.ingest->feed(raw.data(), raw.size())) {
+            const bool wasOk = !s.ingest->failed();
+            const bool fed = wasOk && s.ingest->feed(raw.data(), raw.size());
+            if (fed && options.onStreamBytes) options.onStreamBytes(h.stream, raw.data(), raw.size());
+            if (wasOk && !fed) {
                 // The collector stored validated bytes only: this is damage to the file.
                 std::string& error = s.ingest->process().streamError;
                 error += " (stream of process #" + std::to_string(h.stream) + ", chunk at file offset " +

@@ -11,6 +11,9 @@
 //             ended: its index, the streams its processes sent (a contiguous range: runs follow one
 //             another) and the command's exit status (CaptureRunBody). A capture without Run chunks
 //             holds one run;
+//   Outside - a process of the recorded tree that is not in the capture's streams (it ran without the
+//             shim) or wrote a capture of its own (merged into this one where it could be read):
+//             CaptureOutsideBody, then its command line and that capture's path;
 //   End     - the last chunk: totals (CaptureEndBody). A capture without it was not finished (the
 //             collector was killed): everything before is still read.
 // Chunks of different streams interleave: the collector writes as data arrives, so a capture is
@@ -29,7 +32,7 @@
 namespace gpuspy::collect {
 
 inline constexpr uint32_t kCaptureVersionMajor = 1;  // a reader refuses another major
-inline constexpr uint32_t kCaptureVersionMinor = 1;  // 1: Run chunks  // and skips chunk kinds it does not know
+inline constexpr uint32_t kCaptureVersionMinor = 2;  // 1: Run chunks, 2: Outside chunks; a reader skips chunk kinds it does not know
 inline constexpr uint32_t kMaxChunkRaw = 4u << 20;   // bounds every allocation of the reader
 inline constexpr uint32_t kMaxStreams = 1u << 16;  // processes per capture: bounds a reader's state
 
@@ -43,7 +46,7 @@ struct CaptureHeader {
 };
 static_assert(sizeof(CaptureHeader) == 32);
 
-enum class ChunkKind : uint16_t { Stream = 1, Symbols = 2, Error = 3, End = 4, Run = 5 };
+enum class ChunkKind : uint16_t { Stream = 1, Symbols = 2, Error = 3, End = 4, Run = 5, Outside = 6 };
 
 struct ChunkHeader {
     uint32_t magic;       // kChunkMagic: catches a reader that lost its place
@@ -74,6 +77,18 @@ struct CaptureRunBody {
 };
 static_assert(sizeof(CaptureRunBody) == 32);
 
+struct CaptureOutsideBody {
+    uint32_t pid;
+    uint32_t ppid;
+    uint32_t why;            // OutsideWhy
+    uint32_t cuda;           // OutsideCuda
+    uint32_t merged;         // 1: its own capture was read into this one
+    uint32_t commandLength;  // then the command line's bytes, then the capture path's
+    uint32_t pathLength;
+    uint32_t pad0;
+};
+static_assert(sizeof(CaptureOutsideBody) == 32);
+
 // Writes a capture incrementally. The file is created with mode 0600, never through a symlink, and
 // never over an existing file unless `force` (then an existing regular file is replaced). Throws
 // std::runtime_error naming the file when it cannot be created. A write that fails later (a full
@@ -99,6 +114,11 @@ public:
     uint32_t streams() const { return m_streams; }
     // A Run chunk: one run of a repeated recording has ended.
     void writeRun(const CaptureRunBody& run);
+    // An Outside chunk: a process of the tree not recorded through the collector's socket.
+    void writeOutside(const OutsideProcess& p);
+    // Copies every stream of the capture (or bare stream file) at `path` into new streams of this one,
+    // as far as it reads validly; returns how many, or throws std::runtime_error naming why not.
+    uint32_t appendStreamsOf(const std::string& path);
     // The End chunk; flushes and closes. Without it the capture reads as unfinished.
     void finish(uint64_t badStreams);
     uint64_t bytesWritten() const { return m_written; }
@@ -142,6 +162,9 @@ struct ReadOptions {
     // Called just before onProcess, with the process to complete: `report` symbolizes here a process
     // whose capture holds no symbols (a stream the shim wrote alone).
     std::function<void(Process&)> completeProcess;
+    // Called with each piece of validated stream bytes (a Stream chunk's, or a bare stream's), by
+    // the stream's index in the file (the merge of a capture into another).
+    std::function<void(uint32_t, const uint8_t*, size_t)> onStreamBytes;
     // false: the processes keep definitions and totals only, not their Call, GpuSpan and Nvtx records,
     // so memory does not grow with the capture (see StreamIngest::setKeepEvents).
     bool keepEvents = true;

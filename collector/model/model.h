@@ -113,8 +113,39 @@ struct RunInfo {
     std::vector<size_t> processes;  // indices into Capture::processes
 };
 
+// A process of a recorded tree that is not in the capture's streams, or whose stream came from a
+// capture it wrote itself (record's process watch saw it; CaptureOutsideBody on disk).
+enum class OutsideWhy : uint32_t {
+    NoPreload = 1,   // its environment did not preload the shim (LD_PRELOAD dropped or replaced)
+    Static = 2,      // a static program: the loader preloads nothing into it
+    OwnCapture = 3,  // the shim was preloaded without the collector's socket: it wrote its own capture
+    Unseen = 4,      // it exec'd and ended before what it ran could be read (with gpuspy or not: unknown)
+};
+enum class OutsideCuda : uint32_t {
+    Unknown = 0,  // its mappings were never read (it ended first)
+    Loaded = 1,   // the CUDA driver (libcuda) was seen mapped in it
+    NotSeen = 2,  // its mappings were read while it ran and held no CUDA driver
+};
+inline const char* outsideWhyName(OutsideWhy w)
+{
+    return w == OutsideWhy::NoPreload ? "no_preload" : w == OutsideWhy::Static ? "static" : w == OutsideWhy::OwnCapture ? "own_capture" : "unseen";
+}
+inline const char* outsideCudaName(OutsideCuda c)
+{
+    return c == OutsideCuda::Loaded ? "loaded" : c == OutsideCuda::NotSeen ? "not_seen" : "unknown";
+}
+struct OutsideProcess {
+    uint32_t pid = 0, ppid = 0;
+    OutsideWhy why = OutsideWhy::NoPreload;
+    OutsideCuda cuda = OutsideCuda::Unknown;
+    bool merged = false;      // its own capture was read into this one (its stream is a process of it)
+    std::string command;      // arguments joined by spaces
+    std::string capturePath;  // OwnCapture: the file it wrote; empty where none was found
+};
+
 struct Capture {
     std::vector<Process> processes;
+    std::vector<OutsideProcess> outside;  // record's tree: the processes not recorded through its socket
     std::vector<RunInfo> runs;  // empty: one run (a capture not made with --repeat)
     uint64_t badStreams = 0;  // connections or file sections that were malformed (their valid prefix is kept)
 

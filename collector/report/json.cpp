@@ -6,6 +6,11 @@
 //   processes  pid ppid command wall_ns cuda_api_ns cuda_api_pct gpuspy_overhead_ns dropped_records
 //              records_made calls threads active_begin_ns active_end_ns device_ops timed_ops
 //              sampled_out_ops ended stream_error
+//   outside    pid ppid command why cuda_driver capture merged: the processes of a tree `record` followed that
+//              are not in its streams: why "no_preload" (LD_PRELOAD not kept), "static" (a static program),
+//              "own_capture" (no GPUSPY_SOCKET: it wrote capture, merged: read into this one), "unseen" (it exec'd
+//              and ended before record could read what it ran: with or without gpuspy, unknown); cuda_driver
+//              "loaded" (seen mapped), "not_seen" (its mappings read while it ran held none), "unknown"
 //   devices    id name busy_ns busy_pct | pid active_ns ops timed_ops sampled_out_ops kernel_ns
 //              transfer_ns other_ns idle_gap_ns largest_gap_ns gaps starved_ns waiting_for_work_ns (idle while
 //              the program waited for work: paused over 1 ms, the process under a tenth of a CPU) upper_bound_ops
@@ -162,6 +167,11 @@ nlohmann::ordered_json reportJson(const Report& r)
                              {"active_begin_ns", p.activeBeginNs}, {"active_end_ns", p.activeEndNs},
                              {"device_ops", p.deviceOps}, {"timed_ops", p.timedOps}, {"sampled_out_ops", p.sampledOutOps},
                              {"ended", p.ended}, {"stream_error", p.streamError}});
+
+    Json& outside = j["outside"] = Json::array();
+    for (const OutsideProcess& p : r.outside)
+        outside.push_back(Json{{"pid", p.pid}, {"ppid", p.ppid}, {"command", p.command}, {"why", outsideWhyName(p.why)},
+                               {"cuda_driver", outsideCudaName(p.cuda)}, {"capture", p.capturePath}, {"merged", p.merged}});
 
     Json& devs = j["devices"] = Json::array();
     for (const DeviceSummary& d : r.devices)

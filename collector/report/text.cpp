@@ -149,6 +149,36 @@ void cutShort(std::string& out, const Report& r, const Style& st)
            st.reset();
 }
 
+// The processes of the recorded tree that are not in its streams: what ran without gpuspy (and whether it
+// used the GPU, where its mappings showed it), and the captures processes wrote of their own.
+void outside(std::string& out, const Report& r, const Style& st)
+{
+    if (r.outside.empty()) return;
+    size_t missing = 0;
+    for (const OutsideProcess& p : r.outside) missing += !p.merged;
+    std::string head = num(r.outside.size()) + (r.outside.size() == 1 ? " process" : " processes") +
+                       " of the recorded tree did not send to gpuspy's collector";
+    if (missing) head += std::string(": ") + (missing == r.outside.size() ? "what they" : "what those not merged") +
+                         " did on the GPU is not in these figures";
+    out += st.yellow() + wrap(head + ":", " ") + st.reset();
+    for (const OutsideProcess& p : r.outside) {
+        std::string line = "pid " + std::to_string(p.pid) + " ";
+        if (p.why == OutsideWhy::Unseen)
+            line += "exec'd and ended before gpuspy could read what it ran: whether it ran with gpuspy is unknown";
+        else if (p.why == OutsideWhy::OwnCapture)
+            line += "wrote a capture of its own (GPUSPY_SOCKET not kept): " + p.command + "; " +
+                    (p.capturePath.empty() ? "its capture was not found"
+                                           : p.capturePath + (p.merged ? ", merged: its figures are above" : ", not merged: see it with gpuspy report"));
+        else
+            line += std::string("ran without gpuspy (") + (p.why == OutsideWhy::Static ? "a static program" : "LD_PRELOAD not kept") +
+                    "): " + p.command + "; " +
+                    (p.cuda == OutsideCuda::Loaded    ? "it loaded the CUDA driver: its CUDA calls are missing"
+                     : p.cuda == OutsideCuda::NotSeen ? "the CUDA driver was not seen loaded in it"
+                                                      : "whether it loaded the CUDA driver is unknown (it ended before gpuspy looked)");
+        out += wrap(line, "   ", "     ");
+    }
+}
+
 void overview(std::string& out, const Report& r, const Style& st)
 {
     out += heading(st, "Processes");
@@ -160,6 +190,7 @@ void overview(std::string& out, const Report& r, const Style& st)
                p.command});
     out += t.render(st);
     cutShort(out, r, st);
+    outside(out, r, st);
     for (const ProcessSummary& p : r.processes)
         for (const std::string& n : p.notices) out += wrap("pid " + std::to_string(p.pid) + ": " + n + ".", " ");
     if (r.devices.empty()) return;
