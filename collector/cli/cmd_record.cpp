@@ -265,7 +265,7 @@ size_t mergeOwnCaptures(std::vector<OutsideProcess>& outside, CaptureWriter& wri
 
 // One line per process of the tree that is not in the capture through the socket and used the GPU
 // or wrote a capture of its own; a count of the others (the report lists them all).
-void sayOutside(const std::vector<OutsideProcess>& outside, const CaptureWriter& writer)
+void sayOutside(const std::vector<OutsideProcess>& outside, const CaptureWriter& writer, const std::vector<pid_t>& commands)
 {
     size_t others = 0, unseen = 0;
     for (const OutsideProcess& p : outside) {
@@ -281,8 +281,8 @@ void sayOutside(const std::vector<OutsideProcess>& outside, const CaptureWriter&
             say("gpuspy: pid {} ({}) ran without gpuspy ({}) and loaded the CUDA driver: its CUDA calls are not in "
                 "this capture\n", p.pid, p.command,
                 p.why == OutsideWhy::Static ? "a static program" : "LD_PRELOAD was not kept");
-        } else {
-            ++others;
+        } else if (std::find(commands.begin(), commands.end(), pid_t(p.pid)) == commands.end()) {
+            ++others;  // (the command itself: what the end says of "no process connected" covers it)
         }
     }
     if (others)
@@ -351,6 +351,7 @@ int runRecord(int argc, char** argv)
     int status = 0;         // the first failing run's, else the last run's
     bool childDone = false, shimSeen = false, saidWriteFailure = false;
     std::vector<Descendant> carrying;
+    std::vector<pid_t> commandPids;  // each run's command
     const unsigned signalsBeforeRuns = signalsReceived();
     for (long run = 0; run < o.repeat; ++run) {
         // Ctrl-C or SIGTERM between two runs: no more runs.
@@ -379,6 +380,7 @@ int runRecord(int argc, char** argv)
         }
         forwardSignalsTo(child);
         sigprocmask(SIG_SETMASK, &before, nullptr);
+        commandPids.push_back(child);
 
         uint64_t doneAt = 0, scannedAt = 0;
         unsigned signalsAtExit = 0;
@@ -471,7 +473,7 @@ int runRecord(int argc, char** argv)
         finishCapture(capture, *writer);
         processes = capture.distinctProcesses() + merged;
         say("{}\n", captureSummary(*writer, processes, calls, capture.badStreams));
-        sayOutside(outside, *writer);
+        sayOutside(outside, *writer, commandPids);
     } catch (const std::exception& e) {
         say("gpuspy record: {}\n", e.what());
         return exitStatus;

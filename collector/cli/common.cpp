@@ -219,6 +219,7 @@ Report analyzeRuns(const std::string& path, const ReportOptions& options, const 
     source.runs = summarizeRuns(std::move(figures));
     Report report = std::move(reports[source.runs.medianRun]);
     report.badStreams = whole.badStreams;
+    report.outside = whole.outside;  // the tree's processes not in the streams, over every run
     // The whole capture's notes that the run's report does not already say (the same words about other
     // counts are the same note: its figures are the run's, not all the runs').
     auto shape = [](const std::string& note) {

@@ -462,3 +462,57 @@ TEST(CollectorCaptureFile, InvalidStreamInsideAValidChunkIsDamage)
     EXPECT_NE(info.damage.find("at offset 144"), std::string::npos) << info.damage;
     EXPECT_NE(info.damage.find("(stream of process #0, chunk at file offset 32)"), std::string::npos) << info.damage;
 }
+
+// record's tree: the processes not in its streams are kept in Outside chunks, and a capture a child
+// wrote of its own is merged as new streams (its records whole, its process one of the capture's).
+TEST(CollectorCaptureFile, OutsideProcessesAndAMergedCaptureRoundTrip)
+{
+    TempDir dir;
+    std::vector<std::vector<uint8_t>> streams;
+    Capture own = sampleCapture(streams);
+    own.processes.resize(1);
+    streams.resize(1);
+    own.badStreams = 0;
+    const std::string ownPath = dir.file("gpuspy-100.gspy");
+    writeCapture(ownPath, own, streams, false);
+
+    const std::string path = dir.file("x.gspy");
+    {
+        CaptureWriter w(path, false);
+        auto parent = sampleProcess(200);
+        w.writeStream(w.addStream(), parent.bytes.data(), parent.bytes.size());
+        EXPECT_EQ(w.appendStreamsOf(ownPath), 1u);
+        OutsideProcess merged;
+        merged.pid = 100;
+        merged.ppid = 200;
+        merged.why = OutsideWhy::OwnCapture;
+        merged.cuda = OutsideCuda::Loaded;
+        merged.merged = true;
+        merged.command = "./app --flag";
+        merged.capturePath = ownPath;
+        w.writeOutside(merged);
+        OutsideProcess bare;
+        bare.pid = 300;
+        bare.ppid = 200;
+        bare.why = OutsideWhy::NoPreload;
+        bare.cuda = OutsideCuda::NotSeen;
+        bare.command = "/bin/worker -n 3";
+        w.writeOutside(bare);
+        w.finish(0);
+    }
+    Capture r = readCapture(path);
+    ASSERT_EQ(r.processes.size(), 2u);
+    EXPECT_EQ(r.processes[0].pid, 200u);
+    EXPECT_EQ(r.processes[1].pid, 100u);
+    EXPECT_EQ(r.processes[1].calls.size(), own.processes[0].calls.size());
+    ASSERT_EQ(r.outside.size(), 2u);
+    EXPECT_EQ(r.outside[0].pid, 100u);
+    EXPECT_EQ(r.outside[0].why, OutsideWhy::OwnCapture);
+    EXPECT_TRUE(r.outside[0].merged);
+    EXPECT_EQ(r.outside[0].capturePath, ownPath);
+    EXPECT_EQ(r.outside[1].command, "/bin/worker -n 3");
+    EXPECT_EQ(r.outside[1].why, OutsideWhy::NoPreload);
+    EXPECT_EQ(r.outside[1].cuda, OutsideCuda::NotSeen);
+    EXPECT_FALSE(r.outside[1].merged);
+    EXPECT_TRUE(r.outside[1].capturePath.empty());
+}
