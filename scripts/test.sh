@@ -41,7 +41,7 @@ sanitizer_targets=(gpuspy gpuspy_cli gpuspy_fake_shim simcuda compare_capture ri
                    shim_exit_paths shim_threads_churn shim_errno_guest shim_exit_from_thread
                    hardening_storm hardening_families hardening_spawn hardening_quiet_after_burst
                    hardening_fd_takeover hardening_unwind_pipe hardening_sig_guard hardening_sig_default hardening_daemon
-                   hardening_exit_hazards hardening_low_limit hardening_prefork)
+                   hardening_exit_hazards hardening_low_limit hardening_prefork hardening_tree hardening_supervise)
 sanitizer_phase() {
   local kind=$1
   local dir=$GPUSPY_ROOT/build-$kind
