@@ -265,7 +265,8 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId, size_t deepest)
         auto sym = p.symbols.find(addr);
         if (sym != p.symbols.end() && !sym->second.empty()) {
             for (const Frame& fr : sym->second)
-                r.frames.push_back({fr.function, fr.file, fr.line, fr.module, fr.offset, fr.address ? fr.address : addr, fr.inlined, true});
+                r.frames.push_back({fr.function, fr.file, fr.line, fr.module, fr.offset, fr.address ? fr.address : addr, fr.inlined,
+                                    true, false, fr.callee});
             continue;
         }
         ReportFrame f;
@@ -338,7 +339,13 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId, size_t deepest)
         if (intoLibrary.empty() && f.app)
             for (size_t i = site; i-- > 0;) {
                 intoLibrary = libraryCallOf(r.frames[i].module, r.frames[i].function);
-                if (!intoLibrary.empty()) break;
+                if (intoLibrary.empty()) continue;
+                // The library's frame right below the user's, the call instruction's own target: named
+                // as the user's binary called it (cufftExecR2C, whose code is cufftXtExec's; the export
+                // cusolverDnSsyevd jumps into code no symbol names).
+                if (i + 1 == site && !f.callee.empty() && r.frames[i].address != f.address)
+                    if (std::string called = libraryCallOf(r.frames[i].module, f.callee); !called.empty()) intoLibrary = called;
+                break;
             }
         if (!intoLibrary.empty()) r.label += " \u2192 " + intoLibrary;
         r.libraryCall = intoLibrary;

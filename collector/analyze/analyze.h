@@ -40,6 +40,7 @@ struct ReportFrame {
     bool inlined = false;
     bool app = true;       // false for CUDA runtime/driver/library and gpuspy frames
     bool python = false;   // a Python frame: function, file and line of the interpreted code
+    std::string callee;    // Frame::callee: what the call instruction at this return address calls
 };
 
 // Where calls come from: the first frame of the application's own code (function + file:line), or

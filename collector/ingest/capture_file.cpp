@@ -264,10 +264,17 @@ void forEachSymbolStream(const Process& proc, F&& emit)
             b.line = f.line;
             b.inlineDepth = uint16_t(std::min<size_t>(frames.size() - 1 - i, UINT16_MAX));
             b.moduleIndex = moduleIndexOf(proc, f);
-            if (b.moduleIndex == UINT32_MAX && !f.module.empty()) {
+            const bool unannounced = b.moduleIndex == UINT32_MAX && !f.module.empty();
+            if (unannounced || !f.callee.empty()) {
                 // A module the process never announced ([vdso], a path spelled differently): its
                 // name goes after the file name, where readers of function\0file\0 do not look.
-                tail.append(f.module, 0, kMaxSymbolText);
+                if (unannounced) tail.append(f.module, 0, kMaxSymbolText);
+                tail.push_back('\0');
+            }
+            if (!f.callee.empty()) {
+                // The function the call before this return address calls (Frame::callee), fourth:
+                // readers that know three strings stop before it.
+                tail.append(f.callee, 0, kMaxSymbolText);
                 tail.push_back('\0');
             }
             b.length = uint32_t(tail.size());

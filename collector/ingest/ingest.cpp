@@ -48,7 +48,7 @@ std::string joinCommandLine(std::string_view argv)
 SymbolText splitSymbolTail(std::string_view tail)
 {
     SymbolText t;
-    std::string_view* parts[] = {&t.function, &t.file, &t.module};
+    std::string_view* parts[] = {&t.function, &t.file, &t.module, &t.callee};
     for (std::string_view* part : parts) {
         const size_t nul = tail.find('\0');
         *part = tail.substr(0, nul);
@@ -186,6 +186,7 @@ void applyRecord(Process& p, const wire::RecordView& v, bool keepEvents)
         f.file = std::string(text.file);
         f.line = b.line;
         f.inlined = b.inlineDepth != 0;
+        f.callee = std::string(text.callee);
         if (b.moduleIndex < p.modules.size()) {
             const ModuleInfo& m = p.modules[b.moduleIndex];
             f.module = m.path;

@@ -16,10 +16,11 @@ namespace gpuspy::collect {
 // Records of types this build does not use are ignored.
 void applyRecord(Process& proc, const wire::RecordView& record, bool keepEvents = true);
 
-// The parts of a Symbol record's tail: function '\0' file '\0' [module '\0'] (the module only when
-// the record's moduleIndex names none of the process's modules).
+// The parts of a Symbol record's tail: function '\0' file '\0' [module '\0' [callee '\0']] (the module
+// only when the record's moduleIndex names none of the process's modules, else empty where a callee
+// follows; the callee: Frame::callee).
 struct SymbolText {
-    std::string_view function, file, module;
+    std::string_view function, file, module, callee;
 };
 SymbolText splitSymbolTail(std::string_view tail);
 

@@ -32,6 +32,10 @@ struct Frame {
     std::string module;    // path of the ELF object
     uint64_t offset = 0;   // address - module bias (for module+offset when there is no symbol)
     bool inlined = false;
+    // The innermost frame of a return address: the function its call instruction calls, by the name
+    // the caller's binary used ("cufftExecR2C", though the code it reaches is cufftXtExec's); "" when
+    // unknown or indirect.
+    std::string callee;
 };
 
 // A Python code object and a frame in it, as the shim sent them (PyCodeDef, PyFrameDef); a stack

@@ -143,6 +143,10 @@ std::vector<Frame> Symbolizer::lookup(uint64_t address)
     GElf_Sym sym;
     const char* symName = dwfl_module_addrinfo(mod, pc, &symOffset, &sym, nullptr, nullptr, nullptr);
     base.function = demangle(symName);
+    std::unique_ptr<EntryPoints>& entries = m_entryPoints[mod];
+    if (!entries) entries = std::make_unique<EntryPoints>(mod);
+    // Code no symbol names that an export tail-jumps into (cusolverDnSsyevd) is named by the export.
+    if (base.function.empty()) base.function = demangle(entries->exportJumpingInto(pc).c_str());
 
     // file:line of the innermost frame, from the line table.
     std::string file;
@@ -196,6 +200,7 @@ std::vector<Frame> Symbolizer::lookup(uint64_t address)
         f.line = line;
         frames.push_back(std::move(f));
     }
+    frames.front().callee = demangle(entries->calleeOf(address).c_str());
     return frames;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "collector/model/model.h"
+#include "collector/symbolize/entry_points.h"
 
 #include <cstdint>
 #include <memory>
@@ -35,6 +36,7 @@ private:
     std::vector<ModuleInfo> m_modules;
     Dwfl* m_dwfl = nullptr;
     std::unordered_map<uint64_t, std::vector<Frame>> m_cache;
+    std::unordered_map<Dwfl_Module*, std::unique_ptr<EntryPoints>> m_entryPoints;
 };
 
 // Symbolizes many processes with one session per binary, kept for the cache's life: the hundreds of

@@ -9,7 +9,11 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <gelf.h>
+#include <fcntl.h>
+
 #include <climits>
+#include <cstring>
 #include <string>
 
 using namespace gpuspy::collect;
@@ -47,6 +51,21 @@ __attribute__((noinline)) uint64_t inlineCaller()
 {
     uint64_t r = inlinedHelper();
     asm volatile("" ::: "memory");
+    return r;
+}
+
+// The return address of a call through the PLT, as a stack holds it (a `call dwfl_version@PLT` the
+// compiler cannot turn into anything else).
+__attribute__((noinline)) uint64_t returnAddressOfPltCall()
+{
+    uint64_t r;
+    asm volatile("xor %%edi, %%edi\n\t"
+                 "call dwfl_version@PLT\n"
+                 "1:\n\t"
+                 "lea 1b(%%rip), %0"
+                 : "=r"(r)
+                 :
+                 : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "memory", "cc");
     return r;
 }
 
@@ -266,4 +285,69 @@ TEST(Symbolize, PythonFramesFromTheirDefinitions)
     EXPECT_EQ(p.symbols[known][0].module, "");
     EXPECT_EQ(p.symbols[noLine][0].line, 0u);
     EXPECT_EQ(p.symbols[missing][0].function, "(python)");
+}
+
+TEST(Symbolize, CallThroughThePltNamesItsCallee)
+{
+    // The call instruction before a return address names the function the binary asked the loader for
+    // (Frame::callee), as the user wrote it: what a library's export tail-jumps into may be named otherwise.
+    const uint64_t address = symtest::returnAddressOfPltCall();
+    Symbolizer sym(currentModules());
+    std::vector<Frame> frames = sym.symbolize(address);
+    ASSERT_FALSE(frames.empty());
+    EXPECT_EQ(frames.front().callee, "dwfl_version");
+    EXPECT_EQ(frames.back().function, "symtest::returnAddressOfPltCall()");
+    // A return address after no direct call (the function's own entry + 1): no callee.
+    EXPECT_EQ(sym.symbolize(reinterpret_cast<uint64_t>(&symtest::returnAddressOfPltCall) + 1).front().callee, "");
+}
+
+TEST(Symbolize, CodeAnExportJumpsIntoIsNamedByTheExport)
+{
+    // libcusolver's cusolverDnSsyevd is `jmp` into a function its stripped symbol table does not name: a
+    // return address in that function is named by the export (issue 28: '(unnamed) (libcusolver.so.12)').
+    const std::string path = "/usr/local/cuda/lib64/libcusolver.so.12";
+    const int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) GTEST_SKIP() << "no " << path;
+    elf_version(EV_CURRENT);
+    Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+    ASSERT_NE(elf, nullptr);
+    // The export's jmp rel32 target, read here from the file by hand.
+    uint64_t target = 0;
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn && !target; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM) continue;
+        Elf_Data* d = elf_getdata(scn, nullptr);
+        for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; ++i) {
+            GElf_Sym s;
+            gelf_getsym(d, int(i), &s);
+            if (std::strcmp(elf_strptr(elf, sh.sh_link, s.st_name), "cusolverDnSsyevd") != 0) continue;
+            size_t phnum = 0;
+            elf_getphdrnum(elf, &phnum);
+            for (size_t p = 0; p < phnum; ++p) {
+                GElf_Phdr ph;
+                gelf_getphdr(elf, int(p), &ph);
+                if (ph.p_type != PT_LOAD || s.st_value < ph.p_vaddr || s.st_value >= ph.p_vaddr + ph.p_filesz) continue;
+                uint8_t code[5];
+                ASSERT_EQ(pread(fd, code, 5, off_t(ph.p_offset + s.st_value - ph.p_vaddr)), 5);
+                if (code[0] != 0xe9) break;
+                int32_t rel;
+                std::memcpy(&rel, code + 1, 4);
+                target = s.st_value + 5 + int64_t(rel);
+            }
+            break;
+        }
+    }
+    elf_end(elf);
+    close(fd);
+    if (!target) GTEST_SKIP() << "this cuSOLVER's cusolverDnSsyevd is not a jmp";
+    ModuleInfo whole;
+    whole.start = 0;
+    whole.end = UINT64_MAX;
+    whole.path = path;
+    Symbolizer sym({whole});
+    // A return address a little inside the function the export jumps to.
+    const std::vector<Frame> frames = sym.symbolize(target + 16);
+    ASSERT_FALSE(frames.empty());
+    EXPECT_EQ(frames.back().function, "cusolverDnSsyevd");
+    EXPECT_EQ(frames.back().module, path);
 }
