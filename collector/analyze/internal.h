@@ -342,6 +342,16 @@ struct LegacyMixAcc {
 };
 
 // The findings' accumulators (collector/findings/findings.cpp reads them at the end).
+// A process's failed calls (failed_calls.cpp): every call it made, those that failed (a query's
+// not-ready aside) and the first of them in host time.
+struct FailAcc {
+    uint64_t calls = 0, failed = 0, firstNs = UINT64_MAX;
+    std::string firstApi;
+    int32_t firstCode = 0;
+    uint32_t firstRawSite = UINT32_MAX, firstTid = 0;
+    std::map<std::string, std::map<int32_t, uint64_t>> byApi;  // api -> CUresult -> calls
+    Matched failedCalls;                                      // their sites and host time
+};
 struct FindingAccs {
     Matched pageable[2];     // synchronous pageable copies: HtoD, DtoH
     Matched pinned[2];       // counted pinned transfers: HtoD, DtoH (their bandwidth is the reference)
@@ -356,6 +366,7 @@ struct FindingAccs {
     std::map<uint32_t, std::set<uint64_t>> blockingStreams;            // by pid: streams made without cudaStreamNonBlocking
     std::map<std::pair<uint32_t, int>, LegacyMixAcc> legacyMix;         // by (pid, device)
     std::map<uint32_t, GraphLaunchAcc> graphLaunches;                   // by raw site
+    std::map<uint32_t, FailAcc> failures;                               // by pid
 };
 
 // NCCL's operations (collector/analyze/collectives.cpp). A process's NCCL kernel launches are noted as

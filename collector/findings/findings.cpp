@@ -78,6 +78,7 @@ void addFindingCall(Context& cx, const ProcView& pv, const CallInfo& ci)
 {
     const wire::CallBody& c = *ci.call;
     FindingAccs& F = cx.findings;
+    addFailedCall(F.failures[pv.proc->pid], ci);
     if (isCountedTransfer(c)) {
         const wire::Direction dir = c.args.transfer.direction;
         const int side = dir == wire::Direction::HtoD ? 0 : dir == wire::Direction::DtoH ? 1 : -1;
@@ -153,6 +154,7 @@ void analyzeFindings(Context& cx, Report& r)
     droppedRecords(b, r);
     memoryFindings(b, r);
     stragglers(b, r);
+    callsFailed(b);
     b.setApartLibraryCalls();
     markOverlappingFindings(r.findings);
     rankFindings(r.findings);

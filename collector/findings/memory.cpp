@@ -2,6 +2,8 @@
 // memory rows (collector/analyze/memory.cpp). They save memory, not time: no time saving is claimed.
 #include "collector/findings/rules.h"
 
+#include "collector/model/cuda_results.h"
+
 namespace gpuspy::collect::detail::rules {
 
 namespace {
@@ -174,16 +176,31 @@ void memoryFindings(Builder& b, const Report& r)
         }
         poolKeepsMemory(b, r, m);
         poolRegrowth(b, r, m);
+        // A process none of whose calls succeeded has calls-failed, which names its first error.
+        auto fails = b.cx().findings.failures.find(m.pid);
+        if (fails != b.cx().findings.failures.end() && fails->second.calls && fails->second.failed == fails->second.calls) continue;
+        // One finding per site and error: three refused allocations in a row are one story.
+        std::map<std::pair<uint32_t, std::string>, uint64_t> told;
         for (const MemoryFailure& x : m.failures) {
+            if (told[{x.callsite, x.error}]++) continue;
+            uint64_t times = 0;
+            for (const MemoryFailure& y : m.failures) times += y.callsite == x.callsite && y.error == x.error;
             Matched one;
-            one.count = 1;
+            one.count = times;
             one.bytes = x.bytes;
+            const std::string what = (x.api.empty() ? std::string("An allocation") : x.api) + " of " + formatBytes(x.bytes) +
+                                     " in " + where(m, r) + " failed" + (times > 1 ? " " + std::to_string(times) + " times, first" : "") +
+                                     " at " + formatNs(x.atNs) + " (" + x.error + ") at " + label(r, x.callsite) + "; " +
+                                     formatBytes(x.inUse) + " was in use then";
+            // Only an out-of-memory error is about memory: any other (no context current, a bad argument)
+            // refused the call itself, and freeing memory would not help.
+            const bool outOfMemory = x.error == "CUDA_ERROR_OUT_OF_MEMORY" || x.error.empty();
+            const std::string hint = outOfMemory ? std::string() : errorHint(cudaResultCode(x.error));
             Finding& f = b.add("allocation-failed", one, 0,
-                               (x.api.empty() ? std::string("An allocation") : x.api) + " of " + formatBytes(x.bytes) + " in " +
-                                   where(m, r) + " failed at " + formatNs(x.atNs) + " (" + x.error + ") at " +
-                                   label(r, x.callsite) + "; " + formatBytes(x.inUse) + " was in use then" +
-                                   (x.holders.empty() ? std::string(".") : ", held by " + holdersText(r, x.holders) + ".") +
-                                   " Free what those hold before asking, or ask for less.");
+                               outOfMemory ? what + (x.holders.empty() ? std::string(".") : ", held by " + holdersText(r, x.holders) + ".") +
+                                                 " Free what those hold before asking, or ask for less."
+                                           : what + ": not for lack of memory; the driver refused the call itself" +
+                                                 (hint.empty() ? std::string(".") : ": " + hint + "."));
             f.callsites = {x.callsite};
             f.severity = "high";
             f.evidence = {{"bytes", double(x.bytes)}, {"in_use_bytes", double(x.inUse)}};

@@ -130,6 +130,11 @@ LoopSites loopSites(const Context& cx, const std::map<uint32_t, HotAllocAcc>& ac
 void droppedRecords(Builder& b, const Report& r);     // dropped.cpp
 void spinWait(Builder& b);                            // spin.cpp
 void memoryFindings(Builder& b, const Report& r);     // memory.cpp
+void addFailedCall(FailAcc& a, const CallInfo& ci);   // failed_calls.cpp
+void callsFailed(Builder& b);
+// What an error means for the call that got it, where gpuspy can say ("" otherwise): "no context was
+// current on the thread ...".
+std::string errorHint(int32_t code);
 void legacyStream(Builder& b);                        // streams.cpp
 void stragglers(Builder& b, const Report& r);         // collectives.cpp
 // A call's part in the legacy stream's accumulators (streams.cpp): streams made, work queued.

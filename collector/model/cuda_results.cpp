@@ -27,4 +27,11 @@ std::string cudaResultName(int32_t code)
     return "CUresult " + std::to_string(code);
 }
 
+int32_t cudaResultCode(const std::string& name)
+{
+    for (const Named& n : kResults)
+        if (name == n.name) return n.code;
+    return -1;
+}
+
 }  // namespace gpuspy::collect

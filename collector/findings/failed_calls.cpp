@@ -1,0 +1,81 @@
+// collector/findings/failed_calls.cpp: calls-failed: a process every one of whose CUDA calls failed did no
+// GPU work, and its report would otherwise look empty or healthy. The finding names the first failing call,
+// its error and its site (the one to fix: the others usually follow from it), and the failures by API.
+#include "collector/findings/rules.h"
+
+#include "collector/model/cuda_results.h"
+
+namespace gpuspy::collect::detail::rules {
+
+std::string errorHint(int32_t code)
+{
+    switch (code) {
+    case 3:  // CUDA_ERROR_NOT_INITIALIZED
+        return "the driver was not initialised (cuInit not called, or it failed)";
+    case 100:  // CUDA_ERROR_NO_DEVICE
+        return "the driver sees no GPU (CUDA_VISIBLE_DEVICES, the container's devices)";
+    case 101:  // CUDA_ERROR_INVALID_DEVICE
+        return "the device ordinal is not one the driver sees";
+    case 201:  // CUDA_ERROR_INVALID_CONTEXT
+        return "no context was current on the calling thread (cudaSetDevice or cuCtxSetCurrent first), or the "
+               "call was passed a context the driver does not know: a binding written for an older CUDA may call an "
+               "entry point whose signature changed (CUDA 13's cuCtxSynchronize_v2 takes a context)";
+    case 209:  // CUDA_ERROR_NO_BINARY_FOR_GPU
+        return "the module holds no code for this GPU's architecture: build for it (-gencode) or ship PTX";
+    case 222:  // CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+        return "the PTX is newer than this driver can compile: build with an older toolkit or update the driver";
+    case 35:  // CUDA_ERROR_STUB_LIBRARY
+        return "the program loaded the toolkit's stub libcuda.so, not the driver's";
+    default:
+        return {};
+    }
+}
+
+void addFailedCall(FailAcc& a, const CallInfo& ci)
+{
+    const wire::CallBody& c = *ci.call;
+    ++a.calls;
+    if (succeeded(c) || (ci.api->query && c.result == kCudaErrorNotReady)) return;
+    ++a.failed;
+    ++a.byApi[ci.api->name][c.result];
+    a.failedCalls.add(ci);
+    if (c.beginNs < a.firstNs) {
+        a.firstNs = c.beginNs;
+        a.firstApi = ci.api->name;
+        a.firstCode = c.result;
+        a.firstRawSite = ci.rawSite;
+        a.firstTid = c.tid;
+    }
+}
+
+void callsFailed(Builder& b)
+{
+    const Context& cx = b.cx();
+    const bool several = cx.findings.failures.size() > 1;
+    for (const auto& [pid, a] : cx.findings.failures) {
+        if (!a.calls || a.failed != a.calls) continue;
+        const int site = a.firstRawSite < cx.rawSites.size() ? cx.rawSites[a.firstRawSite].site : kNoSite;
+        const std::string where = site >= 0 && size_t(site) < cx.sites.size() ? " at " + cx.sites[size_t(site)].label : "";
+        std::string byApi;
+        for (const auto& [api, codes] : a.byApi)
+            for (const auto& [code, n] : codes)
+                byApi += (byApi.empty() ? "" : ", ") + apiDisplay(cx, api) + " " + std::to_string(n) + "x " + cudaResultName(code);
+        const std::string hint = errorHint(a.firstCode);
+        Finding& f = b.add("calls-failed", a.failedCalls, 0,
+                           "Every CUDA call " + std::string(several ? "of pid " + std::to_string(pid) + " " : "") +
+                               "that gpuspy saw failed (" + std::to_string(a.failed) + " calls), so no GPU work ran. The first, " +
+                               apiDisplay(cx, a.firstApi) + where + " (thread " + std::to_string(a.firstTid) + "), returned " +
+                               cudaResultName(a.firstCode) + " (" + std::to_string(a.firstCode) + ")" +
+                               (hint.empty() ? std::string() : ": " + hint) + ". Fix that one first: the later failures (" +
+                               byApi + ") often follow from it.");
+        f.severity = "high";
+        if (site >= 0) {
+            // The first failing call's site first: it is the one to fix.
+            f.callsites.erase(std::remove(f.callsites.begin(), f.callsites.end(), uint32_t(site)), f.callsites.end());
+            f.callsites.insert(f.callsites.begin(), uint32_t(site));
+        }
+        f.evidence = {{"failed_calls", double(a.failed)}, {"first_error", double(a.firstCode)}};
+    }
+}
+
+}  // namespace gpuspy::collect::detail::rules
