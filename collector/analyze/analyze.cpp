@@ -231,6 +231,7 @@ struct ResolvedStack {
     size_t siteFrame = 0;
     std::string label;
     std::string libraryCall;  // see CallSite::libraryCall
+    std::string libraryOwn;   // see CallSite::libraryOwn
     bool viaRuntime = false;  // cudart's frames between the site and the driver: the program called the runtime
 };
 
@@ -316,6 +317,20 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId, size_t deepest)
     if (!libraryCall.empty()) {
         r.label = libraryCall + " (inside the library)";
         r.libraryCall = libraryCall;
+        // A whole stack without a frame of the user's: the library's own thread, or its exit handler
+        // (called by exit() after main returned: teardown).
+        bool anyApp = false, atExit = false;
+        for (const ReportFrame& g : r.frames) {
+            anyApp |= g.app;
+            atExit |= g.function == "__run_exit_handlers" || g.function == "_dl_fini" || g.function == "exit";
+        }
+        if (!anyApp && atExit) {
+            r.libraryOwn = "exit";
+            r.label = libraryCall + " (an exit handler of the library's)";
+        } else if (!anyApp) {
+            for (std::string_view t : {"start_thread", "clone", "__clone"})
+                if (startsWith(r.frames.back().function, t)) r.libraryOwn = "thread";
+        }
         // The stack ends inside the library at the depth budget (cuSOLVER -> cuBLAS -> cuBLASLt is deeper
         // than 24 frames): the caller is beyond it, not absent.
         if (st->second.size() >= deepest && deepest >= 8 && !startsThread(r.frames.back()))
@@ -435,6 +450,7 @@ void resolveSites(Context& cx, const ProcView& view, const std::vector<uint32_t>
             s.frames = st.frames;
             s.siteFrame = st.siteFrame;
             s.libraryCall = st.libraryCall;
+            s.libraryOwn = st.libraryOwn;
             cx.sites.push_back(std::move(s));
         }
         CallSite& s = cx.sites[size_t(pos->second)];

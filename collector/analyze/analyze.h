@@ -57,6 +57,10 @@ struct CallSite {
     // "thrust::sort (thrust)", "Buffer.upload (gpukit)"), or on a library's own thread; "" when the
     // user's code made them: advice on how to make them is for the user's calls only.
     std::string libraryCall;
+    // Calls no code of the user's stands behind (no app frame, a whole stack): "thread" on a thread the
+    // library started itself (NCCL's proxy and async-init threads), "exit" in an exit handler (a library's
+    // teardown after main returned); "" otherwise. Both are setup and teardown, never the user's loop.
+    std::string libraryOwn;
 };
 
 struct ProcessSummary {

@@ -79,10 +79,16 @@ void Builder::noteLibraryShare(size_t finding, const Matched& m)
         if (raw >= m_cx.rawSites.size()) continue;
         const RawSite& rs = m_cx.rawSites[raw];
         share.totalNs += ns;
-        const std::string* call = rs.site >= 0 && size_t(rs.site) < m_cx.sites.size() ? &m_cx.sites[size_t(rs.site)].libraryCall : nullptr;
-        if (call && !call->empty()) {
+        const CallSite* site = rs.site >= 0 && size_t(rs.site) < m_cx.sites.size() ? &m_cx.sites[size_t(rs.site)] : nullptr;
+        if (site && !site->libraryCall.empty()) {
             share.libraryNs += ns;
-            share.calls[*call] += ns;
+            if (site->libraryOwn.empty()) {
+                share.calls[site->libraryCall] += ns;
+                continue;
+            }
+            // Not a call of the user's: the library's own thread (ncclProxyService) or exit handler.
+            share.ownNs += ns;
+            share.calls[site->libraryCall + (site->libraryOwn == "exit" ? " in an exit handler" : " on a thread of the library's own")] += ns;
         } else if (rs.proc < m_cx.processes.size()) {
             share.userStacks.push_back({m_cx.processes[rs.proc].pid, rs.stackId});
         }
@@ -100,6 +106,20 @@ void Builder::setApartLibraryCalls()
         f.evidence.push_back({"inside_library_ns", double(share.libraryNs)});
         std::sort(share.userStacks.begin(), share.userStacks.end());
         share.userStacks.erase(std::unique(share.userStacks.begin(), share.userStacks.end()), share.userStacks.end());
+        f.evidence.push_back({"library_own_ns", double(share.ownNs)});
+        if (inside >= kAllInsideShare && share.ownNs >= share.libraryNs) {
+            // No call of the user's stands behind them: the library's set-up and teardown.
+            f.message = "These " + std::string(advice->what) + " (" + std::to_string(f.count) + " calls, " +
+                        formatNs(f.ns) + ") were made by the library by itself, not by your code nor inside a call of "
+                        "yours: " + callsText(share.calls) + ". A library's own threads and exit handlers set it up and "
+                        "tear it down (NCCL's communicators, a library's caches): setup, not your program's steady "
+                        "state. No saving is claimed, and nothing in your code makes them.";
+            f.estimatedSavingsNs = 0;
+            f.hostCpuSavingsNs = 0;
+            f.severity = "info";
+            f.stacks.clear();
+            continue;
+        }
         if (inside >= kAllInsideShare) {
             f.message = "These " + std::string(advice->what) + " (" + std::to_string(f.count) + " calls, " +
                         formatNs(f.ns) + ") were made inside library calls, not by your code: " + callsText(share.calls) +

@@ -96,6 +96,7 @@ private:
     struct LibraryShare {
         size_t finding = 0;
         uint64_t libraryNs = 0, totalNs = 0;
+        uint64_t ownNs = 0;  // of libraryNs: on the library's own threads or in its exit handlers (CallSite::libraryOwn)
         std::map<std::string, uint64_t> calls;              // library call -> host ns
         std::vector<std::pair<uint32_t, uint32_t>> userStacks;  // (pid, stack id) of the user's own calls
     };

@@ -90,7 +90,7 @@
 //              is estimated to reach them)
 //              {holding} = callsite (null: the sites past the 7 largest, or none known) label bytes allocations
 //   callsites  id category (transfer launch sync alloc) frames[{function file line module offset
-//              address inlined app}] count ns | label site_frame apis library_call
+//              address inlined app}] count ns | label site_frame apis library_call library_own (thread|exit|"")
 //   capture_windows {used left_out left_out_launches left_out_after empty_windows windows[{pid index trigger
 //              ended_by begin_ns end_ns calls launches transfers syncs allocs left_out_before
 //              left_out_launches_before empty}]} (record --capture-range, --delay, --duration, ctl start/stop)
@@ -357,7 +357,7 @@ nlohmann::ordered_json reportJson(const Report& r)
                                   {"offset", f.offset}, {"address", f.address}, {"inlined", f.inlined}, {"app", f.app}});
         sites.push_back(Json{{"id", s.id}, {"category", s.category}, {"frames", frames}, {"count", s.count},
                              {"ns", s.ns}, {"label", s.label}, {"site_frame", s.siteFrame}, {"apis", strings(s.apis)},
-                             {"library_call", s.libraryCall}});
+                             {"library_call", s.libraryCall}, {"library_own", s.libraryOwn}});
     }
 
     Json& findings = j["findings"] = Json::array();

@@ -14,7 +14,8 @@
 //             with a source line, names that library call below it), `library-call-lines NAME N` (at
 //             least N lines of the app's source name it, each its own site), `library-made RULE...`
 //             (its calls were made inside library calls: information without a saving; -if-present: when
-//             it fired), `driver-api-names` (every API named as the driver's); '#' starts a comment.
+//             it fired), `library-own-if-present RULE...` (when it fired, its calls were all made on the
+//             library's own threads or exit handlers: setup, no saving), `driver-api-names` (every API named as the driver's); '#' starts a comment.
 //   --app-src the directory of the apps' sources (tests/apps)
 //   --rel-tol relative allowance on GPU times and busy time on top of the computed bound (default 0.02)
 //
@@ -991,6 +992,23 @@ int main(int argc, char** argv)
                         auto it = sites.find(id.get<long long>());
                         check(it != sites.end() && !it->second->value("library_call", "").empty(),
                               "finding " + rule + ": call site " + id.dump() + " names the library call it was made in");
+                    }
+                }
+            } else if (verb == "library-own-if-present") {
+                // The finding's calls were all made by the library by itself, on its own threads or in its
+                // exit handlers (issue 28: NCCL's init and teardown read as the user's hot path): when it
+                // fired, it says so, claims nothing, and every call site is marked library_own.
+                std::string rule;
+                while (ls >> rule) {
+                    if (!findings.count(rule)) continue;
+                    const Json& f = *findings[rule];
+                    check(f.value("severity", "") == "info" && f.value("estimated_savings_ns", 1.0) == 0 &&
+                              f.value("message", "").find("by the library by itself") != std::string::npos,
+                          "finding " + rule + " says its calls are the library's own setup: " + f.value("message", ""));
+                    for (const Json& id : f["callsites"]) {
+                        auto it = sites.find(id.get<long long>());
+                        check(it != sites.end() && !it->second->value("library_own", "").empty(),
+                              "finding " + rule + ": call site " + id.dump() + " is marked as the library's own thread or exit handler");
                     }
                 }
             } else if (verb == "present") {
