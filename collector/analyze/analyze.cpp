@@ -345,7 +345,7 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId, size_t deepest)
         // Code of the toolkit's headers or of an installed Python package right below the user's frame:
         // the call the user wrote into it ("main (sort.cu:48) \u2192 cub::DeviceRadixSort::SortKeys (CUB)",
         // "step (app.py:10) \u2192 launch_kernel (numba)"). Else, the CUDA call came from inside one of
-        // NVIDIA's libraries: which library call the app made ("main (gemm.cu:41) \u2192 cublasSgemm_v2
+        // NVIDIA's libraries: which library call the app made ("main (gemm.cu:41) \u2192 cublasSgemm
         // (libcublas.so.13)"), the frame nearest the site's.
         const ReportFrame* below = f.app && site > 0 ? &r.frames[site - 1] : nullptr;
         std::string intoLibrary = below ? toolkitCallOf(below->file, below->function) : std::string();

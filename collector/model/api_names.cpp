@@ -132,6 +132,10 @@ std::string libraryCallOf(std::string_view module, std::string_view function)
     // its symbol table names the code of ncclAllReduce) by the public name the user called.
     std::string_view fn = function.substr(0, std::min(function.find('('), function.size()));
     if (fn.size() > 5 && fn.substr(0, 5) == "pnccl" && std::isupper(static_cast<unsigned char>(fn[5]))) fn.remove_prefix(1);
+    // cuBLAS's v2 entry points by the name cublas_v2.h lets the user write (#define cublasSgemm
+    // cublasSgemm_v2); cuBLASLt has no such aliases.
+    if (fn.size() > 9 && fn.substr(0, 6) == "cublas" && fn.substr(0, 8) != "cublasLt" && fn.substr(fn.size() - 3) == "_v2")
+        fn.remove_suffix(3);
     for (const Library& l : kLibraries) {
         if (file.substr(0, l.module.size()) == l.module)
             return (fn.empty() ? std::string("(unnamed)") : std::string(fn)) + " (" + std::string(file) + ")";

@@ -35,7 +35,7 @@ struct Frame {
     // The innermost frame of a return address: the function its call instruction calls, by the name
     // the caller's binary used ("cufftExecR2C", though the code it reaches is cufftXtExec's); "" when
     // unknown or indirect.
-    std::string callee;
+    std::string callee = {};
 };
 
 // A Python code object and a frame in it, as the shim sent them (PyCodeDef, PyFrameDef); a stack

@@ -1048,7 +1048,7 @@ int main(int argc, char** argv)
                 }
             } else if (verb == "library-call") {
                 // A call site in the app's source names this library call below it (issue 16):
-                // "main (gemm.cu:41) -> cublasSgemm_v2 (libcublas.so.13)".
+                // "main (gemm.cu:41) -> cublasSgemm (libcublas.so.13)".
                 std::string name;
                 while (ls >> name) {
                     bool found = false;

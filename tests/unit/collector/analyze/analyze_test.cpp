@@ -971,7 +971,7 @@ TEST(Analyze, CallSiteNamesTheLibraryCallBelowIt)
     ASSERT_EQ(r.callsites.size(), 2u);
     std::set<std::string> labels;
     for (const CallSite& s : r.callsites) labels.insert(s.label);
-    EXPECT_TRUE(labels.count("main (gemm.cu:41) \u2192 cublasSgemm_v2 (libcublas.so.13)")) << *labels.begin();
+    EXPECT_TRUE(labels.count("main (gemm.cu:41) \u2192 cublasSgemm (libcublas.so.13)")) << *labels.begin();
     // ncclAllReduce is the app's own binary's, but NCCL's by name; nccl_helper is the user's (lowercase).
     EXPECT_TRUE(labels.count("nccl_helper(int) (gemm.cu:60) \u2192 ncclAllReduce (NCCL, linked in)")) << *labels.rbegin();
 }
