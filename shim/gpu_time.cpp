@@ -533,7 +533,7 @@ bool leftOutQuickly(CallScope& scope, CUstream stream, bool sampled, uint64_t c0
 }
 
 // Returns whether the choice was charged (not on the ways out before one was made: no context, a capture).
-bool beforeTimed(CallScope& scope, CUstream stream, GpuTiming how, bool sampled, uint64_t c0)
+bool beforeTimed(CallScope& scope, CUstream stream, GpuTiming how, bool& sampled, uint64_t c0)
 {
     // The budget is topped up on every call; a kernel's first timings go ahead even without credit.
     const bool preferred = how == GpuTiming::Preferred;
@@ -555,6 +555,10 @@ bool beforeTimed(CallScope& scope, CUstream stream, GpuTiming how, bool sampled,
         // through an event wait); events recorded into a capture would become graph nodes.
         // The graph it joins goes in the call (kCaptureGraphSlot): the collector rebuilds each
         // graph's nodes from the calls captured into it.
+        // The driver's answer costs microseconds, on calls made only while something captures: measured
+        // and charged here, each time, and kept out of the sampled cost of the everyday choice.
+        const uint64_t q0 = nowNs();
+        sampled = false;
         const Driver& d = driver();
         CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
         CUgraph graph = nullptr;
@@ -568,6 +572,7 @@ bool beforeTimed(CallScope& scope, CUstream stream, GpuTiming how, bool sampled,
             rc = isCap ? isCap(stream, &st) : CUDA_ERROR_NOT_SUPPORTED;
             graph = nullptr;
         }
+        charge(TimingPart::Choosing, nowNs() - q0);
         if (rc != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE) {
             scope.setFlags(wire::kCallCapturing);
             if (st == CU_STREAM_CAPTURE_STATUS_ACTIVE)
@@ -635,7 +640,7 @@ void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
         t_account = a ? a : &g_noAccount;
     }
     // The choice is timed on one call in ChoiceCost::kEvery (two clock reads), charged on each.
-    const bool sampled = t_choice.sampleNow();
+    bool sampled = t_choice.sampleNow();
     const uint64_t c0 = sampled ? clockStamp(clockUsesTsc()) : 0;
     if (!beforeTimed(scope, stream, how, sampled, c0)) chargeChoice(sampled, c0, Chosen::Neither);
 }
