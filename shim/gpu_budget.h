@@ -116,6 +116,7 @@ struct alignas(64) BudgetAccount {
     std::atomic<uint64_t> spent[size_t(TimingPart::Count)] = {};  // Drain: what the owner has charged
     std::atomic<uint64_t> timed{0}, untimed{0};
     alignas(64) std::atomic<uint64_t> drainNs{0};  // written by the drain thread only
+    std::atomic<uint64_t> lateEnds{0}, heldUp{0};   // spans it set aside (wire::GpuBudgetBody)
 };
 
 }  // namespace gpuspy::shim

@@ -948,6 +948,7 @@ size_t resolveSpans(uint8_t* out, size_t cap, const Item* calls, size_t count, b
                     !p.blocking && ((p.endRecordedNs - p.callEnd > kLateRecordNs && e >= p.callEnd) || p.heldUp);
                 if (lateEnd) {
                     owed += std::min<uint64_t>(spent, TimingBudget::kMaxChargeNs);
+                    if (chargeTo) (p.heldUp ? chargeTo->heldUp : chargeTo->lateEnds).fetch_add(1, std::memory_order_relaxed);
                     release(p.begin);
                     release(p.end);
                     g_inFlight.fetch_sub(1, std::memory_order_acq_rel);
@@ -991,6 +992,8 @@ size_t gpuBudgetRecords(uint8_t* out, size_t cap, uint64_t* records)
         b.drainNs = a.drainNs.load(std::memory_order_relaxed);
         b.timedOps = a.timed.load(std::memory_order_relaxed);
         b.untimedOps = a.untimed.load(std::memory_order_relaxed);
+        b.lateEndSpans = a.lateEnds.load(std::memory_order_relaxed);
+        b.heldUpSpans = a.heldUp.load(std::memory_order_relaxed);
         if (b.timedOps + b.untimedOps == 0) continue;
         n += wire::encode(out + n, cap - n, b);
         ++*records;

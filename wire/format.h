@@ -216,8 +216,12 @@ struct GpuBudgetBody {
     uint64_t drainNs;        // the drain thread's queries and reads of the thread's events
     uint64_t timedOps;       // operations timed (each a span in the stream, unless set aside)
     uint64_t untimedOps;     // operations the budget left untimed
+    // Timed operations whose span was set aside (no GpuSpan sent): the end event recorded too late after
+    // the call returned to carry the work's end, or the thread held up inside the call (kCallHeldUp).
+    uint64_t lateEndSpans;
+    uint64_t heldUpSpans;
 };
-static_assert(sizeof(GpuBudgetBody) == 72);
+static_assert(sizeof(GpuBudgetBody) == 88);
 
 struct ClockBody {
     int32_t device;

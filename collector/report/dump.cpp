@@ -199,9 +199,9 @@ std::string formatRecord(const Process& p, const RecordView& v)
     case RecordType::GpuBudget: {
         auto b = v.as<GpuBudgetBody>();
         rest = fmt::format("tid={} budget={}ppm first={} last={} record={}ns bookkeeping={}ns choosing={}ns "
-                           "drain={}ns timed={} untimed={}",
+                           "drain={}ns timed={} untimed={} set-aside-late-end={} set-aside-held-up={}",
                            b.tid, b.budgetPpm, b.firstNs, b.lastNs, b.recordNs, b.bookkeepingNs, b.choosingNs,
-                           b.drainNs, b.timedOps, b.untimedOps);
+                           b.drainNs, b.timedOps, b.untimedOps, b.lateEndSpans, b.heldUpSpans);
         break;
     }
     case RecordType::Clock: {

@@ -489,11 +489,22 @@ int main(int argc, char** argv)
     // has its account, which counts at least the calls flagged timed and charges their records (on the
     // simulated driver a timing record spins 2.5 us: at least 1 us a timed call, on any machine) and
     // bookkeeping; the drain thread's reads are charged to a thread whose spans came back.
-    std::map<uint32_t, uint64_t> timedByTid, spansByTid;
+    // The spans it says it set aside are among the timed calls without one: a late end among those not
+    // flagged held up, a held-up thread's among those flagged.
+    std::map<uint32_t, uint64_t> timedByTid, spansByTid, unspannedByTid, heldUpByTid;
     for (const auto& c : cap.calls) {
         if (c.body.flags & wire::kCallGpuTimed) ++timedByTid[c.body.tid];
         if (c.hasSpan) ++spansByTid[c.body.tid];
+        if ((c.body.flags & wire::kCallGpuTimed) && !c.hasSpan)
+            ++((c.body.flags & wire::kCallHeldUp) ? heldUpByTid : unspannedByTid)[c.body.tid];
     }
+    for (const auto& [tid, b] : cap.budgetByTid)
+        if (cap.hasEnd && cap.end.recordsDropped == 0 &&
+            (b.lateEndSpans > unspannedByTid[tid] || b.heldUpSpans > heldUpByTid[tid]))
+            problem("thread " + std::to_string(tid) + ": GpuBudget sets aside " + std::to_string(b.lateEndSpans) +
+                    " late-end and " + std::to_string(b.heldUpSpans) + " held-up spans, of " +
+                    std::to_string(unspannedByTid[tid]) + " and " + std::to_string(heldUpByTid[tid]) +
+                    " timed calls without a span");
     for (const auto& [tid, n] : timedByTid) {
         const auto it = cap.budgetByTid.find(tid);
         // (a process of more threads than the shim keeps accounts for may leave some unreported)
@@ -528,10 +539,11 @@ int main(int argc, char** argv)
             const double allowance = 2 * 16000.0 + double(kernelIds.size()) * 2 * 4 * 8000 + 200000;
             const double pct = 100.0 * double(spent) / double(span);
             std::printf("thread %u: GPU timing %.3f%% of %.1f ms (budget %.2f%%): records %.3f%%, bookkeeping %.3f%%, "
-                        "choosing %.3f%%, drain %.3f%%; %llu timed, %llu untimed\n",
+                        "choosing %.3f%%, drain %.3f%%; %llu timed, %llu untimed, spans set aside: %llu late end, %llu held up\n",
                         tid, pct, span / 1e6, b.budgetPpm / 1e4, 100.0 * b.recordNs / span, 100.0 * b.bookkeepingNs / span,
                         100.0 * b.choosingNs / span, 100.0 * b.drainNs / span, (unsigned long long)b.timedOps,
-                        (unsigned long long)b.untimedOps);
+                        (unsigned long long)b.untimedOps, (unsigned long long)b.lateEndSpans,
+                        (unsigned long long)b.heldUpSpans);
             if (double(spent) > share + allowance)
                 problem("thread " + std::to_string(tid) + ": GPU timing took " + std::to_string(spent) + " ns of " +
                         std::to_string(span) + " ns, over its budget of " + std::to_string(b.budgetPpm) + " ppm");
