@@ -523,7 +523,7 @@ int main(int argc, char** argv)
     }
     if (checkBudget) {
         // Within the budget: its share of the time between the thread's first and last choice, plus what
-        // the budget lets a thread save up and borrow (a burst each: 16 us), the first two launches of
+        // the budget lets a thread save up and borrow (a burst each: 32 us), the first two launches of
         // each kernel (timed whatever the budget says: their records and bookkeeping, 8 us a piece at
         // most), and the drain thread's reads of the last spans, charged after the thread's last choice.
         std::set<uint32_t> kernelIds;
@@ -536,7 +536,7 @@ int main(int argc, char** argv)
             ++judged;
             const uint64_t spent = b.recordNs + b.bookkeepingNs + b.choosingNs + b.drainNs;
             const double share = double(span) * b.budgetPpm / 1e6;
-            const double allowance = 2 * 16000.0 + double(kernelIds.size()) * 2 * 4 * 8000 + 200000;
+            const double allowance = 2 * 32000.0 + double(kernelIds.size()) * 2 * 4 * 8000 + 200000;
             const double pct = 100.0 * double(spent) / double(span);
             std::printf("thread %u: GPU timing %.3f%% of %.1f ms (budget %.2f%%): records %.3f%%, bookkeeping %.3f%%, "
                         "choosing %.3f%%, drain %.3f%%; %llu timed, %llu untimed, spans set aside: %llu late end, %llu held up\n",
