@@ -633,15 +633,21 @@ bool beforeTimed(CallScope& scope, CUstream stream, GpuTiming how, bool& sampled
     return true;
 }
 
+// The calling thread's account, claimed at its first timing choice or mark.
+inline void ensureAccount()
+{
+    if (__builtin_expect(t_account == nullptr, 0)) {
+        BudgetAccount* a = accountOf(currentTid(), true);
+        t_account = a ? a : &g_noAccount;
+    }
+}
+
 }  // namespace
 
 void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
 {
     if (!g_on || !scope.active()) return;
-    if (__builtin_expect(t_account == nullptr, 0)) {
-        BudgetAccount* a = accountOf(currentTid(), true);
-        t_account = a ? a : &g_noAccount;
-    }
+    ensureAccount();
     // The choice is timed on one call in ChoiceCost::kEvery (two clock reads), charged on each.
     bool sampled = t_choice.sampleNow();
     const uint64_t c0 = sampled ? clockStamp(clockUsesTsc()) : 0;
@@ -652,6 +658,7 @@ void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
 void gpuMarkDrain(CallScope& scope, CUstream stream)
 {
     if (!g_on || !scope.active() || g_capturing.load(std::memory_order_acquire) > 0) return;
+    ensureAccount();  // a thread whose first timed work is a mark (a sync after untimed work) has one too
     CUcontext ctx = nullptr;
     int dev = deviceOfCurrentContext(&ctx);
     if (!ctx) return;

@@ -492,8 +492,10 @@ int main(int argc, char** argv)
     // The spans it says it set aside are among the timed calls without one: a late end among those not
     // flagged held up, a held-up thread's among those flagged.
     std::map<uint32_t, uint64_t> timedByTid, spansByTid, unspannedByTid, heldUpByTid;
+    std::map<uint32_t, uint64_t> chosenByTid;  // timed calls that were a timing choice (not a sync's drain mark)
     for (const auto& c : cap.calls) {
         if (c.body.flags & wire::kCallGpuTimed) ++timedByTid[c.body.tid];
+        if ((c.body.flags & wire::kCallGpuTimed) && c.body.category != wire::Category::Sync) ++chosenByTid[c.body.tid];
         if (c.hasSpan) ++spansByTid[c.body.tid];
         if ((c.body.flags & wire::kCallGpuTimed) && !c.hasSpan)
             ++((c.body.flags & wire::kCallHeldUp) ? heldUpByTid : unspannedByTid)[c.body.tid];
@@ -514,7 +516,9 @@ int main(int argc, char** argv)
         }
         if (it == cap.budgetByTid.end()) continue;
         const wire::GpuBudgetBody& b = it->second;
-        if (b.timedOps < n || b.recordNs < 1000 * n || b.bookkeepingNs == 0 || b.choosingNs == 0 || b.lastNs < b.firstNs ||
+        // A thread whose only timed calls are syncs' drain marks (its earlier work untimed) made no choice.
+        if (b.timedOps < n || b.recordNs < 1000 * n || b.bookkeepingNs == 0 || (chosenByTid[tid] > 0 && b.choosingNs == 0) ||
+            b.lastNs < b.firstNs ||
             (spansByTid[tid] > 0 && b.drainNs == 0))
             problem("thread " + std::to_string(tid) + ": GpuBudget timed=" + std::to_string(b.timedOps) + " record=" +
                     std::to_string(b.recordNs) + " bookkeeping=" + std::to_string(b.bookkeepingNs) + " choosing=" +
