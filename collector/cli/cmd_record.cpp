@@ -269,8 +269,11 @@ void sayOutside(const std::vector<OutsideProcess>& outside, const CaptureWriter&
 {
     size_t others = 0, unseen = 0;
     for (const OutsideProcess& p : outside) {
+        const bool command = std::find(commands.begin(), commands.end(), pid_t(p.pid)) != commands.end();
         if (p.why == OutsideWhy::Unseen) {
-            ++unseen;
+            // The command itself ended before its image was read (a short static program on a loaded host):
+            // what the end says of "no process connected" covers it.
+            unseen += !command;
         } else if (p.why == OutsideWhy::OwnCapture && !p.capturePath.empty()) {
             say("gpuspy: pid {} ({}) wrote a capture of its own (GPUSPY_SOCKET was not in its environment): {}{}\n",
                 p.pid, p.command, p.capturePath, p.merged ? "; merged into " + writer.path() : "");
@@ -281,7 +284,7 @@ void sayOutside(const std::vector<OutsideProcess>& outside, const CaptureWriter&
             say("gpuspy: pid {} ({}) ran without gpuspy ({}) and loaded the CUDA driver: its CUDA calls are not in "
                 "this capture\n", p.pid, p.command,
                 p.why == OutsideWhy::Static ? "a static program" : "LD_PRELOAD was not kept");
-        } else if (std::find(commands.begin(), commands.end(), pid_t(p.pid)) == commands.end()) {
+        } else if (!command) {
             ++others;  // (the command itself: what the end says of "no process connected" covers it)
         }
     }
