@@ -164,9 +164,6 @@ void applyRecord(Process& p, const wire::RecordView& v, bool keepEvents)
     case RecordType::Tally:
         p.tally = v.as<TallyBody>();
         break;
-    case RecordType::GpuBudget:
-        p.gpuBudgets.push_back(v.as<GpuBudgetBody>());
-        break;
     case RecordType::Clock:
         p.clocks.push_back(v.as<ClockBody>());
         break;
