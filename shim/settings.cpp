@@ -45,13 +45,18 @@ void absolutize(char* value)
 // (nvtx3/nvtxDetail/nvtxInit.h; a preloaded library is deliberately not searched): point it at this
 // library, by an absolute path (the app may chdir first), so that NVTX ranges reach gpuspy with nothing
 // to set. Never over an injection the user chose for another tool; not when gpuspy is disabled.
+// This library's absolute path (the app may chdir before it loads a tool by that path); false if unknown.
+bool ownPath(char (&path)[PATH_MAX])
+{
+    Dl_info info{};
+    return dladdr(reinterpret_cast<void*>(&ownPath), &info) && info.dli_fname && realpath(info.dli_fname, path);
+}
+
 void pointNvtxHere()
 {
     if (disabledSetting() || getenv("NVTX_INJECTION64_PATH")) return;
-    Dl_info info{};
     char path[PATH_MAX];
-    if (!dladdr(reinterpret_cast<void*>(&pointNvtxHere), &info) || !info.dli_fname || !realpath(info.dli_fname, path)) return;
-    setenv("NVTX_INJECTION64_PATH", path, 0);
+    if (ownPath(path)) setenv("NVTX_INJECTION64_PATH", path, 0);
 }
 
 // NCCL looks for a profiler plugin when a communicator is made: NCCL_PROFILER_PLUGIN, else
@@ -77,10 +82,8 @@ bool defaultNcclProfilerFound()
 void pointNcclHere()
 {
     if (disabledSetting() || getenv("NCCL_PROFILER_PLUGIN") || defaultNcclProfilerFound()) return;
-    Dl_info info{};
     char path[PATH_MAX];
-    if (!dladdr(reinterpret_cast<void*>(&pointNcclHere), &info) || !info.dli_fname || !realpath(info.dli_fname, path)) return;
-    setenv("NCCL_PROFILER_PLUGIN", path, 0);
+    if (ownPath(path)) setenv("NCCL_PROFILER_PLUGIN", path, 0);
 }
 
 // Preloaded (not dlopened by gpuspy attach into a process long started): the descriptors the shim will

@@ -108,7 +108,8 @@ public:
         }
     }
 
-    void finish(Report& r)
+    // collectives: each (communicator, rank)'s launches that carried a collective (Context::collectiveLaunches).
+    void finish(Report& r, const std::map<std::pair<uint64_t, int>, uint64_t>& collectives)
     {
         for (auto& [key, s] : m_acc) {
             s.row.compared = m_compared[key.first];
@@ -117,8 +118,8 @@ public:
             std::vector<uint64_t> gaps;
             for (size_t i = 1; i < at.size(); ++i) gaps.push_back(at[i] - at[i - 1]);
             s.row.medianIntervalNs = median(gaps);
-            auto n = m_collectives.find(key);
-            s.row.collectives = n != m_collectives.end() ? n->second : s.row.compared;
+            auto n = collectives.find(key);
+            s.row.collectives = n != collectives.end() ? n->second : s.row.compared;
             s.row.medianLateNs = median(s.late);
             s.row.medianHostLagNs = median(s.lags);
             r.stragglers.push_back(s.row);
@@ -144,9 +145,6 @@ private:
     std::map<uint64_t, uint64_t> m_compared;            // communicator -> collectives compared
     std::map<std::pair<uint64_t, int>, Acc> m_acc;      // (communicator, rank)
     std::map<uint64_t, std::vector<uint64_t>> m_arrivals;  // communicator -> each compared collective's last arrival
-
-public:
-    std::map<std::pair<uint64_t, int>, uint64_t> m_collectives;  // (communicator, rank) -> its launches carrying collectives
 };
 
 }  // namespace
@@ -315,8 +313,7 @@ void finishCollectives(Context& cx, Report& r)
         }
         r.collectives.push_back(row);
     }
-    stragglers.m_collectives = cx.collectiveLaunches;
-    stragglers.finish(r);
+    stragglers.finish(r, cx.collectiveLaunches);
     std::stable_sort(r.collectives.begin(), r.collectives.end(), [](const CollectiveRow& x, const CollectiveRow& y) {
         return x.estimatedGpuNs != y.estimatedGpuNs ? x.estimatedGpuNs > y.estimatedGpuNs : x.calls > y.calls;
     });
