@@ -375,6 +375,18 @@ uint64_t placeBegin(const Anchor& a, const Pending& p, uint64_t beginEvent)
     return b;
 }
 
+// Whether a span is known although its thread was held up (or its end recorded late): its work began
+// at its begin event, which completed well after the call returned (the stream was busy with earlier
+// work until then, and the call had submitted this work before returning), and ended at its end
+// event, which completed well after it was recorded (the work was still running then). Either event
+// is otherwise no later than the truth only, and the span is dropped. "Well after": the driver's
+// submit-to-start latency, the anchor's error and the trust bound of kLateRecordNs.
+bool settledBy(const Anchor& a, const Pending& p, uint64_t beginEvent, uint64_t endEvent)
+{
+    const uint64_t margin = uint64_t(std::max<int64_t>(a.returnToStartNs, 0)) + a.errorNs + kLateRecordNs;
+    return beginEvent >= p.callEnd + margin && endEvent >= p.endRecordedNs + margin;
+}
+
 bool eventHostNs(const Anchor* a, Ev* ev, uint64_t& ns)
 {
     const Driver& d = driver();
@@ -700,6 +712,7 @@ size_t resolveSpans(uint8_t* out, size_t cap, const Item* calls, size_t count, b
             Anchor* a = anchorFor(p.begin->pool->ctx.load(), p.device, out, cap, n);
             uint64_t b = 0, e = 0;
             if (a && eventHostNs(a, p.begin, b) && eventHostNs(a, p.end, e)) {
+                const uint64_t beginEvent = b;
                 b = placeBegin(*a, p, b);
                 // Work the host waited for ended before the call returned (an end event recorded on an
                 // idle stream completes later).
@@ -707,10 +720,10 @@ size_t resolveSpans(uint8_t* out, size_t cap, const Item* calls, size_t count, b
                 if (b > e) b = e;
                 // The thread was held up between the call's return and the end event record, and the
                 // event completed after that record: the work may have ended long before. No span
-                // rather than a wrong one.
+                // rather than a wrong one, unless the stream itself fixed both ends (settledBy).
                 const bool lateEnd =
                     !p.blocking && ((p.endRecordedNs - p.callEnd > kLateRecordNs && e >= p.callEnd) || p.heldUp);
-                if (lateEnd) {
+                if (lateEnd && !settledBy(*a, p, beginEvent, e)) {
                     release(p.begin);
                     release(p.end);
                     g_inFlight.fetch_sub(1, std::memory_order_acq_rel);

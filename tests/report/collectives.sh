@@ -98,11 +98,14 @@ for rank in range(ranks):
     # a subset, whose waits cannot add up to more than all of them do.
     withPeers = rows[(rank, "AllReduce")]["with_peers"]
     check(withPeers >= steps - max(1, steps // 5), f"rank {rank}: the fused collectives compared across the 4 ranks ({withPeers} of {steps})")
+    # Slack per collective: a span's begin may sit ~20 us off the truth where the simulated driver's own
+    # work after a submit (writing its trace under its lock, 4 rank threads on 2 cores) delays a launch's
+    # return, and the last rank's begin enters every other rank's wait.
     if withPeers == steps:
-        check(abs(wait_got - wait_true) <= 0.02 * max(wait_true, 1) + steps * 10000,
+        check(abs(wait_got - wait_true) <= 0.02 * max(wait_true, 1) + steps * 30000,
               f"rank {rank}: waited for peers {wait_got} ns against the trace's arrivals {wait_true} ns")
     else:
-        check(wait_got <= wait_true * 1.02 + steps * 10000,
+        check(wait_got <= wait_true * 1.02 + steps * 30000,
               f"rank {rank}: waited for peers {wait_got} ns over {withPeers} steps, at most the trace's {wait_true} ns over {steps}")
 text = open(f"{work}/c.txt").read()
 check("Collectives (NCCL)" in text and "AllReduce*" in text, "the text report has the Collectives section, fused marked")

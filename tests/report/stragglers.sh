@@ -13,7 +13,10 @@ gpuspy=$1 prog=$2 work=$3
 rm -rf "$work" && mkdir -p "$work" || exit 2
 steps=8
 export SIMCUDA_DEVICES=4 NCCL_SOCKET_IFNAME=lo SIMCUDA_NCCL_RANKS=4
-export SIMCUDA_KERNEL_NS=step_work=200000,slow_work=60200000,ncclDevKernel=300000
+# A step's work kernel (30 ms) is long against what scheduling moves a rank's thread by on a loaded 2-core
+# host (4 rank threads and NCCL's own: a few ms, now and then on one rank in a row), so that even has no rank
+# late by a fifth of a step; late's 60 ms of host work and slowgpu's 60 ms longer kernel are late by 30 ms.
+export SIMCUDA_KERNEL_NS=step_work=30000000,slow_work=90000000,ncclDevKernel=300000
 for mode in late slowgpu even; do
     mkdir -p "$work/trace.$mode"
     SIMCUDA_TRACE="$work/trace.$mode/%p.jsonl" "$gpuspy" record --sim -f -o "$work/$mode.gspy" -- "$prog" $mode $steps \
