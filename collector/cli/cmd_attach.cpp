@@ -4,6 +4,7 @@
 // follows the shim's status file, and detaches at the end of the window.
 #include "collector/attach/inject.h"
 #include "collector/cli/cli.h"
+#include "collector/cli/process_tree.h"
 #include "collector/base/say.h"
 
 #include <fmt/format.h>
@@ -53,13 +54,7 @@ constexpr const char* kUsage =
 constexpr int kStatusWaitMs = 10000;
 constexpr int kDetachWaitMs = 20000;
 
-std::string readFile(const std::string& path)
-{
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+std::string readFile(const std::string& path) { return readFileNoInherit(path); }
 
 // A "key=value" word of the shim's status line; -1 when absent.
 long statusNumber(const std::string& line, const char* key)

@@ -6,10 +6,12 @@
 
 #include <dirent.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -38,9 +40,25 @@ std::string commandPath(const std::string& command)
 
 }  // namespace
 
+std::string readFileNoInherit(const std::string& path)
+{
+    std::string text;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return text;
+    char buf[16384];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        text.append(buf, size_t(n));
+    }
+    ::close(fd);
+    return text;
+}
+
 bool hasShimMapped(pid_t pid, const std::string& shim)
 {
-    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    std::istringstream maps(readFileNoInherit("/proc/" + std::to_string(pid) + "/maps"));
     std::string line;
     while (std::getline(maps, line))
         if (line.size() >= shim.size() && line.compare(line.size() - shim.size(), shim.size(), shim) == 0) return true;
@@ -49,7 +67,7 @@ bool hasShimMapped(pid_t pid, const std::string& shim)
 
 bool hasSettingsFor(pid_t pid, const std::string& socket)
 {
-    std::ifstream env("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+    std::istringstream env(readFileNoInherit("/proc/" + std::to_string(pid) + "/environ"));
     const std::string want = "GPUSPY_SOCKET=" + socket;
     std::string entry;
     while (std::getline(env, entry, '\0'))
@@ -73,7 +91,7 @@ std::vector<Descendant> descendantsOf()
         char* end = nullptr;
         const long pid = std::strtol(e->d_name, &end, 10);
         if (pid <= 0 || *end) continue;
-        std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+        std::istringstream stat(readFileNoInherit("/proc/" + std::string(e->d_name) + "/stat"));
         std::string text;
         std::getline(stat, text);
         const size_t open = text.find('('), close = text.rfind(')');

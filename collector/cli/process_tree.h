@@ -19,6 +19,12 @@ struct Descendant {
     bool loaded = true;  // the shim is mapped (else: only the settings)
 };
 
+// The whole of a (small) file, read through a descriptor that does not outlive an exec: `record` reads
+// /proc while it starts the command, and a descriptor open in another thread at its fork would be the
+// app's (std::ifstream opens without O_CLOEXEC: the app found /proc/N/stat among its descriptors, one
+// fewer under a low limit). Empty when it cannot be read.
+std::string readFileNoInherit(const std::string& path);
+
 // Whether process `pid` has the file `shim` (an absolute, resolved path) mapped.
 bool hasShimMapped(pid_t pid, const std::string& shim);
 // Whether process `pid`'s environment points gpuspy at `socket` (GPUSPY_SOCKET=socket).

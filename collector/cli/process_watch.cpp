@@ -28,13 +28,7 @@ constexpr int kMapsEveryMs = 10;
 constexpr auto kYoung = std::chrono::milliseconds(200);  // read every millisecond for this long
 constexpr int kScanEveryMs = 50;
 
-std::string readFile(const std::string& path)
-{
-    std::ifstream f(path, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
+std::string readFile(const std::string& path) { return readFileNoInherit(path); }
 
 pid_t parentOf(pid_t pid)
 {
@@ -188,7 +182,7 @@ bool ProcessWatch::refreshMaps()
     }
     if (now >= m_nextOldRead) m_nextOldRead = now + std::chrono::milliseconds(kMapsEveryMs);
     for (pid_t pid : todo) {
-        std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+        std::istringstream maps(readFileNoInherit("/proc/" + std::to_string(pid) + "/maps"));
         bool read = false, shim = false, cuda = false, loaded = false;
         for (std::string line; std::getline(maps, line);) {
             read = true;
