@@ -4,6 +4,7 @@
 
 #include "collector/export/common.h"
 #include "collector/export/folded.h"
+#include "collector/export/kineto.h"
 #include "collector/export/pprof.h"
 #include "collector/export/perfetto.h"
 
@@ -13,28 +14,34 @@
 #endif
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace gpuspy::collect::cli {
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy export FILE --format perfetto|folded|pprof|csv|json [-o OUT] [-f] [--metric M] [--run K]\n"
+    "usage: gpuspy export FILE --format perfetto|kineto|folded|pprof|csv|json [-o OUT] [-f] [--metric M] [--run K]\n"
     "\n"
     "The capture FILE in a format other tools open:\n"
     "  perfetto   Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing: a track per host\n"
     "             thread (CUDA calls inside their NVTX ranges), a track per GPU stream (kernels, copies,\n"
-    "             memsets on the host clock), arrows from each call to its GPU work, counters\n"
+    "             memsets on the host clock), arrows from each call to its GPU work, counters; every\n"
+    "             process of the capture in one trace, each labelled with its NCCL rank where known\n"
+    "  kineto     a directory of Chrome-trace JSON files in the form PyTorch's Kineto profiler writes,\n"
+    "             one per rank (rank-R.pt.trace.json: its NCCL rank, or its order where it had no\n"
+    "             communicator; one per device where one process drove several ranks), which Holistic\n"
+    "             Trace Analysis loads as it is: TraceAnalysis(trace_dir=OUT)\n"
     "  folded     folded stacks for flamegraph.pl, inferno and speedscope (see --metric)\n"
     "  pprof      a gzipped profile.proto for go tool pprof, Pyroscope, Parca, Grafana: the host stacks\n"
     "             of the CUDA calls weighted by calls, cuda_host (default), blocked and gpu (ns)\n"
     "  csv, json  the report's tables, as `gpuspy report --format csv|json` prints them\n"
     "\n"
     "options:\n"
-    "  --format F   perfetto, folded, pprof, csv or json (required)\n"
+    "  --format F   perfetto, kineto, folded, pprof, csv or json (required)\n"
     "  -o OUT       write to OUT (default: FILE with the format's extension: .trace.json, .folded,\n"
-    "               .pb.gz, .csv, .json); '-' for standard output\n"
-    "  -f, --force  overwrite OUT if it exists\n"
+    "               .pb.gz, .csv, .json; kineto: the directory FILE.kineto); '-' for standard output\n"
+    "  -f, --force  overwrite OUT if it exists (kineto: the rank files in it)\n"
     "  --metric M   folded only: the weight of each stack:\n"
     "                 blocked   ns the host waited for the GPU (syncs, synchronous copies; default)\n"
     "                 transfer  bytes moved by copies and memsets\n"
@@ -54,7 +61,35 @@ std::string defaultOutput(const std::string& file, const std::string& format)
     if (format == "perfetto") return base + ".trace.json";
     if (format == "folded") return base + ".folded";
     if (format == "pprof") return base + ".pb.gz";
+    if (format == "kineto") return base + ".kineto";
     return base + "." + format;
+}
+
+// The Kineto-form files, one per rank, into the directory `dir` (made if it is not there).
+int writeKinetoDirectory(const Capture& capture, const std::string& dir, bool force, const std::string& file, const ReadInfo& info)
+{
+    const std::vector<KinetoFile> files = exportKineto(capture);
+    if (files.empty()) {
+        fmt::print(stderr, "gpuspy export: {}: no process did GPU work; no Kineto trace written\n", file);
+        return kExitFailure;
+    }
+    try {
+        exporting::makeOutputDirectory(dir);
+        for (const KinetoFile& f : files) exporting::writeOutputFile(dir + "/" + f.name, f.json, force);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy export: {}\n", e.what());
+        return kExitFailure;
+    }
+    for (const KinetoFile& f : files)
+        fmt::print(stderr, "gpuspy: wrote {}/{} (rank {} of {}, pid {}{}: {} kernels, {} copies, {} memsets{}, {} calls)\n", dir, f.name,
+                   f.rank.rank, f.rank.worldSize, capture.processes[f.rank.process].pid,
+                   f.rank.devices.empty() ? std::string() : fmt::format(", device {}", fmt::join(f.rank.devices, ",")), f.kernels, f.memcpys,
+                   f.memsets, f.estimated ? fmt::format(" ({} placed by estimate)", f.estimated) : std::string(), f.calls);
+    if (!info.damage.empty()) {
+        fmt::print(stderr, "gpuspy export: {}: {}; exported what came before it\n", file, info.damage);
+        return kExitFailure;
+    }
+    return 0;
 }
 
 }  // namespace
@@ -75,8 +110,9 @@ int runExport(int argc, char** argv)
             return 0;
         }
         if (args.value({"--format"}, format)) {
-            if (format != "perfetto" && format != "folded" && format != "pprof" && format != "csv" && format != "json")
-                throw UsageError("gpuspy export: --format is perfetto, folded, pprof, csv or json, not '" + format + "'");
+            if (format != "perfetto" && format != "kineto" && format != "folded" && format != "pprof" && format != "csv" &&
+                format != "json")
+                throw UsageError("gpuspy export: --format is perfetto, kineto, folded, pprof, csv or json, not '" + format + "'");
             continue;
         }
         if (args.value({"-o", "--output"}, output)) continue;
@@ -91,12 +127,13 @@ int runExport(int argc, char** argv)
         args.fileOperand(file);
     }
     if (file.empty()) throw UsageError("gpuspy export: which file? (usage: gpuspy export FILE --format F)");
-    if (format.empty()) throw UsageError("gpuspy export: which format? (--format perfetto, folded, pprof, csv or json)");
+    if (format.empty()) throw UsageError("gpuspy export: which format? (--format perfetto, kineto, folded, pprof, csv or json)");
     FoldedMetric metric{};
     if (!parseFoldedMetric(metricName, metric))
         throw UsageError("gpuspy export: --metric is blocked, transfer, launch or calls, not '" + metricName + "'");
     if (metricGiven && format != "folded") throw UsageError("gpuspy export: --metric applies to --format folded only");
     if (output.empty()) output = defaultOutput(file, format);
+    if (format == "kineto" && output == "-") throw UsageError("gpuspy export: --format kineto writes a directory, not standard output");
 
     ReadInfo info;
     Capture capture;
@@ -108,6 +145,14 @@ int runExport(int argc, char** argv)
         return kExitFailure;
     }
 
+    if (format == "kineto") {
+        if (run == 0 && capture.runs.size() > 1) {
+            fmt::print(stderr, "gpuspy export: {}: a capture of {} runs; a Kineto trace is one run's ranks: choose one with --run K\n",
+                       file, capture.runs.size());
+            return kExitFailure;
+        }
+        return writeKinetoDirectory(capture, output, force, file, info);
+    }
     std::string out;
     if (format == "perfetto") {
         PerfettoStats stats;

@@ -456,6 +456,18 @@ void writeOutputFile(const std::string& path, std::string_view data, bool force)
     if (fd != STDOUT_FILENO && ::close(fd) != 0) fail(std::string("write failed: ") + std::strerror(errno));
 }
 
+void makeOutputDirectory(const std::string& path)
+{
+    if (::mkdir(path.c_str(), 0755) == 0) return;
+    const int e = errno;
+    struct stat st{};
+    if (e == EEXIST && ::lstat(path.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return;
+        throw std::runtime_error(path + (S_ISLNK(st.st_mode) ? ": is a symbolic link; not writing through it" : ": exists and is not a directory"));
+    }
+    throw std::runtime_error(path + ": cannot make the directory: " + std::strerror(e));
+}
+
 void appendMicros(std::string& out, uint64_t ns)
 {
     char b[32];

@@ -158,6 +158,9 @@ void appendJsonString(std::string& out, std::string_view s);
 // Writes an export to `path` ("-" = stdout). Like captures: never through a symbolic link, never
 // over an existing file unless `force` (then a regular file is replaced). Throws std::runtime_error.
 void writeOutputFile(const std::string& path, std::string_view data, bool force);
+// Makes the directory an export of several files goes into, unless it is one already (never through
+// a symbolic link). Throws std::runtime_error.
+void makeOutputDirectory(const std::string& path);
 
 // ns as microseconds with exactly three decimals ("1234.567"): exact, so that ts + dur of a child
 // never exceeds its parent's after parsing.

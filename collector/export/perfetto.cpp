@@ -5,6 +5,7 @@
 #include "collector/analyze/internal.h"
 #include "collector/model/api_names.h"
 #include "collector/export/common.h"
+#include "collector/export/job_ranks.h"
 #include "collector/timeline/device_timeline.h"
 
 #include <algorithm>
@@ -179,13 +180,35 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
     };
     auto pidOf = [&](size_t track) { return uint64_t(capture.processes[ix.tracks[track].process].pid); };
 
+    // Each process labelled with its NCCL rank (or its ranks, and then each stream with its device's).
+    std::vector<std::string> rankLabel(ix.procs.size());
+    std::map<std::pair<size_t, int>, int> rankOfDevice;  // (process, device) -> rank, where ranks split a process
+    {
+        std::vector<std::vector<std::string>> ranksOf(ix.procs.size());
+        std::vector<std::string> suffix(ix.procs.size());
+        for (const JobRank& r : jobRanks(capture)) {
+            if (r.source != RankSource::Communicator) continue;  // labelled where known, not by order
+            ranksOf[r.process].push_back(std::to_string(r.rank));
+            suffix[r.process] = " of " + std::to_string(r.worldSize);
+            for (int d : r.devices) rankOfDevice[{r.process, d}] = r.rank;
+        }
+        for (size_t pi = 0; pi < ix.procs.size(); ++pi) {
+            if (ranksOf[pi].empty()) continue;
+            rankLabel[pi] = ranksOf[pi].size() == 1 ? " \u00b7 rank " : " \u00b7 ranks ";
+            for (size_t k = 0; k < ranksOf[pi].size(); ++k) rankLabel[pi] += (k ? ", " : "") + ranksOf[pi][k];
+            rankLabel[pi] += suffix[pi];
+        }
+    }
     for (size_t pi = 0; pi < ix.procs.size(); ++pi) {
         const uint64_t pid = capture.processes[pi].pid;
-        w.metadata("process_name", pid, 0, ix.procs[pi].label);
+        w.metadata("process_name", pid, 0, ix.procs[pi].label + rankLabel[pi]);
         w.sortIndex("process_sort_index", pid, 0, pi);
     }
     for (size_t t = 0; t < ix.tracks.size(); ++t) {
-        w.metadata("thread_name", pidOf(t), tidOf(t), ix.tracks[t].name);
+        std::string name = ix.tracks[t].name;
+        auto rank = rankOfDevice.find({ix.tracks[t].process, ix.tracks[t].device});
+        if (ix.tracks[t].kind == TrackKind::Stream && rank != rankOfDevice.end()) name += " \u00b7 rank " + std::to_string(rank->second);
+        w.metadata("thread_name", pidOf(t), tidOf(t), name);
         w.sortIndex("thread_sort_index", pidOf(t), tidOf(t), t);
     }
 

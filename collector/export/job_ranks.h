@@ -1,0 +1,47 @@
+// collector/export/job_ranks.h: the ranks of a job as the exports show them (a Kineto trace per rank,
+// Perfetto's track labels): each process's NCCL rank from its Collective records; where one process
+// drives several devices, each its own rank (ncclCommInitAll), one rank per device; a process with no
+// communicator, a rank by its order after the known ones.
+#pragma once
+
+#include "collector/model/model.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace gpuspy::collect::exporting {
+
+enum class RankSource : uint8_t { Communicator, Order };
+
+// What one process says of its ranks: its rank on each device it drove (its NCCL communicator's rank
+// for the operations launched there), and the size of that communicator.
+struct ProcessRanks {
+    std::map<int, int> rankOfDevice;  // device ordinal -> rank
+    int worldSize = 0;
+    uint64_t commId = 0;
+};
+
+// THE rank choice of a process (one function, so that another source of ranks, such as the launcher's
+// RANK/WORLD_SIZE, is a change here only): of its communicators, the largest (the job's world; ties:
+// the first seen), each device's rank in it. nullopt where it used no communicator.
+std::optional<ProcessRanks> rankOfProcess(const Process& p);
+
+// One rank of the job: the work of `process` on `devices` (empty: on every device), plus, for
+// `strays`, its work on no device or on a device no rank of the process claims.
+struct JobRank {
+    size_t process = 0;
+    std::vector<int> devices;
+    bool strays = true;
+    int rank = 0;
+    int worldSize = 1;
+    RankSource source = RankSource::Order;
+    uint64_t commId = 0;  // Communicator: the communicator the rank is in
+};
+
+// The ranks of the capture's processes that did GPU work or joined a communicator, by rank. A rank
+// two processes claim (two jobs in one capture) goes to the first; the other gets the next free one.
+std::vector<JobRank> jobRanks(const Capture& capture);
+
+}  // namespace gpuspy::collect::exporting
