@@ -93,8 +93,10 @@ std::vector<JobRank> jobRanks(const Capture& capture)
         taken.insert(r.rank);
         out.push_back(std::move(r));
     }
+    // A communicator's ranks keep its size; the ranks by order count every rank of the capture.
     const int size = std::max<int>(world, int(taken.size()));
-    for (JobRank& r : out) r.worldSize = std::max(r.worldSize, size);
+    for (JobRank& r : out)
+        if (r.source == RankSource::Order) r.worldSize = size;
     std::sort(out.begin(), out.end(), [](const JobRank& a, const JobRank& b) { return a.rank < b.rank; });
     return out;
 }

@@ -42,6 +42,7 @@ struct JobRank {
 
 // The ranks of the capture's processes that did GPU work or joined a communicator, by rank. A rank
 // two processes claim (two jobs in one capture) goes to the first; the other gets the next free one.
+// A communicator's ranks have its size as their world; the ranks by order, the count of all ranks.
 std::vector<JobRank> jobRanks(const Capture& capture);
 
 }  // namespace gpuspy::collect::exporting

@@ -206,6 +206,12 @@ for rank, t in sorted(traces.items()):
             used.add(best)
     check(unmatched == 0, f"rank {rank}: every measured GPU event within 1 ms of an operation the trace ran ({unmatched} not)")
 
+# ---- The directory again: its files are not overwritten without -f, and are with it.
+again = subprocess.run([gpuspy, "export", f"{work}/c.gspy", "--format", "kineto", "-o", f"{work}/kineto"], capture_output=True, text=True)
+check(again.returncode != 0 and "already exists" in again.stderr, f"export again without -f refuses: {again.returncode} {again.stderr.strip()[:120]}")
+forced = subprocess.run([gpuspy, "export", f"{work}/c.gspy", "--format", "kineto", "-f", "-o", f"{work}/kineto"], capture_output=True, text=True)
+check(forced.returncode == 0 and sorted(os.listdir(f"{work}/kineto")) == files, "export again with -f rewrites the same files")
+
 # ---- Perfetto: every rank in one trace, each process and GPU stream labelled with its NCCL rank (with
 # ncclCommInitAll over devices 0..N-1, device d is rank d).
 if collectives:

@@ -5,6 +5,7 @@
 #include "collector/export/job_ranks.h"
 #include "collector/export/kineto.h"
 #include "collector/export/nccl_launches.h"
+#include "collector/export/perfetto.h"
 
 #include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
@@ -198,6 +199,36 @@ TEST(KinetoExport, OneProcessTwoDevicesIsTwoRanksEachWithItsOwnWork)
                 EXPECT_EQ(e["args"]["block"][0], 128);
             }
         }
+    }
+}
+
+TEST(KinetoExport, PerfettoLabelsProcessesAndStreamsWithTheirRanks)
+{
+    // One process, devices 0 and 1 as ranks 1 and 0; another with no communicator (not labelled: its
+    // rank is only an order).
+    Proc a(100), b(200);
+    a.work(1, 2'000'000, 1, 0xb1);
+    a.allReduce(0, 2, 2'000'000, 8, 0);
+    a.work(0, 2'000'100, 1, 0xa0);
+    a.allReduce(1, 2, 2'000'100, 8, 0);
+    b.work(0, 2'000'500, 2, 0);
+    Capture cap;
+    cap.processes = {a.p, b.p};
+    const Json j = Json::parse(exportPerfetto(cap));
+    std::map<uint64_t, std::string> processes;
+    std::vector<std::string> streams;
+    for (const Json& e : j["traceEvents"]) {
+        if (e["ph"] != "M") continue;
+        if (e["name"] == "process_name") processes[e["pid"].get<uint64_t>()] = e["args"]["name"];
+        if (e["name"] == "thread_name" && e["pid"] == 100 && e["args"]["name"].get<std::string>().rfind("GPU", 0) == 0)
+            streams.push_back(e["args"]["name"]);
+    }
+    EXPECT_EQ(processes[100], "app (pid 100) \u00b7 ranks 0, 1 of 2");
+    EXPECT_EQ(processes[200], "app (pid 200)");
+    ASSERT_EQ(streams.size(), 2u);
+    for (const std::string& s : streams) {
+        const bool gpu1 = s.rfind("GPU 1", 0) == 0;
+        EXPECT_NE(s.find(gpu1 ? "rank 0" : "rank 1"), std::string::npos) << s;
     }
 }
 
