@@ -19,7 +19,7 @@
 #      Memcpy or Memset, communication kernels' with nccl; trace_symbol_table.py: host calls are
 #      cuda_runtime or cuda_driver;
 #  - against the simulated driver's trace: per rank (device) as many kernels, copies and memsets as it
-#    ran, each at the time it ran (one clock across the files: the same offset from the trace's clock in
+#    ran (its process's, on its devices), each at the time it ran (one clock across the files: the same offset from the trace's clock in
 #    every file), NCCL kernels with the program's collectives; against `gpuspy dump`: every launch's
 #    correlation id is the call's own.
 # usage: kineto_export.py GPUSPY WORKDIR RANKS [--collectives] -- PROGRAM [ARGS...]
@@ -125,7 +125,10 @@ for rank, t in sorted(traces.items()):
     meta = {(e["name"], e["pid"]) for e in ev if e.get("ph") == "M"}
     check(all(("process_name", e["pid"]) in meta for e in xs), f"rank {rank}: every pid named (process_name)")
     devices = {e["pid"] for e in gpu}
-    if ranks > 1:
+    host_pids = {e["pid"] for e in host}
+    check(len(host_pids) == 1, f"rank {rank}: one process's calls ({sorted(host_pids)})")
+    if collectives:
+        # ncclCommInitAll over devices 0..N-1 in one process: device d is rank d, a file each.
         check(devices == {rank}, f"rank {rank}: its own device's work only (devices {sorted(devices)})")
     if collectives:
         nccl = [e for e in gpu if e["name"].startswith("nccl")]
@@ -174,7 +177,8 @@ check(abs((base_wall - base_mono) - offset_now) < 1e9, f"baseTimeNanoseconds is 
 for rank, t in sorted(traces.items()):
     gpu = [e for e in t["traceEvents"] if e.get("ph") == "X" and KERNEL_CAT.search(e["cat"])]
     devs = {e["pid"] for e in gpu}
-    want = [o for o in truth if o["dev"] in devs]
+    pids = {e["pid"] for e in t["traceEvents"] if e.get("ph") == "X" and e["cat"] in ("cuda_runtime", "cuda_driver")}
+    want = [o for o in truth if o["dev"] in devs and o["pid"] in pids]
     for op, cat in kinds.items():
         n_true = sum(1 for o in want if o["op"] == op)
         n_got = sum(1 for e in gpu if e["cat"] == cat)
