@@ -65,26 +65,28 @@ std::string defaultOutput(const std::string& file, const std::string& format)
     return base + "." + format;
 }
 
-// The Kineto-form files, one per rank, into the directory `dir` (made if it is not there).
+// The Kineto-form files, one per rank, into the directory `dir` (made if it is not there), each written
+// as soon as it is made.
 int writeKinetoDirectory(const Capture& capture, const std::string& dir, bool force, const std::string& file, const ReadInfo& info)
 {
-    const std::vector<KinetoFile> files = exportKineto(capture);
-    if (files.empty()) {
-        fmt::print(stderr, "gpuspy export: {}: no process did GPU work; no Kineto trace written\n", file);
-        return kExitFailure;
-    }
+    size_t made = 0;
     try {
         exporting::makeOutputDirectory(dir);
-        for (const KinetoFile& f : files) exporting::writeOutputFile(dir + "/" + f.name, f.json, force);
+        made = exportKineto(capture, [&](KinetoFile&& f) {
+            exporting::writeOutputFile(dir + "/" + f.name, f.json, force);
+            fmt::print(stderr, "gpuspy: wrote {}/{} (rank {} of {}, pid {}{}: {} kernels, {} copies, {} memsets{}, {} calls)\n", dir,
+                       f.name, f.rank.rank, f.rank.worldSize, capture.processes[f.rank.process].pid,
+                       f.rank.devices.empty() ? std::string() : fmt::format(", device {}", fmt::join(f.rank.devices, ",")), f.kernels,
+                       f.memcpys, f.memsets, f.estimated ? fmt::format(" ({} placed by estimate)", f.estimated) : std::string(), f.calls);
+        });
     } catch (const std::exception& e) {
         fmt::print(stderr, "gpuspy export: {}\n", e.what());
         return kExitFailure;
     }
-    for (const KinetoFile& f : files)
-        fmt::print(stderr, "gpuspy: wrote {}/{} (rank {} of {}, pid {}{}: {} kernels, {} copies, {} memsets{}, {} calls)\n", dir, f.name,
-                   f.rank.rank, f.rank.worldSize, capture.processes[f.rank.process].pid,
-                   f.rank.devices.empty() ? std::string() : fmt::format(", device {}", fmt::join(f.rank.devices, ",")), f.kernels, f.memcpys,
-                   f.memsets, f.estimated ? fmt::format(" ({} placed by estimate)", f.estimated) : std::string(), f.calls);
+    if (made == 0) {
+        fmt::print(stderr, "gpuspy export: {}: no process did GPU work; no Kineto trace written\n", file);
+        return kExitFailure;
+    }
     if (!info.damage.empty()) {
         fmt::print(stderr, "gpuspy export: {}: {}; exported what came before it\n", file, info.damage);
         return kExitFailure;

@@ -10,6 +10,7 @@
 #include "collector/model/model.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,13 @@ struct KinetoFile {
     uint64_t skipped = 0;                            // GPU spans of other kinds (graphs as one span): left out
 };
 
-// One file per rank of exporting::jobRanks(capture). Every file's times are microseconds after one base,
-// the capture's first event (the same in every file: the ranks compare directly), whose wall-clock time
-// is baseTimeNanoseconds (from the capture's CLOCK_MONOTONIC/CLOCK_REALTIME pair).
+// One file per rank of exporting::jobRanks(capture), each handed to `sink` as soon as it is made (a
+// file of a large capture is a gigabyte: they are not all held at once). Every file's times are
+// microseconds after one base, the capture's first event (the same in every file: the ranks compare
+// directly), whose wall-clock time is baseTimeNanoseconds (from the capture's CLOCK_MONOTONIC/CLOCK_REALTIME
+// pair). Returns how many files it made.
+size_t exportKineto(const Capture& capture, const std::function<void(KinetoFile&&)>& sink);
+// The same, all files returned (small captures, tests).
 std::vector<KinetoFile> exportKineto(const Capture& capture);
 
 }  // namespace gpuspy::collect
