@@ -73,7 +73,7 @@ std::vector<JobRank> jobRanks(const Capture& capture)
             first = false;
             r.rank = rank;
             r.worldSize = pr->worldSize;
-            r.source = RankSource::Communicator;
+            r.source = pr->source;
             r.commId = pr->commId;
             out.push_back(std::move(r));
         }

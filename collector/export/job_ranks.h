@@ -13,19 +13,23 @@
 
 namespace gpuspy::collect::exporting {
 
-enum class RankSource : uint8_t { Communicator, Order };
+// Where a rank came from: the process's NCCL communicator, its launcher (RANK/WORLD_SIZE and the like:
+// not recorded yet), or only its order in the capture.
+enum class RankSource : uint8_t { Communicator, Launcher, Order };
 
 // What one process says of its ranks: its rank on each device it drove (its NCCL communicator's rank
-// for the operations launched there), and the size of that communicator.
+// for the operations launched there; device -1: on every device), and the size of its world.
 struct ProcessRanks {
-    std::map<int, int> rankOfDevice;  // device ordinal -> rank
+    std::map<int, int> rankOfDevice;  // device ordinal (-1: all) -> rank
     int worldSize = 0;
-    uint64_t commId = 0;
+    uint64_t commId = 0;              // Communicator: the communicator
+    RankSource source = RankSource::Communicator;
 };
 
 // THE rank choice of a process (one function, so that another source of ranks, such as the launcher's
-// RANK/WORLD_SIZE, is a change here only): of its communicators, the largest (the job's world; ties:
-// the first seen), each device's rank in it. nullopt where it used no communicator.
+// RANK/WORLD_SIZE, is a change here only: {{{-1, RANK}}, WORLD_SIZE, 0, RankSource::Launcher}): of its
+// communicators, the largest (the job's world; ties: the first seen), each device's rank in it. nullopt
+// where it used no communicator.
 std::optional<ProcessRanks> rankOfProcess(const Process& p);
 
 // One rank of the job: the work of `process` on `devices` (empty: on every device), plus, for
@@ -38,6 +42,7 @@ struct JobRank {
     int worldSize = 1;
     RankSource source = RankSource::Order;
     uint64_t commId = 0;  // Communicator: the communicator the rank is in
+    bool known() const { return source != RankSource::Order; }
 };
 
 // The ranks of the capture's processes that did GPU work or joined a communicator, by rank. A rank

@@ -207,7 +207,7 @@ size_t exportKineto(const Capture& capture, const std::function<void(KinetoFile&
         // Reserved up front, as the Perfetto writer does: growing a string of a gigabyte copies it again and again.
         o.reserve((1 << 16) + 200 * px.calls.size() + 330 * ix.spans.size() / std::max<size_t>(1, ranks.size()));
         o += "{\n  \"schemaVersion\": 1,\n  \"distributedInfo\": {";
-        if (r.source == RankSource::Communicator) o += "\"backend\": \"nccl\", ";
+        if (!p.collectives.empty()) o += "\"backend\": \"nccl\", ";  // it used NCCL
         o += "\"rank\": " + std::to_string(r.rank) + ", \"world_size\": " + std::to_string(r.worldSize) + "},\n";
         o += "  \"deviceProperties\": [";
         bool firstDevice = true;
@@ -327,7 +327,9 @@ size_t exportKineto(const Capture& capture, const std::function<void(KinetoFile&
         appendJsonString(o, f.name);
         o += ",\n  \"gpuspy\": {\"producer\": \"gpuspy export --format kineto\", \"clock\": \"host CLOCK_MONOTONIC less base_monotonic_ns\"";
         o += ", \"base_monotonic_ns\": " + std::to_string(base);
-        o += ", \"rank_from\": \"" + std::string(r.source == RankSource::Communicator ? "nccl communicator" : "process order") + "\"";
+        o += ", \"rank_from\": \"" +
+             std::string(r.source == RankSource::Communicator ? "nccl communicator" : r.source == RankSource::Launcher ? "launcher" : "process order") +
+             "\"";
         o += ", \"estimated_gpu_events\": " + std::to_string(f.estimated) + ", \"left_out_gpu_spans\": " + std::to_string(f.skipped) + "}\n}\n";
         f.json = std::move(o);
         sink(std::move(f));

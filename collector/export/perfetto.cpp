@@ -180,14 +180,14 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
     };
     auto pidOf = [&](size_t track) { return uint64_t(capture.processes[ix.tracks[track].process].pid); };
 
-    // Each process labelled with its NCCL rank (or its ranks, and then each stream with its device's).
+    // Each process labelled with its rank where known (or its ranks, and then each stream with its device's).
     std::vector<std::string> rankLabel(ix.procs.size());
     std::map<std::pair<size_t, int>, int> rankOfDevice;  // (process, device) -> rank, where ranks split a process
     {
         std::vector<std::vector<std::string>> ranksOf(ix.procs.size());
         std::vector<std::string> suffix(ix.procs.size());
         for (const JobRank& r : jobRanks(capture)) {
-            if (r.source != RankSource::Communicator) continue;  // labelled where known, not by order
+            if (!r.known()) continue;  // labelled where known, not by order
             ranksOf[r.process].push_back(std::to_string(r.rank));
             suffix[r.process] = " of " + std::to_string(r.worldSize);
             for (int d : r.devices) rankOfDevice[{r.process, d}] = r.rank;
