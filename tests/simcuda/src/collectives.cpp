@@ -6,8 +6,29 @@
 // the last rank arrives, a kernel's stream is held (work after it deferred, a host sync on it waits), as a
 // stream behind an unsatisfied cuStreamWaitValue is. The trace gives each such kernel "peer_wait": the last
 // arrival less its own. Off by default: other programs' NCCL kernels run as any kernel.
+//
+// One process per GPU (SIMCUDA_NCCL_JOB set as well): the ranks are the devices 0..N-1 of every process of the
+// job, each process driving its own (as tensor-parallel servers run, ncclCommInitRank). Their arrivals meet in
+// a shared-memory segment of the job (shm_open "/simcuda-nccl.<uid>.<job>"; job "auto": named for the parent
+// process, its pid and start time, which every worker a launcher started shares): the k-th NCCL kernel on
+// device d posts its start in slot [d][k]. A process's kernel is held until every rank's k-th start is posted
+// (CLOCK_MONOTONIC is one clock for all processes), then ends its duration after the last; the process notices
+// other processes' arrivals on its own syncs and queries of the held stream, and from a small thread that polls
+// every 100 us while a kernel is held. Each process traces its own kernels, peer_wait included.
 #include "sim.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <ctime>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -27,7 +48,191 @@ std::vector<unsigned long long> g_count;                        // NCCL kernels 
 
 bool isNcclKernel(const Op& op) { return op.kind == OpKind::Kernel && op.name.find("ncclDevKernel") != std::string::npos; }
 
+// ---- across processes
+constexpr int kMaxRanks = 16;
+constexpr unsigned long long kRing = 1024;  // a rank cannot run kRing collectives ahead of another (it waits at each)
+struct Slot {
+    std::atomic<unsigned long long> seq;  // k + 1 once the k-th arrival's start is written
+    std::atomic<long long> start;
+};
+struct Segment {
+    std::atomic<int> attached;  // processes of the job still alive: the last one out removes the segment
+    Slot slot[kMaxRanks][kRing];
+};
+static_assert(std::atomic<unsigned long long>::is_always_lock_free, "slots are shared between processes");
+
+Segment* g_segment = nullptr;
+pid_t g_segmentPid = 0;  // the process that attached (a forked child attaches anew)
+char g_segmentName[96];
+std::vector<std::pair<unsigned long long, Arrival>> g_waiting;  // this process's held kernels: (k, arrival)
+std::atomic<size_t> g_waitingCount{0};  // its size, read by the poller without the lock
+pid_t g_pollerPid = 0;
+
+// "auto": the parent's pid and start time (field 22 of /proc/PPID/stat), shared by the workers of one launch.
+std::string jobName()
+{
+    const std::string& job = config().ncclJob;
+    if (job != "auto") return job;
+    const pid_t pp = getppid();
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pp));
+    unsigned long long started = 0;
+    if (FILE* f = fopen(path, "re")) {
+        const size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        if (const char* p = strrchr(buf, ')')) {
+            // after the name: state is field 3, starttime field 22
+            int field = 2;
+            for (; *p && field < 22; ++p)
+                if (*p == ' ') ++field;
+            started = strtoull(p, nullptr, 10);
+        }
+    }
+    return "ppid" + std::to_string(pp) + "-" + std::to_string(started);
+}
+
+void detach()
+{
+    if (!g_segment || g_segmentPid != getpid()) return;
+    if (g_segment->attached.fetch_sub(1) == 1) shm_unlink(g_segmentName);
+}
+
+Segment* segment()
+{
+    if (g_segment && g_segmentPid == getpid()) return g_segment;
+    g_segment = nullptr;
+    snprintf(g_segmentName, sizeof g_segmentName, "/simcuda-nccl.%u.%s", static_cast<unsigned>(getuid()), jobName().c_str());
+    for (char* c = g_segmentName + 1; *c; ++c)
+        if (*c == '/') *c = '_';
+    const int fd = shm_open(g_segmentName, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        logLine("SIMCUDA_NCCL_JOB: shm_open %s failed: %s", g_segmentName, strerror(errno));
+        return nullptr;
+    }
+    void* m = MAP_FAILED;
+    if (ftruncate(fd, sizeof(Segment)) == 0)  // zero-filled once; the same size for every process
+        m = mmap(nullptr, sizeof(Segment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        logLine("SIMCUDA_NCCL_JOB: mapping %s failed: %s", g_segmentName, strerror(errno));
+        return nullptr;
+    }
+    g_segment = static_cast<Segment*>(m);
+    g_segmentPid = getpid();
+    g_segment->attached.fetch_add(1);
+    static bool registered = false;
+    if (!registered) {
+        registered = true;
+        atexit(detach);
+    }
+    return g_segment;
+}
+
+// The last arrival of collective k when every rank's is posted.
+bool lastArrival(Segment* seg, unsigned long long k, Ns* last)
+{
+    Ns at = 0;
+    for (int d = 0; d < config().ncclRanks; ++d) {
+        const Slot& sl = seg->slot[d][k % kRing];
+        if (sl.seq.load(std::memory_order_acquire) != k + 1) return false;
+        at = std::max(at, static_cast<Ns>(sl.start.load(std::memory_order_relaxed)));
+    }
+    *last = at;
+    return true;
+}
+
+// Sleeps (never spins: it shares the host with the ranks): 200 us while a kernel is held, 2 ms otherwise. The
+// interval delays only when the host sees a release, never the device times (they follow the arrivals).
+void* poller(void*)
+{
+    for (;;) {
+        const bool waiting = g_waitingCount.load(std::memory_order_relaxed) > 0;
+        struct timespec ts = {0, waiting ? 200'000 : 2'000'000};
+        nanosleep(&ts, nullptr);
+        if (!waiting) continue;
+        Lock g(bigLock());
+        pollCoupled();
+    }
+    return nullptr;
+}
+
+void startPoller()
+{
+    if (g_pollerPid == getpid()) return;
+    g_pollerPid = getpid();
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);  // the host's signals go to its own threads
+    pthread_t t;
+    if (pthread_create(&t, nullptr, poller, nullptr) == 0) {
+        pthread_setname_np(t, "simcuda-nccl");
+        pthread_detach(t);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+// Ends a held kernel of this process at `last` + its duration, and goes on with its stream.
+void finish(Arrival& a, Ns last, Stream* current, Ns* endOut)
+{
+    const Ns end = last + a.op.duration;
+    a.op.peerWait = static_cast<long long>(last - a.start);
+    traceOp(a.op, a.api, a.s->ctx->dev, a.s->ctx->id, a.s->id, a.submit, a.start, end, a.fromGraph, a.tid);
+    if (a.s == current) {
+        a.s->tail = end;
+        *endOut = end;
+    } else {
+        release(a.s, end);
+    }
+}
+
+bool placeAcrossProcesses(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGraph, Ns start, pid_t tid,
+                          Ns* endOut)
+{
+    Segment* seg = segment();
+    if (!seg) return false;
+    const int dev = s->ctx->dev;
+    const unsigned long long k = g_count[size_t(dev)]++;
+    Slot& mine = seg->slot[dev][k % kRing];
+    mine.start.store(static_cast<long long>(start), std::memory_order_relaxed);
+    mine.seq.store(k + 1, std::memory_order_release);
+    Arrival a{s, op, apiName, submit, start, fromGraph, tid ? tid : threadId()};
+    Ns last = 0;
+    if (lastArrival(seg, k, &last)) {
+        finish(a, last, s, endOut);
+        return true;
+    }
+    s->tail = start;
+    ValueWait w;
+    w.coupled = true;
+    hold(s, w);
+    *endOut = start + op.duration;
+    g_waiting.emplace_back(k, std::move(a));
+    g_waitingCount.store(g_waiting.size(), std::memory_order_relaxed);
+    startPoller();
+    return true;
+}
+
 }  // namespace
+
+void pollCoupled()
+{
+    // Releasing a stream places its deferred work, which may add (or at once finish) further held kernels.
+    for (bool progress = true; progress && g_segment;) {
+        progress = false;
+        for (size_t i = 0; i < g_waiting.size(); ++i) {
+            Ns last = 0;
+            if (!lastArrival(g_segment, g_waiting[i].first, &last)) continue;
+            Arrival a = std::move(g_waiting[i].second);
+            g_waiting.erase(g_waiting.begin() + static_cast<long>(i));
+            g_waitingCount.store(g_waiting.size(), std::memory_order_relaxed);
+            Ns unused = 0;
+            finish(a, last, nullptr, &unused);
+            progress = true;
+            break;
+        }
+    }
+}
 
 // Under the model's lock (placeOp's callers hold it).
 bool placeCoupled(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGraph, Ns start, pid_t tid, Ns* endOut)
@@ -36,6 +241,8 @@ bool placeCoupled(Stream* s, const Op& op, const char* apiName, Ns submit, bool 
     const int dev = s->ctx->dev;
     if (ranks < 2 || dev >= ranks || !isNcclKernel(op)) return false;
     if (g_count.size() < size_t(ranks)) g_count.resize(size_t(ranks), 0);
+    if (!config().ncclJob.empty() && ranks <= kMaxRanks)
+        return placeAcrossProcesses(s, op, apiName, submit, fromGraph, start, tid, endOut);
     const unsigned long long k = g_count[size_t(dev)]++;
     std::vector<Arrival>& arrived = g_pending[k];
     // Traced when the last rank arrives, maybe by its thread: the submitting thread is named now.

@@ -105,6 +105,7 @@ Config* load()
     if (const char* e = getenv("SIMCUDA_LAUNCH_LATENCY_NS")) c->launchLatency = atoll(e);
     if (const char* e = getenv("SIMCUDA_GRAPH_NODE_NS")) c->graphNodeCost = atoll(e);
     if (const char* e = getenv("SIMCUDA_NCCL_RANKS")) c->ncclRanks = atoi(e);
+    if (const char* e = getenv("SIMCUDA_NCCL_JOB")) c->ncclJob = e;
     if (const char* e = getenv("SIMCUDA_KERNEL_DEFAULT_NS")) c->kernelDefault = atoll(e);
     if (const char* e = getenv("SIMCUDA_KERNEL_NS")) parseKernelRules(*c, e);
     if (const char* e = getenv("SIMCUDA_BANDWIDTH")) parseBandwidth(*c, e);

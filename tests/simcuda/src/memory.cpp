@@ -3,9 +3,12 @@
 // Device memory is host memory, so a CUdeviceptr is a host address and copies really move bytes.
 #include "sim.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
@@ -759,7 +762,10 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* h, size_t size, co
 {
     SIM_API(cuMemCreate);
     if (!h || !prop || !size || size % kGranularity) return scope.ret(CUDA_ERROR_INVALID_VALUE);
-    const int fd = memfd_create("simcuda-vmm", MFD_CLOEXEC);
+    // The location travels in the memfd's name: a process importing the descriptor learns it from there.
+    char name[48];
+    snprintf(name, sizeof name, "simcuda-vmm-%d-%d", static_cast<int>(prop->location.type), prop->location.id);
+    const int fd = memfd_create(name, MFD_CLOEXEC);
     if (fd < 0) return scope.ret(CUDA_ERROR_OUT_OF_MEMORY);
     if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
         close(fd);
@@ -770,6 +776,56 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* h, size_t size, co
     ph->size = size;
     ph->dev = prop->location.id;
     ph->prop = *prop;
+    registerHandle(ph, HandleKind::Phys);
+    *h = reinterpret_cast<CUmemGenericAllocationHandle>(ph);
+    return scope.ret(CUDA_SUCCESS);
+}
+
+// Shared between processes (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, requested at cuMemCreate): the export is a
+// new descriptor of the allocation's memfd, which the importer maps as the same bytes. The caller owns both
+// descriptors (the driver keeps neither), as with the real driver.
+SIM_EXPORT CUresult cuMemExportToShareableHandle(void* out, CUmemGenericAllocationHandle h, CUmemAllocationHandleType type,
+                                                 unsigned long long flags)
+{
+    SIM_API(cuMemExportToShareableHandle);
+    Phys* ph = asPhys(h);
+    if (!out || !ph || flags) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return scope.ret(CUDA_ERROR_NOT_SUPPORTED);
+    if (!(ph->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    const int fd = dup(ph->fd);
+    if (fd < 0) return scope.ret(CUDA_ERROR_OUT_OF_MEMORY);
+    *static_cast<int*>(out) = fd;
+    return scope.ret(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* h, void* osHandle,
+                                                   CUmemAllocationHandleType type)
+{
+    SIM_API(cuMemImportFromShareableHandle);
+    if (!h) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return scope.ret(CUDA_ERROR_NOT_SUPPORTED);
+    const int given = static_cast<int>(reinterpret_cast<intptr_t>(osHandle));
+    // Only a descriptor this driver exported (a memfd named for its device) is an allocation.
+    char link[64], target[128];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", given);
+    const ssize_t n = readlink(link, target, sizeof target - 1);
+    int where = -1, id = -1;
+    struct stat st;
+    if (n <= 0 || fstat(given, &st) != 0) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    target[n] = 0;
+    if (sscanf(target, "/memfd:simcuda-vmm-%d-%d", &where, &id) != 2 || st.st_size <= 0 ||
+        st.st_size % static_cast<off_t>(kGranularity))
+        return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    const int fd = fcntl(given, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return scope.ret(CUDA_ERROR_OUT_OF_MEMORY);
+    auto* ph = new Phys;
+    ph->fd = fd;
+    ph->size = static_cast<size_t>(st.st_size);
+    ph->dev = id;  // as cuMemCreate keeps it: the location's id
+    ph->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ph->prop.location.type = static_cast<CUmemLocationType>(where);
+    ph->prop.location.id = id;
+    ph->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     registerHandle(ph, HandleKind::Phys);
     *h = reinterpret_cast<CUmemGenericAllocationHandle>(ph);
     return scope.ret(CUDA_SUCCESS);

@@ -45,6 +45,7 @@ struct Config {
     Ns launchLatency = 2000;
     Ns graphNodeCost = 0;  // host time cuGraphLaunch spends per node (SIMCUDA_GRAPH_NODE_NS)
     int ncclRanks = 0;     // NCCL's kernels couple across devices 0..N-1 (SIMCUDA_NCCL_RANKS; collectives.cpp)
+    std::string ncclJob;   // ...across the processes of this job (SIMCUDA_NCCL_JOB; collectives.cpp)
     Ns kernelDefault = 5000;
     std::vector<KernelRule> kernelRules;
     double bwPinned = 25, bwPageable = 8, bwDtoD = 1000, bwPtoP = 50, bwHtoH = 10, bwMemset = 1500;  // GB/s == bytes/ns
@@ -338,6 +339,8 @@ Ns streamReadyTime(Stream* s, Ns submit);  // start time an op submitted now wou
 // An NCCL kernel with SIMCUDA_NCCL_RANKS set: placed when every rank's kernel has arrived (collectives.cpp);
 // false: not one of those, place it as any op.
 bool placeCoupled(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGraph, Ns start, pid_t tid, Ns* endOut);
+// Under bigLock: releases this process's coupled kernels whose every rank (other processes') has arrived.
+void pollCoupled();
 void hold(Stream* s, const ValueWait& w);
 void release(Stream* s, Ns at);
 // Under bigLock: puts an op on the stream's timeline (its effect already ran), traces it; returns its end.

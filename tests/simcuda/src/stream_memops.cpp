@@ -222,6 +222,10 @@ void waitForHeldEvent(Stream* s, Event* e)
 bool stillHeld(Stream* s)
 {
     if (!s->held) return false;
+    if (s->heldOn.coupled) {
+        pollCoupled();  // other processes' ranks may have arrived since
+        return s->held;
+    }
     if (satisfied(s->heldOn)) release(s, s->heldOn.event ? writtenAt(s->heldOn) : std::max(nowNs(), writtenAt(s->heldOn)));
     return s->held;
 }
