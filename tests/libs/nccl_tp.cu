@@ -5,7 +5,7 @@
 // runs `steps` steps of `layers` layers, each a work kernel then an all-reduce of its activations, then waits
 // for its stream at the step's end.
 //   even   every rank alike
-//   late   rank 2 does 60 ms of host work before its first layer's launches of every step (its host is late)
+//   late   rank 2 does 100 ms of host work before each layer's launches (its host is late at every all-reduce)
 // usage: nccl_tp even|late [steps] [layers]
 // Needs the simulated NVML (SIMCUDA_DEVICES >= WORLD_SIZE) and, for the ranks' kernels to wait for each other
 // across processes as on a GPU, SIMCUDA_NCCL_RANKS=WORLD_SIZE with SIMCUDA_NCCL_JOB (tests/simcuda/README.md).
@@ -22,6 +22,7 @@
 constexpr int kLateRank = 2;
 constexpr int kSteps = 4;   // by default
 constexpr int kLayers = 2;  // by default
+constexpr int kLateUs = 100000;  // late: rank 2's host work before each layer
 constexpr size_t kCount = 1 << 18;  // floats all-reduced per layer (1 MiB)
 
 __global__ void layer_work(float* x) { x[threadIdx.x] += 1.0f; }
@@ -99,8 +100,8 @@ int main(int argc, char** argv)
     cudaStream_t stream;
     CK(cudaStreamCreate(&stream));
     for (int s = 0; s < steps; ++s) {
-        if (mode == "late" && rank == kLateRank) spin(std::chrono::microseconds(60000));
         for (int l = 0; l < layers; ++l) {
+            if (mode == "late" && rank == kLateRank) spin(std::chrono::microseconds(kLateUs));
             layer_work<<<1, 32, 0, stream>>>(act);
             CK(cudaGetLastError());
             CK_STATUS(ncclAllReduce(act, act, kCount, ncclFloat, ncclSum, comm, stream));

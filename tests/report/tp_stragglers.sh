@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# tests/report/tp_stragglers.sh: one process per GPU (issue 29), as tensor-parallel servers run. tp_launch starts 4
+# nccl_tp processes (RANK/LOCAL_RANK/WORLD_SIZE set, the NCCL id passed from rank 0, ncclCommInitRank), each a
+# work kernel then an all-reduce per layer; the simulated driver couples the ranks' NCCL kernels across the
+# processes (SIMCUDA_NCCL_JOB) and traces each one's wait, one trace per process. `gpuspy record` follows the
+# launcher's process tree into the 4 ranks. Rank 2 is late on the host (late: 100 ms of host work before each
+# layer's launches, far above what a loaded host's scheduling moves a process by) or not (even). Checked against
+# the traces: every collective of every rank counted with its bytes, each rank's wait for its peers, the
+# straggler finding naming rank 2 by pid and rank with the others' lost time and its saving, against what
+# removing the delay really saves (the span of late's collectives against even's); no straggler in even.
+# usage: tp_stragglers.sh GPUSPY TP_LAUNCH NCCL_TP WORKDIR
+set -uo pipefail
+gpuspy=$1 launch=$2 prog=$3 work=$4
+rm -rf "$work" && mkdir -p "$work" || exit 2
+steps=4 layers=2
+export SIMCUDA_DEVICES=4 NCCL_SOCKET_IFNAME=lo SIMCUDA_NCCL_RANKS=4 SIMCUDA_NCCL_JOB=auto
+# A layer's work kernel (30 ms) is long against what scheduling moves a rank's process by on a loaded 2-core host
+# (4 ranks and their NCCL threads: a few ms), so that even has no rank late by a fifth of a layer; late's 100 ms make the saving stand well above the
+# few ms per step a loaded host adds to even's span.
+export SIMCUDA_KERNEL_NS=layer_work=30000000,ncclDevKernel=300000
+for mode in late even; do
+    mkdir -p "$work/trace.$mode"
+    SIMCUDA_TRACE="$work/trace.$mode/%p.jsonl" "$gpuspy" record --sim -f -o "$work/$mode.gspy" -- "$launch" 4 "$prog" $mode $steps $layers \
+        > "$work/$mode.out" 2>&1 || { cat "$work/$mode.out"; exit 1; }
+    "$gpuspy" report --format json "$work/$mode.gspy" > "$work/$mode.json" || exit 1
+done
+"$gpuspy" report --width 140 "$work/late.gspy" > "$work/late.txt" || exit 1
+python3 - "$work" "$steps" "$layers" <<'PY'
+import glob, json, sys
+work, steps, layers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+n = steps * layers          # all-reduces per rank
+bytes_each = (1 << 18) * 4  # nccl_tp's kCount floats
+results = []
+check = lambda ok, what: results.append((bool(ok), what))
+
+def trace(mode):
+    """Per process (its pid in the trace): its device and its NCCL kernels in order, (start, end, peer_wait)."""
+    procs = {}
+    for path in glob.glob(f"{work}/trace.{mode}/*.jsonl"):
+        for line in open(path):
+            e = json.loads(line)
+            if e.get("type") == "op" and e.get("op") == "kernel" and "ncclDevKernel" in e.get("name", ""):
+                p = procs.setdefault(e["pid"], {"dev": e["dev"], "k": []})
+                p["k"].append((e["start"], e["end"], e.get("peer_wait", -1)))
+    for p in procs.values():
+        p["k"].sort()
+    return procs
+
+for mode in ("late", "even"):
+    r = json.load(open(f"{work}/{mode}.json"))
+    t = trace(mode)
+    check(len(t) == 4 and sorted(p["dev"] for p in t.values()) == [0, 1, 2, 3],
+          f"{mode}: 4 processes in the traces, one GPU each ({ {pid: p['dev'] for pid, p in t.items()} })")
+    check(all(len(p["k"]) == n and all(w >= 0 for _, _, w in p["k"]) for p in t.values()),
+          f"{mode}: {n} coupled all-reduce kernels per process, each with its wait, in the traces")
+    rows = {c["pid"]: c for c in r["collectives"] if c["op"] == "AllReduce"}
+    comms = {c["comm_id"] for c in r["collectives"]}
+    check(set(rows) == set(t) and len(comms) == 1,
+          f"{mode}: one AllReduce row per process, one communicator ({sorted(rows)} against the traces' {sorted(t)}, {len(comms)} communicator(s))")
+    for pid, p in t.items():
+        c = rows.get(pid)
+        if not c:
+            continue
+        check(c["rank"] == p["dev"] and c["nranks"] == 4, f"{mode}: pid {pid} is rank {c['rank']}/{c['nranks']} (its GPU {p['dev']})")
+        check(c["calls"] == n and c["bytes"] == n * bytes_each,
+              f"{mode}: pid {pid}: {c['calls']} all-reduces of {c['bytes']} bytes (the trace: {n}, {n * bytes_each})")
+        # Waiting for peers, against the driver's own account of each kernel's wait for the last rank. Compared
+        # across ranks only where every rank's kernel was timed: all of them, or a subset (a loaded host's
+        # descheduled launch loses its span) whose waits are at most all of them and at least all but the
+        # longest missing ones. Slack per collective: a span's begin may sit ~20 us off the truth (the driver's
+        # trace write after a submit delays a launch's return) and the last rank's begin enters every wait.
+        waits = [w for _, _, w in p["k"]]
+        truth, got, missing = sum(waits), c["wait_ns"], n - c["with_peers"]
+        check(c["with_peers"] >= n // 2, f"{mode}: pid {pid}: {c['with_peers']} of {n} collectives compared across the ranks")
+        slack = 0.02 * truth + n * 30000
+        low = truth - sum(sorted(waits)[n - missing:]) - slack if missing > 0 else truth - slack
+        check(low <= got <= truth + slack,
+              f"{mode}: pid {pid} (rank {c['rank']}) waited for peers {got / 1e6:.2f} ms, the driver's {truth / 1e6:.2f} ms ({missing} not compared)")
+
+def straggler(mode):
+    r = json.load(open(f"{work}/{mode}.json"))
+    return [f for f in r["findings"] if f["rule"] == "straggler"]
+
+t = trace("late")
+pid2 = next((pid for pid, p in t.items() if p["dev"] == 2), None)
+found = straggler("late")
+check(len(found) == 1, f"late: one straggler finding ({len(found)})")
+if found:
+    f = found[0]
+    ev = dict(f["evidence"]) if isinstance(f["evidence"], list) else f["evidence"]
+    check(ev["rank"] == 2 and int(ev["pid"]) == pid2, f"late: names rank 2, pid {pid2} (rank {ev['rank']}, pid {int(ev['pid'])})")
+    check(ev["collectives_compared"] >= n // 2 and ev["arrived_last"] >= ev["collectives_compared"] - 2 and ev["host_late"] > ev["gpu_late"],
+          f"late: last at {ev['arrived_last']} of {ev['collectives_compared']}, host_late {ev['host_late']} against gpu_late {ev['gpu_late']}")
+    # The others' lost time, as the driver accounts it, over the collectives rank 2 reached last; its lateness there.
+    by_dev = {p["dev"]: p["k"] for p in t.values()}
+    waits, lates = [], []
+    for s in range(n):
+        starts = {d: by_dev[d][s][0] for d in range(4)}
+        if max(starts, key=starts.get) != 2:
+            continue
+        waits.append(sum(by_dev[d][s][2] for d in range(4) if d != 2))
+        lates.append(starts[2] - max(v for d, v in starts.items() if d != 2))
+    missing = n - int(ev["collectives_compared"])
+    def within(got, truth, what):
+        slack = 0.03 * sum(truth) + n * 30000
+        top = sum(sorted(truth)[len(truth) - missing:]) if missing > 0 else 0
+        check(sum(truth) - top - slack <= got <= sum(truth) + slack,
+              f"late: {what} {got / 1e6:.2f} ms, the driver's {sum(truth) / 1e6:.2f} ms ({missing} collective(s) not compared)")
+    within(ev["others_wait_ns"], waits, "the others lost")
+    within(f["estimated_savings_ns"] * (ev["collectives_compared"] / ev["collectives"]), lates, "saving over the collectives compared")
+check(not straggler("even"), f"even: no straggler finding ({len(straggler('even'))})")
+# What the fix really saves: even's collectives' span against late's, first all-reduce start to last end.
+def span(mode):
+    k = [p["k"] for p in trace(mode).values()]
+    return max(v[-1][1] for v in k) - min(v[0][0] for v in k)
+real = span("late") - span("even")
+if found and real > 0:
+    ratio = found[0]["estimated_savings_ns"] / real
+    check(1 / 1.5 <= ratio <= 1.5, f"late: the finding's saving {found[0]['estimated_savings_ns'] / 1e6:.2f} ms against the "
+                                   f"{real / 1e6:.2f} ms the fix saves (the collectives' span, late - even): {ratio:.2f}")
+else:
+    check(False, f"late: a finding and a positive saving to compare ({real / 1e6:.2f} ms)")
+text = open(f"{work}/late.txt").read()
+check("arrived last" in text and "straggler" in text and f"pid {pid2}" in text, "the text report names the straggler and its pid")
+for ok, what in results:
+    print(("ok   " if ok else "FAIL ") + what)
+sys.exit(0 if all(ok for ok, _ in results) else 1)
+PY
