@@ -104,6 +104,7 @@ CUresult freeOwned(uintptr_t p, bool host, const char* api)
         RangesWriteLock g;
         if (!ranges().erase(base)) return CUDA_ERROR_INVALID_VALUE;  // another thread freed it meanwhile
     }
+    if (r.kind == MemKind::Device) ipcForgetExport(base, r.size);  // shared with other processes: private again
     free(reinterpret_cast<void*>(base));
     return CUDA_SUCCESS;
 }
@@ -310,12 +311,31 @@ CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags,
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     if (!currentContext()) return noContextError();
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-    void* m = aligned_alloc(256, (bytes + 255) & ~size_t(255));
+    // Device memory in whole pages of its own, so that cuIpcGetMemHandle can share it with other processes (ipc.cpp).
+    const size_t align = kind == MemKind::Device ? kPageBytes : 256;
+    void* m = aligned_alloc(align, (bytes + align - 1) & ~(align - 1));
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
     if (zero) memset(m, 0, bytes);
     addRange(reinterpret_cast<uintptr_t>(m), bytes, kind, flags);
     *p = reinterpret_cast<CUdeviceptr>(m);
     return CUDA_SUCCESS;
+}
+
+void addSharedRange(uintptr_t base, size_t size, int dev, Context* ctx)
+{
+    Range r;
+    r.size = size;
+    r.kind = MemKind::Device;
+    r.dev = dev;
+    r.ctx = ctx;
+    RangesWriteLock g;
+    ranges()[base] = r;
+}
+
+bool removeSharedRange(uintptr_t base)
+{
+    RangesWriteLock g;
+    return ranges().erase(base) != 0;
 }
 
 PtrKind classifyPtr(const void* p, int* dev)
