@@ -306,13 +306,11 @@ bool rangeCovers(uintptr_t p, size_t n)
     }
 }
 
-CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags, bool zero)
+CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags, bool zero, size_t align)
 {
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     if (!currentContext()) return noContextError();
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-    // Device memory in whole pages of its own, so that cuIpcGetMemHandle can share it with other processes (ipc.cpp).
-    const size_t align = kind == MemKind::Device ? kPageBytes : 256;
     void* m = aligned_alloc(align, (bytes + align - 1) & ~(align - 1));
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
     if (zero) memset(m, 0, bytes);
@@ -377,7 +375,7 @@ using namespace simcuda;
 SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes)
 {
     SIM_API(cuMemAlloc_v2);
-    return scope.ret(allocDevice(p, bytes, MemKind::Device));
+    return scope.ret(allocDevice(p, bytes, MemKind::Device, 0, true, kPageBytes));
 }
 
 SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* p, size_t* pitch, size_t width, size_t height, unsigned elem)
@@ -385,7 +383,7 @@ SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* p, size_t* pitch, size_t wid
     SIM_API(cuMemAllocPitch_v2);
     if (!pitch || (elem != 4 && elem != 8 && elem != 16)) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     *pitch = (width + 511) & ~size_t(511);
-    return scope.ret(allocDevice(p, *pitch * height, MemKind::Device));
+    return scope.ret(allocDevice(p, *pitch * height, MemKind::Device, 0, true, kPageBytes));
 }
 
 SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t bytes, unsigned flags)

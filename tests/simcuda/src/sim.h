@@ -408,9 +408,11 @@ struct Range {
 };
 bool findRange(uintptr_t p, uintptr_t* base, Range* out);
 bool rangeCovers(uintptr_t p, size_t n);  // every byte of [p, p + n) lies in known ranges; never for p == 0
-CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags = 0, bool zero = true);
-// ---- memory shared with other processes (ipc.cpp): cuIpcGetMemHandle / cuIpcOpenMemHandle
 constexpr size_t kPageBytes = 4096;
+// `align` a power of two; cuMemAlloc's memory comes in whole pages of its own (kPageBytes), so that
+// cuIpcGetMemHandle can share it with other processes (ipc.cpp).
+CUresult allocDevice(CUdeviceptr* p, size_t bytes, MemKind kind, unsigned flags = 0, bool zero = true, size_t align = 256);
+// ---- memory shared with other processes (ipc.cpp): cuIpcGetMemHandle / cuIpcOpenMemHandle
 void addSharedRange(uintptr_t base, size_t size, int dev, Context* ctx);  // an opened handle's mapping
 bool removeSharedRange(uintptr_t base);
 void ipcForgetExport(uintptr_t base, size_t size);  // cuMemFree of an allocation shared by cuIpcGetMemHandle
