@@ -215,6 +215,21 @@ bool placeAcrossProcesses(Stream* s, const Op& op, const char* apiName, Ns submi
 
 }  // namespace
 
+void giveUpCoupled(Stream* s, Ns at)
+{
+    for (size_t i = 0; i < g_waiting.size();) {
+        Arrival& a = g_waiting[i].second;
+        if (a.s != s) {
+            ++i;
+            continue;
+        }
+        a.op.peerWait = static_cast<long long>(at - a.start);
+        traceOp(a.op, a.api, s->ctx->dev, s->ctx->id, s->id, a.submit, a.start, at, a.fromGraph, a.tid);
+        g_waiting.erase(g_waiting.begin() + static_cast<long>(i));
+    }
+    g_waitingCount.store(g_waiting.size(), std::memory_order_relaxed);
+}
+
 void pollCoupled()
 {
     // Releasing a stream places its deferred work, which may add (or at once finish) further held kernels.

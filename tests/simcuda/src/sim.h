@@ -341,6 +341,9 @@ Ns streamReadyTime(Stream* s, Ns submit);  // start time an op submitted now wou
 bool placeCoupled(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGraph, Ns start, pid_t tid, Ns* endOut);
 // Under bigLock: releases this process's coupled kernels whose every rank (other processes') has arrived.
 void pollCoupled();
+// Under bigLock: a held stream's coupled kernel given up on at `at` (SIMCUDA's 10 s limit): traced as ending
+// then, no longer waited for (its caller releases the stream).
+void giveUpCoupled(Stream* s, Ns at);
 void hold(Stream* s, const ValueWait& w);
 void release(Stream* s, Ns at);
 // Under bigLock: puts an op on the stream's timeline (its effect already ran), traces it; returns its end.

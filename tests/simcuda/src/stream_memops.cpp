@@ -277,10 +277,14 @@ void settleHeld(Lock& g, Stream* s, Context* c)
     const Ns limit = nowNs() + kHeldLimitNs;
     while (anyHeld()) {
         if (nowNs() > limit) {
-            logLine("a stream waited 10 s for a cuStreamWaitValue condition nothing satisfied: released");
+            logLine("a stream waited 10 s for a cuStreamWaitValue condition nothing satisfied, or a collective's rank "
+                    "that never arrived: released");
             const std::vector<Stream*> held = heldStreams();
             for (Stream* x : held)
-                if (x == s || (!s && x->ctx == c)) release(x, nowNs());
+                if (x == s || (!s && x->ctx == c)) {
+                    if (x->heldOn.coupled) giveUpCoupled(x, nowNs());  // a rank (process) that never arrived
+                    release(x, nowNs());
+                }
             return;
         }
         g.unlock();
