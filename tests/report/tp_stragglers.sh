@@ -7,7 +7,8 @@
 # layer's launches, far above what a loaded host's scheduling moves a process by) or not (even). Checked against
 # the traces: every collective of every rank counted with its bytes, each rank's wait for its peers, the
 # straggler finding naming rank 2 by pid and rank with the others' lost time and its saving, against what
-# removing the delay really saves (the span of late's collectives against even's); no straggler in even.
+# removing the delay really saves (the span of late's collectives against even's); no straggler in even, and
+# `gpuspy diff late even` calls the finding resolved. The traces' coupling itself is checked first.
 # usage: tp_stragglers.sh GPUSPY TP_LAUNCH NCCL_TP WORKDIR
 set -uo pipefail
 gpuspy=$1 launch=$2 prog=$3 work=$4
@@ -25,6 +26,8 @@ for mode in late even; do
     "$gpuspy" report --format json "$work/$mode.gspy" > "$work/$mode.json" || exit 1
 done
 "$gpuspy" report --width 140 "$work/late.gspy" > "$work/late.txt" || exit 1
+# The fix (even: rank 2 no longer late) resolves the finding.
+"$gpuspy" diff --format json "$work/late.gspy" "$work/even.gspy" > "$work/diff.json" || exit 1
 python3 - "$work" "$steps" "$layers" <<'PY'
 import glob, json, sys
 work, steps, layers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -77,6 +80,15 @@ for mode in ("late", "even"):
         check(low <= got <= truth + slack,
               f"{mode}: pid {pid} (rank {c['rank']}) waited for peers {got / 1e6:.2f} ms, the driver's {truth / 1e6:.2f} ms ({missing} not compared)")
 
+# The truth itself: the simulated driver couples the k-th all-reduce of the 4 processes as a GPU does: each ends
+# its own duration (300 us) after the last rank's start, and its wait is that start less its own.
+for mode in ("late", "even"):
+    k = {p["dev"]: p["k"] for p in trace(mode).values()}
+    bad = [s for s in range(n) if len(k) == 4 and any(
+        k[d][s][1] != max(k[e][s][0] for e in range(4)) + 300000 or k[d][s][2] != max(k[e][s][0] for e in range(4)) - k[d][s][0]
+        for d in range(4))]
+    check(len(k) == 4 and not bad, f"{mode}: every all-reduce ends 300 us after the last process's start, its wait the difference (off: {bad})")
+
 def straggler(mode):
     r = json.load(open(f"{work}/{mode}.json"))
     return [f for f in r["findings"] if f["rule"] == "straggler"]
@@ -120,6 +132,8 @@ if found and real > 0:
                                    f"{real / 1e6:.2f} ms the fix saves (the collectives' span, late - even): {ratio:.2f}")
 else:
     check(False, f"late: a finding and a positive saving to compare ({real / 1e6:.2f} ms)")
+st = {f["rule"]: f["status"] for f in json.load(open(f"{work}/diff.json"))["findings"]}
+check(st.get("straggler") == "resolved", f"gpuspy diff late even: straggler {st.get('straggler')}")
 text = open(f"{work}/late.txt").read()
 check("arrived last" in text and "straggler" in text and f"pid {pid2}" in text, "the text report names the straggler and its pid")
 for ok, what in results:
