@@ -8,7 +8,8 @@
 // the memfd's inode. cuIpcOpenMemHandle in another process opens the descriptor through /proc/PID/fd (same user)
 // and maps the same bytes at an address of its own: a write on either side is seen on the other. As the real
 // driver: opening in the exporting process is CUDA_ERROR_INVALID_CONTEXT; a handle opened again in a process
-// returns the same pointer with one more reference, cuIpcCloseMemHandle drops one and unmaps at the last; the
+// returns the same pointer with one more reference, cuIpcCloseMemHandle drops one and unmaps at the last (cuMemFree
+// of it is CUDA_ERROR_INVALID_VALUE); the
 // importer's mapping outlives the exporter's cuMemFree (the bytes stay until its close). Not modelled: event
 // handles (cuIpcGetEventHandle), IPC of stream-ordered pool or VMM memory (use cuMemExportToShareableHandle).
 #include "sim.h"
@@ -148,10 +149,9 @@ SIM_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle* out, CUdeviceptr p)
     uintptr_t base;
     Range r;
     // cuMemAlloc'd device memory only: not host, managed, pool or VMM memory, nor an opened handle's mapping.
-    if (!findRange(p, &base, &r) || r.kind != MemKind::Device || r.vmm || r.pool || base % kPageBytes)
+    if (!findRange(p, &base, &r) || r.kind != MemKind::Device || r.vmm || r.pool || r.imported || base % kPageBytes)
         return scope.ret(CUDA_ERROR_INVALID_VALUE);
     Lock g(bigLock());
-    if (imports().count(base)) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     auto it = exports().find(base);
     if (it == exports().end()) {
         Export e;

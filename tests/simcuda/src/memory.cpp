@@ -98,7 +98,7 @@ CUresult freeOwned(uintptr_t p, bool host, const char* api)
     Range r;
     if (!findRange(p, &base, &r) || base != p) return CUDA_ERROR_INVALID_VALUE;
     const bool isHost = r.kind == MemKind::Pinned;
-    if (isHost != host || r.kind == MemKind::Registered) return CUDA_ERROR_INVALID_VALUE;
+    if (isHost != host || r.kind == MemKind::Registered || r.imported) return CUDA_ERROR_INVALID_VALUE;
     syncContextForFree(r.ctx, api, WaitReason::FreeSync);
     {
         RangesWriteLock g;
@@ -326,6 +326,7 @@ void addSharedRange(uintptr_t base, size_t size, int dev, Context* ctx)
     r.kind = MemKind::Device;
     r.dev = dev;
     r.ctx = ctx;
+    r.imported = true;
     RangesWriteLock g;
     ranges()[base] = r;
 }

@@ -408,6 +408,7 @@ struct Range {
     unsigned flags = 0;
     const void* vmm = nullptr;  // the cuMemCreate allocation mapped here (cuMemMap), for cuMemRetainAllocationHandle
     void* pool = nullptr;       // the stream-ordered pool it came from (memory.cpp)
+    bool imported = false;      // an opened IPC handle's mapping (ipc.cpp): cuIpcCloseMemHandle's, not cuMemFree's
 };
 bool findRange(uintptr_t p, uintptr_t* base, Range* out);
 bool rangeCovers(uintptr_t p, size_t n);  // every byte of [p, p + n) lies in known ranges; never for p == 0

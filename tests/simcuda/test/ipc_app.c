@@ -2,7 +2,8 @@
  * the parent exports a cuMemAlloc'd buffer (cuIpcGetMemHandle) and a cuMemCreate allocation (a POSIX descriptor,
  * cuMemExportToShareableHandle), then runs itself again as a second process on device 1, which opens both, reads
  * the parent's bytes and writes its own; the parent then reads them. Also checked: the return codes the real
- * driver documents (a handle opened in its own process, opened twice, closed once too often; an export that
+ * driver documents (a handle opened in its own process, opened twice, freed instead of closed, closed once too
+ * often; an export that
  * cuMemCreate did not request; IPC of host memory) and that an importer keeps its bytes after the exporter frees
  * the allocation. Needs SIMCUDA_DEVICES=2. */
 #include <cuda.h>
@@ -83,6 +84,7 @@ static int child(const char* hex, int fd, int toParent, int fromParent)
     if (again != p) return fprintf(stderr, "ipc_app: a handle opened twice gave two pointers\n"), 1;
     memset(mine, 'B', sizeof mine);
     CHECK(cuMemcpyHtoD(p, mine, sizeof mine));
+    EXPECT(cuMemFree(p), CUDA_ERROR_INVALID_VALUE);  /* an opened handle is closed, not freed */
     CHECK(cuIpcCloseMemHandle(p));
     CHECK(cuIpcCloseMemHandle(p));
     EXPECT(cuIpcCloseMemHandle(p), CUDA_ERROR_INVALID_VALUE);
