@@ -14,7 +14,7 @@
 // device d posts its start in slot [d][k]. A process's kernel is held until every rank's k-th start is posted
 // (CLOCK_MONOTONIC is one clock for all processes), then ends its duration after the last; the process notices
 // other processes' arrivals on its own syncs and queries of the held stream, and from a small thread that polls
-// every 100 us while a kernel is held. Each process traces its own kernels, peer_wait included.
+// every 200 us while a kernel is held. Each process traces its own kernels, peer_wait included.
 #include "sim.h"
 
 #include <fcntl.h>
