@@ -13,7 +13,9 @@
 set -uo pipefail
 gpuspy=$1 launch=$2 prog=$3 work=$4
 rm -rf "$work" && mkdir -p "$work" || exit 2
-steps=4 layers=2
+# 4 layers per step: rank 2's lateness adds up per layer, while a loaded host's noise in even's span comes per
+# step (each rank's sync and relaunch), so the saving stands well above it.
+steps=4 layers=4
 export SIMCUDA_DEVICES=4 NCCL_SOCKET_IFNAME=lo SIMCUDA_NCCL_RANKS=4 SIMCUDA_NCCL_JOB=auto
 # A layer's work kernel (30 ms) is long against what scheduling moves a rank's process by on a loaded 2-core host
 # (4 ranks and their NCCL threads: a few ms), so that even has no rank late by a fifth of a layer; late's 100 ms make the saving stand well above the
