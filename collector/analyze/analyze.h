@@ -262,6 +262,13 @@ struct StragglerRow {
     // others' launches by at least half its lateness), or its stream was still busy with earlier work.
     uint64_t hostLate = 0, gpuLate = 0;
     uint64_t medianHostLagNs = 0;  // of the host-late ones: its launch less the last other rank's launch
+    // Collectives whose last rank is known though its kernel was not timed (its span lost: the launch's
+    // thread held up with its work on an idle stream): its launch call began after every other rank's
+    // kernel had started, so it arrived last, later than them by at least that (lateLowNs). Counted apart:
+    // their lateness and waits are bounds, not measured.
+    uint64_t ordered = 0;       // the communicator's such collectives
+    uint64_t lastOrdered = 0;   // of which this rank was the one
+    uint64_t lateLowNs = 0;     // summed: its launch's begin less the last other rank's kernel start (a lower bound)
 };
 
 struct NvtxRow {

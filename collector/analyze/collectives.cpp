@@ -108,11 +108,46 @@ public:
         }
     }
 
+    // A collective with one rank's kernel untimed: that rank arrived last where its launch call began after
+    // every other rank's kernel had started (a kernel cannot start before its launch is called). Its
+    // lateness is then at least that difference; the waits stay unmeasured.
+    void onOrdered(const std::vector<CollectiveArrival>& a, size_t from, size_t to)
+    {
+        const CollectiveArrival* untimed = nullptr;
+        uint64_t knownLast = 0, othersLaunch = 0;
+        for (size_t k = from; k < to; ++k) {
+            const CollectiveArrival& x = a[k];
+            if (!x.timed) {
+                if (untimed) return;  // two unknown arrivals: either may be the last
+                untimed = &x;
+                continue;
+            }
+            knownLast = std::max(knownLast, x.gpuBeginNs);
+            othersLaunch = std::max(othersLaunch, x.launchHostNs);
+        }
+        if (!untimed || !knownLast || untimed->launchHostNs <= knownLast + kLateNs) return;
+        if (!m_seen.insert({untimed->pid, untimed->launch}).second) return;
+        ++m_ordered[untimed->commId];
+        Acc& s = m_acc[{untimed->commId, untimed->rank}];
+        s.row.pid = untimed->pid;
+        s.row.commId = untimed->commId;
+        s.row.rank = untimed->rank;
+        s.row.nranks = untimed->nranks;
+        s.row.device = untimed->device;
+        ++s.row.lastOrdered;
+        const uint64_t low = untimed->launchHostNs - knownLast;
+        s.row.lateLowNs += low;
+        s.late.push_back(low);  // a lower bound: the median it enters can only read low
+        ++s.row.hostLate;       // its launch came after the others had arrived: late on the host
+        s.lags.push_back(untimed->launchHostNs > othersLaunch ? untimed->launchHostNs - othersLaunch : 0);
+    }
+
     // collectives: each (communicator, rank)'s launches that carried a collective (Context::collectiveLaunches).
     void finish(Report& r, const std::map<std::pair<uint64_t, int>, uint64_t>& collectives)
     {
         for (auto& [key, s] : m_acc) {
             s.row.compared = m_compared[key.first];
+            s.row.ordered = m_ordered[key.first];
             std::vector<uint64_t>& at = m_arrivals[key.first];
             std::sort(at.begin(), at.end());
             std::vector<uint64_t> gaps;
@@ -143,6 +178,7 @@ private:
     }
     std::set<std::pair<uint32_t, uint64_t>> m_seen;      // (pid, launch) of a last rank, counted
     std::map<uint64_t, uint64_t> m_compared;            // communicator -> collectives compared
+    std::map<uint64_t, uint64_t> m_ordered;             // communicator -> collectives ordered by a launch alone
     std::map<std::pair<uint64_t, int>, Acc> m_acc;      // (communicator, rank)
     std::map<uint64_t, std::vector<uint64_t>> m_arrivals;  // communicator -> each compared collective's last arrival
 };
@@ -258,7 +294,15 @@ void endCollectives(Context& cx, const Process& p, const ProcView& pv, Collectiv
         const auto& [n, bytes] = perLaunch[o.launch];
         if (n > 1) ++r.fused;
         const CollectiveLaunch& l = book.launches[size_t(o.launch)];
-        if (!l.timed) continue;
+        if (!l.timed) {
+            // Its rank's arrival is unknown, but not its launch: which rank came last may still be told.
+            if (o.seq != ~0ull) {
+                CollectiveArrival x{o.commId, o.seq, nullptr, o.rank, o.nranks, o.row, 0, 0, 0.0, l.beginNs, uint64_t(o.launch), p.pid, l.device};
+                x.timed = false;
+                cx.collectiveArrivals.push_back(x);
+            }
+            continue;
+        }
         const double share = n <= 1 ? 1.0 : bytes ? double(o.bytes) / double(bytes) : 1.0 / double(n);
         ++r.timed;
         r.timedBytes += o.bytes;
@@ -285,12 +329,16 @@ void finishCollectives(Context& cx, Report& r)
         size_t j = i;
         uint64_t last = 0;
         std::vector<int> ranks;
+        bool allTimed = true;
         while (j < a.size() && a[j].commId == a[i].commId && *a[j].op == *a[i].op && a[j].seq == a[i].seq) {
             last = std::max(last, a[j].gpuBeginNs);
+            allTimed = allTimed && a[j].timed;
             if (ranks.empty() || ranks.back() != a[j].rank) ranks.push_back(a[j].rank);
             ++j;
         }
-        if (int(ranks.size()) == a[i].nranks) {
+        if (int(ranks.size()) == a[i].nranks && !allTimed) {
+            stragglers.onOrdered(a, i, j);
+        } else if (int(ranks.size()) == a[i].nranks) {
             stragglers.onCollective(a, i, j);
             for (size_t k = i; k < j; ++k) {
                 const CollectiveArrival& x = a[k];

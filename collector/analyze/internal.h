@@ -396,6 +396,7 @@ struct CollectiveArrival {
     uint64_t launch = 0;                 // the launch's number in its process (fused operations share one)
     uint32_t pid = 0;
     int device = -1;
+    bool timed = true;                   // its kernel's span is known (else gpuBeginNs/gpuEndNs are 0)
 };
 void noteCollectiveLaunch(CollectiveBook& book, const ProcView& pv, const CallInfo& ci);
 void endCollectives(Context& cx, const Process& p, const ProcView& pv, CollectiveBook& book);

@@ -71,7 +71,9 @@
 //              its collectives with every rank timed: pid comm_id rank nranks device collectives (its launches
 //              carrying one) compared (every rank timed) median_interval_ns (between them) last late_ns
 //              median_late_ns others_wait_ns (the other ranks' kernels' wait for it) host_late (its launch
-//              came late) gpu_late (its stream was busy) median_host_lag_ns
+//              came late) gpu_late (its stream was busy) median_host_lag_ns ordered (collectives with one
+//              rank untimed whose last rank its launch tells: it began after every other kernel had started)
+//              last_ordered (of which this rank) late_low_ns (summed lower bounds of its lateness there)
 //   memory     pid device (-1: pinned host) space (device managed pinned_host) allocations releases failed
 //              allocated_bytes peak_bytes peak_at_ns peak_until_ns (the first release after the peak) in_use_end_bytes unknown_releases (of memory never
 //              seen allocated: allocated before the capture began) untracked attached (gpuspy attach: memory allocated
@@ -282,7 +284,8 @@ nlohmann::ordered_json reportJson(const Report& r)
                             {"collectives", s.collectives}, {"compared", s.compared},
                             {"median_interval_ns", s.medianIntervalNs}, {"last", s.last}, {"late_ns", s.lateNs}, {"median_late_ns", s.medianLateNs},
                             {"others_wait_ns", s.othersWaitNs}, {"host_late", s.hostLate}, {"gpu_late", s.gpuLate},
-                            {"median_host_lag_ns", s.medianHostLagNs}});
+                            {"median_host_lag_ns", s.medianHostLagNs}, {"ordered", s.ordered},
+                            {"last_ordered", s.lastOrdered}, {"late_low_ns", s.lateLowNs}});
 
     Json& windows = j["capture_windows"] = Json::object();
     const CaptureWindows& cw = r.captureWindows;

@@ -58,10 +58,12 @@ void collectivesSection(std::string& out, const Report& r, const textparts::Styl
                     "or came outside the capture window): they count in Calls and Bytes only.",
                     " ");
     for (const StragglerRow& s : r.stragglers)
-        out += wrap(fmt::format("Rank {}/{} of {:08x} (pid {}) arrived last at {} of {} collectives, {} after the rank before it "
-                                "(median): the others waited {} for it ({} late on the host, {} on the GPU).",
-                                s.rank, s.nranks, uint32_t(s.commId >> 32), s.pid, s.last, s.compared, formatNs(s.medianLateNs),
-                                formatNs(s.othersWaitNs), s.hostLate, s.gpuLate),
+        out += wrap(fmt::format("Rank {}/{} of {:08x} (pid {}) arrived last at {} of {} collectives{}, {} after the rank before "
+                                "it (median): the others waited {} for it ({} late on the host, {} on the GPU).",
+                                s.rank, s.nranks, uint32_t(s.commId >> 32), s.pid, s.last + s.lastOrdered, s.compared + s.ordered,
+                                s.lastOrdered ? fmt::format(" ({} told by its launch alone, its kernel untimed)", s.lastOrdered)
+                                              : std::string(),
+                                formatNs(s.medianLateNs), formatNs(s.othersWaitNs), s.hostLate, s.gpuLate),
                     " ");
     if (r.collectivesDropped)
         out += wrap(num(r.collectivesDropped) + " more NCCL operations were counted but not kept (past the reader's bound).", " ");

@@ -45,6 +45,21 @@ struct Rank {
         p.spans.push_back(s);
         p.lastNs = std::max(p.lastNs, gpuEnd);
     }
+    // A launch whose span was lost (flagged timed, no span came: its thread held up on an idle stream).
+    void launchUntimed(uint64_t begin)
+    {
+        wire::CallBody c{};
+        c.seq = ++seq;
+        c.beginNs = begin;
+        c.endNs = begin + 10;
+        c.tid = 7;
+        c.apiId = 1;
+        c.category = wire::Category::Launch;
+        c.flags = wire::kCallDeviceWork | wire::kCallAsync | wire::kCallGpuTimed;
+        c.args.launch.kernelId = 1;
+        p.calls.push_back(c);
+        p.lastNs = std::max(p.lastNs, c.endNs);
+    }
     // An operation NCCL scheduled at `at`, carried by the launch that began at launchNs.
     void op(uint32_t func, uint32_t type, uint64_t count, uint64_t seqNo, int rank, uint64_t launchNs, uint64_t at,
             wire::CollectiveKind kind = wire::CollectiveKind::Collective)
@@ -184,6 +199,48 @@ TEST(Collectives, ARankLastAtMostCollectivesIsAStragglerWithItsCause)
             EXPECT_NE(f.message.find("Its host was late"), std::string::npos) << f.message;
         }
     EXPECT_TRUE(found);
+}
+
+TEST(Collectives, ALastRankWhoseKernelWasNotTimedIsToldByItsLaunch)
+{
+    // As above, 6 all-reduces 100 us apart, rank 1 late on the host by 40 us. Steps 0-2 timed on both ranks
+    // (step 0: late on the GPU by 30 us). Steps 3 and 4: rank 1's span lost, but its launch began 39.9 us after
+    // rank 0's kernel had started: it was last, late by at least that. Step 5: rank 1's span lost and its
+    // launch came in time: nothing can be told.
+    Rank r0(100), r1(200);
+    for (uint64_t k = 0; k < 6; ++k) {
+        const uint64_t t = 1'000'000 + k * 100'000;
+        const uint64_t lag = k == 0 || k == 5 ? 0 : 40'000, start = k == 0 ? 30'000 : 40'000;
+        r0.launch(t, t + 100, t + 50'100);
+        r0.op(1, 3, 1024, k, 0, t - 10, t + 20);
+        if (k < 3)
+            r1.launch(t + lag, t + 100 + start, t + 50'100);
+        else
+            r1.launchUntimed(t + lag);
+        r1.op(1, 3, 1024, k, 1, t + lag - 10, t + lag + 20);
+    }
+    Capture cap;
+    cap.processes = {r0.p, r1.p};
+    const Report r = analyze(cap, {});
+    ASSERT_EQ(r.stragglers.size(), 1u);
+    const StragglerRow& s = r.stragglers[0];
+    EXPECT_EQ(s.rank, 1);
+    EXPECT_EQ(s.compared, 3u);
+    EXPECT_EQ(s.ordered, 2u);
+    EXPECT_EQ(s.last, 3u);
+    EXPECT_EQ(s.lastOrdered, 2u);
+    EXPECT_EQ(s.lateNs, 30'000u + 2 * 40'000u);       // measured: the compared ones only
+    EXPECT_EQ(s.lateLowNs, 2 * 39'900u);              // launch begin less rank 0's kernel start
+    EXPECT_EQ(s.othersWaitNs, s.lateNs);
+    EXPECT_EQ(s.hostLate, 2u + 2u);
+    const Finding* f = nullptr;
+    for (const Finding& x : r.findings)
+        if (x.rule == "straggler") f = &x;
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->count, 5u);
+    EXPECT_EQ(f->savingsBound, "estimate");  // the compared ones' lateness, scaled to all 6
+    EXPECT_EQ(f->estimatedSavingsNs, s.lateNs * 6 / 3);
+    EXPECT_NE(f->message.find("last at 5 of 5 collectives (2 of them told by its launch alone"), std::string::npos) << f->message;
 }
 
 }  // namespace
