@@ -114,6 +114,10 @@ struct Output {
     bool chunked = false;   // a capture file in the collector's layout: every write is a zstd chunk
 };
 Output g_out;
+// GPUSPY_TEST_CLOCK_OFFSET_NS, for tests only: added to every CLOCK_MONOTONIC time the stream carries
+// (not to the realtime stamp of the Identity pair), so that a test can make captures whose clocks
+// disagree by a known amount and check that `gpuspy report A B` puts them back on one clock.
+int64_t g_testOffsetNs = 0;
 uint64_t g_maxBytes = 0;  // GPUSPY_MAX_BYTES: a capture file's size cap (0: none)
 constexpr uint64_t kDefaultMaxBytes = 1ull << 30;
 // Kept beyond the cap for the stream's last records (ThreadStats and End), so that a capped capture
@@ -409,6 +413,9 @@ size_t encodePreamble(uint8_t* out, size_t cap)
     pb.startRealtimeNs = real;
     pb.length = uint32_t(cmdLen);
     n += wire::encodeVar(out + n, cap - n, pb, cmd, uint32_t(cmdLen));
+    // Who it is (launcher rank, host) and a wall-clock pair, which puts this capture on the clock of
+    // the others of its run (gpuspy report A B ...).
+    n += encodeIdentity(out + n, cap - n, wire::IdentityEdge::Start);
 
     // Attached to a running process: the stream starts at the attach (the Process record's start), and
     // what was made before it is unknown; kernel names are asked of the driver when first launched.
@@ -429,6 +436,11 @@ size_t encodePreamble(uint8_t* out, size_t cap)
         ab.category = kApis[i].category;
         ab.length = uint32_t(strlen(kApis[i].abi));
         n += wire::encodeVar(out + n, cap - n, ab, kApis[i].abi, ab.length);
+    }
+    if (g_testOffsetNs) {
+        wire::StreamHeader* sh = reinterpret_cast<wire::StreamHeader*>(out);
+        wire::shiftHeaderTime(*sh, g_testOffsetNs);
+        wire::shiftStreamTimes(out + sizeof(wire::StreamHeader), n - sizeof(wire::StreamHeader), g_testOffsetNs);
     }
     return n;
 }
@@ -478,6 +490,8 @@ bool openOutput(uint8_t* scratch)
 {
     g_out = Output{};
     g_maxBytes = parseBytes(setting("GPUSPY_MAX_BYTES"));
+    const char* offset = setting("GPUSPY_TEST_CLOCK_OFFSET_NS");
+    g_testOffsetNs = offset ? strtoll(offset, nullptr, 10) : 0;
     const char* sock = setting("GPUSPY_SOCKET");
     if (sock && *sock) {
         int fd = connectSocket(sock);
@@ -646,6 +660,7 @@ void flushBuffer(uint8_t* buf, size_t& n, uint64_t records, uint8_t* scratch, bo
         n = 0;
         return;
     }
+    if (g_testOffsetNs) wire::shiftStreamTimes(buf, n, g_testOffsetNs);
     Write w = writeAll(buf, n);
     // Taken over during the write (a socket's send on the app's file fails): open again, write again.
     if (w == Write::Failed && !fdStillOurs(g_out.own)) {
@@ -858,6 +873,8 @@ void endStream(Work& w)
         ++out.records;
     }
 #endif
+    // The second wall-clock pair: with the first, how far this host's clocks drifted apart over the run.
+    if (kBufSize - out.n > 1024) out.n += encodeIdentity(out.buf + out.n, kBufSize - out.n, wire::IdentityEdge::End);
     countMade(ns + 1);
     wire::EndBody end{};
     end.endNs = nowNs();

@@ -18,7 +18,7 @@ namespace {
 const char* const kNames[] = {"GPUSPY_DISABLE",    "GPUSPY_OUTPUT",     "GPUSPY_SOCKET",   "GPUSPY_GPU_TIME",
                               "GPUSPY_GPU_BUDGET", "GPUSPY_QUEUE_ITEMS", "GPUSPY_STACK_DEPTH", "GPUSPY_STACK_FP",
                               "GPUSPY_MAX_BYTES", "GPUSPY_PYTHON", "GPUSPY_PYTHON_HINT", "GPUSPY_CAPTURE_RANGE", "GPUSPY_CAPTURE_END",
-                              "GPUSPY_DELAY", "GPUSPY_DURATION", "GPUSPY_PAUSED"};
+                              "GPUSPY_DELAY", "GPUSPY_DURATION", "GPUSPY_PAUSED", "GPUSPY_TEST_CLOCK_OFFSET_NS"};
 constexpr size_t kCount = sizeof kNames / sizeof kNames[0];
 constexpr size_t kMaxValue = 4096;
 char g_values[kCount][kMaxValue];
@@ -129,11 +129,13 @@ __attribute__((constructor(101))) void loadSettings()
     if (!getcwd(g_cwd, sizeof g_cwd)) g_cwd[0] = 0;
     g_euid = geteuid();
     g_loadNs = nowNs();
+    identityLoad();
     for (size_t i = 0; i < kCount; ++i) {
         const char* v = getenv(kNames[i]);
         if (!v || strlen(v) >= kMaxValue) continue;
         strcpy(g_values[i], v);
         g_present[i] = true;
+        if (strcmp(kNames[i], "GPUSPY_OUTPUT") == 0) expandOutputName(g_values[i], kMaxValue);
         if (strcmp(kNames[i], "GPUSPY_OUTPUT") == 0 || strcmp(kNames[i], "GPUSPY_SOCKET") == 0) absolutize(g_values[i]);
     }
     g_loaded = true;
@@ -176,6 +178,7 @@ void settingOverride(const char* name, const char* value)
     for (size_t i = 0; i < kCount; ++i) {
         if (strcmp(kNames[i], name) != 0 || strlen(value) >= kMaxValue) continue;
         strcpy(g_values[i], value);
+        if (strcmp(name, "GPUSPY_OUTPUT") == 0) expandOutputName(g_values[i], kMaxValue);
         g_present[i] = true;
     }
 }

@@ -194,6 +194,17 @@ void settingOverride(const char* name, const char* value);
 const char* loadDirectory();  // the working directory when the library loaded; null when unknown
 bool userChangedSinceLoad(unsigned* euidAtLoad);  // the process switched its effective user since then
 
+// ---- identity.cpp: who the process is (launcher ranks, host name), read at load; the Identity record
+void identityLoad();  // from the settings' constructor, before the app can change its environment
+const char* identityHost();
+// A CLOCK_REALTIME stamp, the CLOCK_MONOTONIC time midway between two readings around it, and their
+// distance (the tightest of a few tries).
+void wallClockPair(uint64_t* realtimeNs, uint64_t* monotonicNs, uint64_t* errorNs);
+size_t encodeIdentity(uint8_t* out, size_t cap, wire::IdentityEdge edge);
+// GPUSPY_OUTPUT's %h (host name) and %q{VAR} (VAR's value, empty when unset) replaced in place; %p is
+// left for the process that opens the file. False (value unchanged): the result would not fit in cap.
+bool expandOutputName(char* value, size_t cap);
+
 // ---- fds.cpp: the shim's own descriptors, above a high floor and known by identity
 struct OwnedFd {
     int fd = -1;

@@ -191,4 +191,16 @@ const char* categoryName(Category c)
     return unsigned(c) < 7 ? k[unsigned(c)] : "other";
 }
 
+const char* launcherName(Launcher l)
+{
+    switch (l) {
+    case Launcher::Torch: return "torchrun";
+    case Launcher::OpenMpi: return "openmpi";
+    case Launcher::Pmi: return "pmi";
+    case Launcher::Slurm: return "slurm";
+    case Launcher::None: break;
+    }
+    return "";
+}
+
 }  // namespace gpuspy::wire

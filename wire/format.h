@@ -13,8 +13,8 @@ inline constexpr char kStreamMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'S', '1'}
 inline constexpr char kCaptureMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'C', '1'};
 inline constexpr uint32_t kVersionMajor = 1;  // a reader refuses another major
 // A reader accepts any minor: record types it does not know are skipped. 1: DeviceInfo and Tally;
-// 2: Collective.
-inline constexpr uint32_t kVersionMinor = 2;
+// 2: Collective; 3: Identity.
+inline constexpr uint32_t kVersionMinor = 3;
 inline constexpr uint32_t kMaxBody = 1u << 16;  // no record body is larger: bounds every allocation
 inline constexpr uint32_t kMaxStackDepth = 128;
 
@@ -289,6 +289,28 @@ struct CollectiveBody {
 };
 static_assert(sizeof(CollectiveBody) == 96);
 
+// Who a process is, once when its stream starts (edge Start) and again at its end (End): the rank its
+// launcher gave it (the first family of variables present: torchrun's RANK/LOCAL_RANK/WORLD_SIZE/
+// LOCAL_WORLD_SIZE, Open MPI's OMPI_COMM_WORLD_*, PMI_RANK/PMI_SIZE, Slurm's SLURM_PROCID/NTASKS/LOCALID;
+// -1 where unknown), its host name (the tail), and a pair of stamps of CLOCK_REALTIME and CLOCK_MONOTONIC
+// taken together, which puts the captures of several hosts on one clock (gpuspy report A B ...).
+enum class IdentityEdge : uint8_t { Start = 1, End = 2 };
+enum class Launcher : uint8_t { None = 0, Torch = 1, OpenMpi = 2, Pmi = 3, Slurm = 4 };
+struct IdentityBody {
+    uint64_t realtimeNs;   // CLOCK_REALTIME
+    uint64_t monotonicNs;  // CLOCK_MONOTONIC, midway between two readings bracketing realtimeNs
+    uint64_t errorNs;      // the bracket's width (the tightest of a few tries): monotonicNs is within half of it
+    int32_t rank;          // -1: unknown
+    int32_t localRank;
+    int32_t worldSize;
+    int32_t localWorldSize;
+    IdentityEdge edge;
+    Launcher launcher;     // whose variables gave the ranks
+    uint16_t pad0;
+    uint32_t length;       // host name bytes (uname's nodename)
+};
+static_assert(sizeof(IdentityBody) == 48);
+
 // Variable records: a fixed head, then `length` bytes of tail (padded to 8 in the stream).
 struct ProcessBody {
     uint32_t pid;
@@ -390,10 +412,21 @@ inline uint64_t tailLength(const DeviceDefBody& b) { return b.length; }
 inline uint64_t tailLength(const StringDefBody& b) { return b.length; }
 inline uint64_t tailLength(const NoticeBody& b) { return b.length; }
 inline uint64_t tailLength(const SymbolBody& b) { return b.length; }
+inline uint64_t tailLength(const IdentityBody& b) { return b.length; }
 
 const char* recordName(RecordType t);
 const char* directionName(Direction d);
 const char* memKindName(MemKind m);
 const char* categoryName(Category c);
+const char* launcherName(Launcher l);  // "torchrun", "openmpi", "pmi", "slurm", "" for None
+
+// Adds deltaNs to every host CLOCK_MONOTONIC time of a record's body (and the offsets that map GPU time
+// onto it): a time of 0 (unknown) stays 0. The shim's test-only clock offset
+// (GPUSPY_TEST_CLOCK_OFFSET_NS) and the collector's merge of several captures onto one clock use it, so
+// that which fields are times is said once. Realtime stamps are not touched.
+void shiftRecordTimes(RecordType type, uint8_t* body, uint32_t size, int64_t deltaNs);
+void shiftHeaderTime(StreamHeader& header, int64_t deltaNs);
+// Every record of buf[0..n) (whole records, as encoded); returns false on a malformed one (left as is).
+bool shiftStreamTimes(uint8_t* buf, size_t n, int64_t deltaNs);
 
 }  // namespace gpuspy::wire

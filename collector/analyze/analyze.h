@@ -63,9 +63,40 @@ struct CallSite {
     std::string libraryOwn;
 };
 
+// The end of one rank's part of a collective (its launch's GPU end), on its process's clock: the ranks
+// of a collective end together, which refines the alignment of several captures' clocks.
+struct CollectiveEnd {
+    uint64_t commId = 0;
+    std::string op;     // sequence numbers count each operation apart
+    uint64_t seq = 0;
+    int rank = 0;
+    uint64_t endNs = 0;
+};
+inline constexpr size_t kMaxCollectiveEnds = 1u << 18;
+
+// How one capture of several read as one run was put on the first's clock (collector/analyze/clock_align.h).
+struct ClockAlignment {
+    std::string name;
+    // Added to every time of this capture to put it on the first capture's clock.
+    int64_t shiftNs = 0;
+    int64_t wallShiftNs = 0;  // what the wall-clock pairs alone gave (0 when either has none)
+    // "reference" (the first capture), "collectives" (refined by matched collective ends), "wall_clock"
+    // (no collective in common with the captures aligned before it), "none" (neither: left as recorded).
+    std::string basis;
+    uint64_t pairErrorNs = 0;      // the two pairs' half-brackets summed: the wall-clock shift's error on one host
+    size_t matched = 0;            // collective ends matched with those of captures aligned before it
+    uint64_t residualSpreadNs = 0; // after the refinement: the median of |residual - correction|
+    uint64_t residualMaxNs = 0;    // and its largest
+};
+
+
 struct ProcessSummary {
     uint32_t pid = 0, ppid = 0;
     std::string command;
+    // Who it is (Process::identity): its launcher's rank and world size (-1: unknown) and its host; the
+    // capture it came from when several were read as one run (`gpuspy report A B`), else empty.
+    int rank = -1, localRank = -1, worldSize = -1;
+    std::string launcher, host, capture;
     uint64_t wallNs = 0;           // from the shim's start to the end of the stream (or the last record)
     uint64_t cudaApiNs = 0;        // host time inside hooked CUDA calls
     double cudaApiPct = 0;         // of wall
@@ -481,6 +512,11 @@ struct Report {
     std::vector<CollectiveRow> collectives;  // by GPU time
     std::vector<StragglerRow> stragglers;    // by othersWaitNs
     uint64_t collectivesDropped = 0;         // operations past the reader's bound (model.h kMaxCollectives)
+    // Not rendered: each timed collective's end on its rank's clock, for putting several captures on one
+    // clock (collector/analyze/clock_align.h); at most kMaxCollectiveEnds.
+    std::vector<CollectiveEnd> collectiveEnds;
+    // Several captures read as one run (`gpuspy report A B ...`): how each was put on the first's clock.
+    std::vector<ClockAlignment> clockAlignment;
     CaptureWindows captureWindows;
     std::vector<CallSite> callsites;    // by host time; id = index
     std::vector<Finding> findings;      // by estimated savings

@@ -320,7 +320,11 @@ void finishCollectives(Context& cx, Report& r)
     // A collective is its communicator, its operation and its sequence number (NCCL counts each operation's
     // calls apart: a group's all-reduce and all-gather can both be number 0).
     auto& a = cx.collectiveArrivals;
-    for (CollectiveArrival& x : a) x.op = &cx.collectiveRows[x.row].op;
+    for (CollectiveArrival& x : a) {
+        x.op = &cx.collectiveRows[x.row].op;
+        if (r.collectiveEnds.size() < kMaxCollectiveEnds)
+            r.collectiveEnds.push_back(CollectiveEnd{x.commId, *x.op, x.seq, x.rank, x.gpuEndNs});
+    }
     StragglerBook stragglers;
     std::sort(a.begin(), a.end(), [](const CollectiveArrival& x, const CollectiveArrival& y) {
         return std::tie(x.commId, *x.op, x.seq, x.rank) < std::tie(y.commId, *y.op, y.seq, y.rank);

@@ -569,9 +569,20 @@ uint64_t DeviceAcc::idleBetween(uint64_t from, uint64_t to) const
     return to > from ? uint64_t(std::max(0.0, at(to) - at(from))) : 0;
 }
 
-void dropProcess(Context& cx, const Process& p)
+// A process's state is forgotten with its address: the next capture read into the same analysis
+// (several captures as one run) may put a new Process where this one was.
+void forgetProcess(Context& cx, const Process& p)
 {
     cx.open.erase(&p);
+    if (cx.lastProcess == &p) {
+        cx.lastProcess = nullptr;
+        cx.lastState = nullptr;
+    }
+}
+
+void dropProcess(Context& cx, const Process& p)
+{
+    forgetProcess(cx, p);
 }
 
 void endProcess(Context& cx, const Process& p)
@@ -595,6 +606,12 @@ void endProcess(Context& cx, const Process& p)
     s.pid = p.pid;
     s.ppid = p.ppid;
     s.command = p.command;
+    s.rank = p.identity.rank;
+    s.localRank = p.identity.localRank;
+    s.worldSize = p.identity.worldSize;
+    s.launcher = p.identity.launcher;
+    s.host = p.identity.host;
+    s.capture = p.captureName;
     s.ended = p.ended;
     s.streamError = p.streamError;
     s.notices = p.notices;
@@ -632,7 +649,7 @@ void endProcess(Context& cx, const Process& p)
         ps.memory.originNs = cx.processes.back().activeBeginNs;
         cx.memory.push_back(std::move(ps.memory));
     }
-    cx.open.erase(&p);
+    forgetProcess(cx, p);
 }
 
 }  // namespace gpuspy::collect::detail

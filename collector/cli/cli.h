@@ -17,6 +17,7 @@
 namespace gpuspy::collect {
 struct Report;
 struct ReportOptions;
+struct ClockAlignment;
 }
 
 namespace gpuspy::collect::cli {
@@ -118,12 +119,20 @@ struct ReportSource {
 // has just written: one code path, the same bytes. Throws std::runtime_error as readCapture does.
 // Without the report code in the build: a summary of the processes.
 std::string reportOfCapture(const std::string& path, const ReportRequest& request, ReportSource& source);
+// Several captures (the ranks or nodes of one job) as one run: each put on the first's clock
+// (alignCaptures), one report of all their processes, the alignment in its notes and JSON. --run is
+// not taken with several captures. One path: reportOfCapture.
+std::string reportOfCaptures(const std::vector<std::string>& paths, const ReportRequest& request, ReportSource& source);
 
 // The Report behind reportOfCapture, for commands that work on it (diff). Only with the report code
 // in the build (GPUSPY_HAVE_REPORT). The streaming read keeps up to kReplayCallBudget calls of the capture
 // in memory for the replay that predicts the findings' savings (collector/replay/predict.h); the
 // processes past it keep their rules' formulas, and a note says so.
 Report analyzeCapture(const std::string& path, const ReportRequest& request, ReportSource& source);
+Report analyzeCaptures(const std::vector<std::string>& paths, const ReportRequest& request, ReportSource& source);
+// How each capture of `paths` goes onto the first's clock: a first read of each (its wall-clock pairs,
+// its collectives' ends) through collector/analyze/clock_align.h (collector/cli/captures_as_one.cpp).
+std::vector<ClockAlignment> alignCaptures(const std::vector<std::string>& paths);
 inline constexpr uint64_t kReplayCallBudget = 500'000;  // about 50 MiB of calls, 200 MiB with the graph
 
 // analyze() of a capture held in memory, then the replay's predictions of its findings' savings.
@@ -150,6 +159,9 @@ std::string absolute(const std::string& p);
 // throws std::runtime_error listing where it looked.
 std::string locate(const char* envName, const std::vector<std::string>& candidates, const std::string& probe,
                    const char* what);
+
+// `record -o` names: %p (gpuspy's pid), %h (host name), %q{VAR} (VAR's value, empty when unset), as nsys.
+std::string expandOutputName(const std::string& pattern);
 
 // "PREFIX-YYYYmmdd-HHMMSS.gspy" in the current directory, with a suffix if that exists already.
 std::string defaultCaptureName(const char* prefix = "gpuspy");

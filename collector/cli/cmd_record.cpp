@@ -42,7 +42,8 @@ constexpr const char* kUsage =
     "descendants that still have the shim loaded (a daemon, a late worker: Ctrl-C stops waiting).\n"
     "\n"
     "options:\n"
-    "  -o, --output FILE   the capture (default gpuspy-YYYYmmdd-HHMMSS.gspy); created 0600\n"
+    "  -o, --output FILE   the capture (default gpuspy-YYYYmmdd-HHMMSS.gspy); created 0600. %h: the host\n"
+    "                      name, %q{VAR}: VAR's value (empty when unset), %p: gpuspy's pid (as nsys)\n"
     "  -f, --force         overwrite FILE if it exists\n"
     "  --sim               run CMD on the simulated GPU (gpuspy's simcuda libcuda.so.1)\n"
     "  --repeat N          run CMD N times (1-1000), one after the other, into the one capture: the report\n"
@@ -329,7 +330,7 @@ int runRecord(int argc, char** argv)
         return kExitFailure;
     }
 
-    const std::string output = o.output.empty() ? defaultCaptureName() : o.output;
+    const std::string output = o.output.empty() ? defaultCaptureName() : expandOutputName(o.output);
     std::unique_ptr<CaptureWriter> writer;
     std::unique_ptr<Server> server;
     try {

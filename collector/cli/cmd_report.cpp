@@ -13,12 +13,14 @@ namespace gpuspy::collect::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy report FILE [--format text|json|csv] [--top N] [--process PID] [--run K] [--by-launch-config]\n"
-    "                     [--width N] [--verbose]\n"
+    "usage: gpuspy report FILE [FILE...] [--format text|json|csv] [--top N] [--process PID] [--run K]\n"
+    "                     [--by-launch-config] [--width N] [--verbose]\n"
     "\n"
     "The report of a capture: made by `gpuspy record` or `gpuspy collect`, or a file the shim wrote\n"
     "alone (gpuspy-<pid>.gspy). A damaged file is reported up to the damage, which is then named on\n"
-    "stderr (exit status 1).\n"
+    "stderr (exit status 1). Several FILEs (the ranks or nodes of one job, one capture each) are read as\n"
+    "one run: each put on the first's clock by its wall-clock pair, refined by the ends of the\n"
+    "collectives they share; the notes say how and within what error.\n"
     "\n"
     "options:\n"
     "  --format F      text (default; colour on a terminal unless NO_COLOR is set), json or csv\n"
@@ -39,6 +41,7 @@ int runReport(int argc, char** argv)
 {
     ArgReader args("report", argc, argv);
     std::string file, format = "text", value;
+    std::vector<std::string> files;
     long top = 10, pid = -1, run = 0, columns = 0;
     bool byConfig = false, verbose = false;
     while (!args.done()) {
@@ -74,9 +77,17 @@ int runReport(int argc, char** argv)
             pid = parseNumber("gpuspy report: --process", value, 0, 0x7fffffff);
             continue;
         }
-        args.fileOperand(file);
+        if (args.flag({"--"})) {
+            while (!args.done()) files.push_back(args.positional());
+            break;
+        }
+        if (args.isOption()) args.unknown();
+        files.push_back(args.positional());
     }
-    if (file.empty()) throw UsageError("gpuspy report: which file? (usage: gpuspy report FILE)");
+    if (files.empty()) throw UsageError("gpuspy report: which file? (usage: gpuspy report FILE)");
+    if (files.size() > 1 && run > 0)
+        throw UsageError("gpuspy report: --run takes one capture (several captures are read as one run)");
+    file = files.front();
 
     if (format != "text" && !reportBuilt()) {
         fmt::print(stderr, "gpuspy report: the report is not built in this gpuspy (collector/analyze, collector/report)\n");
@@ -94,7 +105,7 @@ int runReport(int argc, char** argv)
     ReportSource source;
     std::string out;
     try {
-        out = reportOfCapture(file, request, source);
+        out = reportOfCaptures(files, request, source);
     } catch (const std::exception& e) {
         fmt::print(stderr, "gpuspy report: {}\n", e.what());
         return kExitFailure;

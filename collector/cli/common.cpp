@@ -7,6 +7,7 @@
 #endif
 #if GPUSPY_HAVE_REPORT
 #include "collector/analyze/analyze.h"
+#include "collector/analyze/clock_align.h"
 #include "collector/report/report.h"
 #include "collector/replay/predict.h"
 
@@ -248,6 +249,12 @@ Report analyzeAndPredict(const Capture& capture, const ReportOptions& options)
 
 Report analyzeCapture(const std::string& path, const ReportRequest& request, ReportSource& source)
 {
+    return analyzeCaptures({path}, request, source);
+}
+
+Report analyzeCaptures(const std::vector<std::string>& paths, const ReportRequest& request, ReportSource& source)
+{
+    const std::string& path = paths.front();
     ReadOptions read;
     read.keepEvents = false;
     ReportOptions options;
@@ -282,8 +289,34 @@ Report analyzeCapture(const std::string& path, const ReportRequest& request, Rep
 #endif
     read.onProcess = [&](const Process& p) { analyzer.onProcess(p); };
     read.keepEvents = true;  // for the replay, up to its budget
-    read.keepCallsUpTo = kReplayCallBudget;
-    source.capture = readCapture(path, read, &source.info);
+    read.keepCallsUpTo = kReplayCallBudget / paths.size();
+    if (paths.size() == 1) {
+        source.capture = readCapture(path, read, &source.info);
+    } else {
+        // Several captures as one run: each read on the first's clock, its processes kept apart (pids of
+        // several hosts may be the same: each process names its capture and host).
+        const std::vector<ClockAlignment> clocks = alignCaptures(paths);
+        for (size_t i = 0; i < paths.size(); ++i) {
+            read.timeShiftNs = clocks[i].shiftNs;
+            read.captureName = paths[i];
+            ReadInfo info;
+            Capture one = readCapture(paths[i], read, &info);
+            for (Process& p : one.processes) source.capture.processes.push_back(std::move(p));
+            for (OutsideProcess& p : one.outside) source.capture.outside.push_back(std::move(p));
+            source.capture.badStreams += one.badStreams;
+            source.info.finished = source.info.finished && info.finished;
+            if (source.info.damage.empty() && !info.damage.empty()) source.info.damage = paths[i] + ": " + info.damage;
+        }
+        Report report = analyzer.finish(source.capture.badStreams);
+        report.outside = source.capture.outside;
+        replay::predictFindings(report, source.capture);
+        report.clockAlignment = clocks;
+        for (std::string& note : clockAlignmentNotes(clocks)) report.notes.push_back(std::move(note));
+#if GPUSPY_HAVE_SYMBOLIZE
+        lateSymbols.addNotes(report.notes);
+#endif
+        return report;
+    }
     source.runsInCapture = source.capture.runs.size();
     Report report = analyzer.finish(source.capture.badStreams);
     report.outside = source.capture.outside;
@@ -298,8 +331,13 @@ Report analyzeCapture(const std::string& path, const ReportRequest& request, Rep
 
 std::string reportOfCapture(const std::string& path, const ReportRequest& request, ReportSource& source)
 {
+    return reportOfCaptures({path}, request, source);
+}
+
+std::string reportOfCaptures(const std::vector<std::string>& paths, const ReportRequest& request, ReportSource& source)
+{
 #if GPUSPY_HAVE_REPORT
-    const Report report = analyzeCapture(path, request, source);
+    const Report report = analyzeCaptures(paths, request, source);
     std::string out;
     if (request.format == "json" && source.runs.count()) {
         nlohmann::ordered_json j = reportJson(report);
@@ -327,7 +365,7 @@ std::string reportOfCapture(const std::string& path, const ReportRequest& reques
 #else
     ReadOptions read;
     read.keepEvents = false;
-    source.capture = readCapture(path, read, &source.info);
+    source.capture = readCapture(paths.front(), read, &source.info);
     std::string out = "gpuspy: the report is not built (collector/analyze and collector/report are missing); a summary:\n";
     for (const Process& p : source.capture.processes)
         out += fmt::format("  pid {:>7}  {}{}\n", p.pid, p.command, p.streamError.empty() ? "" : "  [" + p.streamError + "]");

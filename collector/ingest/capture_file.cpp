@@ -367,6 +367,8 @@ void readBareStream(const std::string& path, Input& in, const uint8_t* first, si
     StreamIngest ingest;
     ingest.setKeepRaw(false);
     ingest.setKeepEvents(options.keepEvents);
+    ingest.setTimeShift(options.timeShiftNs);
+    ingest.process().captureName = options.captureName;
     uint64_t budget = options.keepCallsUpTo;
     if (budget != UINT64_MAX) ingest.setEventBudget(&budget);
     if (options.onRecord) ingest.setObserver(options.onRecord);
@@ -538,6 +540,8 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
             s.ingest = std::make_unique<StreamIngest>();
             s.ingest->setKeepRaw(false);
             s.ingest->setKeepEvents(options.keepEvents);
+            s.ingest->setTimeShift(options.timeShiftNs);
+            s.ingest->process().captureName = options.captureName;
             if (budget != UINT64_MAX) s.ingest->setEventBudget(&budget);
             if (options.onRecord) s.ingest->setObserver(options.onRecord);
         }

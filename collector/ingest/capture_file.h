@@ -171,6 +171,11 @@ struct ReadOptions {
     // With keepEvents: how many calls to keep over the whole capture; the processes whose calls pass it
     // keep none (Process::eventsDropped), so memory stays bounded (`report` keeps them for the replay).
     uint64_t keepCallsUpTo = UINT64_MAX;
+    // Added to every host time of every stream (StreamIngest::setTimeShift): this capture put on the
+    // clock of another read with it as one run. 0: as recorded.
+    int64_t timeShiftNs = 0;
+    // Process::captureName of every process read (several captures read as one run); empty: none.
+    std::string captureName;
 };
 
 // What readCapture noticed beyond the per-process stream errors.

@@ -120,6 +120,18 @@ void applyRecord(Process& p, const wire::RecordView& v, bool keepEvents)
         ids.pciBusId = std::string(b.pciBusId, strnlen(b.pciBusId, sizeof b.pciBusId));
         break;
     }
+    case RecordType::Identity: {
+        auto b = v.as<IdentityBody>();
+        ProcessIdentity& id = p.identity;
+        id.rank = b.rank;
+        id.localRank = b.localRank;
+        id.worldSize = b.worldSize;
+        id.localWorldSize = b.localWorldSize;
+        id.launcher = launcherName(b.launcher);
+        id.host = tailString(v.tail<IdentityBody>());
+        (b.edge == IdentityEdge::End ? id.end : id.start) = ClockPair{b.realtimeNs, b.monotonicNs, b.errorNs};
+        break;
+    }
     case RecordType::StringDef:
         p.strings[v.as<StringDefBody>().stringId] = tailString(v.tail<StringDefBody>());
         break;
@@ -255,13 +267,19 @@ void StreamIngest::applyHeader()
     m_headerApplied = true;
     const auto& h = m_decoder.header();
     if (m_process.pid == 0) m_process.pid = h.pid;
-    if (m_process.startNs == 0) m_process.startNs = h.startMonotonicNs;
+    if (m_process.startNs == 0 && h.startMonotonicNs) m_process.startNs = h.startMonotonicNs + uint64_t(m_shiftNs);
     if (m_process.startRealtimeNs == 0) m_process.startRealtimeNs = h.startRealtimeNs;
 }
 
-void StreamIngest::onRecord(const wire::RecordView& v)
+void StreamIngest::onRecord(const wire::RecordView& in)
 {
     applyHeader();
+    wire::RecordView v = in;
+    if (m_shiftNs != 0) {
+        m_shifted.assign(in.body, in.body + in.size);
+        wire::shiftRecordTimes(in.type, m_shifted.data(), in.size, m_shiftNs);
+        v.body = m_shifted.data();
+    }
     if (v.type == wire::RecordType::Call) ++m_calls;
     if (m_keepEvents && m_budget && v.type == wire::RecordType::Call) {
         if (*m_budget == 0) {

@@ -46,6 +46,10 @@ public:
     // With events kept: the calls left to keep, shared by the streams of one reader. A call that finds it
     // at 0 makes this process drop what it kept and keep no more (Process::eventsDropped).
     void setEventBudget(uint64_t* remaining) { m_budget = remaining; }
+    // Adds deltaNs to every host time of the stream (wire::shiftRecordTimes) before it reaches the
+    // Process and the observer: a capture put on another's clock (several captures read as one run).
+    // The validated bytes (takeValidated) stay as they came.
+    void setTimeShift(int64_t deltaNs) { m_shiftNs = deltaNs; }
 
     // Returns false once the stream is bad (then error() says why); later input is ignored.
     bool feed(const void* data, size_t n);
@@ -93,6 +97,8 @@ private:
     bool m_keepRaw = true;
     bool m_keepEvents = true;
     uint64_t* m_budget = nullptr;
+    int64_t m_shiftNs = 0;
+    std::vector<uint8_t> m_shifted;  // a record's body with its times shifted (m_shiftNs != 0)
     bool m_headerApplied = false;
     bool m_resumed = false;
     uint64_t m_received = 0;

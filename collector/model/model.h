@@ -53,8 +53,26 @@ struct PyFrame {
 // to millions; past this they are counted, not kept.
 inline constexpr size_t kMaxCollectives = 1u << 20;
 
+// Who a process is (its Identity records): the rank its launcher gave it, its host, and the pairs of
+// wall-clock and monotonic stamps that put its capture on another's clock.
+struct ClockPair {
+    uint64_t realtimeNs = 0, monotonicNs = 0;
+    uint64_t errorNs = 0;  // the stamps' bracket: monotonicNs is within half of it
+    bool known() const { return realtimeNs != 0; }
+    // realtime - monotonic: two captures' difference of it is their clocks' offset
+    int64_t wallMinusMono() const { return int64_t(realtimeNs - monotonicNs); }
+};
+struct ProcessIdentity {
+    int rank = -1, localRank = -1, worldSize = -1, localWorldSize = -1;  // -1: unknown
+    std::string launcher;  // "torchrun", "openmpi", "pmi", "slurm"; empty: no launcher's variables
+    std::string host;      // empty: unknown (a capture older than the Identity record)
+    ClockPair start, end;  // at the stream's start and end; realtimeNs 0: none
+};
+
 struct Process {
     uint32_t pid = 0, ppid = 0;
+    ProcessIdentity identity;
+    std::string captureName;      // the capture file it was read from, when several make one run; else empty
     std::string command;          // argv joined by spaces
     uint64_t startNs = 0;         // CLOCK_MONOTONIC when the shim started in this process
     uint64_t startRealtimeNs = 0;

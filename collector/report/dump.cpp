@@ -173,6 +173,14 @@ std::string formatRecord(const Process& p, const RecordView& v)
                            escapeText(std::string_view(b.pciBusId, strnlen(b.pciBusId, sizeof b.pciBusId))));
         break;
     }
+    case RecordType::Identity: {
+        auto b = v.as<IdentityBody>();
+        rest = fmt::format("{} rank={} local_rank={} world={} local_world={} launcher={} host={} realtime={} mono={} error={}",
+                           b.edge == IdentityEdge::End ? "end" : "start", b.rank, b.localRank, b.worldSize,
+                           b.localWorldSize, launcherName(b.launcher), escapeText(v.tail<IdentityBody>()), b.realtimeNs,
+                           b.monotonicNs, b.errorNs);
+        break;
+    }
     case RecordType::StringDef:
         rest = fmt::format("id={} {}", v.as<StringDefBody>().stringId, escapeText(v.tail<StringDefBody>()));
         break;

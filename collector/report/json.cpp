@@ -5,7 +5,11 @@
 // array except launches. The first keys of each entry are the contract of the issue; the rest are extras.
 //   processes  pid ppid command wall_ns cuda_api_ns cuda_api_pct gpuspy_overhead_ns dropped_records
 //              records_made calls threads active_begin_ns active_end_ns device_ops timed_ops
-//              sampled_out_ops ended stream_error
+//              sampled_out_ops ended stream_error rank local_rank world_size (-1: unknown) launcher host
+//              (who the process is: its launcher's variables, its host name) capture (the file it came
+//              from when several are read as one run)
+//   clock_alignment (several captures read as one run only) capture shift_ns wall_shift_ns basis pair_error_ns
+//              matched residual_spread_ns residual_max_ns: how each capture was put on the first's clock
 //   outside    pid ppid command why cuda_driver capture merged: the processes of a tree `record` followed that
 //              are not in its streams: why "no_preload" (LD_PRELOAD not kept), "static" (a static program),
 //              "own_capture" (no GPUSPY_SOCKET: it wrote capture, merged: read into this one), "unseen" (it exec'd
@@ -168,7 +172,17 @@ nlohmann::ordered_json reportJson(const Report& r)
                              {"records_made", p.recordsMade}, {"calls", p.calls}, {"threads", p.threads},
                              {"active_begin_ns", p.activeBeginNs}, {"active_end_ns", p.activeEndNs},
                              {"device_ops", p.deviceOps}, {"timed_ops", p.timedOps}, {"sampled_out_ops", p.sampledOutOps},
-                             {"ended", p.ended}, {"stream_error", p.streamError}});
+                             {"ended", p.ended}, {"stream_error", p.streamError},
+                             {"rank", p.rank}, {"local_rank", p.localRank}, {"world_size", p.worldSize},
+                             {"launcher", p.launcher}, {"host", p.host}, {"capture", p.capture}});
+
+    if (!r.clockAlignment.empty()) {
+        Json& clocks = j["clock_alignment"] = Json::array();
+        for (const ClockAlignment& a : r.clockAlignment)
+            clocks.push_back(Json{{"capture", a.name}, {"shift_ns", a.shiftNs}, {"wall_shift_ns", a.wallShiftNs},
+                                  {"basis", a.basis}, {"pair_error_ns", a.pairErrorNs}, {"matched", a.matched},
+                                  {"residual_spread_ns", a.residualSpreadNs}, {"residual_max_ns", a.residualMaxNs}});
+    }
 
     Json& outside = j["outside"] = Json::array();
     for (const OutsideProcess& p : r.outside)

@@ -182,13 +182,32 @@ void outside(std::string& out, const Report& r, const Style& st)
 void overview(std::string& out, const Report& r, const Style& st)
 {
     out += heading(st, "Processes");
-    TextTable t({"PID", "Wall", "CUDA API", "% wall", "gpuspy", "Calls", "Dropped", "Command"}, 7);
-    for (size_t c : {6, 4}) t.optional(c);
-    for (const ProcessSummary& p : r.processes)
-        t.row({std::to_string(p.pid), formatNs(p.wallNs), formatNs(p.cudaApiNs), pct(p.cudaApiPct),
-               formatNs(p.gpuspyOverheadNs), num(p.calls), p.ended ? num(p.droppedRecords) : num(p.droppedRecords) + "?",
-               p.command});
-    out += t.render(st);
+    // Rank and host where they tell processes apart: a launcher gave ranks, or the processes ran on
+    // several hosts (captures read as one run).
+    std::set<std::string> hosts;
+    bool ranks = false;
+    for (const ProcessSummary& p : r.processes) {
+        hosts.insert(p.host);
+        ranks = ranks || p.rank >= 0;
+    }
+    if (ranks || hosts.size() > 1) {
+        TextTable t({"Rank", "Host", "PID", "Wall", "CUDA API", "% wall", "gpuspy", "Calls", "Dropped", "Command"}, 9);
+        for (size_t c : {8, 6}) t.optional(c);
+        for (const ProcessSummary& p : r.processes)
+            t.row({p.rank < 0 ? "-" : std::to_string(p.rank) + (p.worldSize > 0 ? "/" + std::to_string(p.worldSize) : ""),
+                   p.host.empty() ? "?" : p.host, std::to_string(p.pid), formatNs(p.wallNs), formatNs(p.cudaApiNs),
+                   pct(p.cudaApiPct), formatNs(p.gpuspyOverheadNs), num(p.calls),
+                   p.ended ? num(p.droppedRecords) : num(p.droppedRecords) + "?", p.command});
+        out += t.render(st);
+    } else {
+        TextTable t({"PID", "Wall", "CUDA API", "% wall", "gpuspy", "Calls", "Dropped", "Command"}, 7);
+        for (size_t c : {6, 4}) t.optional(c);
+        for (const ProcessSummary& p : r.processes)
+            t.row({std::to_string(p.pid), formatNs(p.wallNs), formatNs(p.cudaApiNs), pct(p.cudaApiPct),
+                   formatNs(p.gpuspyOverheadNs), num(p.calls), p.ended ? num(p.droppedRecords) : num(p.droppedRecords) + "?",
+                   p.command});
+        out += t.render(st);
+    }
     cutShort(out, r, st);
     outside(out, r, st);
     for (const ProcessSummary& p : r.processes)

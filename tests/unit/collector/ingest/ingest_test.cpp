@@ -243,6 +243,77 @@ TEST(CollectorIngest, DeviceInfoAndTally)
     EXPECT_EQ(p.tally.leftOut[size_t(wire::Category::Launch)], 3700u);
 }
 
+// Who a process is (Identity, at the start and the end of its stream) into the model.
+TEST(CollectorIngest, IdentityRecords)
+{
+    StreamBuilder s;
+    wire::IdentityBody id{};
+    id.realtimeNs = 1700000000500000000ull;
+    id.monotonicNs = 2000;
+    id.errorNs = 60;
+    id.rank = 2;
+    id.localRank = 0;
+    id.worldSize = 16;
+    id.localWorldSize = 8;
+    id.edge = wire::IdentityEdge::Start;
+    id.launcher = wire::Launcher::Slurm;
+    id.length = 6;
+    s.var(id, "node-3", 6);
+    id.edge = wire::IdentityEdge::End;
+    id.realtimeNs += 1000;
+    id.monotonicNs += 1000;
+    s.var(id, "node-3", 6);
+    const Process p = ingestStream(s.bytes.data(), s.bytes.size());
+    EXPECT_EQ(p.streamError, "");
+    EXPECT_EQ(p.identity.rank, 2);
+    EXPECT_EQ(p.identity.localRank, 0);
+    EXPECT_EQ(p.identity.worldSize, 16);
+    EXPECT_EQ(p.identity.localWorldSize, 8);
+    EXPECT_EQ(p.identity.launcher, "slurm");
+    EXPECT_EQ(p.identity.host, "node-3");
+    EXPECT_EQ(p.identity.start.monotonicNs, 2000u);
+    EXPECT_EQ(p.identity.start.errorNs, 60u);
+    EXPECT_EQ(p.identity.end.monotonicNs, 3000u);
+    EXPECT_EQ(p.identity.start.wallMinusMono(), p.identity.end.wallMinusMono());
+}
+
+// A time shift (a capture put on another's clock) moves every host time the model and the observer see,
+// the stream header's start included, and no realtime stamp.
+TEST(CollectorIngest, TimeShiftMovesHostTimes)
+{
+    StreamBuilder s(42, 1000);
+    s.process(42, 1, std::string("app\0", 4));
+    wire::IdentityBody id{};
+    id.realtimeNs = 1700000000500000000ull;
+    id.monotonicNs = 2000;
+    id.edge = wire::IdentityEdge::Start;
+    s.var(id, "", 0);
+    wire::CallBody c{};
+    c.seq = 1;
+    c.beginNs = 5000;
+    c.endNs = 6000;
+    s.fixed(c);
+    StreamIngest in;
+    in.setTimeShift(-500);
+    uint64_t observedBegin = 0;
+    in.setObserver([&](const Process&, const wire::RecordView& v) {
+        if (v.type == wire::RecordType::Call) observedBegin = v.as<wire::CallBody>().beginNs;
+    });
+    ASSERT_TRUE(in.feed(s.bytes.data(), s.bytes.size()));
+    ASSERT_TRUE(in.finish());
+    const Process& p = in.process();
+    EXPECT_EQ(p.startNs, 500u);
+    ASSERT_EQ(p.calls.size(), 1u);
+    EXPECT_EQ(p.calls[0].beginNs, 4500u);
+    EXPECT_EQ(p.calls[0].endNs, 5500u);
+    EXPECT_EQ(observedBegin, 4500u);
+    EXPECT_EQ(p.identity.start.monotonicNs, 1500u);
+    EXPECT_EQ(p.identity.start.realtimeNs, 1700000000500000000ull);
+    std::vector<uint8_t> raw;
+    in.takeValidated(raw);
+    EXPECT_EQ(raw, s.bytes);  // the stored bytes stay as they came
+}
+
 TEST(CollectorIngest, RandomBytesNeverCrash)
 {
     std::mt19937 rng(1234);
