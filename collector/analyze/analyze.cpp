@@ -507,6 +507,8 @@ void finishOverview(Context& cx, Report& r)
             ds.pid = p.pid;
             ds.id = id;
             ds.name = d.name;
+            ds.uuid = d.uuid;
+            ds.host = p.host;
             ds.activeNs = p.activeEndNs - p.activeBeginNs;
             ds.busyNs = d.busyNs;
             ds.busyLoNs = std::min(d.busyLoNs, d.busyNs);

@@ -117,6 +117,8 @@ struct DeviceSummary {
     uint32_t pid = 0;
     int id = 0;
     std::string name;
+    std::string uuid;  // "GPU-xxxxxxxx-...", as nvidia-smi prints it; "" when unknown
+    std::string host;  // its process's host (several captures read as one run: GPU 0 of each node)
     uint64_t activeNs = 0;  // the process's active span
     uint64_t busyNs = 0;    // union of the device's work inside it (measured and placed)
     double busyPct = 0;

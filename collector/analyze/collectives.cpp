@@ -78,7 +78,7 @@ public:
                 before = &x;
             }
         }
-        if (!last || !before || !m_seen.insert({last->pid, last->launch}).second) return;
+        if (!last || !before || !m_seen.insert({last->proc, last->launch}).second) return;
         ++m_compared[last->commId];
         m_arrivals[last->commId].push_back(last->gpuBeginNs);
         const uint64_t late = last->gpuBeginNs - before->gpuBeginNs;
@@ -126,7 +126,7 @@ public:
             othersLaunch = std::max(othersLaunch, x.launchHostNs);
         }
         if (!untimed || !knownLast || untimed->launchHostNs <= knownLast + kLateNs) return;
-        if (!m_seen.insert({untimed->pid, untimed->launch}).second) return;
+        if (!m_seen.insert({untimed->proc, untimed->launch}).second) return;
         ++m_ordered[untimed->commId];
         Acc& s = m_acc[{untimed->commId, untimed->rank}];
         s.row.pid = untimed->pid;
@@ -176,7 +176,7 @@ private:
         std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
         return v[v.size() / 2];
     }
-    std::set<std::pair<uint32_t, uint64_t>> m_seen;      // (pid, launch) of a last rank, counted
+    std::set<std::pair<size_t, uint64_t>> m_seen;        // (process, launch) of a last rank, counted
     std::map<uint64_t, uint64_t> m_compared;            // communicator -> collectives compared
     std::map<uint64_t, uint64_t> m_ordered;             // communicator -> collectives ordered by a launch alone
     std::map<std::pair<uint64_t, int>, Acc> m_acc;      // (communicator, rank)
@@ -297,7 +297,8 @@ void endCollectives(Context& cx, const Process& p, const ProcView& pv, Collectiv
         if (!l.timed) {
             // Its rank's arrival is unknown, but not its launch: which rank came last may still be told.
             if (o.seq != ~0ull) {
-                CollectiveArrival x{o.commId, o.seq, nullptr, o.rank, o.nranks, o.row, 0, 0, 0.0, l.beginNs, uint64_t(o.launch), p.pid, l.device};
+                CollectiveArrival x{o.commId, o.seq, nullptr, o.rank, o.nranks, o.row, 0, 0, 0.0, l.beginNs, uint64_t(o.launch), p.pid, l.device,
+                                    cx.processes.size()};
                 x.timed = false;
                 cx.collectiveArrivals.push_back(x);
             }
@@ -309,7 +310,8 @@ void endCollectives(Context& cx, const Process& p, const ProcView& pv, Collectiv
         r.gpuNs += uint64_t(double(l.gpuEndNs - l.gpuBeginNs) * share);
         if (o.seq != ~0ull)
             cx.collectiveArrivals.push_back(CollectiveArrival{o.commId, o.seq, nullptr, o.rank, o.nranks, o.row, l.gpuBeginNs,
-                                                              l.gpuEndNs, share, l.beginNs, uint64_t(o.launch), p.pid, l.device});
+                                                              l.gpuEndNs, share, l.beginNs, uint64_t(o.launch), p.pid, l.device,
+                                                              cx.processes.size()});
     }
 }
 

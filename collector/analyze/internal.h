@@ -236,6 +236,7 @@ struct Matched {
 // busyLoNs/busyHiNs the same with the short and long durations of the untimed ones.
 struct DeviceAcc {
     std::string name;
+    std::string uuid;  // Process::deviceIds: "GPU-..." where the shim could ask; "" else
     uint64_t busyNs = 0, idleGapNs = 0, largestGapNs = 0, gaps = 0, starvedNs = 0, largestStarvedNs = 0;
     uint64_t waitingNs = 0;  // idle while the program waited for work (wire::kCallIdleBefore): not starved
     uint64_t busyLoNs = 0, busyHiNs = 0;
@@ -396,6 +397,7 @@ struct CollectiveArrival {
     uint64_t launch = 0;                 // the launch's number in its process (fused operations share one)
     uint32_t pid = 0;
     int device = -1;
+    size_t proc = 0;  // the process's index in Context::processes (pids of several hosts may be the same)
     bool timed = true;                   // its kernel's span is known (else gpuBeginNs/gpuEndNs are 0)
 };
 void noteCollectiveLaunch(CollectiveBook& book, const ProcView& pv, const CallInfo& ci);

@@ -635,6 +635,8 @@ void endProcess(Context& cx, const Process& p)
     s.recordsMade = p.ended ? p.end.recordsMade : 0;
 
     for (const auto& [d, name] : p.devices) ps.device(d).name = name;
+    for (const auto& [d, ids] : p.deviceIds)
+        if (auto it = ps.devices.find(d); it != ps.devices.end()) it->second.uuid = ids.uuid;
     resolveSites(cx, ps.view, ps.rawSites);
     endCollectives(cx, p, ps.view, ps.collectives);
     for (uint32_t raw : ps.rawSites) cx.rawSites[raw].proc = cx.processes.size();

@@ -27,7 +27,8 @@
 //              lost_timing_ops (timed by the shim, span lost to a late end event) unknown_duration_ops
 //              held_up_ops held_up_ns (of the lost ones, those whose thread was off the CPU inside the
 //              call, and their calls' summed host time: each op's place is unknown within its call,
-//              the idle gaps may be off by up to held_up_ns)
+//              the idle gaps may be off by up to held_up_ns) uuid (cuDeviceGetUuid, "GPU-...": "" when
+//              unknown) host (its process's)
 //              idle_gap_ns, largest_gap_ns, gaps and starved_ns are read off the same timeline
 //   streams    pid device name ops estimated_ops busy_ns busy_ns_min busy_ns_max busy_pct
 //   apis       api runtime display category errors errors_by_code[{code name calls}] count total_ns avg_ns median_ns min_ns max_ns p99_ns
@@ -202,7 +203,7 @@ nlohmann::ordered_json reportJson(const Report& r)
                             {"busy_pct_min", d.busyPctLo}, {"busy_pct_max", d.busyPctHi},
                             {"estimated_ops", d.estimatedOps}, {"lost_timing_ops", d.lostOps},
                             {"unknown_duration_ops", d.unknownOps}, {"held_up_ops", d.heldUpOps},
-                            {"held_up_ns", d.heldUpNs}});
+                            {"held_up_ns", d.heldUpNs}, {"uuid", d.uuid}, {"host", d.host}});
 
     Json& streams = j["streams"] = Json::array();
     for (const StreamSummary& x : r.streams)

@@ -4,7 +4,7 @@
 # shim and writing its own capture through GPUSPY_OUTPUT=rank-%q{RANK}%q{UNSET}-%h-%p.gspy; rank 1 with the
 # test-only clock offset GPUSPY_TEST_CLOCK_OFFSET_NS (its monotonic times moved, its wall-clock stamp not).
 # Checked: the names (%q{RANK}, an unset variable empty, %h the host, %p the writer's pid); `gpuspy report`
-# of the three captures is one report naming each rank, world size and host; its clock alignment puts rank
+# of the three captures is one report naming each rank, world size and host (and each device's UUID); its clock alignment puts rank
 # 1 back by the known offset within 10 us (wall-clock pairs: one host, no collective) and the others within
 # 10 us of 0, and says so in its notes; rank 1's times, off by the offset in its own report, are beside the
 # others' in the merged one; each capture carries its Identity at the start and the end. `record -o` expands
@@ -54,6 +54,10 @@ for r, p in by_rank.items():
         m = re.search(r"rank-(\d+)-(.+)-(\d+)\.gspy$", os.path.basename(files[r]))
         check(m and int(m.group(1)) == r and m.group(2) == host and int(m.group(3)) == p["pid"],
               f"rank {r}: file name rank-{r}-{host}-{p['pid']}.gspy ({os.path.basename(files[r])})")
+
+devs = merged["devices"]
+check(len(devs) == 3 and all(d["host"] == host and d["uuid"].startswith("GPU-") for d in devs),
+      f"merged: a device row per rank, each with its host and UUID ({[(d['pid'], d['host'], d['uuid']) for d in devs]})")
 
 align = {a["capture"]: a for a in merged.get("clock_alignment", [])}
 check(len(align) == 3, f"merged: clock_alignment for 3 captures ({len(align)})")
