@@ -77,6 +77,7 @@ inline constexpr size_t kMaxCollectiveEnds = 1u << 18;
 // How one capture of several read as one run was put on the first's clock (collector/analyze/clock_align.h).
 struct ClockAlignment {
     std::string name;
+    bool sameHost = false;  // on the first capture's host (its wall-clock shift is then exact to the pairs)
     // Added to every time of this capture to put it on the first capture's clock.
     int64_t shiftNs = 0;
     int64_t wallShiftNs = 0;  // what the wall-clock pairs alone gave (0 when either has none)

@@ -20,7 +20,10 @@ int64_t medianOf(std::vector<int64_t> v)
     return v[v.size() / 2];
 }
 
-std::string us(int64_t ns) { return fmt::format("{:.1f} us", double(ns) / 1000.0); }
+std::string us(int64_t ns)
+{
+    return std::llabs(ns) < 1000 ? fmt::format("{} ns", ns) : fmt::format("{:.1f} us", double(ns) / 1000.0);
+}
 
 }  // namespace
 
@@ -32,6 +35,7 @@ std::vector<ClockAlignment> alignClocks(const std::vector<CaptureClock>& capture
     for (size_t i = 0; i < captures.size(); ++i) {
         ClockAlignment& a = out[i];
         a.name = captures[i].name;
+        a.sameHost = !captures[i].host.empty() && captures[i].host == ref.host;
         if (i == 0) {
             a.basis = "reference";
             continue;
@@ -104,10 +108,12 @@ std::vector<std::string> clockAlignmentNotes(const std::vector<ClockAlignment>& 
         if (a.basis == "collectives")
             s += fmt::format(" (wall clock {}, refined by {} collective ends: residuals within {} median, {} at most)",
                              us(a.wallShiftNs), a.matched, us(int64_t(a.residualSpreadNs)), us(int64_t(a.residualMaxNs)));
+        else if (a.basis == "wall_clock" && a.sameHost)
+            s += fmt::format(" (wall-clock pairs, the same host: within {})", us(int64_t(a.pairErrorNs)));
         else if (a.basis == "wall_clock")
-            s += fmt::format(" (wall-clock pairs only, no collective in common: within {} on one host; across hosts "
-                             "add the difference of their realtime clocks, which NTP keeps to about a millisecond, PTP "
-                             "to microseconds)",
+            s += fmt::format(" (wall-clock pairs only, another host and no collective in common: within {} plus the "
+                             "difference of the two hosts' realtime clocks, which NTP keeps to about a millisecond, "
+                             "PTP to microseconds)",
                              us(int64_t(a.pairErrorNs)));
         else
             s += " (no wall-clock pair nor collective in common: left as recorded, its times cannot be compared)";

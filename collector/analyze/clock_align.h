@@ -17,6 +17,7 @@ namespace gpuspy::collect {
 // What one capture says about its clock.
 struct CaptureClock {
     std::string name;
+    std::string host;                  // its processes' host; "" when unknown
     ClockPair pair;                    // its tightest wall-clock pair; realtimeNs 0: none (an older capture)
     std::vector<CollectiveEnd> ends;   // its collectives' ends, on its clock
 };

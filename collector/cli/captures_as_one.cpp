@@ -24,9 +24,11 @@ std::vector<ClockAlignment> alignCaptures(const std::vector<std::string>& paths)
         CaptureClock c;
         c.name = path;
         // The tightest pair of its processes (one host: they share the clock).
-        for (const Process& p : capture.processes)
+        for (const Process& p : capture.processes) {
+            if (c.host.empty()) c.host = p.identity.host;
             for (const ClockPair& pair : {p.identity.start, p.identity.end})
                 if (pair.known() && (!c.pair.known() || pair.errorNs < c.pair.errorNs)) c.pair = pair;
+        }
         c.ends = std::move(r.collectiveEnds);
         clocks.push_back(std::move(c));
     }

@@ -8,7 +8,7 @@
 //              sampled_out_ops ended stream_error rank local_rank world_size (-1: unknown) launcher host
 //              (who the process is: its launcher's variables, its host name) capture (the file it came
 //              from when several are read as one run)
-//   clock_alignment (several captures read as one run only) capture shift_ns wall_shift_ns basis pair_error_ns
+//   clock_alignment (several captures read as one run only) capture shift_ns wall_shift_ns basis same_host pair_error_ns
 //              matched residual_spread_ns residual_max_ns: how each capture was put on the first's clock
 //   outside    pid ppid command why cuda_driver capture merged: the processes of a tree `record` followed that
 //              are not in its streams: why "no_preload" (LD_PRELOAD not kept), "static" (a static program),
@@ -181,7 +181,7 @@ nlohmann::ordered_json reportJson(const Report& r)
         Json& clocks = j["clock_alignment"] = Json::array();
         for (const ClockAlignment& a : r.clockAlignment)
             clocks.push_back(Json{{"capture", a.name}, {"shift_ns", a.shiftNs}, {"wall_shift_ns", a.wallShiftNs},
-                                  {"basis", a.basis}, {"pair_error_ns", a.pairErrorNs}, {"matched", a.matched},
+                                  {"basis", a.basis}, {"same_host", a.sameHost}, {"pair_error_ns", a.pairErrorNs}, {"matched", a.matched},
                                   {"residual_spread_ns", a.residualSpreadNs}, {"residual_max_ns", a.residualMaxNs}});
     }
 

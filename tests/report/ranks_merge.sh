@@ -69,6 +69,7 @@ for r, f in enumerate(files):
     check(abs(a["shift_ns"] - want) <= tol,
           f"rank {r}: shifted by {a['shift_ns']} ns, the known {want} within {tol} ns (off by {a['shift_ns'] - want})")
     check(a["basis"] == ("reference" if r == 0 else "wall_clock"), f"rank {r}: basis {a['basis']}")
+    check(r == 0 or a["same_host"], f"rank {r}: on the first capture's host")
 check(any("3 captures read as one run" in n for n in merged["notes"]), "merged: a note says how the clocks were put together")
 
 # Rank 1's own report is ~offset ahead of rank 0's; merged, the ranks ran side by side.

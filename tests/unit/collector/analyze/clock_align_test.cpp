@@ -21,6 +21,7 @@ CaptureClock rankCapture(const std::string& name, int rank, int64_t offset, int6
 {
     CaptureClock c;
     c.name = name;
+    c.host = wallError ? "node-" + name : "node-a";
     const uint64_t trueMono = 5'000'000'000ull;
     c.pair = ClockPair{uint64_t(int64_t(kReal0) + wallError), uint64_t(int64_t(trueMono) + offset), 200};
     std::uniform_int_distribution<int64_t> jitter(-noise, noise);
@@ -46,7 +47,8 @@ TEST(ClockAlign, WallClockPairsAloneRecoverAnOffsetOnOneHost)
     EXPECT_EQ(a[1].pairErrorNs, 200u);
     const auto notes = clockAlignmentNotes(a);
     ASSERT_EQ(notes.size(), 1u);
-    EXPECT_NE(notes[0].find("wall-clock pairs only"), std::string::npos) << notes[0];
+    EXPECT_TRUE(a[1].sameHost);
+    EXPECT_NE(notes[0].find("the same host: within 200 ns"), std::string::npos) << notes[0];
 }
 
 // Two hosts whose realtime clocks disagree by 3 ms (NTP): the wall clock is off by that much, the
@@ -94,6 +96,13 @@ TEST(ClockAlign, ChainsAndCapturesWithoutCollectives)
     EXPECT_EQ(r[2].shiftNs, 2'000'000);
     EXPECT_EQ(r[3].basis, "wall_clock");
     EXPECT_EQ(r[3].shiftNs, -1'000);
+    {
+        CaptureClock far = d;
+        far.host = "node-far";
+        const auto r2 = alignClocks({a, far});
+        EXPECT_FALSE(r2[1].sameHost);
+        EXPECT_NE(clockAlignmentNotes(r2)[0].find("another host"), std::string::npos);
+    }
     EXPECT_EQ(r[4].basis, "none");
     EXPECT_EQ(r[4].shiftNs, 0);
     const auto notes = clockAlignmentNotes(r);
