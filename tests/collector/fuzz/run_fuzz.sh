@@ -9,7 +9,7 @@ shift 4
 command -v clang++ >/dev/null || { echo "clang++ not installed: fuzzing skipped"; exit 0; }
 mkdir -p "$work/corpus_$target"
 bin="$work/fuzz_$target"
-sources=("$src/tests/collector/fuzz/fuzz_$target.cpp" "$src/wire/codec.cpp" "$src/collector/ingest/ingest.cpp"
+sources=("$src/tests/collector/fuzz/fuzz_$target.cpp" "$src/wire/codec.cpp" "$src/wire/time_shift.cpp" "$src/collector/ingest/ingest.cpp"
          "$src/collector/ingest/capture_file.cpp" "$src/collector/report/dump.cpp")
 # The capture reader feeds the streaming report, as `gpuspy report` does.
 # Its model's result names come from a file the build generates from cuda.h (GPUSPY_GENERATED_INCLUDE, the
