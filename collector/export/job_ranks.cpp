@@ -9,7 +9,25 @@
 
 namespace gpuspy::collect::exporting {
 
+namespace {
+std::optional<ProcessRanks> communicatorRanks(const Process& p);
+}
+
 std::optional<ProcessRanks> rankOfProcess(const Process& p)
+{
+    // The launcher's RANK/WORLD_SIZE (the Identity record) is the job's global rank, as Kineto's
+    // distributedInfo gives it, for a process with one rank; a process that drove several ranks of a
+    // communicator itself (one per device) keeps each device's communicator rank.
+    std::optional<ProcessRanks> comm = communicatorRanks(p);
+    const ProcessIdentity& id = p.identity;
+    if (id.rank >= 0 && id.worldSize > 0 && (!comm || comm->rankOfDevice.size() <= 1))
+        return ProcessRanks{{{-1, id.rank}}, id.worldSize, 0, RankSource::Launcher};
+    return comm;
+}
+
+namespace {
+
+std::optional<ProcessRanks> communicatorRanks(const Process& p)
 {
     if (p.collectives.empty()) return std::nullopt;
     // The job's world: the largest communicator (a tensor-parallel group inside it is smaller).
@@ -36,6 +54,8 @@ std::optional<ProcessRanks> rankOfProcess(const Process& p)
     }
     return out;
 }
+
+}  // namespace
 
 namespace {
 

@@ -26,10 +26,9 @@ struct ProcessRanks {
     RankSource source = RankSource::Communicator;
 };
 
-// THE rank choice of a process (one function, so that another source of ranks, such as the launcher's
-// RANK/WORLD_SIZE, is a change here only: {{{-1, RANK}}, WORLD_SIZE, 0, RankSource::Launcher}): of its
-// communicators, the largest (the job's world; ties: the first seen), each device's rank in it. nullopt
-// where it used no communicator.
+// THE rank choice of a process: the launcher's RANK/WORLD_SIZE (its Identity record) for a process of
+// one rank; else, of its communicators, the largest (the job's world; ties: the first seen), each device's
+// rank in it. nullopt where it has neither.
 std::optional<ProcessRanks> rankOfProcess(const Process& p);
 
 // One rank of the job: the work of `process` on `devices` (empty: on every device), plus, for

@@ -30,6 +30,8 @@ done
 "$gpuspy" report --width 140 "$work/late.gspy" > "$work/late.txt" || exit 1
 # The fix (even: rank 2 no longer late) resolves the finding.
 "$gpuspy" diff --format json "$work/late.gspy" "$work/even.gspy" > "$work/diff.json" || exit 1
+# One Kineto trace per rank (issue 29's exports): each process's file by the rank its launcher gave it.
+"$gpuspy" export "$work/late.gspy" --format kineto -f -o "$work/late.kineto" > /dev/null || exit 1
 python3 - "$work" "$steps" "$layers" <<'PY'
 import glob, json, sys
 work, steps, layers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -136,6 +138,23 @@ else:
     check(False, f"late: a finding and a positive saving to compare ({real / 1e6:.2f} ms)")
 st = {f["rule"]: f["status"] for f in json.load(open(f"{work}/diff.json"))["findings"]}
 check(st.get("straggler") == "resolved", f"gpuspy diff late even: straggler {st.get('straggler')}")
+# The Kineto export: four files, rank R of 4 each holding the GPU work of the process whose launcher
+# variables said RANK=R (the report's process rows), as HTA's trace_file.py reads a rank from the file.
+import glob as _glob
+rep = json.load(open(f"{work}/late.json"))
+rank_of_pid = {p["pid"]: p.get("rank", -1) for p in rep["processes"]}
+check(sorted(rank_of_pid.values()) == [0, 1, 2, 3], f"the report's processes carry their launcher ranks: {sorted(rank_of_pid.values())}")
+files = sorted(_glob.glob(f"{work}/late.kineto/rank-*.pt.trace.json"))
+check(len(files) == 4, f"kineto: one file per rank ({len(files)})")
+for path in files:
+    k = json.load(open(path))
+    di = k.get("distributedInfo", {})
+    r = di.get("rank", -1)
+    pids = {e.get("pid") for e in k["traceEvents"] if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    check(di.get("world_size") == 4 and path.endswith(f"rank-{r}.pt.trace.json") and
+          all(rank_of_pid.get(q) == r for q in pids) and pids,
+          f"kineto {path.rsplit('/', 1)[1]}: rank {r} of {di.get('world_size')}, host calls of processes {sorted(pids)} "
+          f"(their launcher ranks {sorted(rank_of_pid.get(q, -1) for q in pids)})")
 text = open(f"{work}/late.txt").read()
 check("arrived last" in text and "straggler" in text and f"pid {pid2}" in text, "the text report names the straggler and its pid")
 for ok, what in results:
