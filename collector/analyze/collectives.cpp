@@ -83,12 +83,7 @@ public:
         m_arrivals[last->commId].push_back(last->gpuBeginNs);
         const uint64_t late = last->gpuBeginNs - before->gpuBeginNs;
         if (late <= kLateNs) return;
-        Acc& s = m_acc[{last->commId, last->rank}];
-        s.row.pid = last->pid;
-        s.row.commId = last->commId;
-        s.row.rank = last->rank;
-        s.row.nranks = last->nranks;
-        s.row.device = last->device;
+        Acc& s = accOf(*last);
         ++s.row.last;
         s.row.lateNs += late;
         s.late.push_back(late);
@@ -128,12 +123,7 @@ public:
         if (!untimed || !knownLast || untimed->launchHostNs <= knownLast + kLateNs) return;
         if (!m_seen.insert({untimed->proc, untimed->launch}).second) return;
         ++m_ordered[untimed->commId];
-        Acc& s = m_acc[{untimed->commId, untimed->rank}];
-        s.row.pid = untimed->pid;
-        s.row.commId = untimed->commId;
-        s.row.rank = untimed->rank;
-        s.row.nranks = untimed->nranks;
-        s.row.device = untimed->device;
+        Acc& s = accOf(*untimed);
         ++s.row.lastOrdered;
         const uint64_t low = untimed->launchHostNs - knownLast;
         s.row.lateLowNs += low;
@@ -164,6 +154,18 @@ public:
     }
 
 private:
+    struct Acc;
+    // The row of the rank that arrived last at a collective.
+    Acc& accOf(const CollectiveArrival& x)
+    {
+        Acc& s = m_acc[{x.commId, x.rank}];
+        s.row.pid = x.pid;
+        s.row.commId = x.commId;
+        s.row.rank = x.rank;
+        s.row.nranks = x.nranks;
+        s.row.device = x.device;
+        return s;
+    }
     // Later than the rank before it by more than this: a rank's launches a few microseconds apart are not late.
     static constexpr uint64_t kLateNs = 10'000;
     struct Acc {

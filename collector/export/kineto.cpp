@@ -24,17 +24,7 @@ using namespace exporting;
 
 // Kineto's copy names: "Memcpy HtoD (Pageable -> Device)", "Memset (Device)" (HTA's memory kernels
 // are the names that begin with Memcpy or Memset).
-const char* copyKind(wire::Direction d)
-{
-    switch (d) {
-    case wire::Direction::HtoD: return "HtoD";
-    case wire::Direction::DtoH: return "DtoH";
-    case wire::Direction::DtoD: return "DtoD";
-    case wire::Direction::HtoH: return "HtoH";
-    case wire::Direction::PtoP: return "PtoP";
-    default: return "<unknown>";
-    }
-}
+const char* copyKind(wire::Direction d) { return wire::directionName(d); }  // "HtoD", "DtoH", "PtoP"...
 const char* memoryKind(wire::MemKind m)
 {
     switch (m) {
