@@ -235,7 +235,10 @@ void ProcessWatch::readEvents()
         for (auto* nl = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(nl, n); nl = NLMSG_NEXT(nl, n)) {
             auto* cn = static_cast<cn_msg*>(NLMSG_DATA(nl));
             if (cn->id.idx != CN_IDX_PROC || cn->len < sizeof(proc_event)) continue;
-            auto* ev = reinterpret_cast<proc_event*>(cn->data);
+            // The event follows a 20-byte cn_msg: 4-byte aligned, not the 8 proc_event needs; copied out.
+            proc_event event;
+            std::memcpy(&event, cn->data, sizeof event);
+            const proc_event* ev = &event;
             if (ev->what == proc_event::PROC_EVENT_FORK) {
                 // A new process (not a thread) of a process of ours is ours, whatever it becomes.
                 const auto& f = ev->event_data.fork;
