@@ -18,7 +18,8 @@ namespace {
 const char* const kNames[] = {"GPUSPY_DISABLE",    "GPUSPY_OUTPUT",     "GPUSPY_SOCKET",   "GPUSPY_GPU_TIME",
                               "GPUSPY_GPU_BUDGET", "GPUSPY_QUEUE_ITEMS", "GPUSPY_STACK_DEPTH", "GPUSPY_STACK_FP",
                               "GPUSPY_MAX_BYTES", "GPUSPY_PYTHON", "GPUSPY_PYTHON_HINT", "GPUSPY_CAPTURE_RANGE", "GPUSPY_CAPTURE_END",
-                              "GPUSPY_DELAY", "GPUSPY_DURATION", "GPUSPY_PAUSED", "GPUSPY_TEST_CLOCK_OFFSET_NS"};
+                              "GPUSPY_DELAY", "GPUSPY_DURATION", "GPUSPY_PAUSED", "GPUSPY_TEST_CLOCK_OFFSET_NS",
+                              "GPUSPY_STACK_CACHE", "GPUSPY_STACK_DEEPEN"};
 constexpr size_t kCount = sizeof kNames / sizeof kNames[0];
 constexpr size_t kMaxValue = 4096;
 char g_values[kCount][kMaxValue];

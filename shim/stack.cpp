@@ -95,6 +95,8 @@ constexpr uint32_t kPathBytes = 256 * 1024;
 constexpr uint32_t kMaxPath = 4096;
 constexpr unsigned kMaxSkip = 32;
 constexpr unsigned kSelfMargin = 2;  // extra frames taken in libgpuspy.so for its own to be dropped
+// GPUSPY_STACK_DEEPEN unset: a stack cut short inside a library is retaken at this depth.
+constexpr unsigned kDefaultDeepen = wire::kMaxStackDepth;
 // Most return addresses one capture reads from stackCapture's caller outwards.
 constexpr unsigned kMaxFrames = kMaxSkip + kSelfMargin + wire::kMaxStackDepth;
 
@@ -143,6 +145,10 @@ unsigned long long g_lastAdds = ~0ull;  // dl_iterate_phdr's load counter at the
 // hook wrappers leave depends on inlining and tail calls). Empty when linked into an executable
 // (the unit tests), whose frames are the caller's own.
 uint64_t g_selfLo = 0, g_selfHi = 0;
+// The main program's mapping (dl_iterate_phdr's object with no name): a stack cut short outside it is
+// retaken deeper (stackCapture).
+uint64_t g_mainLo = 0, g_mainHi = 0;
+unsigned g_deepen = 0;  // GPUSPY_STACK_DEEPEN: the depth such a stack is retaken at (0: never)
 
 // Drain thread only.
 uint32_t g_drainModule = 0;
@@ -196,6 +202,10 @@ int onObject(dl_phdr_info* info, size_t, void* arg)
     if (self >= lo && self < hi && info->dlpi_name && info->dlpi_name[0]) {
         g_selfLo = lo;
         g_selfHi = hi;
+    }
+    if (!(info->dlpi_name && info->dlpi_name[0]) && g_mainHi == 0) {
+        g_mainLo = lo;
+        g_mainHi = hi;
     }
     // The main program reports an empty name: its path is /proc/self/exe. No allocation here.
     char exe[kMaxPath];
@@ -488,6 +498,9 @@ void stackConfigure(unsigned depth)
         stackUseFramePointers(!(fp && fp[0] == '0'));
         const char* cache = setting("GPUSPY_STACK_CACHE");
         scConfigure(!(cache && cache[0] == '0'));
+        const char* deepen = setting("GPUSPY_STACK_DEEPEN");
+        g_deepen = deepen ? unsigned(strtoul(deepen, nullptr, 10)) : kDefaultDeepen;
+        if (g_deepen > wire::kMaxStackDepth) g_deepen = wire::kMaxStackDepth;
     }
     g_pid = getpid();
     scanModules();
@@ -522,78 +535,121 @@ void stackPrefault()
     pthread_mutex_unlock(&g_prefaultLock);
 }
 
+// A capture whose frames reached the limit asked for (the stack goes on past the depth) and whose
+// deepest frame lies outside the main program: the user's frames may be beyond it (cuSOLVER -> cuBLAS ->
+// cuBLASLt takes more than 24 frames from the driver to main). It is taken again at GPUSPY_STACK_DEEPEN
+// frames; the deeper stack is the one interned for this call. Only calls whose stack is cut inside a
+// library pay for it; a Python thread's stack is placed by its eval loops (pythonMerge), not retaken.
+namespace {
+// frames: from stackCapture's caller outwards, count of them read with `limit` asked for; the stack kept
+// is internCaptured's (skipFrames and gpuspy's own dropped, at most depth).
+inline bool cutOutsideMain(const uint64_t* frames, uint32_t count, unsigned limit, unsigned skipFrames, unsigned depth)
+{
+    if (g_mainHi == 0 || count < limit) return false;  // the unwind ended before its limit: the whole stack
+    unsigned first = skipFrames;
+    while (first < count && frames[first] - g_selfLo < g_selfHi - g_selfLo) ++first;
+    if (first >= count) return false;
+    const uint64_t deepest = frames[first + std::min(count - first, depth) - 1];
+    return deepest < g_mainLo || deepest >= g_mainHi;
+}
+}  // namespace
+
 uint32_t stackCapture(unsigned skipFrames)
 {
-    const unsigned depth = g_depth.load(std::memory_order_acquire);
-    if (depth == 0) return 0;
+    const unsigned configured = g_depth.load(std::memory_order_acquire);
+    if (configured == 0) return 0;
     if (skipFrames > kMaxSkip) skipFrames = kMaxSkip;
     const unsigned margin = g_selfHi ? kSelfMargin : 0;
-    const unsigned wanted = skipFrames + margin + depth;  // from our caller outwards
-
-    const uint32_t params = depth | skipFrames << 8 | margin << 16;
-    uint64_t walked[kMaxFrames];
-    FpWalk walk{0, params, wanted, 0, walked};
-    FpVerdict verdict = FpVerdict::Mismatch;
-    if (fpEnabled()) {
-        fpWalk(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), walk);
-        if (walk.count > 0) {
-            uint32_t id = 0;
-            verdict = fpLookup(walk, &id);
-            // The same native walk runs under many Python lines: merge this call's Python frames.
-            if (verdict == FpVerdict::Verified)
-                return pythonActive() ? internCaptured(walked, walk.count, skipFrames, depth, pythonMemo()) : id;
-        }
-    }
-    const bool judge = verdict == FpVerdict::Unknown;  // the cache keeps the native stack's id: in full
-    // The stack cache (stack_cache.cpp): this thread's last unwinds, reused where the stack still
-    // holds every word they read; exactly unw_backtrace's frames.
-    const uintptr_t frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-    const bool cache = scEnabled();
-    if (cache) {
-        const uint64_t* cached = nullptr;
-        uint32_t count = 0, cachedId = 0, cachedNative = 0;
-        if (scLookup(frame, params, wanted, &cached, &count, &cachedId, &cachedNative)) {
-            if (judge) fpRecord(walk, cached, count, cachedNative);
-            return pythonActive() ? internCaptured(cached, count, skipFrames, depth, pythonMemo()) : cachedId;
-        }
-    }
-    // buf[0] is the return address inside stackCapture itself (unw_backtrace's caller); buf[1] on
-    // are the frames the walk read, from our caller outwards.
-    void* buf[1 + kMaxFrames];
-    // A Python thread's stack ends at its outermost eval loop (pythonMerge): no more frames are asked
-    // for than the thread's last captures took to get there (unw_backtrace's cost is per frame), and a
-    // capture that falls short of it is taken again in full, so the stack is the same either way.
-    const bool py = pythonActive();
-    PythonMemo* const pm = py ? pythonMemo() : nullptr;  // one thread-state lookup for the whole capture
-    unsigned ask = wanted;
-    if (py && !judge) {
-        const unsigned hint = pythonNativeHint(pm);
-        if (hint != 0 && hint < wanted) ask = hint;
-    }
-    uint32_t nativeId = 0, need = 0, id = 0;
-    bool retaken = false;
+    unsigned depth = configured;
+    uint32_t result = 0, shallow = 0;
     for (;;) {
-        int n;
-        {
-            // libunwind remakes its validation pipe when the app closed it: above the floor again.
-            OwnPipesScope ownPipes;
-            n = g_backtrace(buf, int(1 + ask));
+        bool cut = false;
+        {  // one capture at this depth; each way out says whether it was cut
+            const unsigned wanted = skipFrames + margin + depth;  // from our caller outwards
+
+            const uint32_t params = depth | skipFrames << 8 | margin << 16;
+            uint64_t walked[kMaxFrames];
+            FpWalk walk{0, params, wanted, 0, walked};
+            FpVerdict verdict = FpVerdict::Mismatch;
+            if (fpEnabled()) {
+                fpWalk(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), walk);
+                if (walk.count > 0) {
+                    uint32_t id = 0;
+                    verdict = fpLookup(walk, &id);
+                    // The same native walk runs under many Python lines: merge this call's Python frames.
+                    if (verdict == FpVerdict::Verified) {
+                        result = pythonActive()
+                                     ? internCaptured(walked, walk.count, skipFrames, depth, pythonMemo())
+                                     : id;
+                        cut = cutOutsideMain(walked, walk.count, wanted, skipFrames, depth);
+                        goto captured;
+                    }
+                }
+            }
+            const bool judge = verdict == FpVerdict::Unknown;  // the cache keeps the native stack's id: in full
+            // The stack cache (stack_cache.cpp): this thread's last unwinds, reused where the stack still
+            // holds every word they read; exactly unw_backtrace's frames.
+            const uintptr_t frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+            const bool cache = scEnabled();
+            if (cache) {
+                const uint64_t* cached = nullptr;
+                uint32_t count = 0, cachedId = 0, cachedNative = 0;
+                if (scLookup(frame, params, wanted, &cached, &count, &cachedId, &cachedNative)) {
+                    if (judge) fpRecord(walk, cached, count, cachedNative);
+                    result = pythonActive() ? internCaptured(cached, count, skipFrames, depth, pythonMemo()) : cachedId;
+                    cut = cutOutsideMain(cached, count, wanted, skipFrames, depth);
+                    goto captured;
+                }
+            }
+            // buf[0] is the return address inside stackCapture itself (unw_backtrace's caller); buf[1] on
+            // are the frames the walk read, from our caller outwards.
+            void* buf[1 + kMaxFrames];
+            // A Python thread's stack ends at its outermost eval loop (pythonMerge): no more frames are asked
+            // for than the thread's last captures took to get there (unw_backtrace's cost is per frame), and a
+            // capture that falls short of it is taken again in full, so the stack is the same either way.
+            const bool py = pythonActive();
+            PythonMemo* const pm = py ? pythonMemo() : nullptr;  // one thread-state lookup for the whole capture
+            unsigned ask = wanted;
+            if (py && !judge) {
+                const unsigned hint = pythonNativeHint(pm);
+                if (hint != 0 && hint < wanted) ask = hint;
+            }
+            uint32_t nativeId = 0, need = 0, id = 0;
+            bool retaken = false;
+            for (;;) {
+                int n;
+                {
+                    // libunwind remakes its validation pipe when the app closed it: above the floor again.
+                    OwnPipesScope ownPipes;
+                    n = g_backtrace(buf, int(1 + ask));
+                }
+                if (n <= 1) {
+                    result = 0;
+                    goto captured;
+                }
+                const auto* pcs = reinterpret_cast<const uint64_t*>(buf + 1);
+                // The stack may go on past the frames asked for: taken only if they hold every Python frame.
+                const bool mayBeShort = ask < wanted && unsigned(n - 1) >= ask;
+                id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth, pm, judge || cache ? &nativeId : nullptr,
+                                    py ? &need : nullptr, mayBeShort);
+                if (judge && nativeId != 0) fpRecord(walk, pcs, uint32_t(n - 1), nativeId);
+                if (cache && ask == wanted && nativeId != 0)
+                    scLearn(frame, params, wanted, reinterpret_cast<const uint64_t*>(buf), uint32_t(n), id, nativeId);
+                if (!mayBeShort || need != 0) {
+                    cut = ask == wanted && cutOutsideMain(pcs, uint32_t(n - 1), wanted, skipFrames, depth);
+                    break;
+                }
+                ask = wanted;
+                retaken = true;
+            }
+            if (need != 0 || retaken) pythonLearnHint(pm, need, retaken);
+            result = id;
         }
-        if (n <= 1) return 0;
-        const auto* pcs = reinterpret_cast<const uint64_t*>(buf + 1);
-        // The stack may go on past the frames asked for: taken only if they hold every Python frame.
-        const bool mayBeShort = ask < wanted && unsigned(n - 1) >= ask;
-        id = internCaptured(pcs, unsigned(n - 1), skipFrames, depth, pm, judge || cache ? &nativeId : nullptr,
-                            py ? &need : nullptr, mayBeShort);
-        if (judge && nativeId != 0) fpRecord(walk, pcs, uint32_t(n - 1), nativeId);
-        if (cache && ask == wanted && nativeId != 0)
-            scLearn(frame, params, wanted, reinterpret_cast<const uint64_t*>(buf), uint32_t(n), id, nativeId);
-        if (!mayBeShort || need != 0) break;
-        ask = wanted;
-        retaken = true;
+    captured:
+        if (!cut || depth >= g_deepen || pythonActive()) return result ? result : shallow;
+        shallow = result;  // kept should the deeper capture find no room
+        depth = g_deepen;
     }
-    if (need != 0 || retaken) pythonLearnHint(pm, need, retaken);
-    return id;
 }
 
 size_t stackDrainDefs(uint8_t* out, size_t cap)

@@ -335,7 +335,8 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId, size_t deepest)
         // than 24 frames): the caller is beyond it, not absent.
         if (st->second.size() >= deepest && deepest >= 8 && !startsThread(r.frames.back()))
             r.label += " [stack cut at " + std::to_string(deepest) + " frames inside the library: a larger "
-                       "GPUSPY_STACK_DEPTH (record --stack-depth, at most 128) reaches your code]";
+                       "GPUSPY_STACK_DEPTH (record --stack-depth) or GPUSPY_STACK_DEEPEN, at most 128, reaches "
+                       "your code]";
     } else if (!f.function.empty()) {
         r.label = named(f);
         // A Python site names its caller too ("to_device (app.py:8) ← step (app.py:10)"): helpers

@@ -15,7 +15,8 @@
 //             least N lines of the app's source name it, each its own site), `library-made RULE...`
 //             (its calls were made inside library calls: information without a saving; -if-present: when
 //             it fired), `library-own-if-present RULE...` (when it fired, its calls were all made on the
-//             library's own threads or exit handlers: setup, no saving), `driver-api-names` (every API named as the driver's); '#' starts a comment.
+//             library's own threads or exit handlers: setup, no saving), `driver-api-names` (every API named as the driver's),
+//             `uncut` (no call site's stack ends inside a library at the depth budget); '#' starts a comment.
 //   --app-src the directory of the apps' sources (tests/apps)
 //   --rel-tol relative allowance on GPU times and busy time on top of the computed bound (default 0.02)
 //
@@ -1079,6 +1080,14 @@ int main(int argc, char** argv)
                 }
                 check(lines.size() >= want, "call sites on " + std::to_string(lines.size()) + " lines of the app's source name " +
                                                 name + " (expected at least " + std::to_string(want) + ")");
+            } else if (verb == "uncut") {
+                // No call site's stack ends inside a library at the depth budget (issue 28: cuSOLVER ->
+                // cuBLAS -> cuBLASLt is deeper than 24 frames; the shim retakes such a stack deeper).
+                for (const auto& [id, c] : sites) {
+                    const std::string label = c->value("label", "");
+                    check(label.find("[stack cut at ") == std::string::npos,
+                          "call site " + std::to_string(id) + " reaches the app's frames: \"" + label + "\"");
+                }
             } else {
                 usage(expectPath + ": unknown line '" + line + "'");
             }
