@@ -60,6 +60,10 @@ public:
     // The current argument is the command's one FILE operand, or `--` followed by it: consume it.
     // A second operand, or an option no earlier test took, is a UsageError.
     void fileOperand(std::string& file);
+    // The current argument is one more FILE operand of a command that takes several (report, export,
+    // view), or `--` followed by the rest of them: consume it (them). An option no earlier test took is a
+    // UsageError.
+    void fileOperands(std::vector<std::string>& files);
     // Everything from the current argument on.
     int index() const { return m_i; }
     void skip(int n = 1) { m_i += n; }
@@ -94,6 +98,17 @@ struct ReportRequest {
     size_t width = 0;             // text: columns (0: 100)
     bool verbose = false;         // text: every finding's evidence, kernels' full names
 };
+
+// THE reading of the captures `paths` as one run (report, export and view; collector/cli/captures_as_one.cpp).
+// One path: readCapture as it is. Several (the ranks or nodes of one job, each on its own host's clock):
+// each put on the first's clock (alignCaptures) and read with `options` shifted by its alignment, their
+// processes in one Capture in the paths' order, each naming its file (Process::captureName); `info` holds
+// the first damage (named by its file) and whether every capture was finished; `clocks`, when given, gets
+// the alignments. Their runs (record --repeat) are not kept: the processes of every run are merged.
+// Throws std::runtime_error naming the file that cannot be read; without the report code in the build,
+// several captures are refused (the alignment is collector/analyze's).
+Capture readCapturesAsOne(const std::vector<std::string>& paths, const ReadOptions& options, ReadInfo& info,
+                          std::vector<ClockAlignment>* clocks = nullptr);
 
 // The runs of a repeated capture (`record --repeat N`) in the commands that show processes (report,
 // export, view): `--run K` keeps run K's processes only (a capture of one run is its own run 1); run 0
@@ -133,6 +148,10 @@ Report analyzeCaptures(const std::vector<std::string>& paths, const ReportReques
 // How each capture of `paths` goes onto the first's clock: a first read of each (its wall-clock pairs,
 // its collectives' ends) through collector/analyze/clock_align.h (collector/cli/captures_as_one.cpp).
 std::vector<ClockAlignment> alignCaptures(const std::vector<std::string>& paths);
+// The alignment of several captures in a report: Report::clockAlignment and its notes (nothing for one).
+void noteAlignment(Report& report, const std::vector<ClockAlignment>& clocks);
+// The notes alone (for the exports that carry no report; empty for one capture).
+std::vector<std::string> alignmentNotes(const std::vector<ClockAlignment>& clocks);
 inline constexpr uint64_t kReplayCallBudget = 500'000;  // about 50 MiB of calls, 200 MiB with the graph
 
 // analyze() of a capture held in memory, then the replay's predictions of its findings' savings.

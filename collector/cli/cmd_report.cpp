@@ -77,12 +77,7 @@ int runReport(int argc, char** argv)
             pid = parseNumber("gpuspy report: --process", value, 0, 0x7fffffff);
             continue;
         }
-        if (args.flag({"--"})) {
-            while (!args.done()) files.push_back(args.positional());
-            break;
-        }
-        if (args.isOption()) args.unknown();
-        files.push_back(args.positional());
+        args.fileOperands(files);
     }
     if (files.empty()) throw UsageError("gpuspy report: which file? (usage: gpuspy report FILE)");
     if (files.size() > 1 && run > 0)

@@ -7,7 +7,6 @@
 #endif
 #if GPUSPY_HAVE_REPORT
 #include "collector/analyze/analyze.h"
-#include "collector/analyze/clock_align.h"
 #include "collector/report/report.h"
 #include "collector/replay/predict.h"
 
@@ -76,6 +75,16 @@ void ArgReader::fileOperand(std::string& file)
     }
     if (isOption() || !file.empty()) unknown();
     file = positional();
+}
+
+void ArgReader::fileOperands(std::vector<std::string>& files)
+{
+    if (flag({"--"})) {
+        while (!done()) files.push_back(positional());
+        return;
+    }
+    if (isOption()) unknown();
+    files.push_back(positional());
 }
 
 void ArgReader::unknown() const
@@ -293,25 +302,12 @@ Report analyzeCaptures(const std::vector<std::string>& paths, const ReportReques
     if (paths.size() == 1) {
         source.capture = readCapture(path, read, &source.info);
     } else {
-        // Several captures as one run: each read on the first's clock, its processes kept apart (pids of
-        // several hosts may be the same: each process names its capture and host).
-        const std::vector<ClockAlignment> clocks = alignCaptures(paths);
-        for (size_t i = 0; i < paths.size(); ++i) {
-            read.timeShiftNs = clocks[i].shiftNs;
-            read.captureName = paths[i];
-            ReadInfo info;
-            Capture one = readCapture(paths[i], read, &info);
-            for (Process& p : one.processes) source.capture.processes.push_back(std::move(p));
-            for (OutsideProcess& p : one.outside) source.capture.outside.push_back(std::move(p));
-            source.capture.badStreams += one.badStreams;
-            source.info.finished = source.info.finished && info.finished;
-            if (source.info.damage.empty() && !info.damage.empty()) source.info.damage = paths[i] + ": " + info.damage;
-        }
+        std::vector<ClockAlignment> clocks;
+        source.capture = readCapturesAsOne(paths, read, source.info, &clocks);
         Report report = analyzer.finish(source.capture.badStreams);
         report.outside = source.capture.outside;
         replay::predictFindings(report, source.capture);
-        report.clockAlignment = clocks;
-        for (std::string& note : clockAlignmentNotes(clocks)) report.notes.push_back(std::move(note));
+        noteAlignment(report, clocks);
 #if GPUSPY_HAVE_SYMBOLIZE
         lateSymbols.addNotes(report.notes);
 #endif
