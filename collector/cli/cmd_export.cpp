@@ -21,9 +21,16 @@ namespace gpuspy::collect::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy export FILE --format perfetto|kineto|folded|pprof|csv|json [-o OUT] [-f] [--metric M] [--run K]\n"
+    "usage: gpuspy export FILE [FILE...] --format perfetto|kineto|folded|pprof|csv|json [-o OUT] [-f] [--metric M]\n"
+    "                     [--run K]\n"
     "\n"
-    "The capture FILE in a format other tools open:\n"
+    "The capture FILE in a format other tools open. Several FILEs (the ranks or nodes of one job, one\n"
+    "capture each) are exported as one run, as `gpuspy report` reads them: each put on the first's clock\n"
+    "(its wall-clock pair, refined by the collectives they share; stderr says how and within what error),\n"
+    "every process its own track labelled with its host and rank; kineto: one directory holding a file\n"
+    "per rank of every capture.\n"
+    "\n"
+    "formats:\n"
     "  perfetto   Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing: a track per host\n"
     "             thread (CUDA calls inside their NVTX ranges), a track per GPU stream (kernels, copies,\n"
     "             memsets on the host clock), arrows from each call to its GPU work, counters; every\n"
@@ -40,7 +47,8 @@ constexpr const char* kUsage =
     "options:\n"
     "  --format F   perfetto, kineto, folded, pprof, csv or json (required)\n"
     "  -o OUT       write to OUT (default: FILE with the format's extension: .trace.json, .folded,\n"
-    "               .pb.gz, .csv, .json; kineto: the directory FILE.kineto); '-' for standard output\n"
+    "               .pb.gz, .csv, .json; kineto: the directory FILE.kineto; several FILEs: the first's\n"
+    "               name); '-' for standard output\n"
     "  -f, --force  overwrite OUT if it exists (kineto: the rank files in it)\n"
     "  --metric M   folded only: the weight of each stack:\n"
     "                 blocked   ns the host waited for the GPU (syncs, synchronous copies; default)\n"
@@ -49,7 +57,8 @@ constexpr const char* kUsage =
     "                 calls     number of CUDA calls\n"
     "  --run K      only run K (1-based) of a capture of repeated runs (record --repeat); without it the\n"
     "               runs are merged: each process is labelled with its run (perfetto: 'app (pid 12, run 2)';\n"
-    "               folded: a root frame 'run 2'; csv: a first line; json: a note)\n"
+    "               folded: a root frame 'run 2'; csv: a first line; json: a note); one capture only\n"
+    "               (several are one run)\n"
     "  -h, --help   this text\n";
 
 std::string defaultOutput(const std::string& file, const std::string& format)
@@ -67,7 +76,7 @@ std::string defaultOutput(const std::string& file, const std::string& format)
 
 // The Kineto-form files, one per rank, into the directory `dir` (made if it is not there), each written
 // as soon as it is made.
-int writeKinetoDirectory(const Capture& capture, const std::string& dir, bool force, const std::string& file, const ReadInfo& info)
+int writeKinetoDirectory(const Capture& capture, const std::string& dir, bool force, const std::string& what, const ReadInfo& info)
 {
     size_t made = 0;
     try {
@@ -84,11 +93,11 @@ int writeKinetoDirectory(const Capture& capture, const std::string& dir, bool fo
         return kExitFailure;
     }
     if (made == 0) {
-        fmt::print(stderr, "gpuspy export: {}: no process did GPU work; no Kineto trace written\n", file);
+        fmt::print(stderr, "gpuspy export: {}no process did GPU work; no Kineto trace written\n", what);
         return kExitFailure;
     }
     if (!info.damage.empty()) {
-        fmt::print(stderr, "gpuspy export: {}: {}; exported what came before it\n", file, info.damage);
+        fmt::print(stderr, "gpuspy export: {}{}; exported what came before it\n", what, info.damage);
         return kExitFailure;
     }
     return 0;
@@ -99,7 +108,8 @@ int writeKinetoDirectory(const Capture& capture, const std::string& dir, bool fo
 int runExport(int argc, char** argv)
 {
     ArgReader args("export", argc, argv);
-    std::string file, format, output, value, metricName = "blocked";
+    std::string format, output, value, metricName = "blocked";
+    std::vector<std::string> files;
     bool force = false, metricGiven = false;
     long run = 0;
     while (!args.done()) {
@@ -126,9 +136,12 @@ int runExport(int argc, char** argv)
             metricGiven = true;
             continue;
         }
-        args.fileOperand(file);
+        args.fileOperands(files);
     }
-    if (file.empty()) throw UsageError("gpuspy export: which file? (usage: gpuspy export FILE --format F)");
+    if (files.empty()) throw UsageError("gpuspy export: which file? (usage: gpuspy export FILE [FILE...] --format F)");
+    if (files.size() > 1 && run > 0)
+        throw UsageError("gpuspy export: --run takes one capture (several captures are exported as one run)");
+    const std::string& file = files.front();
     if (format.empty()) throw UsageError("gpuspy export: which format? (--format perfetto, kineto, folded, pprof, csv or json)");
     FoldedMetric metric{};
     if (!parseFoldedMetric(metricName, metric))
@@ -139,13 +152,32 @@ int runExport(int argc, char** argv)
 
     ReadInfo info;
     Capture capture;
+#if GPUSPY_HAVE_REPORT
+    std::vector<ClockAlignment> clocks;
+    std::vector<ClockAlignment>* clocksOut = &clocks;
+#else
+    std::vector<ClockAlignment>* clocksOut = nullptr;  // several captures are refused without the report code
+#endif
+    // What names the capture in a message: its file; several captures' messages name their file themselves.
+    const std::string what = files.size() == 1 ? file + ": " : "";
     try {
-        capture = readCapture(file, {}, &info);
+        capture = readCapturesAsOne(files, {}, info, clocksOut);
+    } catch (const std::exception& e) {
+        // readCapture's errors name the file.
+        fmt::print(stderr, "gpuspy export: {}\n", e.what());
+        return kExitFailure;
+    }
+    try {
         selectRun(capture, run);
     } catch (const std::exception& e) {
         fmt::print(stderr, "gpuspy export: {}: {}\n", file, e.what());
         return kExitFailure;
     }
+#if GPUSPY_HAVE_REPORT
+    // How the captures were put on one clock (the json carries it in its report; csv has no notes).
+    if (format != "json")
+        for (const std::string& note : alignmentNotes(clocks)) fmt::print(stderr, "gpuspy export: {}\n", note);
+#endif
 
     if (format == "kineto") {
         if (run == 0 && capture.runs.size() > 1) {
@@ -153,7 +185,7 @@ int runExport(int argc, char** argv)
                        file, capture.runs.size());
             return kExitFailure;
         }
-        return writeKinetoDirectory(capture, output, force, file, info);
+        return writeKinetoDirectory(capture, output, force, what, info);
     }
     std::string out;
     if (format == "perfetto") {
@@ -171,6 +203,7 @@ int runExport(int argc, char** argv)
     } else {
 #if GPUSPY_HAVE_REPORT
         Report report = analyzeAndPredict(capture, ReportOptions{});
+        noteAlignment(report, clocks);
         const std::string merged = mergedRunsNote(capture);
         if (!merged.empty()) report.notes.push_back(merged);
         out = format == "csv" ? (merged.empty() ? "" : "# " + merged + "\n") + renderCsv(report) : renderJson(report);
@@ -187,7 +220,7 @@ int runExport(int argc, char** argv)
     }
     if (output != "-") fmt::print(stderr, "gpuspy: wrote {} ({} bytes, {})\n", output, out.size(), format);
     if (!info.damage.empty()) {
-        fmt::print(stderr, "gpuspy export: {}: {}; exported what came before it\n", file, info.damage);
+        fmt::print(stderr, "gpuspy export: {}{}; exported what came before it\n", what, info.damage);
         return kExitFailure;
     }
     return 0;

@@ -22,22 +22,27 @@ namespace gpuspy::collect::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpuspy view FILE [-o OUT.html] [-f] [--run K]\n"
+    "usage: gpuspy view FILE [FILE...] [-o OUT.html] [-f] [--run K]\n"
     "       gpuspy view --diff A.gspy B.gspy [-o OUT.html] [-f]\n"
     "\n"
     "Writes one self-contained HTML page for the capture FILE: the findings and headline numbers, an\n"
     "interactive timeline of host threads and GPU streams, tables of transfers, kernels and syncs, and\n"
     "a flame graph of blocked host time. It needs no server and no network: open it in a browser,\n"
-    "mail it, attach it to a ticket. With --diff, the page compares two captures as `gpuspy diff` does\n"
+    "mail it, attach it to a ticket. Several FILEs (the ranks or nodes of one job, one capture each) are\n"
+    "one run, as `gpuspy report` reads them: one timeline of all their processes, each capture put on\n"
+    "the first's clock (the notes say how and within what error), each process labelled with its host\n"
+    "and rank. With --diff, the page compares two captures as `gpuspy diff` does\n"
     "(headline, findings resolved / new / changed, each figure's range over repeated runs and whether a\n"
     "change is noise, transfers, syncs, kernels, call sites); default OUT: A's name with -diff.html.\n"
     "\n"
     "options:\n"
-    "  -o OUT       the page to write (default: FILE with .html for its extension); '-' for stdout\n"
+    "  -o OUT       the page to write (default: FILE, the first of several, with .html for its\n"
+    "               extension); '-' for stdout\n"
     "  -f, --force  overwrite OUT if it exists\n"
     "  --diff       compare the two captures A and B (before and after a change)\n"
     "  --run K      only run K (1-based) of a capture of repeated runs (record --repeat); without it the\n"
-    "               runs are merged, each process labelled with its run and a note saying so\n"
+    "               runs are merged, each process labelled with its run and a note saying so; one\n"
+    "               capture only (several are one run)\n"
     "  -h, --help   this text\n";
 
 std::string defaultOutput(const std::string& file, const char* suffix = ".html")
@@ -115,8 +120,8 @@ int writeDiffPage(const std::string& a, const std::string& b, const std::string&
 int runView(int argc, char** argv)
 {
     ArgReader args("view", argc, argv);
-    std::string file, output, value;
-    std::vector<std::string> diffFiles;
+    std::string output, value;
+    std::vector<std::string> files;
     bool force = false, diff = false;
     long run = 0;
     while (!args.done()) {
@@ -137,37 +142,43 @@ int runView(int argc, char** argv)
             diff = true;
             continue;
         }
-        if (diff && !args.isOption()) {
-            diffFiles.push_back(args.positional());
-            continue;
-        }
-        args.fileOperand(file);
+        args.fileOperands(files);
     }
     if (diff && run) throw UsageError("gpuspy view: --run shows one capture's run; not with --diff");
     if (diff) {
-        if (!file.empty()) diffFiles.insert(diffFiles.begin(), file);
-        if (diffFiles.size() != 2)
+        if (files.size() != 2)
             throw UsageError(fmt::format("gpuspy view --diff: two captures, please (usage: gpuspy view --diff A.gspy "
-                                         "B.gspy); got {}", diffFiles.size()));
-        return writeDiffPage(diffFiles[0], diffFiles[1], output.empty() ? defaultOutput(diffFiles[0], "-diff.html") : output,
-                             force);
+                                         "B.gspy); got {}", files.size()));
+        return writeDiffPage(files[0], files[1], output.empty() ? defaultOutput(files[0], "-diff.html") : output, force);
     }
-    if (file.empty()) throw UsageError("gpuspy view: which file? (usage: gpuspy view FILE [-o OUT.html])");
+    if (files.empty()) throw UsageError("gpuspy view: which file? (usage: gpuspy view FILE [FILE...] [-o OUT.html])");
+    if (files.size() > 1 && run > 0)
+        throw UsageError("gpuspy view: --run takes one capture (several captures are shown as one run)");
+    const std::string& file = files.front();
     if (output.empty()) output = defaultOutput(file);
 
 #if GPUSPY_HAVE_REPORT && GPUSPY_HAVE_VIEWER
     ReadInfo info;
     Capture capture;
+    std::vector<ClockAlignment> clocks;
     try {
-        capture = readCapture(file, {}, &info);
+        capture = readCapturesAsOne(files, {}, info, &clocks);  // its errors name the file
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "gpuspy view: {}\n", e.what());
+        return kExitFailure;
+    }
+    try {
         selectRun(capture, run);
     } catch (const std::exception& e) {
         fmt::print(stderr, "gpuspy view: {}: {}\n", file, e.what());
         return kExitFailure;
     }
     Report report = analyzeAndPredict(capture, ReportOptions{});
+    noteAlignment(report, clocks);
     if (const std::string merged = mergedRunsNote(capture); !merged.empty()) report.notes.push_back(merged);
-    const std::string data = exportViewerData(capture, report, file);
+    std::string source;
+    for (const std::string& f : files) source += (source.empty() ? "" : ", ") + f;
+    const std::string data = exportViewerData(capture, report, source);
 
     std::string page(viewer::asset("index.html"));
     // The viewer's own files contain no "</script" or "</style"; the data has every '<' escaped.
@@ -179,7 +190,8 @@ int runView(int argc, char** argv)
     }
     if (!writePage(output, page, force)) return kExitFailure;
     if (!info.damage.empty()) {
-        fmt::print(stderr, "gpuspy view: {}: {}; showing what came before it\n", file, info.damage);
+        // Several captures: the damage names its file.
+        fmt::print(stderr, "gpuspy view: {}{}; showing what came before it\n", files.size() == 1 ? file + ": " : "", info.damage);
         return kExitFailure;
     }
     return 0;

@@ -57,7 +57,9 @@ std::string processLabel(const Process& p)
     const size_t space = cmd.find(' ');
     if (space != std::string::npos) cmd.resize(space);
     cmd = baseName(cmd);
-    return (cmd.empty() ? std::string("process") : cmd) + " (pid " + std::to_string(p.pid) + ")";
+    // Read with other captures as one run (Process::captureName): its host too, where recorded.
+    const std::string host = !p.captureName.empty() && !p.identity.host.empty() ? ", host " + p.identity.host : "";
+    return (cmd.empty() ? std::string("process") : cmd) + " (pid " + std::to_string(p.pid) + host + ")";
 }
 
 // The untimed operations' placements, with their streams (detail::placeProcess, as the analysis places them).
@@ -203,6 +205,33 @@ std::vector<uint32_t> mergedRunOfProcesses(const Capture& capture)
         for (size_t i : r.processes)
             if (i < runs.size()) runs[i] = r.run + 1;
     return runs;
+}
+
+std::vector<uint64_t> tracePids(const Capture& capture)
+{
+    std::vector<uint64_t> out(capture.processes.size());
+    std::map<uint32_t, std::vector<const std::string*>> capturesOfPid;  // pid -> the captures holding it, in order
+    for (size_t pi = 0; pi < capture.processes.size(); ++pi) {
+        const Process& p = capture.processes[pi];
+        std::vector<const std::string*>& seen = capturesOfPid[p.pid];
+        size_t k = 0;
+        while (k < seen.size() && *seen[k] != p.captureName) ++k;
+        if (k == seen.size()) seen.push_back(&p.captureName);
+        out[pi] = uint64_t(p.pid) + (uint64_t(k) << 22);
+    }
+    return out;
+}
+
+std::vector<std::string> jobMemberFrames(const Capture& capture)
+{
+    std::vector<std::string> out(capture.processes.size());
+    for (size_t pi = 0; pi < capture.processes.size(); ++pi) {
+        const Process& p = capture.processes[pi];
+        if (p.captureName.empty()) continue;
+        if (p.identity.rank >= 0) out[pi] = "rank " + std::to_string(p.identity.rank);
+        else out[pi] = (p.identity.host.empty() ? std::string() : p.identity.host + " ") + "pid " + std::to_string(p.pid);
+    }
+    return out;
 }
 
 Index buildIndex(const Capture& capture)

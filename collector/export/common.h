@@ -84,6 +84,15 @@ Index buildIndex(const Capture& capture);
 // capture.runs), by process index; 0 for every process otherwise. The exports label processes with it.
 std::vector<uint32_t> mergedRunOfProcesses(const Capture& capture);
 
+// Each process's pid in a trace (Perfetto's tracks are keyed by pid): its own, unless a process of another
+// capture read with it as one run (Process::captureName: several hosts) has it too; then the k-th capture
+// holding that pid gets pid + k * 2^22 (no Linux pid reaches 2^22), the first its own.
+std::vector<uint64_t> tracePids(const Capture& capture);
+
+// Several captures read as one run: each process's root frame in the aggregated exports (folded, pprof's
+// label), "rank R" where its launcher gave it one, else "HOST pid N"; "" for every process of one capture.
+std::vector<std::string> jobMemberFrames(const Capture& capture);
+
 // The API's name as users know it: "cudaMemcpy" when the runtime call is unambiguous, else the
 // driver entry point without ABI suffixes ("cuLaunchKernel").
 std::string apiLabel(const Process& p, const wire::CallBody& c);

@@ -50,9 +50,12 @@ std::string exportFolded(const Capture& capture, FoldedMetric metric)
     std::map<std::string, uint64_t> weights;
     // A repeated capture's runs shown merged: each run's stacks under a root frame of its own.
     const std::vector<uint32_t> runOf = mergedRunOfProcesses(capture);
+    // Several captures read as one run: each process's stacks under its rank (or host and pid).
+    const std::vector<std::string> memberOf = jobMemberFrames(capture);
     for (size_t pi = 0; pi < capture.processes.size(); ++pi) {
         const Process& p = capture.processes[pi];
-        const std::string runFrame = runOf[pi] ? "run " + std::to_string(runOf[pi]) + ";" : "";
+        const std::string runFrame = (memberOf[pi].empty() ? "" : frameText(memberOf[pi]) + ";") +
+                                     (runOf[pi] ? "run " + std::to_string(runOf[pi]) + ";" : "");
         std::unordered_map<uint32_t, std::string> prefixOfStack;
         ProcNames names(p);
         for (const wire::CallBody& c : p.calls) {

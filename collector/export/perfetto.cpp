@@ -178,7 +178,9 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
         const Track& t = ix.tracks[track];
         return t.kind == TrackKind::Thread ? uint64_t(t.tid) : kStreamTidBase + track;
     };
-    auto pidOf = [&](size_t track) { return uint64_t(capture.processes[ix.tracks[track].process].pid); };
+    // Several captures as one run may hold one pid twice (two hosts): each process keeps a track of its own.
+    const std::vector<uint64_t> tracePid = tracePids(capture);
+    auto pidOf = [&](size_t track) { return tracePid[ix.tracks[track].process]; };
 
     // Each process labelled with its rank where known (or its ranks, and then each stream with its device's).
     std::vector<std::string> rankLabel(ix.procs.size());
@@ -200,7 +202,7 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
         }
     }
     for (size_t pi = 0; pi < ix.procs.size(); ++pi) {
-        const uint64_t pid = capture.processes[pi].pid;
+        const uint64_t pid = tracePid[pi];
         w.metadata("process_name", pid, 0, ix.procs[pi].label + rankLabel[pi]);
         w.sortIndex("process_sort_index", pid, 0, pi);
     }
@@ -319,7 +321,7 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
             for (size_t i = 1; i < ends.size(); ++i) ends[i].second = std::max(ends[i].second, ends[i - 1].second);
         }
     for (size_t pi = 0; pi < ix.procs.size(); ++pi) {
-        const uint64_t pid = capture.processes[pi].pid;
+        const uint64_t pid = tracePid[pi];
         detail::MemoryBook book;
         book.maxSeries = SIZE_MAX;
         std::unordered_map<uint16_t, detail::ApiClass> classes;  // by API id: classified once, not per call
@@ -419,7 +421,7 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
 
     // Counters per process and device: GPU operations running (0 = idle), and bytes moved so far.
     for (size_t pi = 0; pi < ix.procs.size(); ++pi) {
-        const uint64_t pid = capture.processes[pi].pid;
+        const uint64_t pid = tracePid[pi];
         std::map<int, std::map<uint64_t, int64_t>> running;  // device -> time -> change
         std::map<int, std::map<uint64_t, std::map<std::string, uint64_t>>> moved;  // device -> time -> direction -> bytes
         for (const Span& s : ix.spans) {
@@ -473,6 +475,11 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
 
     std::string& o = w.out();
     o += "\n],\"otherData\":{\"producer\":\"gpuspy export --format perfetto\",\"clock\":\"host CLOCK_MONOTONIC, microseconds\"";
+    // Several captures read as one run: every time is on the first capture's clock.
+    if (!capture.processes.empty() && !capture.processes.front().captureName.empty()) {
+        o += ",\"clock_of\":";
+        appendJsonString(o, capture.processes.front().captureName);
+    }
     o += ",\"clamped_slices\":" + std::to_string(stats.clamped);
     if (stats.clamped)
         o += ",\"note\":\"" + std::to_string(stats.clamped) +

@@ -158,6 +158,22 @@ std::string exportPprof(const Capture& capture)
         uintField(pid, 1, sid("pid"));
         uintField(pid, 3, p.pid);
         bytesField(s, 3, pid);
+        // Several captures read as one run: each sample's rank, host and capture where recorded.
+        if (!p.captureName.empty()) {
+            if (p.identity.rank >= 0) {
+                std::string rank;
+                uintField(rank, 1, sid("rank"));
+                uintField(rank, 3, uint64_t(p.identity.rank));
+                bytesField(s, 3, rank);
+            }
+            for (const auto& [key, text] : {std::pair<const char*, const std::string*>{"host", &p.identity.host}, {"capture", &p.captureName}}) {
+                if (text->empty()) continue;
+                std::string label;
+                uintField(label, 1, sid(key));
+                uintField(label, 2, sid(*text));
+                bytesField(s, 3, label);
+            }
+        }
         if (runOf[pi]) {
             std::string run;
             uintField(run, 1, sid("run"));

@@ -120,9 +120,20 @@ std::string exportTimelineJson(const Capture& capture)
         const Process& p = *ix.procs[pi].proc;
         out += pi ? ",\n{" : "\n{";
         out += "\"pid\":" + std::to_string(p.pid) + ",\"ppid\":" + std::to_string(p.ppid) + ",\"label\":";
-        appendJsonString(out, ix.procs[pi].label);
+        const bool ranked = !p.captureName.empty() && p.identity.rank >= 0;
+        appendJsonString(out, ix.procs[pi].label + (ranked ? " \u00b7 rank " + std::to_string(p.identity.rank) : ""));
         out += ",\"command\":";
         appendJsonString(out, p.command);
+        // Several captures read as one run: the capture it came from, its host and rank where recorded.
+        if (!p.captureName.empty()) {
+            out += ",\"capture\":";
+            appendJsonString(out, p.captureName);
+            if (!p.identity.host.empty()) {
+                out += ",\"host\":";
+                appendJsonString(out, p.identity.host);
+            }
+            if (p.identity.rank >= 0) out += ",\"rank\":" + std::to_string(p.identity.rank);
+        }
         out += "}";
     }
     out += "]";

@@ -514,6 +514,82 @@ TEST(TimelineExport, RepeatedCallsShareOneShape)
     EXPECT_EQ(d.callSeq[99], 100);
 }
 
+// Two captures of one job read as one run (the ranks of two hosts, collector/cli's readCapturesAsOne): the
+// same pid on both hosts. Each process keeps its own Perfetto tracks (the second capture's pid moved past
+// 2^22), named with its host and rank; the folded stacks sit under a root frame per rank; the viewer's
+// processes name their capture, host and rank. One capture's processes are unchanged (pid and label).
+Capture twoHosts()
+{
+    Capture c;
+    for (int r = 0; r < 2; ++r) {
+        Builder b;
+        b.launch(200 + 1000 * uint64_t(r), 300 + 1000 * uint64_t(r), 1, 0x10, 250 + 1000 * uint64_t(r), 400 + 1000 * uint64_t(r));
+        b.p.captureName = r ? "b.gspy" : "a.gspy";
+        b.p.identity.host = r ? "nodeB" : "nodeA";
+        b.p.identity.rank = r;
+        b.p.identity.worldSize = 2;
+        c.processes.push_back(b.p);
+    }
+    return c;
+}
+
+TEST(PerfettoExport, SeveralCapturesKeepAProcessTrackEachNamedByHostAndRank)
+{
+    const Capture c = twoHosts();
+    EXPECT_EQ(exporting::tracePids(c), (std::vector<uint64_t>{4242, 4242 + (uint64_t(1) << 22)}));
+    const Json trace = Json::parse(exportPerfetto(c));
+    std::map<int64_t, std::string> names;
+    std::map<int64_t, std::vector<int64_t>> gpuBegins;
+    for (const Json& e : trace["traceEvents"]) {
+        if (e["ph"] == "M" && e["name"] == "process_name") names[e["pid"].get<int64_t>()] = e["args"]["name"];
+        if (e["ph"] == "X" && e["cat"].get<std::string>().rfind("gpu,", 0) == 0)
+            gpuBegins[e["pid"].get<int64_t>()].push_back(toNs(e["ts"].get<double>()));
+    }
+    const int64_t second = 4242 + (int64_t(1) << 22);
+    EXPECT_EQ(names, (std::map<int64_t, std::string>{{4242, "app (pid 4242, host nodeA) \u00b7 rank 0 of 2"},
+                                                     {second, "app (pid 4242, host nodeB) \u00b7 rank 1 of 2"}}));
+    EXPECT_EQ(gpuBegins[4242], (std::vector<int64_t>{int64_t(kT0 + 250)}));
+    EXPECT_EQ(gpuBegins[second], (std::vector<int64_t>{int64_t(kT0 + 1250)}));
+    EXPECT_EQ(trace["otherData"]["clock_of"], "a.gspy");
+
+    // One capture: its own pid and label, no clock_of.
+    const Json one = Json::parse(exportPerfetto(sample().capture()));
+    EXPECT_FALSE(one["otherData"].contains("clock_of"));
+    EXPECT_EQ(exporting::tracePids(sample().capture()), (std::vector<uint64_t>{4242}));
+}
+
+TEST(FoldedExport, SeveralCapturesStacksUnderARootFramePerRank)
+{
+    Capture c = twoHosts();
+    c.processes[1].identity.rank = -1;  // no launcher's rank: its host and pid
+    EXPECT_EQ(exporting::jobMemberFrames(c), (std::vector<std::string>{"rank 0", "nodeB pid 4242"}));
+    const std::string folded = exportFolded(c, FoldedMetric::Calls);
+    std::map<std::string, int> roots;
+    for (size_t at = 0; at < folded.size();) {
+        const size_t nl = folded.find('\n', at);
+        const std::string line = folded.substr(at, nl - at);
+        roots[line.substr(0, line.find(';'))] += 1;
+        at = nl == std::string::npos ? folded.size() : nl + 1;
+    }
+    EXPECT_EQ(roots, (std::map<std::string, int>{{"rank 0", 1}, {"nodeB pid 4242", 1}})) << folded;
+    EXPECT_EQ(exporting::jobMemberFrames(sample().capture()), (std::vector<std::string>{""}));
+}
+
+TEST(TimelineExport, SeveralCapturesProcessesNameTheirCaptureHostAndRank)
+{
+    const Json t = Json::parse(exportTimelineJson(twoHosts()));
+    ASSERT_EQ(t["processes"].size(), 2u);
+    EXPECT_EQ(t["processes"][0]["capture"], "a.gspy");
+    EXPECT_EQ(t["processes"][1]["host"], "nodeB");
+    EXPECT_EQ(t["processes"][1]["rank"], 1);
+    EXPECT_EQ(t["processes"][1]["label"], "app (pid 4242, host nodeB) \u00b7 rank 1");
+    const DecodedTimeline d = decode(t);
+    EXPECT_EQ(d.spanBegin, (std::vector<int64_t>{50, 1050}));  // origin: the first call, kT0 + 200
+    const Json one = Json::parse(exportTimelineJson(sample().capture()));
+    EXPECT_FALSE(one["processes"][0].contains("capture"));
+    EXPECT_EQ(one["processes"][0]["label"], "app (pid 4242)");
+}
+
 TEST(ExportCommon, JsonStringsAreValidAndScriptSafe)
 {
     std::string out;
