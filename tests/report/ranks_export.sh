@@ -59,8 +59,18 @@ run err_missing "$gpuspy" export "${files[0]}" "$work/no-such.gspy" --format per
 run err_bogus_view "$gpuspy" view "${files[0]}" "$work/bogus.gspy" -o "$work/x.html"
 run err_run_export "$gpuspy" export "${files[@]}" --format perfetto --run 1 -o "$work/y.trace.json"
 run err_run_view "$gpuspy" view "${files[@]}" --run 1 -o "$work/y.html"
-size=$(stat -c %s "${files[1]}")
-head -c $((size * 2 / 3)) "${files[1]}" > "$work/cut.gspy"
+# Rank 1's capture cut inside its last chunk (its header: 32 bytes, then chunks of a 24-byte header and
+# storedSize bytes, collector/ingest/capture_file.h): its stream kept, the damage after it.
+python3 - "${files[1]}" "$work/cut.gspy" <<'CUT' || exit 1
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+at, last = struct.unpack_from("<I", b, 16)[0], None
+while at + 24 <= len(b):
+    last = at
+    at += 24 + struct.unpack_from("<I", b, at + 16)[0]
+assert last is not None and last > 32, "a capture of more than one chunk"
+open(sys.argv[2], "wb").write(b[:last + 12])
+CUT
 run err_cut "$gpuspy" export "${files[0]}" "$work/cut.gspy" --format perfetto -o "$work/cut.trace.json"
 
 python3 - "$work" "$host" "$offset" "${files[@]}" <<'PY'
