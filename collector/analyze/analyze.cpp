@@ -654,6 +654,28 @@ void finishApis(Context& cx, Report& r)
 
 }  // namespace detail
 
+struct SiteNamer::State {
+    detail::ProcView pv;
+    size_t deepest = 0;
+    std::unordered_map<uint32_t, std::string> labels;
+};
+
+SiteNamer::SiteNamer(const Process& p) : m_state(std::make_unique<State>())
+{
+    m_state->pv.proc = &p;
+    for (const auto& [id, st] : p.stacks) m_state->deepest = std::max(m_state->deepest, st.size());
+}
+
+SiteNamer::~SiteNamer() = default;
+
+const std::string& SiteNamer::label(uint32_t stackId)
+{
+    auto it = m_state->labels.find(stackId);
+    if (it == m_state->labels.end())
+        it = m_state->labels.emplace(stackId, stackId ? detail::resolveStack(m_state->pv, stackId, m_state->deepest).label : "").first;
+    return it->second;
+}
+
 StreamAnalyzer::StreamAnalyzer(const ReportOptions& options) : m_options(options), m_cx(std::make_unique<detail::Context>())
 {
     m_cx->options = &m_options;

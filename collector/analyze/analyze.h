@@ -560,4 +560,20 @@ private:
 // without a window.
 Report analyze(const Capture&, const ReportOptions&);
 
+// A process's call sites named as the report names them (CallSite::label: the user's frame and the
+// library call it made, an export that tail-jumps named by the call instruction's callee, a library's own
+// thread or exit handler, a stack cut inside a library), for the exports. Labels are kept per stack id.
+class SiteNamer {
+public:
+    explicit SiteNamer(const Process& p);
+    ~SiteNamer();
+    SiteNamer(const SiteNamer&) = delete;
+    SiteNamer& operator=(const SiteNamer&) = delete;
+    const std::string& label(uint32_t stackId);
+
+private:
+    struct State;
+    std::unique_ptr<State> m_state;
+};
+
 }  // namespace gpuspy::collect

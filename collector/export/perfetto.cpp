@@ -134,33 +134,6 @@ uint64_t nest(std::vector<Item>& items)
     return clamped;
 }
 
-std::string siteOf(const Process& p, uint32_t stackId, std::unordered_map<uint32_t, std::string>& cache)
-{
-    auto it = cache.find(stackId);
-    if (it != cache.end()) return it->second;
-    std::string label;
-    const std::vector<OutFrame> frames = stackFrames(p, stackId);
-    // The innermost frame of the app's own code names the call site (frames are outermost first),
-    // with the library call below it when the CUDA call came from inside one of NVIDIA's libraries.
-    for (auto f = frames.rbegin(); f != frames.rend() && label.empty(); ++f)
-        if (f->app) {
-            label = f->function;
-            if (!f->file.empty()) {
-                const size_t slash = f->file.rfind('/');
-                label += " (" + f->file.substr(slash == std::string::npos ? 0 : slash + 1) +
-                         (f->line ? ":" + std::to_string(f->line) : "") + ")";
-            }
-            for (auto g = f.base(); g != frames.end(); ++g) {
-                const std::string call = libraryCallOf(g->module, g->function);
-                if (call.empty()) continue;
-                label += " \u2192 " + call;
-                break;
-            }
-        }
-    if (label.empty() && !frames.empty()) label = frames.back().function;
-    return cache.emplace(stackId, label).first->second;
-}
-
 }  // namespace
 
 std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
@@ -230,7 +203,9 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
     std::vector<std::vector<std::pair<uint64_t, uint64_t>>> callAt(ix.procs.size());
     for (size_t pi = 0; pi < ix.procs.size(); ++pi) callAt[pi].resize(ix.procs[pi].calls.size());
     std::vector<std::pair<uint64_t, uint64_t>> spanAt(ix.spans.size());
-    std::vector<std::unordered_map<uint32_t, std::string>> siteCache(ix.procs.size());
+    // Call sites named as the report names them (analyze's SiteNamer), per process.
+    std::vector<std::unique_ptr<SiteNamer>> sites;
+    for (size_t pi = 0; pi < ix.procs.size(); ++pi) sites.push_back(std::make_unique<SiteNamer>(capture.processes[pi]));
     std::vector<std::unique_ptr<ProcNames>> names;
     for (const ProcIndex& px : ix.procs) names.push_back(std::make_unique<ProcNames>(*px.proc));
 
@@ -259,7 +234,7 @@ std::string exportPerfetto(const Capture& capture, PerfettoStats* statsOut)
                 appendJsonString(o, names[pi]->abi(c));
                 o += ",\"seq\":" + std::to_string(c.seq);
                 o += ",\"site\":";
-                appendJsonString(o, siteOf(p, c.stackId, siteCache[pi]));
+                appendJsonString(o, sites[pi]->label(c.stackId));
                 if (c.category == wire::Category::Launch) {
                     o += ",\"kernel\":";
                     appendJsonString(o, names[pi]->kernel(c));
