@@ -187,8 +187,8 @@ const char* memKindName(MemKind m)
 
 const char* categoryName(Category c)
 {
-    static const char* const k[] = {"other", "transfer", "launch", "alloc", "sync", "module", "graph"};
-    return unsigned(c) < 7 ? k[unsigned(c)] : "other";
+    static const char* const k[] = {"other", "transfer", "launch", "alloc", "sync", "module", "graph", "query"};
+    return unsigned(c) < 8 ? k[unsigned(c)] : "other";
 }
 
 const char* launcherName(Launcher l)

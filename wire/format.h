@@ -13,8 +13,8 @@ inline constexpr char kStreamMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'S', '1'}
 inline constexpr char kCaptureMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'C', '1'};
 inline constexpr uint32_t kVersionMajor = 1;  // a reader refuses another major
 // A reader accepts any minor: record types it does not know are skipped. 1: DeviceInfo and Tally;
-// 2: Collective; 3: Identity.
-inline constexpr uint32_t kVersionMinor = 3;
+// 2: Collective; 3: Identity; 4: Category::Query (a reader that does not know it reads "other").
+inline constexpr uint32_t kVersionMinor = 4;
 inline constexpr uint32_t kMaxBody = 1u << 16;  // no record body is larger: bounds every allocation
 inline constexpr uint32_t kMaxStackDepth = 128;
 
@@ -42,8 +42,10 @@ enum class RecordType : uint16_t {
 #undef GS_RECORD
 };
 
-// What a hooked call is about; the analysis groups by it.
-enum class Category : uint8_t { Other = 0, Transfer = 1, Launch = 2, Alloc = 3, Sync = 4, Module = 5, Graph = 6 };
+// What a hooked call is about; the analysis groups by it. Query: a setup or query entry point (cuInit,
+// cuDeviceGet, cuCtxGetDevice, cuModuleGetGlobal, ...) hooked for its failures only: only calls that
+// failed are recorded, each with beginNs == endNs (when it returned: its duration is not measured).
+enum class Category : uint8_t { Other = 0, Transfer = 1, Launch = 2, Alloc = 3, Sync = 4, Module = 5, Graph = 6, Query = 7 };
 
 enum class Direction : uint8_t { Unknown = 0, HtoD = 1, DtoH = 2, DtoD = 3, HtoH = 4, PtoP = 5, Memset = 6, Prefetch = 7 };
 
@@ -232,7 +234,7 @@ enum class WindowEdge : uint8_t {
     Tally = 3,  // the stream's last word on windows (sent before End): the final left-out counts
 };
 enum class WindowTrigger : uint8_t { None = 0, ProfilerApi = 1, Nvtx = 2, Time = 3, Control = 4 };
-inline constexpr size_t kWindowCategories = 8;  // leftOut[] by Category value (7 used)
+inline constexpr size_t kWindowCategories = 8;  // leftOut[] by Category value (all 8 used)
 
 struct WindowBody {
     uint64_t timeNs;

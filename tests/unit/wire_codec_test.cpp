@@ -191,3 +191,14 @@ TEST(WireCodec, HugeStackDepthDoesNotWrap)
     EXPECT_FALSE(d.feed(bytes.data(), bytes.size(), [](const RecordView&) { FAIL(); }));
     EXPECT_EQ(d.error(), DecodeError::BadTail);
 }
+
+// Category::Query (minor 4): named "query"; a value past the last category (a newer writer's) reads "other",
+// as a reader before minor 4 reads Query.
+TEST(WireCodec, CategoryNames)
+{
+    using gpuspy::wire::Category;
+    EXPECT_STREQ(gpuspy::wire::categoryName(Category::Graph), "graph");
+    EXPECT_STREQ(gpuspy::wire::categoryName(Category::Query), "query");
+    EXPECT_STREQ(gpuspy::wire::categoryName(Category(8)), "other");
+    EXPECT_LT(size_t(Category::Query), gpuspy::wire::kWindowCategories);  // a window's left-out counts hold it
+}
