@@ -95,15 +95,46 @@ TEST(ShimResolve, VersionAndFlagsSelectTheAbi)
     EXPECT_EQ(select("cuStreamWaitValue32", 8000, 0), "");  // the pre-11.7 ABI: not ours
     EXPECT_EQ(select("cuStreamBatchMemOp", 11070, 0), "cuStreamBatchMemOp_v2");
     EXPECT_EQ(select("cuMemcpy3DBatchAsync", 13000, 0), "cuMemcpy3DBatchAsync_v2");
-    EXPECT_EQ(select("cuDeviceGet", 2000, 0), "");
     EXPECT_EQ(select("cuGetProcAddress", 12000, 0), "");
+}
+
+// Setup and query calls, hooked for their failures only (issue 28): each request gets the ABI of its version,
+// never one of another signature; the older 32-bit ABIs and the error-name lookups stay unwrapped.
+TEST(ShimResolve, FailureOnlyAbisFollowTheVersion)
+{
+    const cuuint64_t pt = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    EXPECT_EQ(select("cuDeviceGet", 2000, 0), "cuDeviceGet");
+    EXPECT_EQ(select("cuInit", 13000, pt), "cuInit");  // no stream: the plain ABI
+    EXPECT_EQ(select("cuCtxGetDevice", 2000, 0), "cuCtxGetDevice");
+    EXPECT_EQ(select("cuCtxGetDevice", 12090, 0), "cuCtxGetDevice");
+    EXPECT_EQ(select("cuCtxGetDevice", 13000, 0), "cuCtxGetDevice_v2");  // takes a context
+    EXPECT_EQ(select("cuDeviceTotalMem", 2000, 0), "");                 // unsigned int bytes: not ours
+    EXPECT_EQ(select("cuDeviceTotalMem", 3020, 0), "cuDeviceTotalMem_v2");
+    EXPECT_EQ(select("cuModuleGetGlobal", 2000, 0), "");
+    EXPECT_EQ(select("cuModuleGetGlobal", 13000, 0), "cuModuleGetGlobal_v2");
+    EXPECT_EQ(select("cuLinkCreate", 5050, 0), "");
+    EXPECT_EQ(select("cuLinkCreate", 6050, 0), "cuLinkCreate_v2");
+    EXPECT_EQ(select("cuLinkComplete", 5050, 0), "cuLinkComplete");
+    EXPECT_EQ(select("cuDeviceGetUuid", 9020, 0), "cuDeviceGetUuid");
+    EXPECT_EQ(select("cuDeviceGetUuid", 11040, 0), "cuDeviceGetUuid_v2");
+    EXPECT_EQ(select("cuEventElapsedTime", 2000, 0), "cuEventElapsedTime");
+    EXPECT_EQ(select("cuEventElapsedTime", 12080, 0), "cuEventElapsedTime_v2");
+    EXPECT_EQ(select("cuEventDestroy", 2000, 0), "");
+    EXPECT_EQ(select("cuEventDestroy", 4000, 0), "cuEventDestroy_v2");
+    EXPECT_EQ(select("cuGetErrorName", 6000, 0), "");
+    EXPECT_EQ(select("cuGetErrorString", 6000, 0), "");
+    for (size_t i = 1; i < kApiCount; ++i) {
+        if (kApis[i].category != gpuspy::wire::Category::Query) continue;
+        EXPECT_FALSE(kApis[i].perThread) << kApis[i].abi;
+    }
 }
 
 TEST(ShimResolve, UnhookedDlsymAnswersPassThrough)
 {
     int x = 0;
     EXPECT_EQ(interceptDlsym(nullptr, "malloc", &x), &x);
-    EXPECT_EQ(interceptDlsym(nullptr, "cuDeviceGet", &x), &x);
+    EXPECT_EQ(interceptDlsym(nullptr, "cuGetErrorName", &x), &x);
+    EXPECT_EQ(interceptDlsym(nullptr, "cuDeviceTotalMem", &x), &x);  // the 32-bit ABI: not wrapped
     EXPECT_EQ(interceptDlsym(nullptr, "cuMemAlloc_v2", nullptr), nullptr);  // absent stays absent
 }
 
