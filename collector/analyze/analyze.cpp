@@ -210,6 +210,7 @@ SiteCategory siteCategory(const wire::CallBody& c)
     case wire::Category::Sync:
     case wire::Category::Module: return SiteCategory::Sync;
     case wire::Category::Other: return hasFlag(c, wire::kCallImplicitSync) ? SiteCategory::Sync : SiteCategory::None;
+    case wire::Category::Query: return SiteCategory::Setup;  // recorded only when it failed: where it failed
     }
     return SiteCategory::None;
 }
@@ -221,6 +222,7 @@ const char* siteCategoryName(SiteCategory c)
     case SiteCategory::Launch: return "launch";
     case SiteCategory::Alloc: return "alloc";
     case SiteCategory::Sync: return "sync";
+    case SiteCategory::Setup: return "setup";
     case SiteCategory::None: break;
     }
     return "";

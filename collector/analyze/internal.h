@@ -87,7 +87,8 @@ struct ApiClass {
 };
 
 // Call sites as the stream sees them: (process, stack, category); named once the process's symbols are in.
-enum class SiteCategory : uint8_t { None, Transfer, Launch, Alloc, Sync };
+// Setup: a failed setup or query call (wire::Category::Query, recorded only when it fails).
+enum class SiteCategory : uint8_t { None, Transfer, Launch, Alloc, Sync, Setup };
 struct RawSite {
     uint32_t stackId = 0;
     SiteCategory category = SiteCategory::None;

@@ -1,4 +1,4 @@
-// collector/findings/failed_calls.cpp: calls-failed: a process every one of whose CUDA calls failed did no
+// collector/findings/failed_calls.cpp: calls-failed: a process every one of whose recorded CUDA calls failed did no
 // GPU work, and its report would otherwise look empty or healthy. The finding names the first failing call,
 // its error and its site (the one to fix: the others usually follow from it), and the failures by API.
 #include "collector/findings/rules.h"
@@ -10,6 +10,8 @@ namespace gpuspy::collect::detail::rules {
 std::string errorHint(int32_t code)
 {
     switch (code) {
+    case 1:  // CUDA_ERROR_INVALID_VALUE
+        return "an argument is not one the call accepts (a null pointer, an attribute, limit or size out of range)";
     case 3:  // CUDA_ERROR_NOT_INITIALIZED
         return "the driver was not initialised (cuInit not called, or it failed)";
     case 100:  // CUDA_ERROR_NO_DEVICE
@@ -19,7 +21,13 @@ std::string errorHint(int32_t code)
     case 201:  // CUDA_ERROR_INVALID_CONTEXT
         return "no context was current on the calling thread (cudaSetDevice or cuCtxSetCurrent first), or the "
                "call was passed a context the driver does not know: a binding written for an older CUDA may call an "
-               "entry point whose signature changed (CUDA 13's cuCtxSynchronize_v2 takes a context)";
+               "entry point whose signature changed (CUDA 13's cuCtxGetDevice_v2 and cuCtxSynchronize_v2 take a context)";
+    case 400:  // CUDA_ERROR_INVALID_HANDLE
+        return "the call was passed a handle (module, function, event, stream, link state) the driver does not know, or one "
+               "already destroyed";
+    case 500:  // CUDA_ERROR_NOT_FOUND
+        return "no symbol of that name: the module has no global or function so named (a name mangled differently, or a "
+               "module built without it)";
     case 209:  // CUDA_ERROR_NO_BINARY_FOR_GPU
         return "the module holds no code for this GPU's architecture: build for it (-gencode) or ship PTX";
     case 222:  // CUDA_ERROR_UNSUPPORTED_PTX_VERSION
@@ -63,7 +71,7 @@ void callsFailed(Builder& b)
         const std::string hint = errorHint(a.firstCode);
         Finding& f = b.add("calls-failed", a.failedCalls, 0,
                            "Every CUDA call " + std::string(several ? "of pid " + std::to_string(pid) + " " : "") +
-                               "that gpuspy saw failed (" + std::to_string(a.failed) + " calls), so no GPU work ran. The first, " +
+                               "that gpuspy recorded failed (" + std::to_string(a.failed) + " calls), so no GPU work ran. The first, " +
                                apiDisplay(cx, a.firstApi) + where + " (thread " + std::to_string(a.firstTid) + "), returned " +
                                cudaResultName(a.firstCode) + " (" + std::to_string(a.firstCode) + ")" +
                                (hint.empty() ? std::string() : ": " + hint) + ". Fix that one first: the later failures (" +
