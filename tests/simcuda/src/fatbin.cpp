@@ -81,7 +81,9 @@ std::string payloadBytes(const Entry& e)
     return {};  // zlib (old toolkits): not read
 }
 
-bool elfEntryNames(const unsigned char* elf, size_t size, std::vector<std::string>* names)
+// The entry functions and the defined variables of a cubin (its symbol table).
+bool elfEntryNames(const unsigned char* elf, size_t size, std::vector<std::string>* names,
+                   std::vector<std::string>* globals)
 {
     if (size < sizeof(Elf64_Ehdr) || memcmp(elf, ELFMAG, SELFMAG) != 0 || elf[EI_CLASS] != ELFCLASS64) return false;
     const auto eh = load<Elf64_Ehdr>(elf);
@@ -94,10 +96,13 @@ bool elfEntryNames(const unsigned char* elf, size_t size, std::vector<std::strin
         if (str.sh_offset + str.sh_size > size) return false;
         for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= sh.sh_size; off += sizeof(Elf64_Sym)) {
             const auto sym = load<Elf64_Sym>(elf + sh.sh_offset + off);
-            if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || !(sym.st_other & kStoCudaEntry) || sym.st_name >= str.sh_size)
-                continue;
+            if (sym.st_name >= str.sh_size) continue;
             const char* name = reinterpret_cast<const char*>(elf + str.sh_offset + sym.st_name);
-            names->emplace_back(name, strnlen(name, str.sh_size - sym.st_name));
+            const std::string text(name, strnlen(name, str.sh_size - sym.st_name));
+            if (ELF64_ST_TYPE(sym.st_info) == STT_OBJECT && sym.st_shndx != SHN_UNDEF && !text.empty())
+                globals->push_back(text);
+            if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || !(sym.st_other & kStoCudaEntry)) continue;
+            names->push_back(text);
         }
     }
     return true;
@@ -180,7 +185,9 @@ ModuleImage parseModuleImage(const void* image, int arch)
         if (bytes.empty()) return m;
         const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
         int ptxArch = 0;
-        m.namesKnown = chosen->ptx ? ptxInfo(bytes, &ptxArch, &m.functions) : elfEntryNames(b, bytes.size(), &m.functions);
+        m.namesKnown = chosen->ptx ? ptxInfo(bytes, &ptxArch, &m.functions)
+                                   : elfEntryNames(b, bytes.size(), &m.functions, &m.globals);
+        m.globalsKnown = m.namesKnown && !chosen->ptx;
         return m;
     }
     if (memcmp(p, ELFMAG, SELFMAG) == 0) {  // a cubin: loadable only on its own major
@@ -188,7 +195,8 @@ ModuleImage parseModuleImage(const void* image, int arch)
         const int a = elfArch(p);
         m.loadable = a / 10 == arch / 10 && a % 10 <= arch % 10;
         m.binaryVersion = m.ptxVersion = a;
-        m.namesKnown = elfEntryNames(p, elfSize(p), &m.functions);
+        m.namesKnown = elfEntryNames(p, elfSize(p), &m.functions, &m.globals);
+        m.globalsKnown = m.namesKnown;
         return m;
     }
     if (looksLikePtx(p)) {

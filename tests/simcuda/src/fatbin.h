@@ -18,6 +18,11 @@ struct ModuleImage {
     int ptxVersion = 0;       // CU_FUNC_ATTRIBUTE_PTX_VERSION: the virtual arch the code came from
     bool namesKnown = false;  // the chosen image could be read (decompressed) for its entry functions
     std::vector<std::string> functions;  // kernel (entry) names of the chosen image, in image order
+    // The chosen image is a cubin whose symbol table was read: `globals` holds every variable it defines
+    // (__device__, __constant__, __managed__), and a global of another name is CUDA_ERROR_NOT_FOUND, as a
+    // real driver answers. PTX images (and unread ones) accept any name.
+    bool globalsKnown = false;
+    std::vector<std::string> globals;
 };
 
 // The rule: SASS whose arch has the device's major and a minor not above the device's, the highest such;

@@ -2,6 +2,7 @@
 #include "fatbin.h"
 #include "sim.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -95,10 +96,14 @@ CUresult getKernel(Library* l, const char* name, Kernel** out)
 }
 
 // Each __device__ variable gets a zeroed device buffer of 64 KiB; its real size is in the fatbin we do not parse.
+// A cubin whose symbol table was read answers CUDA_ERROR_NOT_FOUND for a name it defines no variable of.
 CUresult getGlobal(Library* l, const char* name, CUdeviceptr* p, size_t* n, MemKind kind)
 {
     if (!l) return CUDA_ERROR_INVALID_HANDLE;
     if (!name || (!p && !n)) return CUDA_ERROR_INVALID_VALUE;
+    if (l->chosen.globalsKnown &&
+        std::find(l->chosen.globals.begin(), l->chosen.globals.end(), name) == l->chosen.globals.end())
+        return CUDA_ERROR_NOT_FOUND;  // the module defines no variable of that name
     constexpr size_t kGlobalBytes = 65536;
     Lock g(bigLock());
     auto it = l->globals.find(name);
