@@ -285,7 +285,14 @@ void apis(std::string& out, const Report& r, const Style& st)
                a.display + errorsText(a)});
     }
     out += t.render(st);
-    if (r.apis.size() > r.options.top) out += " (" + num(r.apis.size() - r.options.top) + " more in --format json/csv)\n";
+    if (r.apis.size() <= r.options.top) return;
+    out += " (" + num(r.apis.size() - r.options.top) + " more in --format json/csv)\n";
+    // Failed calls are never left out of sight: a failed setup call is recorded with no duration (a
+    // failure-only hook) and sorts last.
+    std::string failed;
+    for (size_t i = r.options.top; i < r.apis.size(); ++i)
+        if (r.apis[i].errors) failed += (failed.empty() ? "" : ", ") + r.apis[i].display + errorsText(r.apis[i]);
+    if (!failed.empty()) out += wrap("Failed calls among them: " + failed + ".", " ");
 }
 
 void transfers(std::string& out, const Report& r, const Style& st)
