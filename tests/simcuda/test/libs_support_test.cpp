@@ -62,8 +62,9 @@ const unsigned char kModuleInfo[16] = {0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44,
 
 // ---- module images, built here the way nvcc lays them out (tests/simcuda/src/fatbin.cpp's header comment)
 
-// A cubin for `arch` whose symbol table has `kernels` as entry functions (and one helper that is not).
-std::string cubin(int arch, const std::vector<std::string>& kernels)
+// A cubin for `arch` whose symbol table has `kernels` as entry functions (and one helper that is not), and
+// `variables` as defined variables (STT_OBJECT in a section).
+std::string cubin(int arch, const std::vector<std::string>& kernels, const std::vector<std::string>& variables = {})
 {
     std::string strtab(1, '\0'), shstrtab(1, '\0');
     std::vector<Elf64_Sym> syms(1);
@@ -77,6 +78,11 @@ std::string cubin(int arch, const std::vector<std::string>& kernels)
     };
     addSym("helper_not_a_kernel", 0);
     for (const std::string& k : kernels) addSym(k, 0x10);
+    for (const std::string& v : variables) {
+        addSym(v, 0);
+        syms.back().st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT);
+        syms.back().st_shndx = 2;  // defined (in some section of the image)
+    }
     const Elf64_Word nShstr = 1, nStr = 11, nSym = 19;
     shstrtab += std::string(".shstrtab") + '\0' + ".strtab" + '\0' + ".symtab" + '\0';
     const std::string symBytes(reinterpret_cast<const char*>(syms.data()), syms.size() * sizeof(Elf64_Sym));
@@ -339,6 +345,23 @@ TEST(Fatbin, KernelNamesComeFromTheChosenImage)
     l = load(cubin(90, {"k", "bare"}));
     ASSERT_EQ(l.rc, CUDA_SUCCESS);
     EXPECT_EQ(kernelNames(l.mod), (Names{"k", "bare"}));
+}
+
+// A module's globals are the chosen cubin's variables: another name is CUDA_ERROR_NOT_FOUND, as a real driver
+// answers (issue 28: a lookup of a missing global is a failure the report names); from PTX, any name.
+TEST(Fatbin, GlobalsComeFromTheChosenCubin)
+{
+    Loaded l = load(fatbin({{true, 75, ptx(75, {"k"})}, {false, 90, cubin(90, {"k"}, {"g_table"})}}));
+    ASSERT_EQ(l.rc, CUDA_SUCCESS);
+    CUdeviceptr p = 0;
+    size_t n = 0;
+    EXPECT_EQ(FN(cuModuleGetGlobal_v2)(&p, &n, l.mod, "g_table"), CUDA_SUCCESS);
+    EXPECT_NE(p, 0u);
+    EXPECT_EQ(FN(cuModuleGetGlobal_v2)(&p, &n, l.mod, "g_missing"), CUDA_ERROR_NOT_FOUND);
+    EXPECT_EQ(FN(cuModuleGetGlobal_v2)(&p, &n, l.mod, "k"), CUDA_ERROR_NOT_FOUND) << "a kernel is no variable";
+    l = load(fatbin({{false, 75, cubin(75, {"k"})}, {true, 75, ptx(75, {"k"})}}));  // JIT from PTX
+    ASSERT_EQ(l.rc, CUDA_SUCCESS);
+    EXPECT_EQ(FN(cuModuleGetGlobal_v2)(&p, &n, l.mod, "g_any"), CUDA_SUCCESS);
 }
 
 // cuBLAS sizes its persistent kernels with cuOccupancyMaxActiveClusters (cublasCreate failed without it).
