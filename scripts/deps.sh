@@ -7,6 +7,7 @@ GPUSPY_DEBS=(cmake g++ make pkg-config git libunwind-dev libfmt-dev libconcurren
              libbenchmark-dev libdw-dev libelf-dev nlohmann-json3-dev libzstd-dev zstd
              clang libclang-rt-14-dev python3
              zlib1g-dev liblzma-dev libbz2-dev  # these three: libdw.a's compressors (scripts/package.sh); zlib: pprof
+             python3-numba  # report.numba_binding: the field case of a framework whose setup call fails (issue 28)
              prometheus-cpp-dev prometheus curl tmux)  # collect --metrics and its tests (promtool, a real
                                                        # Prometheus), gpuspy top's test
 
