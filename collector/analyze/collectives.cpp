@@ -326,7 +326,8 @@ void finishCollectives(Context& cx, Report& r)
     auto& a = cx.collectiveArrivals;
     for (CollectiveArrival& x : a) {
         x.op = &cx.collectiveRows[x.row].op;
-        if (r.collectiveEnds.size() < kMaxCollectiveEnds)
+        // Only a timed kernel's end: an untimed one's (a launch whose span was lost) is unknown, not 0.
+        if (x.timed && r.collectiveEnds.size() < kMaxCollectiveEnds)
             r.collectiveEnds.push_back(CollectiveEnd{x.commId, *x.op, x.seq, x.rank, x.gpuEndNs});
     }
     StragglerBook stragglers;

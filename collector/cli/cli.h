@@ -157,10 +157,25 @@ inline constexpr uint64_t kReplayCallBudget = 500'000;  // about 50 MiB of calls
 // analyze() of a capture held in memory, then the replay's predictions of its findings' savings.
 Report analyzeAndPredict(const Capture& capture, const ReportOptions& options);
 
+// The two sides of a comparison (`gpuspy diff`, `view --diff`): `A.gspy B.gspy`, or `--before A1.gspy
+// [A2.gspy...] --after B1.gspy [B2.gspy...]`, each side's captures (the ranks or nodes of one job) read
+// as one run (readCapturesAsOne, through analyzeCaptures). collector/cli/cmd_diff.cpp.
+struct DiffSides {
+    std::vector<std::string> a, b;
+};
+// The current argument is --before or --after: consume it and the captures that follow it up to the
+// next option (a capture named like an option: ./-x.gspy), and say true; false when it is neither.
+bool readDiffSide(const char* command, ArgReader& args, DiffSides& sides);
+// The sides once the command line is read: the two `positional` operands, or --before and --after,
+// not both; a UsageError for `command` ("diff", "view --diff") otherwise.
+void settleDiffSides(const std::string& command, const std::vector<std::string>& positional, DiffSides& sides);
+// A side's name in the diff's output: its capture, or its captures joined by ", ".
+std::string diffSideName(const std::vector<std::string>& paths);
+
 // The JSON of `gpuspy diff --format json A B` (with the runs' spreads of repeated captures), for the
-// viewer's diff page. Only with the report code in the build; throws std::runtime_error ("gpuspy diff:
-// ...") for a capture that cannot be compared.
-std::string diffJsonOfCaptures(const std::string& pathA, const std::string& pathB, size_t top);
+// viewer's diff page; each side one capture or several read as one run. Only with the report code in the
+// build; throws std::runtime_error ("gpuspy diff: ...") for a capture that cannot be compared.
+std::string diffJsonOfCaptures(const DiffSides& sides, size_t top);
 
 // Symbolizes every process (when the symbolizer is built), writes their symbols and the End chunk.
 void finishCapture(Capture& capture, CaptureWriter& writer);

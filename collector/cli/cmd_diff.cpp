@@ -21,16 +21,25 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: gpuspy diff A.gspy B.gspy [--format text|json] [--top N] [--fail-if-slower PERCENT]\n"
+    "       gpuspy diff --before A1.gspy [A2.gspy...] --after B1.gspy [B2.gspy...] [options]\n"
     "\n"
     "Two captures side by side (A: before, B: after a change): wall, CUDA API time, GPU busy, launches,\n"
     "bytes by transfer kind, blocked time by sync kind, kernels (matched by name), call sites (matched by\n"
     "their frame: function, file and line, else module and offset), and the findings resolved, new or\n"
-    "changed. Processes are paired by command; the wall of a capture is its longest process's. A GPU busy\n"
-    "figure that is an estimate or an upper bound says so, with its interval. Captures of repeated runs\n"
-    "(record --repeat N) are compared by their runs of median wall, and each figure's range over the runs\n"
-    "is shown: a change whose ranges overlap is noise, and --fail-if-slower does not trip on noise.\n"
+    "changed. Processes are paired by command (and by rank where their launcher gave one); the wall of a\n"
+    "capture is its longest process's. A GPU busy figure that is an estimate or an upper bound says so, with\n"
+    "its interval. Captures of repeated runs (record --repeat N) are compared by their runs of median wall,\n"
+    "and each figure's range over the runs is shown: a change whose ranges overlap is noise, and\n"
+    "--fail-if-slower does not trip on noise.\n"
+    "\n"
+    "A job of several ranks or nodes, one capture each: --before names the captures of the run before the\n"
+    "change, --after those of the run after it (each list up to the next option). Each side is read as one\n"
+    "run, as `gpuspy report A1.gspy A2.gspy ...` reads it (its captures put on its first's clock, by the\n"
+    "wall-clock pairs, refined by the ends of the collectives they share; the notes say how, per side).\n"
     "\n"
     "options:\n"
+    "  --before FILE...          the captures of the run before the change (with --after)\n"
+    "  --after FILE...           the captures of the run after the change (with --before)\n"
     "  --format F                text (default) or json (schema gpuspy.diff/1)\n"
     "  --top N                   rows per table (default 10)\n"
     "  --fail-if-slower PERCENT  exit status 1 when B's wall time is more than PERCENT % above A's\n"
@@ -47,27 +56,30 @@ struct InputError : std::runtime_error {
 };
 
 #if GPUSPY_HAVE_REPORT
-// The report of one capture, or an InputError: a diff of a capture read only in part would pass off
-// the damage as a change.
-Report loadReport(const std::string& path, size_t top, RunsSummary& runs)
+// The report of one side (one capture, or several read as one run), or an InputError: a diff of a
+// capture read only in part would pass off the damage as a change.
+Report loadReport(const std::vector<std::string>& paths, size_t top, RunsSummary& runs)
 {
     ReportRequest request;
     request.top = top;
     ReportSource source;
     Report report;
     try {
-        report = analyzeCapture(path, request, source);
+        report = analyzeCaptures(paths, request, source);
     } catch (const std::exception& e) {
         throw InputError(fmt::format("gpuspy diff: {}", e.what()));
     }
-    if (!source.info.damage.empty())
+    const std::string& path = paths.front();
+    if (!source.info.damage.empty() && paths.size() == 1)
         throw InputError(fmt::format("gpuspy diff: {}: {}; diff compares whole captures only "
                                      "(gpuspy report {} shows what came before the damage)",
                                      path, source.info.damage, path));
+    if (!source.info.damage.empty())  // several: the damage names its capture
+        throw InputError(fmt::format("gpuspy diff: {}; diff compares whole captures only", source.info.damage));
     if (source.capture.processes.empty())
-        throw InputError(fmt::format("gpuspy diff: {}: the capture holds no process (did the program make any CUDA "
+        throw InputError(fmt::format("gpuspy diff: {}: the capture{} no process (did the program make any CUDA "
                                      "call under gpuspy?)",
-                                     path));
+                                     diffSideName(paths), paths.size() == 1 ? " holds" : "s hold"));
     runs = source.runs.count() ? std::move(source.runs) : summarizeRuns({runFigures(report)});
     return report;
 }
@@ -75,15 +87,62 @@ Report loadReport(const std::string& path, size_t top, RunsSummary& runs)
 
 }  // namespace
 
+bool readDiffSide(const char* command, ArgReader& args, DiffSides& sides)
+{
+    std::vector<std::string>* side = args.flag({"--before"}) ? &sides.a : args.flag({"--after"}) ? &sides.b : nullptr;
+    if (!side) return false;
+    const size_t before = side->size();
+    while (!args.isOption() && !args.done()) side->push_back(args.positional());
+    if (side->size() == before)
+        throw UsageError(fmt::format("gpuspy {}: --before and --after each name one capture or more (a capture "
+                                     "named like an option: ./-x.gspy)",
+                                     command));
+    return true;
+}
+
+void settleDiffSides(const std::string& command, const std::vector<std::string>& positional, DiffSides& sides)
+{
+    const std::string usage = command == "diff" ? "gpuspy diff A.gspy B.gspy, or gpuspy diff --before A1.gspy "
+                                                  "A2.gspy ... --after B1.gspy B2.gspy ..."
+                                                : "gpuspy view --diff A.gspy B.gspy, or gpuspy view --diff --before "
+                                                  "A1.gspy ... --after B1.gspy ...";
+    if (!sides.a.empty() || !sides.b.empty()) {
+        if (!positional.empty())
+            throw UsageError(fmt::format("gpuspy {}: '{}': with --before and --after every capture goes in one of "
+                                         "them (usage: {})",
+                                         command, positional.front(), usage));
+        if (sides.a.empty() || sides.b.empty())
+            throw UsageError(fmt::format("gpuspy {}: {} without {} (usage: {})", command,
+                                         sides.a.empty() ? "--after" : "--before", sides.a.empty() ? "--before" : "--after",
+                                         usage));
+        return;
+    }
+    if (positional.size() != 2)
+        throw UsageError(fmt::format("gpuspy {}: two captures, please (usage: {}); got {}{}", command, usage,
+                                     positional.size(),
+                                     positional.size() > 2 ? " (the captures of several ranks per side go after "
+                                                             "--before and --after)"
+                                                           : ""));
+    sides.a = {positional[0]};
+    sides.b = {positional[1]};
+}
+
+std::string diffSideName(const std::vector<std::string>& paths)
+{
+    std::string name;
+    for (const std::string& p : paths) name += (name.empty() ? "" : ", ") + p;
+    return name;
+}
+
 #if GPUSPY_HAVE_REPORT
-std::string diffJsonOfCaptures(const std::string& pathA, const std::string& pathB, size_t top)
+std::string diffJsonOfCaptures(const DiffSides& sides, size_t top)
 {
     RunsSummary runsA, runsB;
-    const Report a = loadReport(pathA, top, runsA);
-    const Report b = loadReport(pathB, top, runsB);
+    const Report a = loadReport(sides.a, top, runsA);
+    const Report b = loadReport(sides.b, top, runsB);
     ReportDiff d = diffReports(a, b);
     if (runsA.count() > 1 || runsB.count() > 1) addRunSpreads(d, runsA, runsB);
-    return renderDiffJson(d, pathA, pathB);
+    return renderDiffJson(d, diffSideName(sides.a), diffSideName(sides.b));
 }
 #endif
 
@@ -92,6 +151,7 @@ int runDiff(int argc, char** argv)
     ArgReader args("diff", argc, argv);
     std::string format = "text", value;
     std::vector<std::string> files;
+    DiffSides sides;
     long top = 10;
     double failPct = -1;
     bool endOfOptions = false;
@@ -105,6 +165,7 @@ int runDiff(int argc, char** argv)
                 endOfOptions = true;
                 continue;
             }
+            if (readDiffSide("diff", args, sides)) continue;
             if (args.value({"--format"}, format)) {
                 if (format != "text" && format != "json")
                     throw UsageError(fmt::format("gpuspy diff: --format {}: text or json", format));
@@ -125,23 +186,22 @@ int runDiff(int argc, char** argv)
         }
         files.push_back(args.positional());
     }
-    if (files.size() != 2)
-        throw UsageError(fmt::format("gpuspy diff: two captures, please (usage: gpuspy diff A.gspy B.gspy); got {}",
-                                     files.size()));
+    settleDiffSides("diff", files, sides);
 #if GPUSPY_HAVE_REPORT
     Report a, b;
     RunsSummary runsA, runsB;
     try {
-        a = loadReport(files[0], size_t(top), runsA);
-        b = loadReport(files[1], size_t(top), runsB);
+        a = loadReport(sides.a, size_t(top), runsA);
+        b = loadReport(sides.b, size_t(top), runsB);
     } catch (const InputError& e) {
         fmt::print(stderr, "{}\n", e.what());
         return kExitUsage;
     }
     ReportDiff d = diffReports(a, b);
     if (runsA.count() > 1 || runsB.count() > 1) addRunSpreads(d, runsA, runsB);
+    const std::string nameA = diffSideName(sides.a), nameB = diffSideName(sides.b);
     const std::string out =
-        format == "json" ? renderDiffJson(d, files[0], files[1]) : renderDiffText(d, files[0], files[1], size_t(top));
+        format == "json" ? renderDiffJson(d, nameA, nameB) : renderDiffText(d, nameA, nameB, size_t(top));
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
     if (failPct >= 0) {

@@ -24,6 +24,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: gpuspy view FILE [FILE...] [-o OUT.html] [-f] [--run K]\n"
     "       gpuspy view --diff A.gspy B.gspy [-o OUT.html] [-f]\n"
+    "       gpuspy view --diff --before A1.gspy [A2.gspy...] --after B1.gspy [B2.gspy...] [-o OUT.html] [-f]\n"
     "\n"
     "Writes one self-contained HTML page for the capture FILE: the findings and headline numbers, an\n"
     "interactive timeline of host threads and GPU streams, tables of transfers, kernels and syncs, and\n"
@@ -33,13 +34,15 @@ constexpr const char* kUsage =
     "the first's clock (the notes say how and within what error), each process labelled with its host\n"
     "and rank. With --diff, the page compares two captures as `gpuspy diff` does\n"
     "(headline, findings resolved / new / changed, each figure's range over repeated runs and whether a\n"
-    "change is noise, transfers, syncs, kernels, call sites); default OUT: A's name with -diff.html.\n"
+    "change is noise, transfers, syncs, kernels, call sites); default OUT: A's name with -diff.html. The\n"
+    "captures of a job's ranks, several per side, go after --before and --after (each side one run).\n"
     "\n"
     "options:\n"
     "  -o OUT       the page to write (default: FILE, the first of several, with .html for its\n"
     "               extension); '-' for stdout\n"
     "  -f, --force  overwrite OUT if it exists\n"
     "  --diff       compare the two captures A and B (before and after a change)\n"
+    "  --before FILE... --after FILE...  with --diff: the captures of each side (several: one run)\n"
     "  --run K      only run K (1-based) of a capture of repeated runs (record --repeat); without it the\n"
     "               runs are merged, each process labelled with its run and a note saying so; one\n"
     "               capture only (several are one run)\n"
@@ -90,12 +93,12 @@ bool writePage(const std::string& output, const std::string& page, bool force)
 }
 
 // `gpuspy view --diff A B`: the comparison page.
-int writeDiffPage(const std::string& a, const std::string& b, const std::string& output, bool force)
+int writeDiffPage(const DiffSides& sides, const std::string& output, bool force)
 {
 #if GPUSPY_HAVE_REPORT && GPUSPY_HAVE_VIEWER
     std::string data;
     try {
-        data = scriptSafe(diffJsonOfCaptures(a, b, 50));
+        data = scriptSafe(diffJsonOfCaptures(sides, 50));
     } catch (const std::exception& e) {
         fmt::print(stderr, "gpuspy view: {}\n", e.what());
         return kExitUsage;
@@ -109,7 +112,7 @@ int writeDiffPage(const std::string& a, const std::string& b, const std::string&
     if (!writePage(output, page, force)) return kExitFailure;
     return 0;
 #else
-    (void)a, (void)b, (void)output, (void)force;
+    (void)sides, (void)output, (void)force;
     fmt::print(stderr, "gpuspy view: the viewer is not built in this gpuspy (viewer/, collector/analyze, collector/report)\n");
     return kExitFailure;
 #endif
@@ -122,6 +125,7 @@ int runView(int argc, char** argv)
     ArgReader args("view", argc, argv);
     std::string output, value;
     std::vector<std::string> files;
+    DiffSides sides;
     bool force = false, diff = false;
     long run = 0;
     while (!args.done()) {
@@ -142,14 +146,15 @@ int runView(int argc, char** argv)
             diff = true;
             continue;
         }
+        if (readDiffSide("view", args, sides)) continue;
         args.fileOperands(files);
     }
     if (diff && run) throw UsageError("gpuspy view: --run shows one capture's run; not with --diff");
+    if (!diff && (!sides.a.empty() || !sides.b.empty()))
+        throw UsageError("gpuspy view: --before and --after name the sides of --diff");
     if (diff) {
-        if (files.size() != 2)
-            throw UsageError(fmt::format("gpuspy view --diff: two captures, please (usage: gpuspy view --diff A.gspy "
-                                         "B.gspy); got {}", files.size()));
-        return writeDiffPage(files[0], files[1], output.empty() ? defaultOutput(files[0], "-diff.html") : output, force);
+        settleDiffSides("view --diff", files, sides);
+        return writeDiffPage(sides, output.empty() ? defaultOutput(sides.a.front(), "-diff.html") : output, force);
     }
     if (files.empty()) throw UsageError("gpuspy view: which file? (usage: gpuspy view FILE [FILE...] [-o OUT.html])");
     if (files.size() > 1 && run > 0)

@@ -1,6 +1,7 @@
 // collector/compare/diff.cpp: the diff stage: pairs the rows of two Reports by what they are and takes the
 // difference of each figure. Pure: no I/O.
 #include "collector/compare/diff.h"
+#include "collector/analyze/clock_align.h"
 #include "collector/compare/significance.h"
 
 #include <algorithm>
@@ -47,7 +48,8 @@ std::string programOf(const std::string& command)
     return slash == std::string::npos ? first : first.substr(slash + 1);
 }
 
-// Processes paired by command: the same command line first, then the same program (the same binary
+// Processes paired by command: the same rank (its launcher's) and program first, then the same command
+// line, then the same program (the same binary
 // run with other arguments, as a changed experiment often is), then, when one process is left on each
 // side, those two. visit() is called for the pairs in A's order, then for B's unmatched.
 template <class Visit>
@@ -55,9 +57,10 @@ void pairProcesses(const std::vector<ProcessSummary>& a, const std::vector<Proce
 {
     std::vector<int> match(a.size(), -1);
     std::vector<bool> taken(b.size(), false);
-    auto pass = [&](const std::function<std::string(const ProcessSummary&)>& key) {
+    // key "" with `keyed`: the process takes no part in the pass.
+    auto pass = [&](const std::function<std::string(const ProcessSummary&)>& key, bool keyed = true) {
         for (size_t i = 0; i < a.size(); ++i) {
-            if (match[i] >= 0) continue;
+            if (match[i] >= 0 || (keyed && key(a[i]).empty())) continue;
             for (size_t j = 0; j < b.size(); ++j)
                 if (!taken[j] && key(a[i]) == key(b[j])) {
                     match[i] = int(j);
@@ -66,11 +69,15 @@ void pairProcesses(const std::vector<ProcessSummary>& a, const std::vector<Proce
                 }
         }
     };
+    // The ranks of a job (several captures per side, or one capture of a launcher's processes): rank R
+    // before with rank R after, whatever the order of the captures or of the processes.
+    // The same rank and program (its arguments may be the change).
+    pass([](const ProcessSummary& p) { return p.rank >= 0 ? std::to_string(p.rank) + '|' + programOf(p.command) : std::string(); });
     pass([](const ProcessSummary& p) { return p.command; });
     pass([](const ProcessSummary& p) { return programOf(p.command); });
     const auto leftA = std::count(match.begin(), match.end(), -1);
     const auto leftB = std::count(taken.begin(), taken.end(), false);
-    if (leftA == 1 && leftB == 1) pass([](const ProcessSummary&) { return std::string(); });
+    if (leftA == 1 && leftB == 1) pass([](const ProcessSummary&) { return std::string(); }, false);
     for (size_t i = 0; i < a.size(); ++i) visit(&a[i], match[i] >= 0 ? &b[size_t(match[i])] : nullptr);
     for (size_t j = 0; j < b.size(); ++j)
         if (!taken[j]) visit(static_cast<const ProcessSummary*>(nullptr), &b[j]);
@@ -256,6 +263,7 @@ ReportDiff diffReports(const Report& a, const Report& b)
                p.inB = y != nullptr;
                p.pidA = x ? x->pid : 0;
                p.pidB = y ? y->pid : 0;
+               p.rank = (x ? x : y)->rank;
                p.wallNs = pairOf(x, y, &ProcessSummary::wallNs);
                p.cudaApiNs = pairOf(x, y, &ProcessSummary::cudaApiNs);
                p.calls = pairOf(x, y, &ProcessSummary::calls);
@@ -371,8 +379,15 @@ ReportDiff diffReports(const Report& a, const Report& b)
     if (std::any_of(d.kernels.begin(), d.kernels.end(), [](const KernelDiff& k) { return k.estimatedA || k.estimatedB; }))
         d.notes.push_back("kernel GPU times marked ~ are scaled from the timed launches to all of them");
     if (a.processes.size() > 1 || b.processes.size() > 1)
-        d.notes.push_back("processes are paired by command; the tables sum over every process of a capture, "
-                          "and wall is the longest process's");
+        d.notes.push_back(std::string("processes are paired by ") +
+                          (std::any_of(d.processes.begin(), d.processes.end(), [](const ProcessDiff& p) { return p.rank >= 0; })
+                               ? "rank and command"
+                               : "command") +
+                          "; the tables sum over every process of a capture, and wall is the longest process's");
+    d.clocksA = a.clockAlignment;
+    d.clocksB = b.clockAlignment;
+    for (const auto& [side, clocks] : {std::pair{"A", &d.clocksA}, std::pair{"B", &d.clocksB}})
+        for (const std::string& note : clockAlignmentNotes(*clocks)) d.notes.push_back(std::string(side) + ": " + note);
     for (const Report* r : {&a, &b})
         if (r->badStreams)
             d.notes.push_back(std::string("capture ") + (r == &a ? "A" : "B") + " has damaged streams: its figures "

@@ -44,13 +44,15 @@ struct HeadlineDiff {
     BusyFigure busyA, busyB;  // over every device of every process
 };
 
-// Processes are paired by command: the same command line, else the same program (other arguments),
-// else the one process left on each side.
+// Processes are paired by command: the same rank and program (where a launcher gave both ranks), else
+// the same command line, else the same program (other arguments), else the one process left on
+// each side.
 struct ProcessDiff {
     std::string command;   // A's (B's when only in B)
     std::string commandB;  // B's when it differs from A's
     bool inA = false, inB = false;
     uint32_t pidA = 0, pidB = 0;
+    int rank = -1;  // the rank its launcher gave it (A's, else B's); -1: none
     DiffPair wallNs, cudaApiNs, calls;
     BusyFigure busyA, busyB;  // the process's devices together
 };
@@ -109,6 +111,9 @@ struct ReportDiff {
     std::vector<CallSiteDiff> callsites;    // by largest host time in either
     std::vector<FindingDiff> findings;      // resolved, new, changed, same
     std::vector<std::string> notes;         // what the reader must know to trust the comparison
+    // How each side's captures were put on one clock, when a side is several captures read as one run
+    // (`gpuspy diff --before A1 A2 --after B1 B2`): the reports' Report::clockAlignment.
+    std::vector<ClockAlignment> clocksA, clocksB;
     size_t runsA = 1, runsB = 1;            // runs in each capture (record --repeat)
     std::vector<SpreadDiff> spreads;        // every run figure's range in A and B (when either repeated)
     // Whether any figure differs (a capture compared with itself: false).

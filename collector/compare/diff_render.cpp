@@ -3,6 +3,7 @@
 #include "collector/analyze/internal.h"
 #include "collector/compare/diff.h"
 #include "collector/compare/significance.h"
+#include "collector/report/report.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -186,7 +187,9 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
     if (severalProcesses) {
         out += "\nprocesses (paired by command)        wall A         wall B          delta   API time delta\n";
         for (const ProcessDiff& p : d.processes)
-            out += fmt::format("  {:<30} {:>14} {:>14} {:>14} {:>16}\n", clipLeft(p.command, 30),
+            out += fmt::format("  {:<30} {:>14} {:>14} {:>14} {:>16}\n",
+                               p.rank >= 0 ? fmt::format("r{} ", p.rank) + clipLeft(p.command, 26 - std::to_string(p.rank).size())
+                                           : clipLeft(p.command, 30),
                                side(p.inA, p.wallNs.a, formatNs), side(p.inB, p.wallNs.b, formatNs),
                                signedWith(p.wallNs.delta(), formatNs), signedWith(p.cudaApiNs.delta(), formatNs))
                    + (p.commandB.empty() ? "" : fmt::format("    B ran {}\n", clipLeft(p.commandB, 90)));
@@ -261,6 +264,15 @@ Json diffJson(const ReportDiff& d, const std::string& nameA, const std::string& 
     j["a"] = nameA;
     j["b"] = nameB;
     j["changed"] = d.changed();
+    if (!d.clocksA.empty() || !d.clocksB.empty()) {
+        // A side of several captures read as one run: each capture's place on its side's clock.
+        Json clocks = Json::object();
+        for (const auto& [side, list] : {std::pair{"a", &d.clocksA}, std::pair{"b", &d.clocksB}}) {
+            Json& entries = clocks[side] = Json::array();
+            for (const ClockAlignment& c : *list) entries.push_back(clockAlignmentJson(c));
+        }
+        j["clock_alignment"] = std::move(clocks);
+    }
     const HeadlineDiff& h = d.headline;
     Json head = Json::object();
     pairJson(h.wallNs, head, "wall_ns");
@@ -279,6 +291,7 @@ Json diffJson(const ReportDiff& d, const std::string& nameA, const std::string& 
     Json procs = Json::array();
     for (const ProcessDiff& p : d.processes) {
         Json x{{"command", p.command}, {"command_b", p.commandB}, {"in_a", p.inA}, {"in_b", p.inB}, {"pid_a", p.pidA}, {"pid_b", p.pidB}};
+        if (p.rank >= 0) x["rank"] = p.rank;
         pairJson(p.wallNs, x, "wall_ns");
         pairJson(p.cudaApiNs, x, "cuda_api_ns");
         pairJson(p.calls, x, "calls");

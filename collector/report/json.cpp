@@ -157,6 +157,13 @@ Json strings(const std::vector<std::string>& v)
 
 }  // namespace
 
+nlohmann::ordered_json clockAlignmentJson(const ClockAlignment& a)
+{
+    return Json{{"capture", a.name}, {"shift_ns", a.shiftNs}, {"wall_shift_ns", a.wallShiftNs},
+                {"basis", a.basis}, {"same_host", a.sameHost}, {"pair_error_ns", a.pairErrorNs}, {"matched", a.matched},
+                {"residual_spread_ns", a.residualSpreadNs}, {"residual_max_ns", a.residualMaxNs}};
+}
+
 nlohmann::ordered_json reportJson(const Report& r)
 {
     Json j;
@@ -179,10 +186,7 @@ nlohmann::ordered_json reportJson(const Report& r)
 
     if (!r.clockAlignment.empty()) {
         Json& clocks = j["clock_alignment"] = Json::array();
-        for (const ClockAlignment& a : r.clockAlignment)
-            clocks.push_back(Json{{"capture", a.name}, {"shift_ns", a.shiftNs}, {"wall_shift_ns", a.wallShiftNs},
-                                  {"basis", a.basis}, {"same_host", a.sameHost}, {"pair_error_ns", a.pairErrorNs}, {"matched", a.matched},
-                                  {"residual_spread_ns", a.residualSpreadNs}, {"residual_max_ns", a.residualMaxNs}});
+        for (const ClockAlignment& a : r.clockAlignment) clocks.push_back(clockAlignmentJson(a));
     }
 
     Json& outside = j["outside"] = Json::array();

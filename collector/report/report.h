@@ -25,6 +25,8 @@ std::string renderCsv(const Report&);
 
 // The JSON document, for callers that embed it (the viewer) rather than print it.
 nlohmann::ordered_json reportJson(const Report&);
+// One entry of `clock_alignment` (a capture of several read as one run), as the report and the diff give it.
+nlohmann::ordered_json clockAlignmentJson(const ClockAlignment&);
 
 // The report's sections as flat tables of raw values (ns, bytes, plain numbers): what CSV prints.
 struct Table {

@@ -243,5 +243,32 @@ TEST(Collectives, ALastRankWhoseKernelWasNotTimedIsToldByItsLaunch)
     EXPECT_NE(f->message.find("last at 5 of 5 collectives (2 of them told by its launch alone"), std::string::npos) << f->message;
 }
 
+TEST(Collectives, OnlyTimedKernelsGiveTheirEndsForTheClockAlignment)
+{
+    // Each rank's timed kernels give their collective's end (on its clock) for aligning several captures
+    // (clock_align.h); a launch whose span was lost has no known end: none is given (not 0).
+    Rank r0(100), r1(200);
+    for (uint64_t k = 0; k < 4; ++k) {
+        const uint64_t t = 1'000'000 + k * 100'000;
+        r0.launch(t, t + 100, t + 50'100);
+        r0.op(1, 3, 1024, k, 0, t - 10, t + 20);
+        if (k == 2)
+            r1.launchUntimed(t);
+        else
+            r1.launch(t, t + 100, t + 50'100);
+        r1.op(1, 3, 1024, k, 1, t - 10, t + 20);
+    }
+    Capture cap;
+    cap.processes = {r0.p, r1.p};
+    const Report r = analyze(cap, {});
+    ASSERT_EQ(r.collectiveEnds.size(), 7u);
+    for (const CollectiveEnd& e : r.collectiveEnds) {
+        EXPECT_EQ(e.commId, kComm);
+        EXPECT_EQ(e.op, "AllReduce");
+        EXPECT_EQ(e.endNs, 1'000'000 + e.seq * 100'000 + 50'100) << "rank " << e.rank << " seq " << e.seq;
+        EXPECT_FALSE(e.rank == 1 && e.seq == 2);
+    }
+}
+
 }  // namespace
 }  // namespace gpuspy::collect

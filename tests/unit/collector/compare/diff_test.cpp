@@ -418,6 +418,63 @@ TEST(Diff, ProcessesOfOneProgramWithOtherArgumentsArePaired)
     EXPECT_NE(renderDiffText(single, "a", "b", 10).find("B ran /b/build/tiny_kernels 20000"), std::string::npos);
 }
 
+TEST(Diff, RanksPairedByRankAndEachSidesClockAlignmentCarried)
+{
+    // Two jobs of 3 ranks (one capture per rank, each side read as one run): B's processes in another order and
+    // run with other arguments; rank R before goes with rank R after. Each side's clock alignment goes to the
+    // notes and the JSON.
+    Report a = before(), b = before();
+    a.processes.clear();
+    b.processes.clear();
+    for (int k = 0; k < 3; ++k) {
+        ProcessSummary p;
+        p.pid = 100 + uint32_t(k);
+        p.rank = k;
+        p.command = "/job/worker late";
+        p.wallNs = 1000 + uint64_t(k);
+        a.processes.push_back(p);
+        p.pid = 200 + uint32_t(2 - k);
+        p.rank = 2 - k;
+        p.command = "/job/worker even";
+        p.wallNs = 2000 + uint64_t(2 - k);
+        b.processes.push_back(p);
+    }
+    ClockAlignment ref, other;
+    ref.name = "a0.gspy";
+    ref.basis = "reference";
+    other.name = "a1.gspy";
+    other.basis = "collectives";
+    other.shiftNs = -1234;
+    other.wallShiftNs = -1000;
+    other.matched = 16;
+    a.clockAlignment = {ref, other};
+    const ReportDiff d = diffReports(a, b);
+    ASSERT_EQ(d.processes.size(), 3u);
+    for (int k = 0; k < 3; ++k) {
+        EXPECT_EQ(d.processes[size_t(k)].rank, k);
+        EXPECT_EQ(d.processes[size_t(k)].pidA, 100u + uint32_t(k));
+        EXPECT_EQ(d.processes[size_t(k)].pidB, 200u + uint32_t(k));
+        EXPECT_EQ(d.processes[size_t(k)].wallNs.delta(), 1000);
+    }
+    ASSERT_EQ(d.clocksA.size(), 2u);
+    EXPECT_TRUE(d.clocksB.empty());
+    bool noted = false;
+    for (const std::string& n : d.notes) noted = noted || n.rfind("A: 2 captures read as one run, on the clock of a0.gspy", 0) == 0;
+    EXPECT_TRUE(noted);
+    const nlohmann::ordered_json j = diffJson(d, "a0.gspy, a1.gspy", "b.gspy");
+    EXPECT_EQ(j["a"], "a0.gspy, a1.gspy");
+    ASSERT_EQ(j["clock_alignment"]["a"].size(), 2u);
+    EXPECT_EQ(j["clock_alignment"]["a"][1]["shift_ns"], -1234);
+    EXPECT_EQ(j["clock_alignment"]["a"][1]["basis"], "collectives");
+    EXPECT_TRUE(j["clock_alignment"]["b"].empty());
+    EXPECT_EQ(j["processes"][2]["rank"], 2);
+    EXPECT_NE(renderDiffText(d, "a", "b", 10).find("r1 /job/worker late"), std::string::npos);
+    // Without ranks and alignment (one capture a side, one process): no rank, no clock_alignment in the JSON.
+    const nlohmann::ordered_json plain = diffJson(diffReports(before(), after()), "a", "b");
+    EXPECT_FALSE(plain.contains("clock_alignment"));
+    EXPECT_FALSE(plain["processes"][0].contains("rank"));
+}
+
 TEST(Diff, TextSaysHowManyRowsTopLeftOut)
 {
     const std::string text = renderDiffText(diffReports(before(), after()), "a", "b", 1);
