@@ -185,7 +185,9 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
             return !p.inA || !p.inB || !p.commandB.empty();
         });
     if (severalProcesses) {
-        out += "\nprocesses (paired by command)        wall A         wall B          delta   API time delta\n";
+        const bool ranks = std::any_of(d.processes.begin(), d.processes.end(), [](const ProcessDiff& p) { return p.rank >= 0; });
+        out += ranks ? "\nprocesses (paired by rank)           wall A         wall B          delta   API time delta\n"
+                     : "\nprocesses (paired by command)        wall A         wall B          delta   API time delta\n";
         for (const ProcessDiff& p : d.processes)
             out += fmt::format("  {:<30} {:>14} {:>14} {:>14} {:>16}\n",
                                p.rank >= 0 ? fmt::format("r{} ", p.rank) + clipLeft(p.command, 26 - std::to_string(p.rank).size())

@@ -69,6 +69,8 @@ has diff.txt "A: ${late[0]}, ${late[1]}, ${late[2]}, ${late[3]}"
 has diff.txt "B: ${even[0]}, ${even[1]}, ${even[2]}, ${even[3]}"
 has diff.txt "note: A: 4 captures read as one run, on the clock of"
 has diff.txt "processes are paired by rank and command"
+has diff.txt "processes (paired by rank)"
+has diff.txt "  r2 .../libs/nccl_tp late 4 4"
 expect 0 "$gpuspy" diff --format json --before "${late[@]}" --after "${even[3]}" "${even[2]}" "${even[1]}" "${even[0]}"
 cp "$work/out" "$work/diff_reversed.json"
 # One capture a side: --before/--after is the plain diff, byte for byte.
@@ -117,15 +119,19 @@ for mode, r in reports.items():
         check(a["basis"] == "collectives" and a["matched"] >= n // 2,
               f"{mode} r{k}: refined by the collectives ({a['basis']}, {a['matched']} of {n} ends matched)")
         check(abs(err) <= tol, f"{mode} r{k}: shifted by {a['shift_ns']} ns, the known {truth} within {tol} ns (off by {err} ns)")
-        check(a["residual_spread_ns"] <= tol and a["residual_max_ns"] <= tol,
-              f"{mode} r{k}: stated residuals {a['residual_spread_ns']} ns median, {a['residual_max_ns']} ns at most (within {tol})")
+        # What remains, as stated: the residuals' median within the bound; their largest (one end a loaded host
+        # measured badly) below a millisecond, not an unknown end taken for 0 (minutes off).
+        check(a["residual_spread_ns"] <= tol and a["residual_spread_ns"] <= a["residual_max_ns"] < 1_000_000,
+              f"{mode} r{k}: stated residuals {a['residual_spread_ns']} ns median (within {tol}), {a['residual_max_ns']} ns at most")
         wall_err = a["wall_shift_ns"] - truth
         if k == 3:
             # The pairs alone were 5 ms off (the skewed realtime clock): the collectives did the work.
             check(abs(wall_err - skew) <= 1_000_000,
                   f"{mode} r3: its wall-clock pairs alone were off by {wall_err} ns (its realtime clock's skew: {skew})")
         else:
-            check(abs(wall_err) <= tol, f"{mode} r{k}: its wall-clock pairs agree ({wall_err} ns off)")
+            # One host, one realtime clock: the pairs alone are right within their stated error.
+            check(abs(wall_err) <= a["pair_error_ns"] + tol,
+                  f"{mode} r{k}: its wall-clock pairs agree ({wall_err} ns off; their error {a['pair_error_ns']} ns)")
     note = next((x for x in r["notes"] if "4 captures read as one run" in x), "")
     check(note.count("refined by") == 3 and "collective ends" in note, f"{mode}: the note says each was refined by collective ends")
     procs = {p["rank"]: p for p in r["processes"]}

@@ -468,7 +468,9 @@ TEST(Diff, RanksPairedByRankAndEachSidesClockAlignmentCarried)
     EXPECT_EQ(j["clock_alignment"]["a"][1]["basis"], "collectives");
     EXPECT_TRUE(j["clock_alignment"]["b"].empty());
     EXPECT_EQ(j["processes"][2]["rank"], 2);
-    EXPECT_NE(renderDiffText(d, "a", "b", 10).find("r1 /job/worker late"), std::string::npos);
+    const std::string text = renderDiffText(d, "a", "b", 10);
+    EXPECT_NE(text.find("processes (paired by rank)"), std::string::npos) << text;
+    EXPECT_NE(text.find("\n  r1 /job/worker late"), std::string::npos) << text;
     // Without ranks and alignment (one capture a side, one process): no rank, no clock_alignment in the JSON.
     const nlohmann::ordered_json plain = diffJson(diffReports(before(), after()), "a", "b");
     EXPECT_FALSE(plain.contains("clock_alignment"));
