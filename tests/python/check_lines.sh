@@ -39,9 +39,10 @@ if [[ -n $outer ]] && ! grep -qF "<module> (cuda_copies.py:$main_call);" "$run/l
     echo "check_lines.sh: FAIL: the folded export has no '<module> (cuda_copies.py:$main_call)' frame" >&2
     fail=1
 fi
-# The Perfetto export's call sites: its calls' "site" args name the innermost Python frame.
+# The Perfetto export's call sites: its calls' "site" args are the report's labels, which start with the
+# innermost Python frame (and go on with its caller: "to_device (cuda_copies.py:29) ← step (...)").
 "$gpuspy" export "$run/capture.gspy" --format perfetto -o "$run/lines.trace.json" -f || exit 2
-if ! grep -qF "\"site\":\"$func (cuda_copies.py:$copy)\"" "$run/lines.trace.json"; then
+if ! grep -qF "\"site\":\"$func (cuda_copies.py:$copy)" "$run/lines.trace.json"; then
     echo "check_lines.sh: FAIL: no Perfetto call with site '$func (cuda_copies.py:$copy)'" >&2
     fail=1
 fi
