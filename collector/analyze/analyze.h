@@ -334,6 +334,11 @@ struct FindingPrediction {
     double replayErrorPct = 0;             // the unchanged replay against the measured wall (the worst process)
     std::vector<std::string> costs;        // the calibrated costs the fix rests on, with their sources
     uint32_t processes = 0;                // processes replayed
+    // A process past the reader's budget is replayed on a window of its latest calls and its saving
+    // extrapolated to the whole run (collector/replay/extrapolate.h): windowCalls of processCalls calls
+    // (summed over such processes; 0: none was), the finding's calls in the window and in the run; lowNs and
+    // highNs then also span the window's halves' extrapolations and the window replay's error.
+    uint64_t windowCalls = 0, processCalls = 0, findingWindowCalls = 0, findingCalls = 0;
 };
 
 struct Finding {

@@ -153,6 +153,9 @@ void noteAlignment(Report& report, const std::vector<ClockAlignment>& clocks);
 // The notes alone (for the exports that carry no report; empty for one capture).
 std::vector<std::string> alignmentNotes(const std::vector<ClockAlignment>& clocks);
 inline constexpr uint64_t kReplayCallBudget = 500'000;  // about 50 MiB of calls, 200 MiB with the graph
+// kReplayCallBudget, or for tests only GPUSPY_TEST_REPLAY_CALL_BUDGET (a positive count, read by the CLI
+// alone) so that a test's program of a few hundred calls is past it (tests/savings).
+uint64_t replayCallBudget();
 
 // analyze() of a capture held in memory, then the replay's predictions of its findings' savings.
 Report analyzeAndPredict(const Capture& capture, const ReportOptions& options);

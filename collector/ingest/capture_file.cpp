@@ -371,6 +371,7 @@ void readBareStream(const std::string& path, Input& in, const uint8_t* first, si
     ingest.process().captureName = options.captureName;
     uint64_t budget = options.keepCallsUpTo;
     if (budget != UINT64_MAX) ingest.setEventBudget(&budget);
+    ingest.setWindowPastBudget(options.windowPastBudget);
     if (options.onRecord) ingest.setObserver(options.onRecord);
     auto feed = [&](const uint8_t* data, size_t n) {
         ingest.feed(data, n);
@@ -543,6 +544,7 @@ void readChunks(const std::string& path, Input& in, const ReadOptions& options, 
             s.ingest->setTimeShift(options.timeShiftNs);
             s.ingest->process().captureName = options.captureName;
             if (budget != UINT64_MAX) s.ingest->setEventBudget(&budget);
+            s.ingest->setWindowPastBudget(options.windowPastBudget);
             if (options.onRecord) s.ingest->setObserver(options.onRecord);
         }
         if (kind == ChunkKind::Stream) {

@@ -171,6 +171,9 @@ struct ReadOptions {
     // With keepEvents: how many calls to keep over the whole capture; the processes whose calls pass it
     // keep none (Process::eventsDropped), so memory stays bounded (`report` keeps them for the replay).
     uint64_t keepCallsUpTo = UINT64_MAX;
+    // With keepCallsUpTo: a process past it keeps a window of its latest calls, no more than it held when
+    // the budget ran out (StreamIngest::setWindowPastBudget, Process::windowed), rather than none.
+    bool windowPastBudget = false;
     // Added to every host time of every stream (StreamIngest::setTimeShift): this capture put on the
     // clock of another read with it as one run. 0: as recorded.
     int64_t timeShiftNs = 0;

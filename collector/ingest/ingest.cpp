@@ -280,9 +280,20 @@ void StreamIngest::onRecord(const wire::RecordView& in)
         wire::shiftRecordTimes(in.type, m_shifted.data(), in.size, m_shiftNs);
         v.body = m_shifted.data();
     }
-    if (v.type == wire::RecordType::Call) ++m_calls;
-    if (m_keepEvents && m_budget && v.type == wire::RecordType::Call) {
-        if (*m_budget == 0) {
+    if (v.type == wire::RecordType::Call) {
+        ++m_calls;
+        if (m_budget) {
+            ++m_process.callsSeen;
+            ++m_process.callsByStack[v.as<wire::CallBody>().stackId];
+        }
+    }
+    if (m_windowCap && v.type == wire::RecordType::Call && m_process.calls.size() >= m_windowCap) trimWindow();
+    if (m_keepEvents && m_budget && !m_windowCap && v.type == wire::RecordType::Call) {
+        if (*m_budget == 0 && m_windowPastBudget && m_process.calls.size() >= kMinWindowCalls) {
+            m_windowCap = m_process.calls.size();
+            m_process.windowed = true;
+            trimWindow();
+        } else if (*m_budget == 0) {
             m_keepEvents = false;
             m_process.eventsDropped = true;
             std::vector<wire::CallBody>().swap(m_process.calls);
@@ -294,6 +305,26 @@ void StreamIngest::onRecord(const wire::RecordView& in)
     }
     applyRecord(m_process, v, m_keepEvents);
     if (m_observer) m_observer(m_process, v);
+}
+
+void StreamIngest::trimWindow()
+{
+    // The older half of the window goes, with the spans of its calls and the NVTX records before the
+    // first call left: amortised O(1) a call, and never more held than the window's size.
+    std::vector<wire::CallBody>& calls = m_process.calls;
+    calls.erase(calls.begin(), calls.begin() + std::ptrdiff_t(calls.size() - m_windowCap / 2));
+    if (calls.empty()) return;
+    uint64_t firstSeq = UINT64_MAX, firstNs = UINT64_MAX;
+    for (const wire::CallBody& c : calls) {
+        firstSeq = std::min(firstSeq, c.seq);
+        firstNs = std::min(firstNs, c.beginNs);
+    }
+    std::vector<wire::GpuSpanBody>& spans = m_process.spans;
+    spans.erase(std::remove_if(spans.begin(), spans.end(), [&](const wire::GpuSpanBody& s) { return s.seq < firstSeq; }),
+                spans.end());
+    std::vector<wire::NvtxBody>& nvtx = m_process.nvtx;
+    nvtx.erase(std::remove_if(nvtx.begin(), nvtx.end(), [&](const wire::NvtxBody& n) { return n.timeNs < firstNs; }),
+               nvtx.end());
 }
 
 size_t StreamIngest::pendingValidated() const

@@ -46,6 +46,12 @@ public:
     // With events kept: the calls left to keep, shared by the streams of one reader. A call that finds it
     // at 0 makes this process drop what it kept and keep no more (Process::eventsDropped).
     void setEventBudget(uint64_t* remaining) { m_budget = remaining; }
+    // With a budget: a process that finds it at 0 keeps a window of its latest calls instead of nothing
+    // (Process::windowed): as many as it held then (at least kMinWindowCalls, else it drops them), trimmed
+    // by the older half whenever it is full, so it never holds more than it did. Every call is counted
+    // by stack (Process::callsByStack) from the first.
+    void setWindowPastBudget(bool window) { m_windowPastBudget = window; }
+    static constexpr size_t kMinWindowCalls = 8;
     // Adds deltaNs to every host time of the stream (wire::shiftRecordTimes) before it reaches the
     // Process and the observer: a capture put on another's clock (several captures read as one run).
     // The validated bytes (takeValidated) stay as they came.
@@ -97,6 +103,9 @@ private:
     bool m_keepRaw = true;
     bool m_keepEvents = true;
     uint64_t* m_budget = nullptr;
+    bool m_windowPastBudget = false;
+    size_t m_windowCap = 0;  // > 0: keeping a window of at most this many calls
+    void trimWindow();
     int64_t m_shiftNs = 0;
     std::vector<uint8_t> m_shifted;  // a record's body with its times shifted (m_shiftNs != 0)
     bool m_headerApplied = false;

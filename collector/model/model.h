@@ -109,6 +109,13 @@ struct Process {
     // The reader's budget of kept calls ran out (ReadOptions::keepCallsUpTo): calls, spans and NVTX
     // records were not kept, only definitions and totals.
     bool eventsDropped = false;
+    // Past the budget with ReadOptions::windowPastBudget: instead of dropping its events the process kept a
+    // window, the LAST stretch of its calls (between half and all of what it held when the budget ran out),
+    // their spans and NVTX records; `calls` holds the window. callsSeen counts every call of the stream and
+    // callsByStack every call by stack id (0: none), so a window's share of any set of stacks is known.
+    bool windowed = false;
+    uint64_t callsSeen = 0;
+    std::unordered_map<uint32_t, uint64_t> callsByStack;
     wire::EndBody end{};
     std::string streamError;     // why the stream was cut short, with its offset; empty if it was not
 

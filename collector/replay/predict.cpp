@@ -2,6 +2,7 @@
 #include "collector/replay/predict.h"
 
 #include "collector/analyze/internal.h"
+#include "collector/replay/extrapolate.h"
 #include "collector/replay/fixes.h"
 #include "collector/replay/replay.h"
 
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 namespace gpuspy::collect::replay {
 
@@ -52,7 +54,68 @@ struct Replayed {
     Calibration cal;
     Prediction unchanged;
     double errorPct = 0;
+    // A process past the reader's budget (Process::windowed): the graph is its window's, `halves` its
+    // window's halves replayed alone; callsByStack counts the calls kept in the window (and each half),
+    // `process` the whole run's.
+    const Process* windowOf = nullptr;
+    std::vector<Replayed> halves;
+    std::unordered_map<uint32_t, uint64_t> callsByStack;
+    uint64_t calls = 0;
 };
+
+Replayed replayOf(RunGraph graph)
+{
+    Replayed rp;
+    rp.graph = std::move(graph);
+    rp.cal = calibrate(rp.graph);
+    rp.unchanged = simulate(rp.graph);
+    const uint64_t measured = rp.graph.wallNs();
+    rp.errorPct = measured ? 100.0 * (double(rp.unchanged.wallNs) - double(measured)) / double(measured) : 0;
+    return rp;
+}
+
+// A process held whole, or the window of one past the budget with its halves.
+Replayed replayProcess(const Process& p)
+{
+    if (!p.windowed) return replayOf(buildRunGraph(p));
+    std::vector<const wire::CallBody*> order;
+    order.reserve(p.calls.size());
+    for (const wire::CallBody& c : p.calls) order.push_back(&c);
+    std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->beginNs < b->beginNs; });
+    const uint64_t end = std::max(p.lastNs, order.back()->endNs);
+    // A stretch starts after its first synchronize (within its first half): work queued before the stretch,
+    // which its graph does not hold, is then done, and no wait in the stretch waits for what it cannot see
+    // (a sync at its start would look like pure waiting, all of it saved by a fix).
+    auto clean = [&](size_t from, size_t to) {
+        for (size_t i = from; i < from + (to - from) / 2; ++i)
+            if (order[i]->category == wire::Category::Sync) return i + 1;
+        return from;
+    };
+    auto stretch = [&](size_t from, size_t to, uint64_t endNs) {
+        std::vector<const wire::CallBody*> part(order.begin() + std::ptrdiff_t(from), order.begin() + std::ptrdiff_t(to));
+        Replayed rp = replayOf(buildRunGraph(p, part, part.front()->beginNs, endNs));
+        for (const wire::CallBody* c : part) ++rp.callsByStack[c->stackId];
+        rp.calls = part.size();
+        return rp;
+    };
+    const size_t first = clean(0, order.size());
+    Replayed rp = stretch(first, order.size(), end);
+    rp.windowOf = &p;
+    const size_t mid = first + (order.size() - first) / 2;
+    if (mid > first && mid < order.size()) {
+        rp.halves.push_back(stretch(first, mid, order[mid]->beginNs));
+        rp.halves.push_back(stretch(clean(mid, order.size()), order.size(), end));
+    }
+    return rp;
+}
+
+uint64_t callsAt(const std::unordered_map<uint32_t, uint64_t>& byStack, const FixScope& scope)
+{
+    uint64_t n = 0;
+    for (uint32_t stack : scope.stacks)
+        if (auto it = byStack.find(stack); it != byStack.end()) n += it->second;
+    return n;
+}
 
 struct Tally {
     uint64_t saving = 0, low = 0, high = 0, wall = 0, fixedWall = 0, changed = 0, kept = 0;
@@ -61,6 +124,9 @@ struct Tally {
     std::string keptWhy, assumption;
     std::vector<std::string> costs;
     bool missing = false;  // a process of the finding was not replayed
+    bool absent = false;   // a process of the finding was replayed on a window that holds none of its calls
+    uint64_t windowCalls = 0, processCalls = 0, findingWindowCalls = 0, findingCalls = 0;
+    uint64_t runWall = 0;  // the longest process's measured wall, whole (a window's saving is the whole run's)
 };
 
 uint64_t savingWith(const Replayed& rp, FixKind kind, const Calibration& cal, const FixScope& scope, FixEffect* fx,
@@ -82,7 +148,14 @@ std::string predictionText(const FindingPrediction& p, const std::string& assump
         ms(p.savingNs), p.fix, ms(p.wallNs), ms(p.fixedWallNs), std::fabs(p.replayErrorPct), p.changed);
     if (p.kept) s += fmt::format(", {} kept ({})", p.kept, p.keptWhy);
     s += ".";
-    if (p.lowNs != p.highNs)
+    if (p.windowCalls)
+        s += fmt::format(" An ESTIMATE extrapolated from a window: the process is past the replay's budget of calls held "
+                         "in memory, so the replay ran on its latest {} of {} calls, which hold {} of the finding's {} "
+                         "calls, and its saving there was scaled by {}/{} (the walls above are the window's); estimate {} to "
+                         "{} (the window's halves extrapolated alone, widened by the window replay's error).",
+                         p.windowCalls, p.processCalls, p.findingWindowCalls, p.findingCalls, p.findingCalls,
+                         p.findingWindowCalls, ms(p.lowNs), ms(p.highNs));
+    else if (p.lowNs != p.highNs)
         s += fmt::format(" It rests on an assumed cost (no sample in the capture): {} to {} over its range.", ms(p.lowNs),
                          ms(p.highNs));
     if (!assumption.empty()) s += " Assumed: " + assumption + ".";
@@ -135,6 +208,7 @@ void predictFindings(Report& r, const Capture& capture)
     for (const Process& p : capture.processes) byPid.emplace(p.pid, &p);
     std::map<uint32_t, Replayed> replayed;
     std::vector<uint32_t> dropped;
+    std::vector<const Process*> windowed;
     uint64_t longestWall = 0;
     for (const ProcessSummary& ps : r.processes) {
         longestWall = std::max(longestWall, ps.wallNs);
@@ -143,12 +217,9 @@ void predictFindings(Report& r, const Capture& capture)
             if (it != byPid.end() && it->second->eventsDropped) dropped.push_back(ps.pid);
             continue;
         }
-        Replayed rp;
-        rp.graph = buildRunGraph(*it->second);
-        rp.cal = calibrate(rp.graph);
-        rp.unchanged = simulate(rp.graph);
-        const uint64_t measured = rp.graph.wallNs();
-        rp.errorPct = measured ? 100.0 * (double(rp.unchanged.wallNs) - double(measured)) / double(measured) : 0;
+        if (it->second->windowed && it->second->calls.size() < 2) continue;
+        Replayed rp = replayProcess(*it->second);
+        if (rp.windowOf) windowed.push_back(rp.windowOf);
         r.criticalPaths.push_back(criticalPathOf(rp));
         replayed.emplace(ps.pid, std::move(rp));
     }
@@ -180,10 +251,35 @@ void predictFindings(Report& r, const Capture& capture)
                 lo = std::min({s, dear, cheap});
                 hi = std::max({s, dear, cheap});
             }
-            t.saving += s;
+            uint64_t saving = s;
+            if (rp.windowOf) {
+                // Replayed on the window of a process past the budget: taken to the whole run by the
+                // finding's calls in the window against the run's, the window's halves giving the spread.
+                const uint64_t inWindow = callsAt(rp.callsByStack, scope);
+                const uint64_t inRun = callsAt(rp.windowOf->callsByStack, scope);
+                std::vector<ReplayedStretch> parts;
+                for (const Replayed& h : rp.halves)
+                    parts.push_back({savingWith(h, *kind, h.cal, scope, nullptr, nullptr), callsAt(h.callsByStack, scope)});
+                const Extrapolation e = extrapolate({s, inWindow}, lo, hi, parts, inRun, rp.errorPct);
+                if (!e.possible) {
+                    t.absent = true;
+                    continue;
+                }
+                saving = e.savingNs;
+                lo = e.lowNs;
+                hi = e.highNs;
+                fx.changed = uint64_t(std::llround(double(fx.changed) * e.scale));
+                fx.kept = uint64_t(std::llround(double(fx.kept) * e.scale));
+                t.windowCalls += rp.calls;
+                t.processCalls += rp.windowOf->callsSeen;
+                t.findingWindowCalls += inWindow;
+                t.findingCalls += inRun;
+            }
+            t.saving += saving;
             t.low += lo;
             t.high += hi;
             t.wall = std::max(t.wall, rp.unchanged.wallNs);
+            t.runWall = std::max(t.runWall, rp.windowOf ? sub(rp.windowOf->lastNs, rp.windowOf->startNs) : rp.unchanged.wallNs);
             t.fixedWall = std::max(t.fixedWall, fixedWall);
             t.changed += fx.changed;
             t.kept += fx.kept;
@@ -193,8 +289,13 @@ void predictFindings(Report& r, const Capture& capture)
             if (std::fabs(rp.errorPct) > std::fabs(t.errorPct)) t.errorPct = rp.errorPct;
             if (t.costs.empty()) t.costs = costsOf(rp.cal, *kind);
         }
+        if (t.absent) {
+            f.message += " None of this finding's calls is in the window of calls the replay kept of a process past its "
+                         "budget (its latest calls), so this saving is the rule's formula, not a prediction.";
+            continue;
+        }
         if (t.missing || !t.processes) continue;
-        if (confirmedByReplayOnly(f.rule) && (!t.changed || double(t.saving) < kConfirmedShare * double(t.wall))) {
+        if (confirmedByReplayOnly(f.rule) && (!t.changed || double(t.saving) < kConfirmedShare * double(t.runWall))) {
             unconfirmed.push_back(&f);
             continue;
         }
@@ -250,11 +351,19 @@ void predictFindings(Report& r, const Capture& capture)
         p.replayErrorPct = t.errorPct;
         p.costs = t.costs;
         p.processes = t.processes;
+        p.windowCalls = t.windowCalls;
+        p.processCalls = t.processCalls;
+        p.findingWindowCalls = t.findingWindowCalls;
+        p.findingCalls = t.findingCalls;
         f.estimatedSavingsNs = p.savingNs;
         f.severity = findingSeverity(p.savingNs, longestWall);
         f.message += predictionText(p, t.assumption);
         f.evidence.push_back({"formula_saving_ns", double(p.formulaNs)});
         f.evidence.push_back({"replay_error_pct", std::round(p.replayErrorPct * 10) / 10});
+        if (p.windowCalls) {
+            f.evidence.push_back({"window_calls", double(p.windowCalls)});
+            f.evidence.push_back({"process_calls", double(p.processCalls)});
+        }
         if (p.lowNs != p.highNs) {
             f.evidence.push_back({"predicted_low_ns", double(p.lowNs)});
             f.evidence.push_back({"predicted_high_ns", double(p.highNs)});
@@ -267,7 +376,7 @@ void predictFindings(Report& r, const Capture& capture)
                                         return std::find(unconfirmed.begin(), unconfirmed.end(), &f) != unconfirmed.end();
                                     }),
                      r.findings.end());
-    if (!predicted && dropped.empty()) return;
+    if (!predicted && dropped.empty() && windowed.empty()) return;
 
     rankFindings(r.findings);
     if (predicted)
@@ -275,6 +384,18 @@ void predictFindings(Report& r, const Capture& capture)
                                       "dependency graph with the fix applied to the finding's calls (gpuspy whatif "
                                       "shows the replay); replayed unchanged, it is within {:.1f}% of the measured wall",
                                       worstError));
+    if (!windowed.empty()) {
+        std::string pids;
+        for (size_t i = 0; i < windowed.size() && i < 8; ++i)
+            pids += fmt::format("{}{} ({} of {} calls)", i ? ", " : "", windowed[i]->pid, windowed[i]->calls.size(),
+                                windowed[i]->callsSeen);
+        if (windowed.size() > 8) pids += fmt::format(" and {} more", windowed.size() - 8);
+        r.notes.push_back("pid(s) " + pids +
+                          " are past the replay's budget of calls held in memory: each was replayed on a window of its "
+                          "latest calls, its critical path is the window's, and its findings' savings are estimates "
+                          "extrapolated from the window by their calls' share of it, with an interval; gpuspy whatif "
+                          "--process PID replays one whole");
+    }
     if (!dropped.empty()) {
         std::string pids;
         for (size_t i = 0; i < dropped.size() && i < 8; ++i) pids += fmt::format("{}{}", i ? ", " : "", dropped[i]);

@@ -206,18 +206,23 @@ std::string threadName(const Thread& t)
 
 RunGraph buildRunGraph(const Process& p)
 {
-    RunGraph g;
-    g.pid = p.pid;
-    g.command = p.command;
-    g.startNs = p.startNs;
-    g.endNs = std::max(p.lastNs, p.startNs);
-
     std::vector<const wire::CallBody*> order;
     order.reserve(p.calls.size());
     for (const wire::CallBody& c : p.calls) order.push_back(&c);
     auto byBegin = [](auto* a, auto* b) { return a->beginNs < b->beginNs; };
     if (!std::is_sorted(order.begin(), order.end(), byBegin)) std::stable_sort(order.begin(), order.end(), byBegin);
-    g.calls.reserve(p.calls.size());
+    return buildRunGraph(p, order, p.startNs, std::max(p.lastNs, p.startNs));
+}
+
+RunGraph buildRunGraph(const Process& p, const std::vector<const wire::CallBody*>& order, uint64_t startNs,
+                       uint64_t endNs)
+{
+    RunGraph g;
+    g.pid = p.pid;
+    g.command = p.command;
+    g.startNs = startNs;
+    g.endNs = std::max(endNs, startNs);
+    g.calls.reserve(order.size());
     g.ops.reserve(p.spans.size());
 
     std::unordered_map<uint64_t, PlacedWork> work;  // by call seq

@@ -150,6 +150,11 @@ struct RunGraph {
 // The graph of a process held in memory (every call and span). Calls that failed or were captured into a
 // graph queue no work; calls of no device are kept with their host time.
 RunGraph buildRunGraph(const Process& p);
+// The graph of a stretch of its calls (a window of a process past the reader's budget, or a part of one):
+// `calls` in host time order, the run's wall taken from startNs to endNs. State from before the stretch
+// (events recorded, streams made, work queued) is not in it: a wait on such an event waits for nothing.
+RunGraph buildRunGraph(const Process& p, const std::vector<const wire::CallBody*>& calls, uint64_t startNs,
+                       uint64_t endNs);
 
 std::string streamName(const Stream& s);
 std::string threadName(const Thread& t);  // "tid 12 (main)"

@@ -107,8 +107,11 @@
 //              spin-wait) overlaps[rule] (findings on some of the same calls: savings that do not add) |
 //              prediction{basis ("replay") fix saving_ns low_ns high_ns
 //              formula_saving_ns formula_bound wall_ns fixed_wall_ns calls_changed calls_kept kept_because
-//              replay_error_pct processes costs[]} (where the replay predicted the saving, which is then
-//              estimated_savings_ns: collector/replay/predict.h)
+//              replay_error_pct processes costs[] | window{extrapolated (true) calls process_calls
+//              finding_calls_in_window finding_calls}} (where the replay predicted the saving, which is then
+//              estimated_savings_ns: collector/replay/predict.h; `window` where a process past the replay's
+//              budget was replayed on a window of its latest calls and the saving extrapolated, an
+//              estimate whose interval is low_ns..high_ns)
 //   critical_path [{pid wall_ns (the replay's, unchanged) replay_error_pct parts[{kind (host device latency)
 //              what ns tid | device stream per_thread (device, latency)}] (the stretches of the run's critical
 //              path summed per thread, stream, submission latency, largest first) off_path[{tid thread end_ns
@@ -400,6 +403,12 @@ nlohmann::ordered_json reportJson(const Report& r)
                                      {"calls_kept", p.kept}, {"kept_because", p.keptWhy},
                                      {"replay_error_pct", p.replayErrorPct}, {"processes", p.processes},
                                      {"costs", strings(p.costs)}};
+        if (!p.fix.empty() && p.windowCalls)
+            row["prediction"]["window"] = Json{{"extrapolated", true},
+                                               {"calls", p.windowCalls},
+                                               {"process_calls", p.processCalls},
+                                               {"finding_calls_in_window", p.findingWindowCalls},
+                                               {"finding_calls", p.findingCalls}};
         findings.push_back(std::move(row));
     }
 

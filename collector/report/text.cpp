@@ -93,7 +93,11 @@ void findings(std::string& out, const Report& r, const Style& st, bool verbose)
         std::string line = head + severityText(st, f.severity) + " " + st.bold() + f.rule + st.reset();
         if (f.estimatedSavingsNs)
             line += std::string(f.savingsBound == "at_most" ? "  at most " : f.savingsBound == "at_least" ? "  at least " : "  ~") +
-                    formatNs(f.estimatedSavingsNs) + " to save" + (f.prediction.fix.empty() ? "" : " (predicted)");
+                    formatNs(f.estimatedSavingsNs) + " to save" +
+                    (f.prediction.fix.empty()       ? ""
+                     : f.prediction.windowCalls ? " (estimated: " + formatNs(f.prediction.lowNs) + " to " +
+                                                      formatNs(f.prediction.highNs) + ", extrapolated from a window)"
+                                                : " (predicted)");
         if (f.hostCpuSavingsNs) line += "  ~" + formatNs(f.hostCpuSavingsNs) + " of host CPU to free (not wall time)";
         out += wrap(line, " ", "     ");
         out += wrap(f.message, "     ");

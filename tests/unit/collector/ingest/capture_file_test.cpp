@@ -516,3 +516,50 @@ TEST(CollectorCaptureFile, OutsideProcessesAndAMergedCaptureRoundTrip)
     EXPECT_FALSE(r.outside[1].merged);
     EXPECT_TRUE(r.outside[1].capturePath.empty());
 }
+
+TEST(CollectorCaptureFile, PastTheBudgetAWindowOfTheLatestCallsIsKept)
+{
+    // One process of 100 launches (stacks 1, 2, 3 in turn) with a span each, a budget of 40 and windows
+    // on: the process keeps a window of its latest calls, between 20 and 40 of them, contiguous and ending
+    // at the last call, only their spans, and counts every call by stack.
+    TempDir dir;
+    StreamBuilder s(12);
+    s.api(1, "cuLaunchKernel", wire::Category::Launch).kernel(1, "_Z1kv");
+    const int n = 100;
+    uint64_t t = 1000000;
+    for (int i = 1; i <= n; ++i) {
+        s.launch(uint64_t(i), 1, 1, t, t + 3000, 1 + uint32_t(i % 3));
+        s.span(uint64_t(i), t + 5000, t + 9000);
+        t += 10000;
+    }
+    s.end(t, s.records + 1);
+    Capture c;
+    c.processes.push_back(ingestStream(s.bytes.data(), s.bytes.size()));
+    writeCapture(dir.file("w.gspy"), c, {s.bytes}, false);
+    ReadOptions opt;
+    opt.keepCallsUpTo = 40;
+    opt.windowPastBudget = true;
+    const Capture r = readCapture(dir.file("w.gspy"), opt);
+    ASSERT_EQ(r.processes.size(), 1u);
+    const Process& p = r.processes[0];
+    EXPECT_TRUE(p.windowed);
+    EXPECT_FALSE(p.eventsDropped);
+    EXPECT_EQ(p.callsSeen, uint64_t(n));
+    ASSERT_GE(p.calls.size(), 20u);
+    ASSERT_LE(p.calls.size(), 40u);
+    EXPECT_EQ(p.calls.back().seq, uint64_t(n)) << "the window ends at the last call";
+    for (size_t i = 1; i < p.calls.size(); ++i) EXPECT_EQ(p.calls[i].seq, p.calls[i - 1].seq + 1) << "contiguous";
+    EXPECT_EQ(p.spans.size(), p.calls.size()) << "the spans of the window's calls only";
+    for (const wire::GpuSpanBody& sp : p.spans) EXPECT_GE(sp.seq, p.calls.front().seq);
+    uint64_t byStack = 0;
+    for (uint32_t stack = 1; stack <= 3; ++stack) {
+        EXPECT_EQ(p.callsByStack.at(stack), uint64_t(stack == 2 ? 34 : 33)) << "stack " << stack;
+        byStack += p.callsByStack.at(stack);
+    }
+    EXPECT_EQ(byStack, uint64_t(n));
+    // Without windows the same read keeps nothing of the process, as before.
+    opt.windowPastBudget = false;
+    const Capture none = readCapture(dir.file("w.gspy"), opt);
+    EXPECT_TRUE(none.processes[0].eventsDropped);
+    EXPECT_TRUE(none.processes[0].calls.empty());
+}

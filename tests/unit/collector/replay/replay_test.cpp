@@ -405,6 +405,115 @@ TEST(Predict, ALaunchBoundThreadOffTheCriticalPathIsPredictedToSaveNothing)
     EXPECT_NEAR(f->prediction.replayErrorPct, 0.0, 1e-9);
 }
 
+// A process past the reader's budget keeps a window of its latest calls (Process::windowed): the replay runs
+// on the window and the finding's saving is taken to the whole run by its calls' share of the window. A
+// 40-step sync loop (launch at stack 1, sync at stack 2), its window the last 10 steps: the extrapolated
+// saving is the whole run's replayed saving within 10%, and its interval holds it.
+Proc longSyncLoop()
+{
+    Proc pr;
+    uint64_t t = 1000;
+    for (int i = 0; i < 40; ++i) {
+        pr.launch(7, t, t + 5000, t + 6000, t + 106000);
+        pr.p.calls.back().stackId = 1;
+        pr.sync(7, t + 5100, t + 107000);
+        pr.p.calls.back().stackId = 2;
+        t += 107000 + 50000;
+    }
+    pr.p.lastNs = t + 20000;
+    pr.p.kernels[1] = "_Z4stepv";
+    pr.p.ended = true;
+    return pr;
+}
+
+// `p` as a reader past its budget keeps it: its last `keep` calls and their spans, every call counted by stack.
+Process windowOf(const Process& whole, size_t keep)
+{
+    Process p = whole;
+    p.windowed = true;
+    p.callsSeen = whole.calls.size();
+    for (const wire::CallBody& c : whole.calls) ++p.callsByStack[c.stackId];
+    p.calls.erase(p.calls.begin(), p.calls.end() - std::ptrdiff_t(keep));
+    const uint64_t first = p.calls.front().seq;
+    p.spans.erase(std::remove_if(p.spans.begin(), p.spans.end(), [&](const wire::GpuSpanBody& s) { return s.seq < first; }),
+                  p.spans.end());
+    return p;
+}
+
+const Finding* ruleOf(const Report& r, const std::string& rule)
+{
+    for (const Finding& f : r.findings)
+        if (f.rule == rule) return &f;
+    return nullptr;
+}
+
+TEST(Predict, AProcessPastTheBudgetIsReplayedOnItsWindowAndItsSavingExtrapolated)
+{
+    const Proc pr = longSyncLoop();
+    Capture whole;
+    whole.processes.push_back(pr.p);
+    Report full = analyze(whole, {});
+    ASSERT_NE(ruleOf(full, "sync-in-loop"), nullptr) << "the rule fires on the loop";
+    Report windowed = full;  // the streaming analysis saw every call either way
+    predictFindings(full, whole);
+    const Finding* f = ruleOf(full, "sync-in-loop");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(f->prediction.fix, "fewer-syncs");
+    EXPECT_EQ(f->prediction.windowCalls, 0u) << "held whole, no window";
+    const uint64_t truth = f->prediction.savingNs;
+    ASSERT_GT(truth, 1'000'000u);
+
+    Capture past;
+    past.processes.push_back(windowOf(pr.p, 20));
+    predictFindings(windowed, past);
+    const Finding* w = ruleOf(windowed, "sync-in-loop");
+    ASSERT_NE(w, nullptr);
+    const FindingPrediction& p = w->prediction;
+    ASSERT_EQ(p.fix, "fewer-syncs");
+    EXPECT_EQ(p.windowCalls, 18u) << "the window's 20 calls from after its first synchronize";
+    EXPECT_EQ(p.processCalls, 80u);
+    EXPECT_EQ(p.findingWindowCalls, 9u) << "the syncs of the window's last 9 steps";
+    EXPECT_EQ(p.findingCalls, 40u);
+    EXPECT_NEAR(double(p.savingNs), double(truth), 0.1 * double(truth)) << "window " << p.savingNs << " whole " << truth;
+    EXPECT_LE(p.lowNs, truth);
+    EXPECT_GE(p.highNs, truth);
+    EXPECT_LE(p.lowNs, p.savingNs);
+    EXPECT_GE(p.highNs, p.savingNs);
+    EXPECT_EQ(w->estimatedSavingsNs, p.savingNs);
+    EXPECT_NE(w->message.find("ESTIMATE extrapolated from a window"), std::string::npos) << w->message;
+    EXPECT_NE(w->message.find("latest 18 of 80 calls"), std::string::npos) << w->message;
+    bool noted = false;
+    for (const std::string& n : windowed.notes) noted = noted || n.find("42 (20 of 80 calls)") != std::string::npos;
+    EXPECT_TRUE(noted);
+}
+
+TEST(Predict, AFindingWithNoCallsInTheWindowKeepsItsFormula)
+{
+    // The window holds only calls of another stack (a tail loop at stack 3): the finding's saving stays
+    // the rule's formula, and its message says why.
+    Proc pr = longSyncLoop();
+    uint64_t t = pr.p.lastNs;
+    for (int i = 0; i < 10; ++i, t += 20000) {
+        pr.launch(7, t, t + 5000, t + 6000, t + 16000);
+        pr.p.calls.back().stackId = 3;
+    }
+    pr.p.lastNs = t;
+    Capture whole;
+    whole.processes.push_back(pr.p);
+    Report r = analyze(whole, {});
+    const Finding* before = ruleOf(r, "sync-in-loop");
+    ASSERT_NE(before, nullptr);
+    const uint64_t formula = before->estimatedSavingsNs;
+    Capture past;
+    past.processes.push_back(windowOf(pr.p, 10));
+    predictFindings(r, past);
+    const Finding* f = ruleOf(r, "sync-in-loop");
+    ASSERT_NE(f, nullptr);
+    EXPECT_TRUE(f->prediction.fix.empty());
+    EXPECT_EQ(f->estimatedSavingsNs, formula);
+    EXPECT_NE(f->message.find("None of this finding's calls is in the window"), std::string::npos) << f->message;
+}
+
 TEST(Fixes, NamesRoundTrip)
 {
     for (const FixInfo& f : allFixes()) {

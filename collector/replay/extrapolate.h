@@ -1,0 +1,33 @@
+// collector/replay/extrapolate.h: a saving replayed on a window of a process's calls (a process past the
+// reader's budget keeps its latest calls only, Process::windowed) taken to the whole run, by how many of
+// the finding's calls fall in the window against the run, with an interval. Pure.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace gpuspy::collect::replay {
+
+// A stretch of the run that was replayed: the saving the fix brought there and the finding's calls in it.
+struct ReplayedStretch {
+    uint64_t savingNs = 0;
+    uint64_t findingCalls = 0;
+};
+
+struct Extrapolation {
+    bool possible = false;  // false: none of the finding's calls is in the window (the formula stands)
+    double scale = 0;       // run's finding calls / window's
+    uint64_t savingNs = 0, lowNs = 0, highNs = 0;
+};
+
+// `window`: the whole window's saving (lowNs..highNs: its range over an assumed cost, both savingNs where
+// none); `parts`: the same saving replayed on each part of the window (its halves), each extrapolated on
+// its own; `findingCallsInRun`: the finding's calls in the whole process (counted while streaming). The
+// estimate is the window's saving times runCalls / windowCalls; the interval spans that over the assumed
+// cost's range and every part's own extrapolation, made as wide below the estimate as above it and the
+// other way round (a part saves less at its edges, so its extrapolation errs one way only), widened by the
+// window replay's error against the measured window (replayErrorPct, as a share of the saving).
+Extrapolation extrapolate(const ReplayedStretch& window, uint64_t lowNs, uint64_t highNs,
+                          const std::vector<ReplayedStretch>& parts, uint64_t findingCallsInRun, double replayErrorPct);
+
+}  // namespace gpuspy::collect::replay
