@@ -339,6 +339,7 @@ struct FindingPrediction {
     // (summed over such processes; 0: none was), the finding's calls in the window and in the run; lowNs and
     // highNs then also span the window's halves' extrapolations and the window replay's error.
     uint64_t windowCalls = 0, processCalls = 0, findingWindowCalls = 0, findingCalls = 0;
+    uint64_t findingWindowNs = 0, findingNs = 0;  // the finding's calls' host time in the window, in the run
 };
 
 struct Finding {

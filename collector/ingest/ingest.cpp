@@ -284,7 +284,9 @@ void StreamIngest::onRecord(const wire::RecordView& in)
         ++m_calls;
         if (m_budget) {
             ++m_process.callsSeen;
-            ++m_process.callsByStack[v.as<wire::CallBody>().stackId];
+            const wire::CallBody& c = v.as<wire::CallBody>();
+            ++m_process.callsByStack[c.stackId];
+            m_process.nsByStack[c.stackId] += c.endNs > c.beginNs ? c.endNs - c.beginNs : 0;
         }
     }
     if (m_windowCap && v.type == wire::RecordType::Call && m_process.calls.size() >= m_windowCap) trimWindow();

@@ -116,6 +116,7 @@ struct Process {
     bool windowed = false;
     uint64_t callsSeen = 0;
     std::unordered_map<uint32_t, uint64_t> callsByStack;
+    std::unordered_map<uint32_t, uint64_t> nsByStack;  // and their host time (end - begin), by stack id
     wire::EndBody end{};
     std::string streamError;     // why the stream was cut short, with its offset; empty if it was not
 

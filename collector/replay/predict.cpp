@@ -59,7 +59,7 @@ struct Replayed {
     // `process` the whole run's.
     const Process* windowOf = nullptr;
     std::vector<Replayed> halves;
-    std::unordered_map<uint32_t, uint64_t> callsByStack;
+    std::unordered_map<uint32_t, uint64_t> callsByStack, nsByStack;
     uint64_t calls = 0;
 };
 
@@ -94,7 +94,10 @@ Replayed replayProcess(const Process& p)
     auto stretch = [&](size_t from, size_t to, uint64_t endNs) {
         std::vector<const wire::CallBody*> part(order.begin() + std::ptrdiff_t(from), order.begin() + std::ptrdiff_t(to));
         Replayed rp = replayOf(buildRunGraph(p, part, part.front()->beginNs, endNs));
-        for (const wire::CallBody* c : part) ++rp.callsByStack[c->stackId];
+        for (const wire::CallBody* c : part) {
+            ++rp.callsByStack[c->stackId];
+            rp.nsByStack[c->stackId] += c->endNs > c->beginNs ? c->endNs - c->beginNs : 0;
+        }
         rp.calls = part.size();
         return rp;
     };
@@ -125,7 +128,7 @@ struct Tally {
     std::vector<std::string> costs;
     bool missing = false;  // a process of the finding was not replayed
     bool absent = false;   // a process of the finding was replayed on a window that holds none of its calls
-    uint64_t windowCalls = 0, processCalls = 0, findingWindowCalls = 0, findingCalls = 0;
+    uint64_t windowCalls = 0, processCalls = 0, findingWindowCalls = 0, findingCalls = 0, findingWindowNs = 0, findingNs = 0;
     uint64_t runWall = 0;  // the longest process's measured wall, whole (a window's saving is the whole run's)
 };
 
@@ -151,10 +154,12 @@ std::string predictionText(const FindingPrediction& p, const std::string& assump
     if (p.windowCalls)
         s += fmt::format(" An ESTIMATE extrapolated from a window: the process is past the replay's budget of calls held "
                          "in memory, so the replay ran on its latest {} of {} calls, which hold {} of the finding's {} "
-                         "calls, and its saving there was scaled by {}/{} (the walls above are the window's); estimate {} to "
-                         "{} (the window's halves extrapolated alone, widened by the window replay's error).",
-                         p.windowCalls, p.processCalls, p.findingWindowCalls, p.findingCalls, p.findingCalls,
-                         p.findingWindowCalls, ms(p.lowNs), ms(p.highNs));
+                         "calls, and its saving there was scaled by their host time in the run over the window's ({} / {}; the "
+                         "walls above are the window's); estimate {} to {} (scaled by their count instead, the window's "
+                         "halves extrapolated alone, corrected for the window's edges, widened by the window replay's "
+                         "error).",
+                         p.windowCalls, p.processCalls, p.findingWindowCalls, p.findingCalls, ms(p.findingNs),
+                         ms(p.findingWindowNs), ms(p.lowNs), ms(p.highNs));
     else if (p.lowNs != p.highNs)
         s += fmt::format(" It rests on an assumed cost (no sample in the capture): {} to {} over its range.", ms(p.lowNs),
                          ms(p.highNs));
@@ -257,10 +262,13 @@ void predictFindings(Report& r, const Capture& capture)
                 // finding's calls in the window against the run's, the window's halves giving the spread.
                 const uint64_t inWindow = callsAt(rp.callsByStack, scope);
                 const uint64_t inRun = callsAt(rp.windowOf->callsByStack, scope);
+                const uint64_t nsInWindow = callsAt(rp.nsByStack, scope);
+                const uint64_t nsInRun = callsAt(rp.windowOf->nsByStack, scope);
                 std::vector<ReplayedStretch> parts;
                 for (const Replayed& h : rp.halves)
-                    parts.push_back({savingWith(h, *kind, h.cal, scope, nullptr, nullptr), callsAt(h.callsByStack, scope)});
-                const Extrapolation e = extrapolate({s, inWindow}, lo, hi, parts, inRun, rp.errorPct);
+                    parts.push_back({savingWith(h, *kind, h.cal, scope, nullptr, nullptr), callsAt(h.callsByStack, scope),
+                                     callsAt(h.nsByStack, scope)});
+                const Extrapolation e = extrapolate({s, inWindow, nsInWindow}, lo, hi, parts, inRun, nsInRun, rp.errorPct);
                 if (!e.possible) {
                     t.absent = true;
                     continue;
@@ -274,6 +282,8 @@ void predictFindings(Report& r, const Capture& capture)
                 t.processCalls += rp.windowOf->callsSeen;
                 t.findingWindowCalls += inWindow;
                 t.findingCalls += inRun;
+                t.findingWindowNs += nsInWindow;
+                t.findingNs += nsInRun;
             }
             t.saving += saving;
             t.low += lo;
@@ -355,6 +365,8 @@ void predictFindings(Report& r, const Capture& capture)
         p.processCalls = t.processCalls;
         p.findingWindowCalls = t.findingWindowCalls;
         p.findingCalls = t.findingCalls;
+        p.findingWindowNs = t.findingWindowNs;
+        p.findingNs = t.findingNs;
         f.estimatedSavingsNs = p.savingNs;
         f.severity = findingSeverity(p.savingNs, longestWall);
         f.message += predictionText(p, t.assumption);

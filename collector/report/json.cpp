@@ -108,7 +108,7 @@
 //              prediction{basis ("replay") fix saving_ns low_ns high_ns
 //              formula_saving_ns formula_bound wall_ns fixed_wall_ns calls_changed calls_kept kept_because
 //              replay_error_pct processes costs[] | window{extrapolated (true) calls process_calls
-//              finding_calls_in_window finding_calls}} (where the replay predicted the saving, which is then
+//              finding_calls_in_window finding_calls finding_ns_in_window finding_ns}} (where the replay predicted the saving, which is then
 //              estimated_savings_ns: collector/replay/predict.h; `window` where a process past the replay's
 //              budget was replayed on a window of its latest calls and the saving extrapolated, an
 //              estimate whose interval is low_ns..high_ns)
@@ -408,7 +408,9 @@ nlohmann::ordered_json reportJson(const Report& r)
                                                {"calls", p.windowCalls},
                                                {"process_calls", p.processCalls},
                                                {"finding_calls_in_window", p.findingWindowCalls},
-                                               {"finding_calls", p.findingCalls}};
+                                               {"finding_calls", p.findingCalls},
+                                               {"finding_ns_in_window", p.findingWindowNs},
+                                               {"finding_ns", p.findingNs}};
         findings.push_back(std::move(row));
     }
 
