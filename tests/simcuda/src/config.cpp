@@ -102,6 +102,9 @@ Config* load()
 {
     auto* c = new Config;  // never destroyed: cudart calls the driver from its exit handlers
     if (const char* e = getenv("SIMCUDA_DEVICES")) c->devices = std::max(1, std::min(16, atoi(e)));
+    const char* visible = getenv("CUDA_VISIBLE_DEVICES");
+    c->visibleSet = visible != nullptr;
+    c->visible = parseVisibleDevices(visible, c->devices);
     if (const char* e = getenv("SIMCUDA_LAUNCH_LATENCY_NS")) c->launchLatency = atoll(e);
     if (const char* e = getenv("SIMCUDA_GRAPH_NODE_NS")) c->graphNodeCost = atoll(e);
     if (const char* e = getenv("SIMCUDA_NCCL_RANKS")) c->ncclRanks = atoi(e);

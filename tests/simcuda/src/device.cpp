@@ -25,13 +25,13 @@ std::vector<Device*>& devices()
     // Never destroyed: cudart calls the driver from its exit handlers, after static destructors ran.
     static auto* v = [] {
         auto* d = new std::vector<Device*>;
-        for (int i = 0; i < config().devices; ++i) {
+        const std::vector<int>& visible = config().visible;
+        for (size_t i = 0; i < visible.size(); ++i) {
             auto* dev = new Device;
-            dev->ordinal = i;
-            const unsigned char uuid[16] = {0x5c, 0x1d, 0xc0, 0xda, 'g', 'p', 'u', 's', 'p', 'y', 0, 0, 0, 0, 0x13,
-                                            static_cast<unsigned char>(i)};
-            memcpy(dev->uuid.bytes, uuid, 16);
-            dev->pciBus = 0x41 + i;
+            dev->ordinal = static_cast<int>(i);
+            dev->physical = visible[i];
+            dev->uuid = physicalUuid(dev->physical);
+            dev->pciBus = 0x41 + dev->physical;
             d->push_back(dev);
         }
         return d;
@@ -133,6 +133,13 @@ CUresult deviceUuid(CUuuid* u, CUdevice d)
 bool initialized() { return g_initialized.load(); }
 int deviceCount() { return static_cast<int>(devices().size()); }
 Device* device(int ordinal) { return ordinal >= 0 && ordinal < deviceCount() ? devices()[ordinal] : nullptr; }
+int physicalDevice(int ordinal) { return device(ordinal) ? device(ordinal)->physical : ordinal; }
+int visibleOrdinal(int physical)
+{
+    for (int i = 0; i < deviceCount(); ++i)
+        if (devices()[size_t(i)]->physical == physical) return i;
+    return -1;
+}
 
 Context* primaryContext(int ordinal)
 {
@@ -242,6 +249,9 @@ SIM_EXPORT CUresult cuInit(unsigned int flags)
 {
     SIM_API(cuInit);
     if (flags != 0) return scope.ret(CUDA_ERROR_INVALID_VALUE);
+    // No device visible (CUDA_VISIBLE_DEVICES empty or starting with an invalid entry): as the real driver,
+    // cuInit fails and the driver stays uninitialised (cudart reports cudaErrorNoDevice).
+    if (deviceCount() == 0) return scope.ret(CUDA_ERROR_NO_DEVICE);
     g_initialized = true;
     return scope.ret(CUDA_SUCCESS);
 }
@@ -278,7 +288,7 @@ SIM_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice d)
     SIM_API(cuDeviceGetName);
     if (!name || len <= 0) return scope.ret(CUDA_ERROR_INVALID_VALUE);
     if (!validDevice(d)) return scope.ret(CUDA_ERROR_INVALID_DEVICE);
-    snprintf(name, static_cast<size_t>(len), "gpuspy simulated GPU %d", d);
+    snprintf(name, static_cast<size_t>(len), "gpuspy simulated GPU %d", device(d)->physical);
     return scope.ret(CUDA_SUCCESS);
 }
 

@@ -33,7 +33,7 @@ struct Handle {  // laid out in CUipcMemHandle's 64 bytes
     char magic[8];
     int32_t pid;
     int32_t fd;
-    int32_t dev;
+    int32_t dev;  // physical device
     int32_t unused;
     uint64_t bytes;   // the allocation's size
     uint64_t mapped;  // whole pages
@@ -68,7 +68,7 @@ CUresult share(uintptr_t base, const Range& r, Export* out)
 {
     const size_t mapped = (r.size + kPageBytes - 1) & ~(kPageBytes - 1);
     char name[32];
-    snprintf(name, sizeof name, "simcuda-ipc-dev%d", r.dev);
+    snprintf(name, sizeof name, "simcuda-ipc-dev%d", physicalDevice(r.dev));
     const int fd = memfd_create(name, MFD_CLOEXEC);
     if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
     struct stat st;
@@ -118,7 +118,9 @@ CUresult openHandle(CUdeviceptr* p, const CUipcMemHandle& raw, unsigned flags)
     close(fd);
     if (m == MAP_FAILED) return CUDA_ERROR_MAP_FAILED;
     const uintptr_t at = reinterpret_cast<uintptr_t>(m);
-    addSharedRange(at, h.bytes, h.dev, ctx);
+    // The exporter's GPU by the ordinal this process has for it; one it does not see: the opening context's.
+    const int dev = visibleOrdinal(h.dev);
+    addSharedRange(at, h.bytes, dev >= 0 ? dev : ctx->dev, ctx);
     imports()[at] = Import{key, h.mapped, 1};
     *p = at;
     return CUDA_SUCCESS;
@@ -162,7 +164,7 @@ SIM_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle* out, CUdeviceptr p)
     memcpy(h.magic, kMagic, sizeof kMagic);
     h.pid = getpid();
     h.fd = it->second.fd;
-    h.dev = r.dev;
+    h.dev = physicalDevice(r.dev);  // the GPU, not this process's ordinal for it (CUDA_VISIBLE_DEVICES)
     h.bytes = r.size;
     h.mapped = it->second.mapped;
     h.ino = it->second.ino;

@@ -41,10 +41,13 @@ struct CallRule {
     long long value;  // the CUresult to return (FAIL), the ns to hold the thread up (STALL), the signal (SIGNAL)
 };
 struct Config {
-    int devices = 1;
+    int devices = 1;  // physical devices (SIMCUDA_DEVICES)
+    // The physical ordinals this process sees, in visible order (CUDA_VISIBLE_DEVICES; visible_devices.cpp).
+    std::vector<int> visible;
+    bool visibleSet = false;  // CUDA_VISIBLE_DEVICES was set (the trace then names each line's physical device)
     Ns launchLatency = 2000;
     Ns graphNodeCost = 0;  // host time cuGraphLaunch spends per node (SIMCUDA_GRAPH_NODE_NS)
-    int ncclRanks = 0;     // NCCL's kernels couple across devices 0..N-1 (SIMCUDA_NCCL_RANKS; collectives.cpp)
+    int ncclRanks = 0;     // NCCL's kernels couple across physical devices 0..N-1 (SIMCUDA_NCCL_RANKS; collectives.cpp)
     std::string ncclJob;   // ...across the processes of this job (SIMCUDA_NCCL_JOB; collectives.cpp)
     Ns kernelDefault = 5000;
     std::vector<KernelRule> kernelRules;
@@ -232,7 +235,8 @@ struct Context {
 };
 
 struct Device {
-    int ordinal = 0;
+    int ordinal = 0;   // as the process sees it (CUDA_VISIBLE_DEVICES renumbers)
+    int physical = 0;  // which SIMCUDA_DEVICES device it is: its UUID, PCI bus, name, NCCL coupling
     Context* primary = nullptr;
     unsigned primaryFlags = 0;
     int primaryRefs = 0;
@@ -257,6 +261,13 @@ extern const int kDriverVersion;
 bool initialized();
 int deviceCount();
 Device* device(int ordinal);
+int physicalDevice(int ordinal);     // the visible ordinal's physical device (the ordinal itself if out of range)
+int visibleOrdinal(int physical);    // the physical device's visible ordinal, -1 if this process does not see it
+// CUDA_VISIBLE_DEVICES (visible_devices.cpp): the physical ordinals listed, up to the first invalid entry;
+// value NULL (unset): all of them.
+std::vector<int> parseVisibleDevices(const char* value, int physicalCount);
+CUuuid physicalUuid(int physical);
+std::string uuidText(const CUuuid& u);  // GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx
 int deviceAttribute(CUdevice_attribute a, int ordinal);
 // The calling thread's current context if it is usable, else nullptr; noContextError() then says why:
 // CUDA_ERROR_CONTEXT_IS_DESTROYED if it was destroyed (by any thread), else CUDA_ERROR_INVALID_CONTEXT.

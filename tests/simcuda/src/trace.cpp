@@ -130,6 +130,18 @@ pid_t threadId()
     return t_tid;
 }
 
+namespace {
+
+// With CUDA_VISIBLE_DEVICES set, a line's "dev" is the ordinal the process used (what a profiler in it sees) and
+// "pdev" names the physical device behind it (its UUID's and PCI bus's SIMCUDA_DEVICES index).
+std::string physicalKey(int dev)
+{
+    if (!config().visibleSet) return "";
+    return ",\"pdev\":" + std::to_string(physicalDevice(dev));
+}
+
+}  // namespace
+
 void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, unsigned long long streamId, Ns submit,
              Ns start, Ns end, bool graph, pid_t tid)
 {
@@ -173,7 +185,7 @@ void traceOp(const Op& op, const char* api, int dev, unsigned long long ctxId, u
         line += tail;
         break;
     }
-    line += "}\n";
+    line += physicalKey(dev) + "}\n";
     emit(line.data(), static_cast<int>(line.size()), t0);
 }
 
@@ -184,9 +196,9 @@ void traceGraphEvent(const Op& op, const char* api, int dev, unsigned long long 
     char buf[512];
     const int n = snprintf(buf, sizeof buf,
                            "{\"type\":\"graph_event\",\"node\":\"%s\",\"pid\":%d,\"tid\":%d,\"api\":\"%s\",\"dev\":%d,"
-                           "\"stream\":%llu,\"at\":%lld}\n",
+                           "\"stream\":%llu,\"at\":%lld%s}\n",
                            op.kind == OpKind::EventRecord ? "record" : "wait", processId(), threadId(), api, dev, streamId,
-                           static_cast<long long>(at));
+                           static_cast<long long>(at), physicalKey(dev).c_str());
     emit(buf, n, t0);
 }
 
@@ -197,9 +209,9 @@ void traceWait(const char* api, int dev, Ns start, Ns end, WaitReason reason)
     char buf[512];
     const int n = snprintf(buf, sizeof buf,
                            "{\"type\":\"wait\",\"pid\":%d,\"tid\":%d,\"api\":\"%s\",\"dev\":%d,\"start\":%lld,\"end\":%lld,"
-                           "\"reason\":\"%s\"}\n",
+                           "\"reason\":\"%s\"%s}\n",
                            processId(), threadId(), api, dev, static_cast<long long>(start), static_cast<long long>(end),
-                           reasonName(reason));
+                           reasonName(reason), physicalKey(dev).c_str());
     emit(buf, std::min(n, static_cast<int>(sizeof buf) - 1), t0);
 }
 
