@@ -1,7 +1,8 @@
 // nccl_tp: one rank of a tensor-parallel job, one process per GPU as vLLM/SGLang run their workers, joined by
 // NCCL (ncclGetUniqueId on rank 0, shared with the others, ncclCommInitRank). Started by tp_launch, which sets
 // RANK, LOCAL_RANK and WORLD_SIZE as torchrun does and passes the id: rank 0 writes it to the descriptor in
-// TP_ID_OUT_FD, every other rank reads it from the descriptor in TP_ID_IN_FD. The rank uses GPU LOCAL_RANK and
+// TP_ID_OUT_FD, every other rank reads it from the descriptor in TP_ID_IN_FD. The rank uses GPU LOCAL_RANK (device 0
+// when CUDA_VISIBLE_DEVICES is set: its launcher gave it one GPU, `tp_launch --visible-devices`) and
 // runs `steps` steps of `layers` layers, each a work kernel then an all-reduce of its activations, then waits
 // for its stream at the step's end.
 //   even   every rank alike
@@ -88,7 +89,7 @@ int main(int argc, char** argv)
         return 2;
     }
     const int rank = envInt("RANK"), localRank = envInt("LOCAL_RANK"), world = envInt("WORLD_SIZE");
-    CK(cudaSetDevice(localRank));
+    CK(cudaSetDevice(std::getenv("CUDA_VISIBLE_DEVICES") ? 0 : localRank));
     ncclUniqueId id;
     if (rank == 0) CK_STATUS(ncclGetUniqueId(&id));
     shareId(rank, &id);

@@ -3,7 +3,10 @@
 // unique id from rank 0 to the others (rank 0 writes it to the pipe in TP_ID_OUT_FD; the launcher copies it to
 // each other rank's pipe, TP_ID_IN_FD), waits for all, and exits with the first failing rank's status (128 +
 // the signal for a rank killed by one), 0 when every rank succeeded.
-// usage: tp_launch N PROGRAM [ARGS...]
+// With --visible-devices (or TP_VISIBLE_DEVICES=1 in its environment) it gives each rank one GPU as Slurm's gres,
+// vLLM and other launchers do: CUDA_VISIBLE_DEVICES=<local rank>, or the local rank's entry of the launcher's own
+// CUDA_VISIBLE_DEVICES when that is set; the rank then uses its device 0.
+// usage: tp_launch [--visible-devices] N PROGRAM [ARGS...]
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,12 +24,39 @@ static void setInt(const char* name, int v)
     setenv(name, buf, 1);
 }
 
+// The rank's CUDA_VISIBLE_DEVICES: entry r of the launcher's list if it has one (entry r missing: r), else r.
+static void setVisibleDevice(const char* inherited, int r)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%d", r);
+    if (inherited) {
+        const char* p = inherited;
+        for (int i = 0; i < r && p; ++i) {
+            p = strchr(p, ',');
+            if (p) ++p;
+        }
+        if (p && *p) {
+            const size_t len = strcspn(p, ",");
+            if (len < sizeof buf) snprintf(buf, sizeof buf, "%.*s", (int)len, p);
+        }
+    }
+    setenv("CUDA_VISIBLE_DEVICES", buf, 1);
+}
+
 int main(int argc, char** argv)
 {
+    const char* tv = getenv("TP_VISIBLE_DEVICES");
+    int visible = tv && atoi(tv) != 0;
+    if (argc > 1 && strcmp(argv[1], "--visible-devices") == 0) {
+        visible = 1;
+        ++argv;
+        --argc;
+    }
     if (argc < 3 || atoi(argv[1]) < 1 || atoi(argv[1]) > kMaxRanks) {
-        fprintf(stderr, "usage: %s N PROGRAM [ARGS...]   (1 <= N <= %d)\n", argv[0], kMaxRanks);
+        fprintf(stderr, "usage: %s [--visible-devices] N PROGRAM [ARGS...]   (1 <= N <= %d)\n", argv[0], kMaxRanks);
         return 2;
     }
+    const char* inheritedVisible = getenv("CUDA_VISIBLE_DEVICES");
     const int n = atoi(argv[1]);
     int idOut[2];  // rank 0 -> launcher
     int idIn[kMaxRanks][2];  // launcher -> rank r (r > 0)
@@ -50,6 +80,7 @@ int main(int argc, char** argv)
         setInt("RANK", r);
         setInt("LOCAL_RANK", r);
         setInt("WORLD_SIZE", n);
+        if (visible) setVisibleDevice(inheritedVisible, r);
         execvp(argv[2], argv + 2);
         fprintf(stderr, "tp_launch: %s: %s\n", argv[2], strerror(errno));
         _exit(127);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/libs/tp_launch_status.sh: tp_launch as a launcher must behave: each rank's RANK/LOCAL_RANK/WORLD_SIZE,
 # the id rank 0 writes reaching every other rank whole, and the job's exit status the first failing rank's
-# (128 + the signal for a rank killed by one; 127 for a program that cannot start; 0 when all succeed).
+# (128 + the signal for a rank killed by one; 127 for a program that cannot start; 0 when all succeed), and
+# CUDA_VISIBLE_DEVICES per rank with --visible-devices.
 # usage: tp_launch_status.sh TP_LAUNCH
 set -uo pipefail
 launch=$1
@@ -30,4 +31,17 @@ check "the id passed on" 0 "$launch" 4 bash -c \
 id=$(printf "%0128d" 42)
 [[ "$(sort "$tmp/out" | tr '\n' ';')" == "1 $id;2 $id;3 $id;" ]] && echo "ok   ranks 1-3 read rank 0's id whole" \
     || { echo "FAIL the id: $(cat "$tmp/out")"; fails=1; }
+# One GPU per rank (--visible-devices, or TP_VISIBLE_DEVICES=1): CUDA_VISIBLE_DEVICES=<local rank>, or the local
+# rank's entry of the launcher's own list; without it the launcher leaves the variable alone.
+visible() {  # what, expected sorted "RANK CUDA_VISIBLE_DEVICES;..." lines, command...
+    local what=$1 want=$2
+    shift 2
+    check "$what" 0 "$@" bash -c 'echo "$RANK ${CUDA_VISIBLE_DEVICES-unset}"'
+    [[ "$(sort "$tmp/out" | tr '\n' ';')" == "$want" ]] && echo "ok   $what: $want" \
+        || { echo "FAIL $what: $(tr '\n' ';' < "$tmp/out"), expected $want"; fails=1; }
+}
+visible "--visible-devices" "0 0;1 1;2 2;" env -u CUDA_VISIBLE_DEVICES "$launch" --visible-devices 3
+visible "TP_VISIBLE_DEVICES=1" "0 0;1 1;2 2;" env -u CUDA_VISIBLE_DEVICES TP_VISIBLE_DEVICES=1 "$launch" 3
+visible "the launcher's own list" "0 5;1 7;2 6;" env CUDA_VISIBLE_DEVICES=5,7,6 "$launch" --visible-devices 3
+visible "no option" "0 unset;1 unset;" env -u CUDA_VISIBLE_DEVICES "$launch" 2
 exit $fails

@@ -23,7 +23,8 @@ def trace(mode):
         for line in open(path):
             e = json.loads(line)
             if e.get("type") == "op" and e.get("op") == "kernel" and "ncclDevKernel" in e.get("name", ""):
-                p = procs.setdefault(e["pid"], {"dev": e["dev"], "k": []})
+                # The GPU: the physical device where the process saw one of CUDA_VISIBLE_DEVICES ("pdev").
+                p = procs.setdefault(e["pid"], {"dev": e.get("pdev", e["dev"]), "k": []})
                 p["k"].append((e["start"], e["end"], e.get("peer_wait", -1)))
     for p in procs.values():
         p["k"].sort()
