@@ -130,15 +130,22 @@ int main()
     CHECK(cudaFree(dy));
 
     // With SMOKE_EXPECT_DEVICES=N (and SIMCUDA_DEVICES=N): cudart must see all N devices (its integrity check
-    // covers each one) and work on every one of them, peer copies included.
+    // covers each one) and work on every one of them, peer copies included. SMOKE_EXPECT_PHYSICAL=p0,p1,...
+    // (with CUDA_VISIBLE_DEVICES): device d is physical device p_d (PCI bus 0x41 + p_d), else device d.
     if (const char* want = getenv("SMOKE_EXPECT_DEVICES")) {
         EXPECT(ndev == atoi(want));
+        std::vector<int> physical(ndev);
+        const char* list = getenv("SMOKE_EXPECT_PHYSICAL");
+        for (int d = 0; d < ndev; ++d) {
+            physical[d] = list ? atoi(list) : d;
+            if (list && (list = strchr(list, ','))) ++list;
+        }
         std::vector<float*> per(ndev);
         for (int d = 0; d < ndev; ++d) {
             CHECK(cudaSetDevice(d));
             cudaDeviceProp p;
             CHECK(cudaGetDeviceProperties(&p, d));
-            EXPECT(p.pciBusID == 0x41 + d);
+            EXPECT(p.pciBusID == 0x41 + physical[d]);
             CHECK(cudaMalloc(&per[d], bytes));
             CHECK(cudaMemcpy(per[d], hx.data(), bytes, cudaMemcpyHostToDevice));
             axpy<<<(n + 255) / 256, 256>>>(1.0f, per[d], per[d], n);
