@@ -1,14 +1,15 @@
 // NCCL's kernels coupled across devices (SIMCUDA_NCCL_RANKS=N): on a GPU a collective's kernel on one rank
 // cannot finish before every rank's kernel has started (it spins, waiting for its peers' data). With N set,
-// the k-th NCCL kernel (ncclDevKernel_*) on each of physical devices 0..N-1 is taken as rank d's part of collective
+// the k-th NCCL kernel (ncclDevKernel_*) on each of devices 0..N-1 is taken as rank d's part of collective
 // k (one communicator over those devices, driven by one process: ncclCommInitAll); each starts when its
 // stream reaches it (its arrival) and ends its own modelled duration after the last rank's arrival. Until
 // the last rank arrives, a kernel's stream is held (work after it deferred, a host sync on it waits), as a
 // stream behind an unsatisfied cuStreamWaitValue is. The trace gives each such kernel "peer_wait": the last
 // arrival less its own. Off by default: other programs' NCCL kernels run as any kernel.
 //
-// A device is keyed by its physical ordinal (CUDA_VISIBLE_DEVICES renumbers what a process sees; a rank launched
-// with CUDA_VISIBLE_DEVICES=r using its device 0 is physical device r's rank).
+// In one process a rank is the device ordinal it uses (ncclCommInitAll's devices 0..N-1, whichever GPUs
+// CUDA_VISIBLE_DEVICES made them); across processes (below) its physical device, since each process may call its
+// GPU device 0 (a rank launched with CUDA_VISIBLE_DEVICES=r using its device 0 is physical device r's rank).
 //
 // One process per GPU (SIMCUDA_NCCL_JOB set as well): the ranks are the devices 0..N-1 of every process of the
 // job, each process driving its own (as tensor-parallel servers run, ncclCommInitRank). Their arrivals meet in
@@ -256,11 +257,13 @@ void pollCoupled()
 bool placeCoupled(Stream* s, const Op& op, const char* apiName, Ns submit, bool fromGraph, Ns start, pid_t tid, Ns* endOut)
 {
     const int ranks = config().ncclRanks;
-    const int dev = physicalDevice(s->ctx->dev);
+    const bool acrossProcesses = !config().ncclJob.empty() && ranks <= kMaxRanks;
+    // Across processes a rank is its GPU (each process may call it device 0); in one process, the ordinal it uses
+    // (ncclCommInitAll's devices 0..N-1, whichever GPUs CUDA_VISIBLE_DEVICES made them).
+    const int dev = acrossProcesses ? physicalDevice(s->ctx->dev) : s->ctx->dev;
     if (ranks < 2 || dev >= ranks || !isNcclKernel(op)) return false;
     if (g_count.size() < size_t(ranks)) g_count.resize(size_t(ranks), 0);
-    if (!config().ncclJob.empty() && ranks <= kMaxRanks)
-        return placeAcrossProcesses(s, op, apiName, submit, fromGraph, start, tid, endOut);
+    if (acrossProcesses) return placeAcrossProcesses(s, op, apiName, submit, fromGraph, start, tid, endOut);
     const unsigned long long k = g_count[size_t(dev)]++;
     std::vector<Arrival>& arrived = g_pending[k];
     // Traced when the last rank arrives, maybe by its thread: the submitting thread is named now.

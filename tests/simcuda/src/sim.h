@@ -47,7 +47,7 @@ struct Config {
     bool visibleSet = false;  // CUDA_VISIBLE_DEVICES was set (the trace then names each line's physical device)
     Ns launchLatency = 2000;
     Ns graphNodeCost = 0;  // host time cuGraphLaunch spends per node (SIMCUDA_GRAPH_NODE_NS)
-    int ncclRanks = 0;     // NCCL's kernels couple across physical devices 0..N-1 (SIMCUDA_NCCL_RANKS; collectives.cpp)
+    int ncclRanks = 0;     // NCCL's kernels couple across devices 0..N-1 (SIMCUDA_NCCL_RANKS; collectives.cpp)
     std::string ncclJob;   // ...across the processes of this job (SIMCUDA_NCCL_JOB; collectives.cpp)
     Ns kernelDefault = 5000;
     std::vector<KernelRule> kernelRules;
