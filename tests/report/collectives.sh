@@ -77,7 +77,8 @@ for rank in range(ranks):
     untimed = steps - rows[(rank, "AllReduce")]["timed"]
     got = sum(rows[(rank, op)]["gpu_ns"] for op in ("AllReduce", "AllGather", "ReduceScatter") if (rank, op) in rows)
     longest = max((e - s for s, e, _ in fused), default=0)
-    slack = 0.01 * true_ns + steps * 10000  # a span on a loaded host: microseconds off per kernel (issue 32)
+    # A span on a loaded host: microseconds off per kernel (issue 32); 1% failed 3 runs in 4 at load 6-9 (5.86 ms of 6).
+    slack = 0.02 * true_ns + steps * 10000
     check(true_ns - untimed * longest - slack <= got <= true_ns + slack,
           f"rank {rank}: the fused rows' GPU time {got} ns against the trace's {true_ns} ns ({untimed} untimed)")
     share = rows[(rank, "AllReduce")]["gpu_ns"] / got if got else 0
