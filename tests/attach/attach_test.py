@@ -152,6 +152,11 @@ def check_memory(args, capture, expected):
     rows = [m for m in json.loads(out.stdout)["memory"] if m["space"] == "device"]
     allocs, held = expected, 0
     got = rows[0] if len(rows) == 1 else None
+    # cudart initialises inside the server's first cudaMalloc (the counter's, 4 bytes, kept to the exit): a
+    # late attach's rescan may land between that initialisation and the allocation itself, which the window
+    # then holds too (2 runs in 4 on a loaded host). Either way the counts are exact.
+    if got and got["allocations"] == expected + 1 and got["in_use_end_bytes"] == 4:
+        allocs, held = expected + 1, 4
     if not got or got["allocations"] != allocs or got["releases"] != expected or got["unknown_releases"] != 0 or \
             got["in_use_end_bytes"] != held or not got["attached"]:
         fail(f"{capture}: the memory row counts {got and (got['allocations'], got['releases'], got['unknown_releases'], got['in_use_end_bytes'], got['attached'])}; "
