@@ -4,6 +4,7 @@
 # program on the simulated GPU (no GPU needed), ending in the report.
 set -euo pipefail
 GPUSPY_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+unset CUDA_VISIBLE_DEVICES  # the simulated GPU reads it as the real driver does: the demo uses its devices as they are
 source "$GPUSPY_ROOT/scripts/deps.sh"
 gpuspy_install_deps
 

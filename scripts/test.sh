@@ -3,6 +3,9 @@
 # Usage: scripts/test.sh            (the suite CI runs)
 set -euo pipefail
 GPUSPY_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# The simulated GPU reads CUDA_VISIBLE_DEVICES as the real driver does (a machine without GPUs may set it empty):
+# the tests that want it set it themselves.
+unset CUDA_VISIBLE_DEVICES
 source "$GPUSPY_ROOT/scripts/deps.sh"
 # chromium: the viewer's browser test (tests/viewer) drives it headless.
 gpuspy_install_deps chromium
