@@ -423,6 +423,14 @@ void* loadLibunwind()
     return lib;
 }
 
+// The first of pcs (from stackCapture's caller outwards) a stack keeps: past skipFrames and gpuspy's own.
+unsigned firstKept(const uint64_t* pcs, unsigned n, unsigned skipFrames)
+{
+    unsigned first = skipFrames;
+    while (first < n && pcs[first] - g_selfLo < g_selfHi - g_selfLo) ++first;
+    return first;
+}
+
 // The frames from stackCapture's caller outwards (pcs[0] is the return address into it): drops
 // skipFrames of them and gpuspy's own, keeps depth, interns. In a Python process the stack interned
 // is the merged one (the calling thread's Python frames in place of the eval loop's), *pyNeed (when
@@ -433,8 +441,7 @@ void* loadLibunwind()
 uint32_t internCaptured(const uint64_t* pcs, unsigned n, unsigned skipFrames, unsigned depth, PythonMemo* pm,
                         uint32_t* nativeId = nullptr, uint32_t* pyNeed = nullptr, bool placedOnly = false)
 {
-    unsigned first = skipFrames;
-    while (first < n && pcs[first] - g_selfLo < g_selfHi - g_selfLo) ++first;
+    const unsigned first = firstKept(pcs, n, skipFrames);
     if (first >= n) return 0;
     uint32_t count = n - first;
     if (count > depth) count = depth;
@@ -546,8 +553,7 @@ namespace {
 inline bool cutOutsideMain(const uint64_t* frames, uint32_t count, unsigned limit, unsigned skipFrames, unsigned depth)
 {
     if (g_mainHi == 0 || count < limit) return false;  // the unwind ended before its limit: the whole stack
-    unsigned first = skipFrames;
-    while (first < count && frames[first] - g_selfLo < g_selfHi - g_selfLo) ++first;
+    const unsigned first = firstKept(frames, count, skipFrames);
     if (first >= count) return false;
     const uint64_t deepest = frames[first + std::min(count - first, depth) - 1];
     return deepest < g_mainLo || deepest >= g_mainHi;

@@ -254,6 +254,14 @@ bool startsThread(const ReportFrame& f)
     return false;
 }
 
+// The longest stack of the process: the shim's depth budget when some stack reached it.
+size_t deepestStack(const Process& p)
+{
+    size_t deepest = 0;
+    for (const auto& [id, st] : p.stacks) deepest = std::max(deepest, st.size());
+    return deepest;
+}
+
 // deepest: the longest stack of the process, the shim's depth budget when some stack reached it.
 ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId, size_t deepest)
 {
@@ -381,9 +389,7 @@ ResolvedStack resolveStack(const ProcView& pv, uint32_t stackId, size_t deepest)
 std::string siteLabelOf(const ProcView& pv, uint32_t stackId)
 {
     if (!stackId) return "";
-    size_t deepest = 0;
-    for (const auto& [id, st] : pv.proc->stacks) deepest = std::max(deepest, st.size());
-    return resolveStack(pv, stackId, deepest).label;
+    return resolveStack(pv, stackId, deepestStack(*pv.proc)).label;
 }
 
 std::map<int, uint64_t> namedSites(const Context& cx, const SiteTally& raw)
@@ -437,8 +443,7 @@ void resolveSites(Context& cx, const ProcView& view, const std::vector<uint32_t>
     ProcView pv = view;
     for (const auto& [id, name] : pv.proc->kernels) pv.kernelFunctions.insert(functionBase(demangle(name)));
     std::unordered_map<uint32_t, ResolvedStack> stacks;
-    size_t deepest = 0;
-    for (const auto& [id, st] : pv.proc->stacks) deepest = std::max(deepest, st.size());
+    const size_t deepest = deepestStack(*pv.proc);
     for (uint32_t raw : rawSites) {
         RawSite& rs = cx.rawSites[raw];
         auto it = stacks.find(rs.stackId);
@@ -665,7 +670,7 @@ struct SiteNamer::State {
 SiteNamer::SiteNamer(const Process& p) : m_state(std::make_unique<State>())
 {
     m_state->pv.proc = &p;
-    for (const auto& [id, st] : p.stacks) m_state->deepest = std::max(m_state->deepest, st.size());
+    m_state->deepest = detail::deepestStack(p);
 }
 
 SiteNamer::~SiteNamer() = default;
