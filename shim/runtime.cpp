@@ -140,6 +140,7 @@ void threadExit(void* p)
         item.stats.dropped = ts->dropped.load(std::memory_order_relaxed);
         item.stats.overheadNs = ownTimeNs(ts);
         enqueue(ts, item);
+        noteThreadEndCpuWait();
     }
     // Releases the lane's producer side: the next thread to take this state (under the same lock)
     // sees every record this one put in it.

@@ -201,6 +201,10 @@ const char* identityHost();
 // distance (the tightest of a few tries).
 void wallClockPair(uint64_t* realtimeNs, uint64_t* monotonicNs, uint64_t* errorNs);
 size_t encodeIdentity(uint8_t* out, size_t cap, wire::IdentityEdge edge);
+// How long the app's threads waited for a CPU (cpu_wait.cpp): an ending thread adds its own; the drain
+// thread's CpuWait record (0 bytes when /proc cannot be read) adds the threads alive at the end.
+void noteThreadEndCpuWait();
+size_t encodeCpuWait(uint8_t* out, size_t cap);
 // GPUSPY_OUTPUT's %h (host name) and %q{VAR} (VAR's value, empty when unset) replaced in place; %p is
 // left for the process that opens the file. False (value unchanged): the result would not fit in cap.
 bool expandOutputName(char* value, size_t cap);

@@ -13,8 +13,8 @@ inline constexpr char kStreamMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'S', '1'}
 inline constexpr char kCaptureMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'C', '1'};
 inline constexpr uint32_t kVersionMajor = 1;  // a reader refuses another major
 // A reader accepts any minor: record types it does not know are skipped. 1: DeviceInfo and Tally;
-// 2: Collective; 3: Identity; 4: Category::Query (a reader that does not know it reads "other").
-inline constexpr uint32_t kVersionMinor = 4;
+// 2: Collective; 3: Identity; 4: Category::Query (a reader that does not know it reads "other"); 5: CpuWait.
+inline constexpr uint32_t kVersionMinor = 5;
 inline constexpr uint32_t kMaxBody = 1u << 16;  // no record body is larger: bounds every allocation
 inline constexpr uint32_t kMaxStackDepth = 128;
 
@@ -312,6 +312,17 @@ struct IdentityBody {
     uint32_t length;       // host name bytes (uname's nodename)
 };
 static_assert(sizeof(IdentityBody) == 48);
+
+// How long the process's threads were ready to run but waited for a CPU (the kernel's schedstat
+// run_delay, summed), sent once before End: the host's load on this process, which `gpuspy diff` weighs
+// against a change of wall time. A lower bound: threads that ended without ever making a hooked call
+// are not counted; gpuspy's own threads are left out.
+struct CpuWaitBody {
+    uint64_t runDelayNs;  // the threads alive at the end and the ended threads the shim followed
+    uint32_t tasks;       // threads counted
+    uint32_t pad0;
+};
+static_assert(sizeof(CpuWaitBody) == 16);
 
 // Variable records: a fixed head, then `length` bytes of tail (padded to 8 in the stream).
 struct ProcessBody {

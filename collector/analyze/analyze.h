@@ -102,6 +102,11 @@ struct ProcessSummary {
     uint64_t cudaApiNs = 0;        // host time inside hooked CUDA calls
     double cudaApiPct = 0;         // of wall
     uint64_t gpuspyOverheadNs = 0; // gpuspy's own time on the app's threads
+    // How long its threads were ready to run but waited for a CPU (at least: wire::CpuWaitBody); the
+    // host's load on it, which `gpuspy diff` weighs against a change of wall time. Unknown for a stream
+    // that did not end cleanly.
+    uint64_t cpuWaitNs = 0;
+    bool cpuWaitKnown = false;
     uint64_t droppedRecords = 0, recordsMade = 0;
     uint64_t calls = 0, threads = 0;
     uint64_t activeBeginNs = 0, activeEndNs = 0;  // first to last CUDA call

@@ -629,6 +629,8 @@ void endProcess(Context& cx, const Process& p)
     // A stream cut short (killed, its connection lost) lacks its live threads' final ThreadStats; its
     // latest Tally (sent to a collector about once a second) still counts their own time until then.
     s.gpuspyOverheadNs = std::max(s.gpuspyOverheadNs, p.tally.overheadNs);
+    s.cpuWaitKnown = p.cpuWaitKnown;
+    s.cpuWaitNs = p.cpuWaitKnown ? p.cpuWait.runDelayNs : 0;
     threadDropped = std::max(threadDropped, p.tally.dropped);
     s.threads = std::max<uint64_t>(p.threads.size(), ps.tids.size());
     s.droppedRecords = std::max(p.ended ? p.end.recordsDropped : 0, threadDropped);

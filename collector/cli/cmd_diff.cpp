@@ -207,7 +207,13 @@ int runDiff(int argc, char** argv)
     if (failPct >= 0) {
         const double slower = wallSlowdownPct(d);
         const std::string verdict = spreadVerdict(d, "headline", "wall_ns");
-        if (slower > failPct && verdict == "noise") {
+        const SpreadDiff* wallRow = nullptr;
+        for (const SpreadDiff& sp : d.spreads)
+            if (sp.section == "headline" && sp.name == "wall_ns") wallRow = &sp;
+        if (slower > failPct && verdict == "noise" && wallRow && wallRow->why == "host_load") {
+            fmt::print(stderr, "gpuspy diff: B's median wall is {:.1f}% above A's, but B's runs waited longer for a CPU "
+                               "(the host was busier) and the walls less that wait show no change: not a regression\n", slower);
+        } else if (slower > failPct && verdict == "noise") {
             fmt::print(stderr, "gpuspy diff: B's median wall is {:.1f}% above A's, but the runs cannot tell it from noise: "
                                "not a regression\n", slower);
         } else if (slower > failPct && verdict == "too_few") {

@@ -219,6 +219,49 @@ bool ReportDiff::changed() const
 
 double wallSlowdownPct(const ReportDiff& d) { return d.headline.wallNs.pct(); }
 
+namespace {
+
+// A change of wall time beyond the runs' noise is the program's only if the walls less the time the
+// program waited for a CPU show the same change: runs taken minutes apart on a shared host see different
+// loads, and a capture's runs, taken one after the other, share theirs, so a rank test over the runs
+// reads a change of load as a change of the program. The CPU wait is summed over threads, so it can
+// exceed what the load added to the wall: the adjusted walls may overcorrect, never the other way; when
+// the two verdicts disagree, the difference is within what the load explains and is called noise.
+void weighHostLoad(ReportDiff& d, const RunsSummary& a, const RunsSummary& b)
+{
+    auto known = [](const RunsSummary& r) {
+        return !r.runs.empty() && std::all_of(r.runs.begin(), r.runs.end(), [](const RunFigures& f) { return f.cpuWaitKnown; });
+    };
+    if (!known(a) || !known(b)) return;
+    auto it = std::find_if(d.spreads.begin(), d.spreads.end(),
+                           [](const SpreadDiff& s) { return s.section == "headline" && s.name == "wall_ns"; });
+    if (it == d.spreads.end()) return;
+    auto waits = [](const RunsSummary& r) {
+        std::vector<uint64_t> v;
+        for (const RunFigures& f : r.runs) v.push_back(f.cpuWaitNs);
+        return spreadOf(std::move(v));
+    };
+    auto adjusted = [](const RunsSummary& r) {
+        std::vector<uint64_t> v;
+        for (const RunFigures& f : r.runs) {
+            const auto w = f.headline.find("wall_ns");
+            const uint64_t wall = w == f.headline.end() ? 0 : w->second;
+            v.push_back(wall > f.cpuWaitNs ? wall - f.cpuWaitNs : 0);
+        }
+        return v;
+    };
+    it->cpuWaitKnown = true;
+    it->cpuWaitA = waits(a);
+    it->cpuWaitB = waits(b);
+    if (it->verdict != "higher" && it->verdict != "lower") return;
+    if (changeVerdict(adjusted(a), adjusted(b)) != it->verdict) {
+        it->verdict = "noise";
+        it->why = "host_load";
+    }
+}
+
+}  // namespace
+
 void addRunSpreads(ReportDiff& d, const RunsSummary& a, const RunsSummary& b)
 {
     d.runsA = a.count();
@@ -238,6 +281,7 @@ void addRunSpreads(ReportDiff& d, const RunsSummary& a, const RunsSummary& b)
         });
     };
     compare("headline", a.headline, b.headline);
+    weighHostLoad(d, a, b);
     compare("kernels", a.kernels, b.kernels);
     compare("transfers", a.transfers, b.transfers);
     compare("findings", a.findings, b.findings);

@@ -99,6 +99,13 @@ struct SpreadDiff {
     std::string name;     // as RunsSummary names it
     Spread a, b;
     std::string verdict;
+    // The wall's row only, when every run of both sides told its CPU wait (RunFigures::cpuWaitNs): each
+    // side's waits, and why a change of wall beyond the runs' noise was still called noise: "host_load"
+    // when the walls less their CPU waits do not show it (the host was busier on one side; its load, not
+    // the program, may have made the difference). Empty: the verdict is the walls' own.
+    bool cpuWaitKnown = false;
+    Spread cpuWaitA, cpuWaitB;
+    std::string why;
 };
 
 struct ReportDiff {

@@ -136,10 +136,23 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
         return out;
     }
     const std::string wallVerdict = spreadVerdict(d, "headline", "wall_ns");
+    const SpreadDiff* wallRow = nullptr;
+    for (const SpreadDiff& sp : d.spreads)
+        if (sp.section == "headline" && sp.name == "wall_ns") wallRow = &sp;
+    std::string loadNote;
+    if (wallRow && wallRow->why == "host_load") {
+        const bool bWaited = wallRow->cpuWaitB.median > wallRow->cpuWaitA.median;
+        const uint64_t more = bWaited ? wallRow->cpuWaitB.median - wallRow->cpuWaitA.median
+                                      : wallRow->cpuWaitA.median - wallRow->cpuWaitB.median;
+        loadNote = fmt::format(": noise, the host's load: {}'s runs waited {} more for a CPU (median), and the walls "
+                               "less that wait show no change",
+                               bWaited ? "B" : "A", formatNs(more));
+    }
     if (h.wallNs.a && h.wallNs.b)
         out += fmt::format("\nB is {:.1f}% {} than A (wall){}\n", std::fabs(h.wallNs.pct()),
                            h.wallNs.b > h.wallNs.a ? "slower" : h.wallNs.b < h.wallNs.a ? "faster" : "as fast",
-                           wallVerdict == "noise"     ? ": noise, the runs cannot tell the two apart"
+                           !loadNote.empty()          ? loadNote
+                           : wallVerdict == "noise"   ? ": noise, the runs cannot tell the two apart"
                            : wallVerdict == "too_few" ? ": too few runs to tell (6 or more of each would)"
                            : wallVerdict.empty()      ? ""
                                                       : ": beyond the runs' noise");
@@ -161,10 +174,13 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
                                      : label != kLabels.end()  ? label->second
                                                                : sp.name;
             out += fmt::format("  {:<28} {:>30} {:>30}  {}\n", clipMiddle(name, 28), range(sp.a), range(sp.b),
-                               sp.verdict == "noise"     ? "noise"
+                               sp.why == "host_load"     ? "noise (the host's load)"
+                               : sp.verdict == "noise"   ? "noise"
                                : sp.verdict == "too_few" ? "too few runs to tell"
                                : sp.verdict == "lower"   ? "lower (beyond noise)"
                                                          : "higher (beyond noise)");
+            if (sp.cpuWaitKnown)
+                out += fmt::format("  {:<28} {:>30} {:>30}\n", "  waiting for a CPU", range(sp.cpuWaitA), range(sp.cpuWaitB));
         }
     }
 
@@ -359,9 +375,13 @@ Json diffJson(const ReportDiff& d, const std::string& nameA, const std::string& 
     auto range = [](const Spread& x) {
         return Json{{"median", x.median}, {"min", x.min}, {"max", x.max}, {"runs", x.runs}};
     };
-    for (const SpreadDiff& sp : d.spreads)
-        spreads.push_back({{"section", sp.section}, {"name", sp.name}, {"a", range(sp.a)}, {"b", range(sp.b)},
-                           {"verdict", sp.verdict}});
+    for (const SpreadDiff& sp : d.spreads) {
+        Json row = {{"section", sp.section}, {"name", sp.name}, {"a", range(sp.a)}, {"b", range(sp.b)},
+                    {"verdict", sp.verdict}};
+        if (sp.cpuWaitKnown) row["cpu_wait"] = {{"a", range(sp.cpuWaitA)}, {"b", range(sp.cpuWaitB)}};
+        if (!sp.why.empty()) row["why"] = sp.why;
+        spreads.push_back(std::move(row));
+    }
     j["spread"] = std::move(spreads);
     return j;
 }

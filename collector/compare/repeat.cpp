@@ -36,6 +36,10 @@ RunFigures runFigures(const Report& r)
     uint64_t wall = 0, api = 0, busy = 0, blocked = 0, bytes = 0;
     for (const ProcessSummary& p : r.processes) {
         f.pids.push_back(p.pid);
+        if (p.wallNs >= wall) {
+            f.cpuWaitNs = p.cpuWaitNs;
+            f.cpuWaitKnown = p.cpuWaitKnown;
+        }
         wall = std::max(wall, p.wallNs);
         api += p.cudaApiNs;
     }

@@ -40,6 +40,10 @@ struct RunFigures {
     std::map<std::string, uint64_t> kernelGpuNs;       // by kernel name: GPU time scaled to every launch
     std::map<std::string, uint64_t> transferHostNs;    // by "HtoD pageable sync": host time
     std::map<std::string, uint64_t> findingSavingsNs;  // by rule id: estimated saving
+    // How long the process of the longest wall waited for a CPU (ProcessSummary::cpuWaitNs): the host's
+    // load on the run, which diff weighs against a change of wall time.
+    uint64_t cpuWaitNs = 0;
+    bool cpuWaitKnown = false;
 };
 RunFigures runFigures(const Report&);
 

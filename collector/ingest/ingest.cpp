@@ -176,6 +176,10 @@ void applyRecord(Process& p, const wire::RecordView& v, bool keepEvents)
     case RecordType::Tally:
         p.tally = v.as<TallyBody>();
         break;
+    case RecordType::CpuWait:
+        p.cpuWait = v.as<CpuWaitBody>();
+        p.cpuWaitKnown = true;
+        break;
     case RecordType::Clock:
         p.clocks.push_back(v.as<ClockBody>());
         break;

@@ -103,6 +103,8 @@ struct Process {
     std::vector<wire::ClockBody> clocks;
     std::vector<wire::WindowBody> windows;  // capture window edges, in arrival order (few: always kept)
     wire::TallyBody tally{};  // the latest running totals (a live collector's stream); timeNs 0: none
+    wire::CpuWaitBody cpuWait{};  // how long its threads waited for a CPU (sent before End)
+    bool cpuWaitKnown = false;    // a CpuWait record arrived
     std::vector<std::string> notices;
 
     bool ended = false;          // an End record arrived: the stream closed cleanly

@@ -223,6 +223,11 @@ std::string formatRecord(const Process& p, const RecordView& v)
                            int(b.trigger), b.tid, left);
         break;
     }
+    case RecordType::CpuWait: {
+        auto b = v.as<CpuWaitBody>();
+        rest = fmt::format("run-delay={}ns tasks={}", b.runDelayNs, b.tasks);
+        break;
+    }
     case RecordType::Tally: {
         auto b = v.as<TallyBody>();
         uint64_t left = 0;

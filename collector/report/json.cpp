@@ -186,6 +186,8 @@ nlohmann::ordered_json reportJson(const Report& r)
                              {"ended", p.ended}, {"stream_error", p.streamError},
                              {"rank", p.rank}, {"local_rank", p.localRank}, {"world_size", p.worldSize},
                              {"launcher", p.launcher}, {"host", p.host}, {"capture", p.capture}});
+    for (size_t i = 0; i < r.processes.size(); ++i)
+        if (r.processes[i].cpuWaitKnown) procs[i]["cpu_wait_ns"] = r.processes[i].cpuWaitNs;
 
     if (!r.clockAlignment.empty()) {
         Json& clocks = j["clock_alignment"] = Json::array();

@@ -2,7 +2,7 @@
 // trace of the same process: every device operation recorded exactly once, with the right bytes,
 // direction, memory kind, kernel, stream, and (when timed) GPU begin/end.
 //
-//   compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N]
+//   compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N] [--min-cpu-wait-tasks N]
 //                   [--min-kernel-timings N] CAPTURE TRACE.jsonl|-
 //   --min-kernel-timings N: every kernel has GPU timing on at least N of its launches (all, if fewer)
 //   --require-api ABI[=N] (repeatable): at least one call (exactly N calls) of this hooked entry point is in the capture
@@ -41,6 +41,8 @@ struct Capture {
     std::vector<Call> calls;
     std::map<uint64_t, size_t> bySeq;
     bool hasEnd = false;
+    bool hasCpuWait = false;
+    wire::CpuWaitBody cpuWait{};
     wire::EndBody end{};
     uint64_t nvtx = 0, clocks = 0, stacks = 0, threadStats = 0;
     std::map<uint32_t, wire::ThreadStatsBody> statsByTid;  // the last ThreadStats of each thread
@@ -112,6 +114,12 @@ bool readCapture(const char* path, Capture& cap)
             break;
         }
         case wire::RecordType::End: cap.hasEnd = true; cap.end = r.as<wire::EndBody>(); break;
+        case wire::RecordType::CpuWait:
+            if (cap.hasCpuWait) problem("two CpuWait records");
+            if (cap.hasEnd) problem("CpuWait after End");
+            cap.hasCpuWait = true;
+            cap.cpuWait = r.as<wire::CpuWaitBody>();
+            break;
         case wire::RecordType::Nvtx:
             ++cap.nvtx;
             cap.firstTimeNs = std::min<uint64_t>(cap.firstTimeNs, r.as<wire::NvtxBody>().timeNs);
@@ -191,7 +199,7 @@ int main(int argc, char** argv)
 {
     int64_t tol = 20000, grossTol = 1000000000;
     bool requireGpu = false, allowDrops = false;
-    uint64_t minNvtx = 0, minKernelTimings = 0;
+    uint64_t minNvtx = 0, minKernelTimings = 0, minCpuWaitTasks = 0;
     std::vector<std::string> requiredApis;
     std::vector<const char*> files;
     for (int i = 1; i < argc; ++i) {
@@ -201,12 +209,13 @@ int main(int argc, char** argv)
         else if (a == "--require-gpu") requireGpu = true;
         else if (a == "--allow-drops") allowDrops = true;
         else if (a == "--min-nvtx" && i + 1 < argc) minNvtx = std::strtoull(argv[++i], nullptr, 10);
+        else if (a == "--min-cpu-wait-tasks" && i + 1 < argc) minCpuWaitTasks = std::strtoull(argv[++i], nullptr, 10);
         else if (a == "--min-kernel-timings" && i + 1 < argc) minKernelTimings = std::strtoull(argv[++i], nullptr, 10);
         else if (a == "--require-api" && i + 1 < argc) requiredApis.push_back(argv[++i]);
         else files.push_back(argv[i]);
     }
     if (files.size() != 2) {
-        std::fprintf(stderr, "usage: compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N] [--min-kernel-timings N] [--require-api ABI]... CAPTURE TRACE|-\n");
+        std::fprintf(stderr, "usage: compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N] [--min-kernel-timings N] [--min-cpu-wait-tasks N] [--require-api ABI]... CAPTURE TRACE|-\n");
         return 2;
     }
     Capture cap;
@@ -436,6 +445,17 @@ int main(int argc, char** argv)
         if (eq == std::string::npos && !seen) problem("no call of " + want + " in the capture");
         if (eq != std::string::npos && seen != std::strtoull(arg.c_str() + eq + 1, nullptr, 10))
             problem(std::to_string(seen) + " calls of " + want + " in the capture, expected " + arg.substr(eq + 1));
+    }
+    // The threads' CPU wait: sent before End, counting at least minCpuWaitTasks threads (ended ones
+    // included), and no thread can have waited longer than the process ran.
+    if (minCpuWaitTasks) {
+        const uint64_t wall = cap.hasEnd && cap.end.endNs > cap.startNs ? cap.end.endNs - cap.startNs : 0;
+        if (!cap.hasCpuWait) problem("no CpuWait record");
+        else if (cap.cpuWait.tasks < minCpuWaitTasks)
+            problem("CpuWait counts " + std::to_string(cap.cpuWait.tasks) + " threads, expected at least " + std::to_string(minCpuWaitTasks));
+        else if (cap.cpuWait.runDelayNs > uint64_t(cap.cpuWait.tasks) * wall)
+            problem("CpuWait of " + std::to_string(cap.cpuWait.runDelayNs) + " ns over " + std::to_string(cap.cpuWait.tasks) +
+                    " threads in a run of " + std::to_string(wall) + " ns");
     }
     if (cap.nvtx < minNvtx) problem(std::to_string(cap.nvtx) + " NVTX records, expected at least " + std::to_string(minNvtx));
     if (!cap.hasEnd) problem("no End record (the stream was not closed cleanly)");

@@ -154,5 +154,47 @@ TEST(CollectorRepeat, DiffJudgesAChangeByTestsOverTheRuns)
     EXPECT_EQ(spreadVerdict(diffReports(reportWithWall(1), reportWithWall(2)), "headline", "wall_ns"), "");
 }
 
+RunFigures waited(RunFigures f, uint64_t cpuWaitNs)
+{
+    f.cpuWaitNs = cpuWaitNs;
+    f.cpuWaitKnown = true;
+    return f;
+}
+
+TEST(CollectorRepeat, DiffCallsAChangeTheHostsLoadExplainsNoise)
+{
+    // The same program: B's runs all ~2% slower, as a busier host makes them, and each waited ~25 units
+    // longer for a CPU. The walls alone: higher; less their waits: no change, so noise (the host's load).
+    std::vector<RunFigures> ra, rb;
+    for (uint32_t i = 0; i < 6; ++i) {
+        ra.push_back(waited(run(i, 1000 + i, 10, 0), 5));
+        rb.push_back(waited(run(i, 1020 + i, 10, 0), 30 - i % 2));
+    }
+    ReportDiff d = diffReports(reportWithWall(1002), reportWithWall(1022));
+    addRunSpreads(d, summarizeRuns(ra), summarizeRuns(rb));
+    EXPECT_EQ(spreadVerdict(d, "headline", "wall_ns"), "noise");
+    const std::string text = renderDiffText(d, "a", "b", 10);
+    EXPECT_NE(text.find("(wall): noise, the host's load: B's runs waited"), std::string::npos) << text;
+    EXPECT_NE(text.find("waiting for a CPU"), std::string::npos) << text;
+    const auto j = diffJson(d, "a", "b");
+    EXPECT_EQ(j["spread"][0]["why"], "host_load");
+    EXPECT_EQ(j["spread"][0]["cpu_wait"]["b"]["median"], 29);
+
+    // A real change (20% longer) with the same extra wait: still higher.
+    std::vector<RunFigures> slow;
+    for (uint32_t i = 0; i < 6; ++i) slow.push_back(waited(run(i, 1200 + i, 10, 0), 30));
+    ReportDiff e = diffReports(reportWithWall(1002), reportWithWall(1202));
+    addRunSpreads(e, summarizeRuns(ra), summarizeRuns(slow));
+    EXPECT_EQ(spreadVerdict(e, "headline", "wall_ns"), "higher");
+    EXPECT_FALSE(diffJson(e, "a", "b")["spread"][0].contains("why"));
+
+    // A run without its wait (a stream cut short): the walls' own verdict.
+    rb[3].cpuWaitKnown = false;
+    ReportDiff f = diffReports(reportWithWall(1002), reportWithWall(1022));
+    addRunSpreads(f, summarizeRuns(ra), summarizeRuns(rb));
+    EXPECT_EQ(spreadVerdict(f, "headline", "wall_ns"), "higher");
+    EXPECT_FALSE(diffJson(f, "a", "b")["spread"][0].contains("cpu_wait"));
+}
+
 }  // namespace
 }  // namespace gpuspy::collect
