@@ -353,6 +353,12 @@ struct FailAcc {
     uint32_t firstRawSite = UINT32_MAX, firstTid = 0;
     std::map<std::string, std::map<int32_t, uint64_t>> byApi;  // api -> CUresult -> calls
     Matched failedCalls;                                      // their sites and host time
+    // The process's last call (by begin time): whether it failed (as counted above), and what it was.
+    uint64_t lastNs = 0;
+    bool lastFailed = false;
+    std::string lastApi;
+    int32_t lastCode = 0;
+    uint32_t lastRawSite = UINT32_MAX, lastTid = 0;
 };
 struct FindingAccs {
     Matched pageable[2];     // synchronous pageable copies: HtoD, DtoH

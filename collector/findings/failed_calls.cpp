@@ -43,7 +43,16 @@ void addFailedCall(FailAcc& a, const CallInfo& ci)
 {
     const wire::CallBody& c = *ci.call;
     ++a.calls;
-    if (succeeded(c) || (ci.api->query && c.result == kCudaErrorNotReady)) return;
+    const bool failed = !succeeded(c) && !(ci.api->query && c.result == kCudaErrorNotReady);
+    if (c.beginNs >= a.lastNs) {
+        a.lastNs = c.beginNs;
+        a.lastFailed = failed;
+        a.lastApi = ci.api->name;
+        a.lastCode = c.result;
+        a.lastRawSite = ci.rawSite;
+        a.lastTid = c.tid;
+    }
+    if (!failed) return;
     ++a.failed;
     ++a.byApi[ci.api->name][c.result];
     a.failedCalls.add(ci);
@@ -56,12 +65,58 @@ void addFailedCall(FailAcc& a, const CallInfo& ci)
     }
 }
 
+namespace {
+
+std::string siteLabel(const Context& cx, uint32_t rawSite, int* siteOut)
+{
+    const int site = rawSite < cx.rawSites.size() ? cx.rawSites[rawSite].site : kNoSite;
+    *siteOut = site;
+    return site >= 0 && size_t(site) < cx.sites.size() ? " at " + cx.sites[size_t(site)].label : "";
+}
+
+// A process that ran no GPU work and whose last CUDA call failed gave up on the GPU there (a binding
+// that calls an entry point with the wrong signature, a module without code for the GPU): the calls
+// before it succeeded, so "every call failed" does not hold, but the report would otherwise look
+// empty. Teardown errors (the driver already deinitialised at exit) are not a failure of the work.
+void lastCallFailed(Builder& b, uint32_t pid, const FailAcc& a, bool several)
+{
+    constexpr int32_t kDeinitialized = 4;
+    const Context& cx = b.cx();
+    if (!a.lastFailed || a.lastCode == kDeinitialized) return;
+    for (const ProcessSummary& p : cx.processes)
+        if (p.pid == pid && p.deviceOps) return;
+    int site = kNoSite;
+    const std::string where = siteLabel(cx, a.lastRawSite, &site);
+    const std::string hint = errorHint(a.lastCode);
+    const uint64_t before = a.calls - 1;
+    Finding& f = b.add("calls-failed", a.failedCalls, 0,
+                       "No GPU work ran " + std::string(several ? "in pid " + std::to_string(pid) + " " : "") +
+                           "and its last CUDA call failed: " + apiDisplay(cx, a.lastApi) + where + " (thread " +
+                           std::to_string(a.lastTid) + ") returned " + cudaResultName(a.lastCode) + " (" +
+                           std::to_string(a.lastCode) + ")" + (hint.empty() ? std::string() : ": " + hint) + ". " +
+                           "Of the " + std::to_string(before) + " call" + (before == 1 ? "" : "s") + " before it, " +
+                           std::to_string(a.failed - 1) + " failed: the program gave up on the GPU at this call. Fix "
+                           "it first.");
+    f.severity = "high";
+    if (site >= 0) {
+        f.callsites.erase(std::remove(f.callsites.begin(), f.callsites.end(), uint32_t(site)), f.callsites.end());
+        f.callsites.insert(f.callsites.begin(), uint32_t(site));
+    }
+    f.evidence = {{"failed_calls", double(a.failed)}, {"calls", double(a.calls)}, {"last_error", double(a.lastCode)}};
+}
+
+}  // namespace
+
 void callsFailed(Builder& b)
 {
     const Context& cx = b.cx();
     const bool several = cx.findings.failures.size() > 1;
     for (const auto& [pid, a] : cx.findings.failures) {
-        if (!a.calls || a.failed != a.calls) continue;
+        if (!a.calls) continue;
+        if (a.failed != a.calls) {
+            lastCallFailed(b, pid, a, several);
+            continue;
+        }
         const int site = a.firstRawSite < cx.rawSites.size() ? cx.rawSites[a.firstRawSite].site : kNoSite;
         const std::string where = site >= 0 && size_t(site) < cx.sites.size() ? " at " + cx.sites[size_t(site)].label : "";
         std::string byApi;

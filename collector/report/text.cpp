@@ -504,7 +504,7 @@ std::string adviceOf(const std::string& rule)
         {"memory-leak", "free each allocation once done with it"},
         {"memory-peak", "compute the intermediate in pieces, or reuse a buffer"},
         {"allocation-failed", "free memory before the allocation, or ask for less (out of memory; else fix the error it names)"},
-        {"calls-failed", "fix the first failing call's error: every CUDA call failed"},
+        {"calls-failed", "fix the failing call's error: the process ran no GPU work past it"},
         {"pool-keeps-memory", "lower the pool's release threshold, or trim it after the burst"},
         {"pool-regrowth", "set the pool's release threshold to its working size"},
         {"legacy-stream-serialisation", "make the streams with cudaStreamNonBlocking"},

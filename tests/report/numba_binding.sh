@@ -2,7 +2,8 @@
 # tests/report/numba_binding.sh: Debian's python3-numba (0.56) run on the simulated CUDA 13 driver, as in issue
 # 28: numba calls cuCtxGetDevice_v2 with no context and gives up. With and without gpuspy the program's output,
 # last error line and exit status are the same, and the report names the failed call (category query), its
-# error as many times as the driver's trace has it, and the Python line that reached it. Exit 77 (skipped,
+# error as many times as the driver's trace has it, and the Python line that reached it; a calls-failed
+# finding says the program gave up there though its allocation before it worked. Exit 77 (skipped,
 # ctest says so) when PYTHON cannot import numba: `apt-get install python3-numba` and configure again.
 # usage: numba_binding.sh GPUSPY PYTHON WORKDIR
 set -uo pipefail
@@ -42,5 +43,16 @@ if not row or row["category"] != "query" or {e["code"]: e["calls"] for e in row[
 sites = [s for s in report["callsites"] if s["category"] == "setup" and "cuCtxGetDevice_v2" in s.get("apis", [])]
 if not sites or not sites[0]["label"].startswith("<module> (numba_binding.py:"):
     fail("no setup call site at the Python line that reached it: " + str([(s["label"], s["category"]) for s in report["callsites"]]))
-print(f"numba_binding.sh: ok: cuCtxGetDevice_v2 {dict(truth)} named at {sites[0]['label']}")
+# numba made one call that worked (an allocation) before the one it gave up at: calls-failed still names it,
+# with its error and the Python line, the site listed first.
+found = [f for f in report["findings"] if f["rule"] == "calls-failed"]
+if len(found) != 1 or found[0]["severity"] != "high":
+    fail("no HIGH calls-failed finding for the call numba gave up at: " + str([f["rule"] for f in report["findings"]]))
+msg = found[0]["message"]
+if "cuCtxGetDevice_v2" not in msg or "CUDA_ERROR_INVALID_CONTEXT" not in msg or sites[0]["label"] not in msg:
+    fail("calls-failed does not name the call, its error and its line: " + msg)
+first_site = found[0]["callsites"][0] if found[0]["callsites"] else None
+if not first_site or report["callsites"][first_site["id"] if isinstance(first_site, dict) else first_site]["label"] != sites[0]["label"]:
+    fail("calls-failed does not list the failing call's site first: " + str(found[0]["callsites"][:2]))
+print(f"numba_binding.sh: ok: cuCtxGetDevice_v2 {dict(truth)} named at {sites[0]['label']}; calls-failed: {msg[:120]}")
 PY
