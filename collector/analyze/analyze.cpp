@@ -544,6 +544,9 @@ void finishOverview(Context& cx, Report& r)
             ds.gaps = d.gaps;
             ds.starvedNs = d.starvedNs;
             ds.largestStarvedNs = d.largestStarvedNs;
+            ds.starvedInLibraryNs = d.starvedInLibraryNs;
+            ds.largestUserStarvedNs = d.largestUserStarvedNs;
+            ds.starvedLibraries = d.starvedLibraries;
             ds.waitingNs = d.waitingNs;
             r.devices.push_back(ds);
         }

@@ -150,6 +150,11 @@ struct DeviceSummary {
     uint64_t idleGapNs = 0, largestGapNs = 0, gaps = 0;  // between device operations (estimated timeline)
     uint64_t starvedNs = 0;  // idle gaps while no host thread of the process was inside CUDA
     uint64_t largestStarvedNs = 0;  // the longest single such stretch (often start-up)
+    // Of starvedNs, the host time inside library calls between their CUDA calls (cuBLAS building its
+    // handle, cuFFT a plan): the library's own work, not the user's; the largest single stretch of the
+    // rest; and the libraries ("libcublas.so.13"), by their host time.
+    uint64_t starvedInLibraryNs = 0, largestUserStarvedNs = 0;
+    std::vector<std::string> starvedLibraries;
     // Idle gaps while the process waited for work: a thread paused over 1 ms before its next CUDA call with
     // the process using under a tenth of a CPU (blocked in poll, accept, sleep; wire::kCallIdleBefore).
     // Not in starvedNs: a server between requests is not starved.

@@ -240,6 +240,10 @@ struct DeviceAcc {
     std::string uuid;  // Process::deviceIds: "GPU-..." where the shim could ask; "" else
     uint64_t busyNs = 0, idleGapNs = 0, largestGapNs = 0, gaps = 0, starvedNs = 0, largestStarvedNs = 0;
     uint64_t waitingNs = 0;  // idle while the program waited for work (wire::kCallIdleBefore): not starved
+    // Of starvedNs, the host inside a library call between its CUDA calls (library_time.h), the largest
+    // single stretch of the rest, and the libraries (files) by their host time.
+    uint64_t starvedInLibraryNs = 0, largestUserStarvedNs = 0;
+    std::vector<std::string> starvedLibraries;
     uint64_t busyLoNs = 0, busyHiNs = 0;
     uint64_t firstBusy = 0, lastBusy = 0;  // first and last instant of work
     bool anyBusy = false;

@@ -9,6 +9,7 @@
 // time and idle gaps and are dropped. A capture smaller than the window is analysed exactly as if it were all in RAM;
 // beyond it, a span or call that arrives after the window moved past its time is counted as late.
 #include "collector/analyze/internal.h"
+#include "collector/analyze/library_time.h"
 
 #include "collector/model/api_names.h"
 
@@ -79,6 +80,12 @@ struct ProcState {
     // calls, kept as hostCarry is; and each thread's last processed call's end.
     IntervalSet waitCarry;
     std::unordered_map<uint32_t, uint64_t> lastEndByTid;
+    // Host time inside a library call between the CUDA calls it made (library_time.h), kept as hostCarry
+    // is; each thread's last processed call as the invocations see it; that time per library file.
+    LibraryInvocations libs;
+    IntervalSet libCarry;
+    std::unordered_map<uint32_t, LibraryStep> lastLibByTid;
+    std::map<std::string, uint64_t> libraryHostNs;
     DeviceTimeline timeline{[this](const Placement& p) { placed(p); }};
     // Waits placed on the timeline whose accounting waits until every call that begins before they end
     // has been placed too (Unaccounted): in time order.
@@ -128,6 +135,7 @@ ProcState& procState(Context& cx, const Process& p)
     if (it == cx.open.end()) {
         auto ps = std::make_unique<ProcState>();
         ps->view.proc = &p;
+        ps->libs.bind(&p);
         it = cx.open.emplace(&p, std::move(ps)).first;
     }
     cx.lastProcess = &p;
@@ -385,10 +393,36 @@ public:
         return m_wait;
     }
 
+    // Host time in CUDA, waiting for work, or inside a library call between its CUDA calls.
+    const IntervalSet& withLibrary()
+    {
+        if (!m_libBuilt) {
+            m_lib = withWaiting();
+            for (const auto& i : m_ps.libCarry.merged()) m_lib.add(i.begin, i.end);
+            std::unordered_map<uint32_t, uint64_t> lastEnd = m_ps.lastEndByTid;
+            std::unordered_map<uint32_t, LibraryStep> last = m_ps.lastLibByTid;
+            std::unordered_set<uint64_t> starts;  // learned in this look-ahead only
+            for (const auto& [begin, index] : m_ps.order) {
+                const wire::CallBody& c = m_ps.calls[index];
+                const LibraryStep cur = m_ps.libs.step(c.stackId);
+                LibraryStep& prev = last[c.tid];
+                m_ps.libs.learn(prev, cur, starts);
+                auto it = lastEnd.find(c.tid);
+                if (it != lastEnd.end() && it->second < c.beginNs && m_ps.libs.inside(prev, cur, &starts))
+                    m_lib.add(it->second, c.beginNs);
+                prev = cur;
+                uint64_t& e = lastEnd[c.tid];
+                e = std::max(e, c.endNs);
+            }
+            m_libBuilt = true;
+        }
+        return m_lib;
+    }
+
 private:
     const ProcState& m_ps;
-    IntervalSet m_set, m_wait;
-    bool m_built = false, m_waitBuilt = false;
+    IntervalSet m_set, m_wait, m_lib;
+    bool m_built = false, m_waitBuilt = false, m_libBuilt = false;
 };
 
 constexpr size_t kMaxIdleLog = 1u << 20;
@@ -412,6 +446,12 @@ void gap(DeviceAcc& d, const Interval& g, HostInCuda& host)
     d.starvedNs += starved;
     d.waitingNs += covered - inCuda;
     d.largestStarvedNs = std::max(d.largestStarvedNs, starved);
+    if (!starved) return;
+    // Of the starved time, what the host spent inside library calls (library_time.h): not the user's.
+    const uint64_t withLib = std::max(covered, host.withLibrary().overlap(g.begin, g.end));
+    const uint64_t inLibrary = std::min(starved, withLib - covered);
+    d.starvedInLibraryNs += inLibrary;
+    d.largestUserStarvedNs = std::max(d.largestUserStarvedNs, starved - inLibrary);
 }
 
 // Processes the calls that begin before `until` (all of them when final), then the busy intervals that
@@ -483,11 +523,21 @@ void flush(Context& cx, ProcState& ps, bool final)
         auto it = ps.lastEndByTid.find(c.tid);
         if (hasFlag(c, wire::kCallIdleBefore) && it != ps.lastEndByTid.end() && it->second < c.beginNs)
             ps.waitCarry.add(it->second, c.beginNs);
+        const LibraryStep cur = ps.libs.step(c.stackId);
+        LibraryStep& prev = ps.lastLibByTid[c.tid];
+        ps.libs.learn(prev, cur, ps.libs.starts());
+        if (it != ps.lastEndByTid.end() && it->second < c.beginNs && ps.libs.inside(prev, cur)) {
+            ps.libCarry.add(it->second, c.beginNs);
+            ps.libraryHostNs[ps.libs.libraryOf(cur.key)] += c.beginNs - it->second;
+        }
+        prev = cur;
         uint64_t& e = ps.lastEndByTid[c.tid];
         e = std::max(e, c.endNs);
     }
     ps.hostCarry.takeEndingBy(keepFrom);
     ps.waitCarry.takeEndingBy(keepFrom);
+    ps.libCarry.takeEndingBy(keepFrom);
+    if (ps.libCarry.size() > kMaxCarried) ps.libCarry.takeEndingBy(ps.libCarry.merged()[ps.libCarry.size() / 2].end);
     if (ps.waitCarry.size() > kMaxCarried) ps.waitCarry.takeEndingBy(ps.waitCarry.merged()[ps.waitCarry.size() / 2].end);
     if (ps.hostCarry.size() > kMaxCarried) ps.hostCarry.takeEndingBy(ps.hostCarry.merged()[ps.hostCarry.size() / 2].end);
 
@@ -644,6 +694,13 @@ void endProcess(Context& cx, const Process& p)
     for (uint32_t raw : ps.rawSites) cx.rawSites[raw].proc = cx.processes.size();
     cx.starts.push_back(p.startNs ? std::min(p.startNs, s.activeBeginNs ? s.activeBeginNs : p.startNs) : s.activeBeginNs);
     cx.processes.push_back(std::move(s));
+    // The libraries whose own host work left the GPU idle, by their host time inside them.
+    std::vector<std::pair<uint64_t, std::string>> libraries;
+    for (const auto& [name, ns] : ps.libraryHostNs) libraries.emplace_back(ns, name);
+    std::sort(libraries.rbegin(), libraries.rend());
+    for (auto& [dev, d] : ps.devices)
+        if (d.starvedInLibraryNs)
+            for (const auto& [ns, name] : libraries) d.starvedLibraries.push_back(name);
     cx.devices.push_back(std::move(ps.devices));
     cx.streams.push_back(std::move(ps.streams));
     finishCaptureWindows(cx, p, ps.windowTally);

@@ -212,7 +212,7 @@ int runDiff(int argc, char** argv)
             if (sp.section == "headline" && sp.name == "wall_ns") wallRow = &sp;
         if (slower > failPct && verdict == "noise" && wallRow && wallRow->why == "host_load") {
             fmt::print(stderr, "gpuspy diff: B's median wall is {:.1f}% above A's, but B's runs waited longer for a CPU "
-                               "(the host was busier) and the walls less that wait show no change: not a regression\n", slower);
+                               "(the host was busier), as much as the walls differ: not a regression\n", slower);
         } else if (slower > failPct && verdict == "noise") {
             fmt::print(stderr, "gpuspy diff: B's median wall is {:.1f}% above A's, but the runs cannot tell it from noise: "
                                "not a regression\n", slower);

@@ -221,12 +221,12 @@ double wallSlowdownPct(const ReportDiff& d) { return d.headline.wallNs.pct(); }
 
 namespace {
 
-// A change of wall time beyond the runs' noise is the program's only if the walls less the time the
-// program waited for a CPU show the same change: runs taken minutes apart on a shared host see different
-// loads, and a capture's runs, taken one after the other, share theirs, so a rank test over the runs
-// reads a change of load as a change of the program. The CPU wait is summed over threads, so it can
-// exceed what the load added to the wall: the adjusted walls may overcorrect, never the other way; when
-// the two verdicts disagree, the difference is within what the load explains and is called noise.
+// A change of wall time beyond the runs' noise is the program's only if it is larger than the change of
+// the time the program waited for a CPU: runs taken minutes apart on a shared host see different loads,
+// and a capture's runs, taken one after the other, share theirs, so a rank test over the runs reads a
+// change of load as a change of the program. The wait bounds what the load added to the wall (it even
+// overstates it: a thread descheduled while it waits on the GPU loses nothing), so a change of the median
+// wall no larger than the change of the median wait, the same way, is within what the load explains.
 void weighHostLoad(ReportDiff& d, const RunsSummary& a, const RunsSummary& b)
 {
     auto known = [](const RunsSummary& r) {
@@ -241,20 +241,13 @@ void weighHostLoad(ReportDiff& d, const RunsSummary& a, const RunsSummary& b)
         for (const RunFigures& f : r.runs) v.push_back(f.cpuWaitNs);
         return spreadOf(std::move(v));
     };
-    auto adjusted = [](const RunsSummary& r) {
-        std::vector<uint64_t> v;
-        for (const RunFigures& f : r.runs) {
-            const auto w = f.headline.find("wall_ns");
-            const uint64_t wall = w == f.headline.end() ? 0 : w->second;
-            v.push_back(wall > f.cpuWaitNs ? wall - f.cpuWaitNs : 0);
-        }
-        return v;
-    };
     it->cpuWaitKnown = true;
     it->cpuWaitA = waits(a);
     it->cpuWaitB = waits(b);
     if (it->verdict != "higher" && it->verdict != "lower") return;
-    if (changeVerdict(adjusted(a), adjusted(b)) != it->verdict) {
+    const double wall = double(it->b.median) - double(it->a.median);
+    const double wait = double(it->cpuWaitB.median) - double(it->cpuWaitA.median);
+    if (wall * wait > 0 && std::fabs(wall) <= std::fabs(wait)) {
         it->verdict = "noise";
         it->why = "host_load";
     }

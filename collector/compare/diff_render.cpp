@@ -144,8 +144,8 @@ std::string renderDiffText(const ReportDiff& d, const std::string& nameA, const 
         const bool bWaited = wallRow->cpuWaitB.median > wallRow->cpuWaitA.median;
         const uint64_t more = bWaited ? wallRow->cpuWaitB.median - wallRow->cpuWaitA.median
                                       : wallRow->cpuWaitA.median - wallRow->cpuWaitB.median;
-        loadNote = fmt::format(": noise, the host's load: {}'s runs waited {} more for a CPU (median), and the walls "
-                               "less that wait show no change",
+        loadNote = fmt::format(": noise, the host's load: {}'s runs waited {} more for a CPU (median), as much as "
+                               "the walls differ",
                                bWaited ? "B" : "A", formatNs(more));
     }
     if (h.wallNs.a && h.wallNs.b)

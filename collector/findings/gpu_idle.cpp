@@ -13,6 +13,13 @@ void gpuIdleAndStarved(Builder& b, const Report& r)
     Matched idle, starved;
     std::string idleText, starvedText;
     uint64_t starvedNs = 0;
+    // Host work inside library calls that left a GPU idle: setup the user can only move, not overlap.
+    std::string libraryText;
+    auto libraries = [](const DeviceSummary& d) {
+        std::string names;
+        for (size_t i = 0; i < d.starvedLibraries.size() && i < 3; ++i) names += (i ? ", " : "") + d.starvedLibraries[i];
+        return names;
+    };
     for (const DeviceSummary& d : r.devices) {
         if (!d.ops || !d.activeNs) continue;
         const DeviceAcc* acc = nullptr;
@@ -35,22 +42,33 @@ void gpuIdleAndStarved(Builder& b, const Report& r)
                                          : "");
         }
         if (!acc || !acc->anyBusy) continue;
-        const uint64_t span = acc->lastBusy - acc->firstBusy;
+        // The GPU's span, less the host's work inside library calls (one-time setup would dilute the share).
+        const uint64_t fullSpan = acc->lastBusy - acc->firstBusy;
+        const uint64_t span = fullSpan - std::min(fullSpan, d.starvedInLibraryNs);
         // A data-loading bottleneck recurs: the longest single pause (start-up, lazy loading) does not
         // count, nor does gpuspy's own time on the app's threads, which also falls outside CUDA calls.
         uint64_t overhead = 0;
         for (const ProcessSummary& p : r.processes)
             if (p.pid == d.pid) overhead = p.gpuspyOverheadNs;
-        const uint64_t recurring = d.starvedNs - d.largestStarvedNs;
+        // Host time inside library calls is the library's (its handle, plan or heuristics): not data loading.
+        const uint64_t userStarved = d.starvedNs - std::min(d.starvedNs, d.starvedInLibraryNs);
+        const uint64_t largest = d.starvedInLibraryNs ? d.largestUserStarvedNs : d.largestStarvedNs;
+        const uint64_t recurring = userStarved - std::min(userStarved, largest);
         const uint64_t counted = recurring > overhead ? recurring - overhead : 0;
+        if (d.starvedInLibraryNs)
+            libraryText += std::string(libraryText.empty() ? "" : "; ") + who + ": " + formatNs(d.starvedInLibraryNs) +
+                           " inside calls into " + libraries(d);
         if (span && double(counted) >= kStarvedShare * double(span)) {
             starved.count += d.gaps;
             starved.hostNs += d.starvedNs;
             starvedNs += counted;
             starvedText += std::string(starvedText.empty() ? "" : "; ") + who + ": " + formatNs(counted) + " (" +
                            fmtPct(100.0 * double(counted) / double(span)) + " of the " + formatNs(span) +
-                           " from its first to its last operation; " + formatNs(d.starvedNs) + " in all, less the " +
-                           "longest single pause (" + formatNs(d.largestStarvedNs) + ")" +
+                           " from its first to its last operation" +
+                           (d.starvedInLibraryNs ? ", less the library calls' host work" : "") + "; " +
+                           formatNs(d.starvedNs) + " in all, less " +
+                           (d.starvedInLibraryNs ? formatNs(d.starvedInLibraryNs) + " inside library calls, " : std::string()) +
+                           "the longest single pause (" + formatNs(largest) + ")" +
                            (overhead ? " and gpuspy's own time (" + formatNs(overhead) + ")" : "") + ")";
         }
     }
@@ -61,11 +79,17 @@ void gpuIdleAndStarved(Builder& b, const Report& r)
                     "so busy and idle time are estimates." : "";
     const std::string starvedCaveat =
         estimated ? " The gaps are those of the estimated timeline (untimed operations placed by inference)." : "";
+    const std::string libraryNote =
+        libraryText.empty() ? ""
+                            : " Some of the idle time was the host working inside library calls, between the CUDA calls "
+                              "they made (" + libraryText + "): the library's own work (creating its handle, building a "
+                              "plan, choosing an algorithm), not the program's. It is not counted as the GPU starved: where "
+                              "it recurs, create the handle or plan once, outside the loop.";
     if (idle.count || !idleText.empty()) {
         Finding& f = b.add("gpu-idle", idle, 0,
                            "The GPU was idle most of the time: " + idleText +
                                ". No saving is estimated for this symptom: the findings that explain it (launch, "
-                               "transfer, sync or CPU-side gaps) carry it." + samplingCaveat);
+                               "transfer, sync or CPU-side gaps) carry it." + libraryNote + samplingCaveat);
         f.severity = "info";  // a symptom, without a saving of its own
         f.ns = idle.hostNs;
         f.evidence = {{"idle_ns", double(idle.hostNs)}, {"gaps", double(idle.count)}};
