@@ -547,6 +547,7 @@ void finishOverview(Context& cx, Report& r)
             ds.starvedInLibraryNs = d.starvedInLibraryNs;
             ds.largestUserStarvedNs = d.largestUserStarvedNs;
             ds.starvedLibraries = d.starvedLibraries;
+            ds.idleInLibraryNs = d.idleInLibraryNs;
             ds.waitingNs = d.waitingNs;
             r.devices.push_back(ds);
         }

@@ -155,6 +155,9 @@ struct DeviceSummary {
     // rest; and the libraries ("libcublas.so.13"), by their host time.
     uint64_t starvedInLibraryNs = 0, largestUserStarvedNs = 0;
     std::vector<std::string> starvedLibraries;
+    // Idle while the host was inside a library invocation, the CUDA calls it made included (its one-time
+    // setup: cuBLAS loading its modules inside cublasCreate): not in the base gpu-starved's share is of.
+    uint64_t idleInLibraryNs = 0;
     // Idle gaps while the process waited for work: a thread paused over 1 ms before its next CUDA call with
     // the process using under a tenth of a CPU (blocked in poll, accept, sleep; wire::kCallIdleBefore).
     // Not in starvedNs: a server between requests is not starved.

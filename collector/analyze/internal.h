@@ -244,6 +244,7 @@ struct DeviceAcc {
     // single stretch of the rest, and the libraries (files) by their host time.
     uint64_t starvedInLibraryNs = 0, largestUserStarvedNs = 0;
     std::vector<std::string> starvedLibraries;
+    uint64_t idleInLibraryNs = 0;  // idle while the host was in a library invocation, its CUDA calls included
     uint64_t busyLoNs = 0, busyHiNs = 0;
     uint64_t firstBusy = 0, lastBusy = 0;  // first and last instant of work
     bool anyBusy = false;

@@ -80,7 +80,8 @@ struct ProcState {
     // calls, kept as hostCarry is; and each thread's last processed call's end.
     IntervalSet waitCarry;
     std::unordered_map<uint32_t, uint64_t> lastEndByTid;
-    // Host time inside a library call between the CUDA calls it made (library_time.h), kept as hostCarry
+    // Host time inside a library invocation (the CUDA calls made inside a library call and the time
+    // between two of one invocation: library_time.h), kept as hostCarry
     // is; each thread's last processed call as the invocations see it; that time per library file.
     LibraryInvocations libs;
     IntervalSet libCarry;
@@ -393,12 +394,12 @@ public:
         return m_wait;
     }
 
-    // Host time in CUDA, waiting for work, or inside a library call between its CUDA calls.
-    const IntervalSet& withLibrary()
+    // Host time inside library invocations: the CUDA calls made inside a library call and the time
+    // between two of one invocation.
+    const IntervalSet& library()
     {
         if (!m_libBuilt) {
-            m_lib = withWaiting();
-            for (const auto& i : m_ps.libCarry.merged()) m_lib.add(i.begin, i.end);
+            m_libOnly = m_ps.libCarry;
             std::unordered_map<uint32_t, uint64_t> lastEnd = m_ps.lastEndByTid;
             std::unordered_map<uint32_t, LibraryStep> last = m_ps.lastLibByTid;
             std::unordered_set<uint64_t> starts;  // learned in this look-ahead only
@@ -409,20 +410,31 @@ public:
                 m_ps.libs.learn(prev, cur, starts);
                 auto it = lastEnd.find(c.tid);
                 if (it != lastEnd.end() && it->second < c.beginNs && m_ps.libs.inside(prev, cur, &starts))
-                    m_lib.add(it->second, c.beginNs);
+                    m_libOnly.add(it->second, c.beginNs);
+                if (cur.key) m_libOnly.add(c.beginNs, c.endNs);
                 prev = cur;
                 uint64_t& e = lastEnd[c.tid];
                 e = std::max(e, c.endNs);
             }
             m_libBuilt = true;
         }
+        return m_libOnly;
+    }
+    // Host time in CUDA, waiting for work, or inside a library invocation.
+    const IntervalSet& withLibrary()
+    {
+        if (!m_withLibBuilt) {
+            m_lib = withWaiting();
+            for (const auto& i : library().merged()) m_lib.add(i.begin, i.end);
+            m_withLibBuilt = true;
+        }
         return m_lib;
     }
 
 private:
     const ProcState& m_ps;
-    IntervalSet m_set, m_wait, m_lib;
-    bool m_built = false, m_waitBuilt = false, m_libBuilt = false;
+    IntervalSet m_set, m_wait, m_lib, m_libOnly;
+    bool m_built = false, m_waitBuilt = false, m_libBuilt = false, m_withLibBuilt = false;
 };
 
 constexpr size_t kMaxIdleLog = 1u << 20;
@@ -446,6 +458,9 @@ void gap(DeviceAcc& d, const Interval& g, HostInCuda& host)
     d.starvedNs += starved;
     d.waitingNs += covered - inCuda;
     d.largestStarvedNs = std::max(d.largestStarvedNs, starved);
+    // Idle while the host was inside a library invocation (its CUDA calls included): its one-time setup,
+    // which the share of starved time is not taken over.
+    d.idleInLibraryNs += host.library().overlap(g.begin, g.end);
     if (!starved) return;
     // Of the starved time, what the host spent inside library calls (library_time.h): not the user's.
     const uint64_t withLib = std::max(covered, host.withLibrary().overlap(g.begin, g.end));
@@ -530,6 +545,7 @@ void flush(Context& cx, ProcState& ps, bool final)
             ps.libCarry.add(it->second, c.beginNs);
             ps.libraryHostNs[ps.libs.libraryOf(cur.key)] += c.beginNs - it->second;
         }
+        if (cur.key) ps.libCarry.add(c.beginNs, c.endNs);
         prev = cur;
         uint64_t& e = ps.lastEndByTid[c.tid];
         e = std::max(e, c.endNs);

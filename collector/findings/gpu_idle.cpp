@@ -42,9 +42,10 @@ void gpuIdleAndStarved(Builder& b, const Report& r)
                                          : "");
         }
         if (!acc || !acc->anyBusy) continue;
-        // The GPU's span, less the host's work inside library calls (one-time setup would dilute the share).
+        // The GPU's span, less its idle time while the host was inside library calls (their one-time setup,
+        // CUDA calls included, would dilute the share).
         const uint64_t fullSpan = acc->lastBusy - acc->firstBusy;
-        const uint64_t span = fullSpan - std::min(fullSpan, d.starvedInLibraryNs);
+        const uint64_t span = fullSpan - std::min(fullSpan, std::max(d.idleInLibraryNs, d.starvedInLibraryNs));
         // A data-loading bottleneck recurs: the longest single pause (start-up, lazy loading) does not
         // count, nor does gpuspy's own time on the app's threads, which also falls outside CUDA calls.
         uint64_t overhead = 0;
@@ -65,7 +66,7 @@ void gpuIdleAndStarved(Builder& b, const Report& r)
             starvedText += std::string(starvedText.empty() ? "" : "; ") + who + ": " + formatNs(counted) + " (" +
                            fmtPct(100.0 * double(counted) / double(span)) + " of the " + formatNs(span) +
                            " from its first to its last operation" +
-                           (d.starvedInLibraryNs ? ", less the library calls' host work" : "") + "; " +
+                           (d.idleInLibraryNs || d.starvedInLibraryNs ? ", less its idle time inside library calls" : "") + "; " +
                            formatNs(d.starvedNs) + " in all, less " +
                            (d.starvedInLibraryNs ? formatNs(d.starvedInLibraryNs) + " inside library calls, " : std::string()) +
                            "the longest single pause (" + formatNs(largest) + ")" +

@@ -207,7 +207,7 @@ nlohmann::ordered_json reportJson(const Report& r)
                             {"transfer_ns", d.transferNs}, {"other_ns", d.otherNs}, {"idle_gap_ns", d.idleGapNs},
                             {"largest_gap_ns", d.largestGapNs}, {"gaps", d.gaps}, {"starved_ns", d.starvedNs},
                             {"waiting_for_work_ns", d.waitingNs}, {"starved_in_library_ns", d.starvedInLibraryNs},
-                            {"starved_libraries", strings(d.starvedLibraries)},
+                            {"starved_libraries", strings(d.starvedLibraries)}, {"idle_in_library_ns", d.idleInLibraryNs},
                             {"upper_bound_ops", d.upperBoundOps}, {"upper_bound_ns", d.upperBoundNs},
                             {"busy_basis", d.busyBasis}, {"busy_ns_min", d.busyLoNs}, {"busy_ns_max", d.busyHiNs},
                             {"busy_pct_min", d.busyPctLo}, {"busy_pct_max", d.busyPctHi},
