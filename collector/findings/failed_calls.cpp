@@ -74,6 +74,14 @@ std::string siteLabel(const Context& cx, uint32_t rawSite, int* siteOut)
     return site >= 0 && size_t(site) < cx.sites.size() ? " at " + cx.sites[size_t(site)].label : "";
 }
 
+// The failing call's site first among the finding's: it is the one to fix.
+void siteFirst(Finding& f, int site)
+{
+    if (site < 0) return;
+    f.callsites.erase(std::remove(f.callsites.begin(), f.callsites.end(), uint32_t(site)), f.callsites.end());
+    f.callsites.insert(f.callsites.begin(), uint32_t(site));
+}
+
 // A process that ran no GPU work and whose last CUDA call failed gave up on the GPU there (a binding
 // that calls an entry point with the wrong signature, a module without code for the GPU): the calls
 // before it succeeded, so "every call failed" does not hold, but the report would otherwise look
@@ -98,10 +106,7 @@ void lastCallFailed(Builder& b, uint32_t pid, const FailAcc& a, bool several)
                            std::to_string(a.failed - 1) + " failed: the program gave up on the GPU at this call. Fix "
                            "it first.");
     f.severity = "high";
-    if (site >= 0) {
-        f.callsites.erase(std::remove(f.callsites.begin(), f.callsites.end(), uint32_t(site)), f.callsites.end());
-        f.callsites.insert(f.callsites.begin(), uint32_t(site));
-    }
+    siteFirst(f, site);
     f.evidence = {{"failed_calls", double(a.failed)}, {"calls", double(a.calls)}, {"last_error", double(a.lastCode)}};
 }
 
@@ -117,8 +122,8 @@ void callsFailed(Builder& b)
             lastCallFailed(b, pid, a, several);
             continue;
         }
-        const int site = a.firstRawSite < cx.rawSites.size() ? cx.rawSites[a.firstRawSite].site : kNoSite;
-        const std::string where = site >= 0 && size_t(site) < cx.sites.size() ? " at " + cx.sites[size_t(site)].label : "";
+        int site = kNoSite;
+        const std::string where = siteLabel(cx, a.firstRawSite, &site);
         std::string byApi;
         for (const auto& [api, codes] : a.byApi)
             for (const auto& [code, n] : codes)
@@ -132,11 +137,7 @@ void callsFailed(Builder& b)
                                (hint.empty() ? std::string() : ": " + hint) + ". Fix that one first: the later failures (" +
                                byApi + ") often follow from it.");
         f.severity = "high";
-        if (site >= 0) {
-            // The first failing call's site first: it is the one to fix.
-            f.callsites.erase(std::remove(f.callsites.begin(), f.callsites.end(), uint32_t(site)), f.callsites.end());
-            f.callsites.insert(f.callsites.begin(), uint32_t(site));
-        }
+        siteFirst(f, site);
         f.evidence = {{"failed_calls", double(a.failed)}, {"first_error", double(a.firstCode)}};
     }
 }
