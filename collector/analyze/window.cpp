@@ -360,6 +360,26 @@ void processCall(Context& cx, ProcState& ps, const wire::CallBody& c)
     accountReady(cx, ps, c.beginNs);
 }
 
+// One call of a thread through the library invocations (library_time.h): learns whether it begins one
+// (into `learnt`), adds to `into` the time since the thread's previous call when both lie in one
+// invocation, and the call itself when made inside a library; prev becomes the call. Returns the time
+// added between the calls (0: none). lastEnd: the thread's previous call's end (null: none).
+uint64_t libraryStep(const LibraryInvocations& libs, LibraryStep& prev, std::unordered_set<uint64_t>& learnt,
+                     const std::unordered_set<uint64_t>* extra, const uint64_t* lastEnd, const wire::CallBody& c,
+                     IntervalSet& into)
+{
+    const LibraryStep cur = libs.step(c.stackId);
+    libs.learn(prev, cur, learnt);
+    uint64_t between = 0;
+    if (lastEnd && *lastEnd < c.beginNs && libs.inside(prev, cur, extra)) {
+        into.add(*lastEnd, c.beginNs);
+        between = c.beginNs - *lastEnd;
+    }
+    if (cur.key) into.add(c.beginNs, c.endNs);
+    prev = cur;
+    return between;
+}
+
 // Host time inside CUDA around the gaps that become final in a flush: the carried intervals and every
 // call still held. Built only when a gap needs it.
 class HostInCuda {
@@ -405,14 +425,8 @@ public:
             std::unordered_set<uint64_t> starts;  // learned in this look-ahead only
             for (const auto& [begin, index] : m_ps.order) {
                 const wire::CallBody& c = m_ps.calls[index];
-                const LibraryStep cur = m_ps.libs.step(c.stackId);
-                LibraryStep& prev = last[c.tid];
-                m_ps.libs.learn(prev, cur, starts);
                 auto it = lastEnd.find(c.tid);
-                if (it != lastEnd.end() && it->second < c.beginNs && m_ps.libs.inside(prev, cur, &starts))
-                    m_libOnly.add(it->second, c.beginNs);
-                if (cur.key) m_libOnly.add(c.beginNs, c.endNs);
-                prev = cur;
+                libraryStep(m_ps.libs, last[c.tid], starts, &starts, it != lastEnd.end() ? &it->second : nullptr, c, m_libOnly);
                 uint64_t& e = lastEnd[c.tid];
                 e = std::max(e, c.endNs);
             }
@@ -538,15 +552,9 @@ void flush(Context& cx, ProcState& ps, bool final)
         auto it = ps.lastEndByTid.find(c.tid);
         if (hasFlag(c, wire::kCallIdleBefore) && it != ps.lastEndByTid.end() && it->second < c.beginNs)
             ps.waitCarry.add(it->second, c.beginNs);
-        const LibraryStep cur = ps.libs.step(c.stackId);
-        LibraryStep& prev = ps.lastLibByTid[c.tid];
-        ps.libs.learn(prev, cur, ps.libs.starts());
-        if (it != ps.lastEndByTid.end() && it->second < c.beginNs && ps.libs.inside(prev, cur)) {
-            ps.libCarry.add(it->second, c.beginNs);
-            ps.libraryHostNs[ps.libs.libraryOf(cur.key)] += c.beginNs - it->second;
-        }
-        if (cur.key) ps.libCarry.add(c.beginNs, c.endNs);
-        prev = cur;
+        if (const uint64_t between = libraryStep(ps.libs, ps.lastLibByTid[c.tid], ps.libs.starts(), nullptr,
+                                                 it != ps.lastEndByTid.end() ? &it->second : nullptr, c, ps.libCarry))
+            ps.libraryHostNs[ps.libs.libraryOf(ps.lastLibByTid[c.tid].key)] += between;
         uint64_t& e = ps.lastEndByTid[c.tid];
         e = std::max(e, c.endNs);
     }
