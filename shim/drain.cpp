@@ -860,6 +860,10 @@ void endStream(Work& w)
     out.n += drainDefs(out.buf + out.n, kBufSize - out.n);
     const bool waitGpu = !g_fast.load(std::memory_order_acquire) && !pastStopDeadline();
     out.n += gpuDrain(out.buf + out.n, kBufSize - out.n, nullptr, 0, waitGpu);
+    // Not in the made/dropped accounting, as GPU spans and clock points are not (it counts calls,
+    // NVTX events and the stream's totals).
+    uint64_t budgets = 0;
+    out.n += gpuBudgetRecords(out.buf + out.n, kBufSize - out.n, &budgets);
     encodeWindowRecords(out, true);
     out.flush();  // before End is made: what this cannot write is in End's count
     wire::ThreadStatsBody stats[256];

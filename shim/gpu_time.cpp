@@ -1,7 +1,8 @@
 // shim/gpu_time.cpp: GPU begin/end of device work from CUDA timing events: pooled events recorded
-// on the app's stream around the operations a per-thread budget of event-record time allows (the
-// rest sampled out), the end of one operation shared as the start of the next, resolved by the drain
-// thread (query only) and placed on the host clock through a per-context anchor event.
+// on the app's stream around the operations a per-thread budget of timing time allows (the rest
+// sampled out; every part of timing's work on the thread is charged to it, the drain thread's reads of
+// its events included), the end of one operation shared as the start of the next, resolved by the
+// drain thread (query only) and placed on the host clock through a per-context anchor event.
 #include "shim/shim.h"
 
 #include "shim/clock.h"
@@ -40,6 +41,9 @@ std::atomic<uint64_t> g_lateEnds{0};       // spans dropped: end event recorded 
 constexpr uint64_t kLateRecordNs = 10000;
 static_assert(kHeldUpNs == kLateRecordNs, "a span is trusted with as much delay either way");
 std::atomic<uint32_t> g_epoch{0};     // bumped when contexts may have died: pools and anchors are stale
+// Streams whose slot holds a last end event now: while none does, a call left out of timing has nothing
+// to forget (see leftOutQuickly). Changed under the slots' locks, as their ends come and go.
+std::atomic<int64_t> g_endsHeld{0};
 
 // A pooled event with a reference count: the span that ends with it, the span that starts with it,
 // and the stream slot that may share it as the next start.
@@ -48,6 +52,10 @@ struct Ev {
     std::atomic<int> refs;
     Ev* nextFree;
     struct Pool* pool;
+    // The drain thread's: the event's host time, read against the anchor taken at `hostFor` (an end
+    // shared as the next span's begin is read once).
+    uint64_t hostNs;
+    uint64_t hostFor;
 };
 
 struct Pool {
@@ -87,6 +95,7 @@ Ev* acquire(Pool* pool)
     pthread_mutex_unlock(&pool->lock);
     if (ev) {
         ev->refs.store(1, std::memory_order_relaxed);
+        ev->hostFor = 0;
         return ev;
     }
     if (__atomic_load_n(&pool->created, __ATOMIC_RELAXED) >= kMaxEventsPerPool) return nullptr;
@@ -103,7 +112,7 @@ Ev* acquire(Pool* pool)
     if (made != CUDA_SUCCESS) return nullptr;
     void* mem = malloc(sizeof(Ev));
     if (!mem) return nullptr;
-    ev = new (mem) Ev{e, {1}, nullptr, pool};
+    ev = new (mem) Ev{e, {1}, nullptr, pool, 0, 0};
     __atomic_fetch_add(&pool->created, 1u, __ATOMIC_RELAXED);
     return ev;
 }
@@ -173,6 +182,7 @@ Ev* swapLastEnd(StreamSlot* s, Ev* with, uint32_t window = 0, uint32_t* oldWindo
     while (s->busy.test_and_set(std::memory_order_acquire)) {
     }
     Ev* old = s->lastEnd.load(std::memory_order_relaxed);
+    if (!old != !with) g_endsHeld.fetch_add(with ? 1 : -1, std::memory_order_relaxed);
     if (oldWindow) *oldWindow = s->window.load(std::memory_order_relaxed);
     s->lastEnd.store(with, std::memory_order_relaxed);
     s->window.store(window, std::memory_order_relaxed);
@@ -188,6 +198,72 @@ bool hasLastEndIn(const StreamSlot* s, uint32_t window)
 }
 
 thread_local TimingBudget t_budget GS_TLS;
+thread_local ChoiceCost t_choice GS_TLS;
+thread_local BudgetAccount* t_account GS_TLS = nullptr;
+thread_local uint64_t t_lastReturnNs GS_TLS = 0;  // the thread's last recorded call's return
+BudgetAccount g_noAccount;  // threads beyond the table's room: charged, not reported
+
+// Every thread that chose whether to time has an account (up to kAccounts; a thread beyond them is
+// still held to its budget, only not reported). A thread id that comes back shares its account.
+constexpr size_t kAccounts = 512;
+BudgetAccount g_accounts[kAccounts];
+
+BudgetAccount* accountOf(uint32_t tid, bool create)
+{
+    if (tid == 0) return nullptr;
+    const size_t h = size_t((uint64_t(tid) * 0x9E3779B97F4A7C15ull) >> 40);
+    for (size_t i = 0; i < 16; ++i) {
+        BudgetAccount& a = g_accounts[(h + i) % kAccounts];
+        uint32_t t = a.tid.load(std::memory_order_acquire);
+        if (t == tid) return &a;
+        if (t == 0) {
+            if (!create) return nullptr;
+            if (a.tid.compare_exchange_strong(t, tid, std::memory_order_acq_rel)) return &a;
+            if (t == tid) return &a;
+        }
+    }
+    return nullptr;
+}
+
+// Charges timing work measured on this thread to its budget and its account.
+void charge(TimingPart part, uint64_t ns)
+{
+    const uint64_t c = t_budget.charge(ns);
+    if (BudgetAccount* a = t_account) bump(a->spent[size_t(part)], c);
+}
+
+// What the drain thread spent on this thread's spans since the thread last looked: charged before it
+// times more (the drain's reads contend with the app's calls for the driver and the CPU).
+void chargeDrainDebt()
+{
+    BudgetAccount* a = t_account;
+    if (!a) return;
+    const uint64_t owed = a->drainNs.load(std::memory_order_relaxed);
+    std::atomic<uint64_t>& paid = a->spent[size_t(TimingPart::Drain)];
+    const uint64_t before = paid.load(std::memory_order_relaxed);
+    if (owed <= before) return;
+    t_budget.chargeMeasured(owed - before);
+    paid.store(owed, std::memory_order_relaxed);
+}
+
+// The choice made on every call, charged on every call: its sampled mean (see ChoiceCost), and the
+// timing of it when this call is a sample (c0: its clockStamp(clockUsesTsc()) when the choice began; the
+// TSC where it may be used: a clock_gettime read costs about as much as the choice).
+enum class Chosen : uint8_t { Neither, Untimed, Timed };
+void chargeChoice(bool sampled, uint64_t c0, Chosen chosen)
+{
+    if (sampled) {
+        const bool tsc = clockUsesTsc();
+        const uint64_t c1 = clockStamp(tsc);
+        t_choice.note(c1 > c0 ? clockMapFor(tsc, c1).durationNs(c1 - c0) : 0);
+    }
+    charge(TimingPart::Choosing, t_choice.perCallNs());
+    if (BudgetAccount* a = t_account; a && chosen != Chosen::Neither) {
+        bump(chosen == Chosen::Timed ? a->timed : a->untimed, 1);
+        if (!a->firstNs.load(std::memory_order_relaxed)) a->firstNs.store(t_budget.firstNs(), std::memory_order_relaxed);
+        a->lastNs.store(t_budget.lastNs(), std::memory_order_relaxed);
+    }
+}
 
 // A created stream's own context and device in place of the current ones: a stream of device 1 may be
 // used while device 0 is current (cudaMemcpyPeerAsync, a library's stream); its work runs on device 1,
@@ -251,8 +327,13 @@ struct Pending {
     // 3.7 us of its 22 us, 740 us after it ran, under a CPU hog). Its work may lie anywhere between
     // the begin event and the end: no span rather than a wrong one (the report estimates it).
     bool heldUp;
+    uint32_t tid;     // who made it: its thread is charged the drain's work on it
+    uint64_t stream;  // with tid and device: ends recorded by one thread on one stream complete in order
 };
 constexpr size_t kMaxPending = 1 << 15;
+// The most a span's query and reads are charged: they take well under a microsecond; more is the drain
+// thread descheduled between them (a loaded machine), which costs the app's thread nothing.
+constexpr uint64_t kMaxDrainChargeNs = 2000;
 Pending* g_pending = nullptr;
 size_t g_pendingCount = 0;
 
@@ -389,10 +470,16 @@ bool settledBy(const Anchor& a, const Pending& p, uint64_t beginEvent, uint64_t 
 
 bool eventHostNs(const Anchor* a, Ev* ev, uint64_t& ns)
 {
+    if (ev->hostFor == a->hostNs && a->hostNs) {
+        ns = ev->hostNs;
+        return true;
+    }
     const Driver& d = driver();
     float ms = 0;
     if (!d.eventElapsedTime || d.eventElapsedTime(&ms, a->event, ev->event) != CUDA_SUCCESS) return false;
     ns = uint64_t(int64_t(a->hostNs) + int64_t(double(ms) * 1e6));
+    ev->hostNs = ns;
+    ev->hostFor = a->hostNs;
     return true;
 }
 
@@ -408,21 +495,85 @@ void gpuConfigure()
     }
 }
 
-void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
+namespace {
+
+// The time the budget is topped up to on this call: the thread's last return (no clock read on the
+// calls the budget leaves out: most of them). After a pause it lags: the first call after one is judged
+// on the credit before the pause, the next on all of it; a copy or memset (preferred, and costly
+// anyway) reads the clock.
+uint64_t choiceNowNs(CallScope& scope, GpuTiming how)
 {
-    if (!g_on || !scope.active()) return;
+    if (how == GpuTiming::Preferred || t_lastReturnNs == 0) return scope.entryNs();
+    return t_lastReturnNs;
+}
+
+// The legacy stream's rules: which kind of stream this is (noted: once both kinds were used, an end
+// on one is no start on the other).
+struct StreamKind {
+    bool legacy, blocking, partnerUsed;
+};
+StreamKind streamKind(CUstream stream, bool pt, const StreamSlot* slot)
+{
+    const uintptr_t h = uintptr_t(stream);
+    const bool legacy = h == uintptr_t(CU_STREAM_LEGACY) || (h == 0 && !pt);
+    const bool blocking = !legacy && !(slot && slot->nonBlocking.load(std::memory_order_relaxed));
+    std::atomic<bool>& mine = legacy ? g_legacyUsed : g_blockingUsed;
+    if ((legacy || blocking) && !mine.load(std::memory_order_relaxed)) mine.store(true, std::memory_order_relaxed);
+    const bool partnerUsed = legacy ? g_blockingUsed.load(std::memory_order_relaxed)
+                           : blocking ? g_legacyUsed.load(std::memory_order_relaxed) : false;
+    return {legacy, blocking, partnerUsed};
+}
+
+// The call the budget leaves out, when nothing else needs seeing to: no capture under way, and no
+// stream holding an end event that untimed work would make stale. A default stream belongs to the
+// current context (its device is filled in with the record); a created one's context is known from
+// its slot. Most calls of a launch loop end here: no clock read, no slot taken.
+bool leftOutQuickly(CallScope& scope, CUstream stream, bool sampled, uint64_t c0)
+{
+    if (g_capturing.load(std::memory_order_acquire) > 0 || g_endsHeld.load(std::memory_order_relaxed) != 0) return false;
+    const bool pt = scope.perThread();
+    const StreamSlot* slot = nullptr;
+    if (uintptr_t(stream) > uintptr_t(CU_STREAM_PER_THREAD)) {
+        slot = slotFor(uint64_t(uintptr_t(stream)), false);
+        if (!slot) return false;
+        const CUcontext own = slot->ctx.load(std::memory_order_acquire);
+        if (!own) return false;
+        if (own != currentContext()) scope.body().device = int16_t(slot->device.load(std::memory_order_relaxed));
+    }
+    streamKind(stream, pt, slot);
+    scope.setFlags(wire::kCallGpuSampledOut);
+    scope.countGpuSampledOut();
+    chargeChoice(sampled, c0, Chosen::Untimed);
+    return true;
+}
+
+// Returns whether the choice was charged (not on the ways out before one was made: no context, a capture).
+bool beforeTimed(CallScope& scope, CUstream stream, GpuTiming how, bool& sampled, uint64_t c0)
+{
+    // The budget is topped up on every call; a kernel's first timings go ahead even without credit.
+    const bool preferred = how == GpuTiming::Preferred;
+    bool allowed = t_budget.allows(choiceNowNs(scope, how), preferred, g_budgetPpm);
+    if (allowed) {
+        chargeDrainDebt();
+        allowed = t_budget.stillAllows(preferred);
+    }
+    if (!allowed && how != GpuTiming::Always && leftOutQuickly(scope, stream, sampled, c0)) return true;
     CUcontext ctx = nullptr;
     int dev = deviceOfCurrentContext(&ctx);
     const bool pt = scope.perThread();
     StreamSlot* slot = ctx ? slotFor(streamKey(stream, pt, ctx), true) : nullptr;
     ownContext(slot, stream, &ctx, &dev);
     scope.body().device = int16_t(dev);
-    if (!ctx) return;
+    if (!ctx) return false;
     if (g_capturing.load(std::memory_order_acquire) > 0) {
         // Something is capturing: ask the driver whether this stream is (it may have joined a capture
         // through an event wait); events recorded into a capture would become graph nodes.
         // The graph it joins goes in the call (kCaptureGraphSlot): the collector rebuilds each
         // graph's nodes from the calls captured into it.
+        // The driver's answer costs microseconds, on calls made only while something captures: measured
+        // and charged here, each time, and kept out of the sampled cost of the everyday choice.
+        const uint64_t q0 = nowNs();
+        sampled = false;
         const Driver& d = driver();
         CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
         CUgraph graph = nullptr;
@@ -436,35 +587,35 @@ void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
             rc = isCap ? isCap(stream, &st) : CUDA_ERROR_NOT_SUPPORTED;
             graph = nullptr;
         }
+        charge(TimingPart::Choosing, nowNs() - q0);
         if (rc != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE) {
             scope.setFlags(wire::kCallCapturing);
             if (st == CU_STREAM_CAPTURE_STATUS_ACTIVE)
                 scope.body().args.raw[wire::kCaptureGraphSlot] = uint64_t(uintptr_t(graph));
-            return;
+            return false;
         }
     }
-    // The legacy stream's rules: which kind of stream this is, and whether its last end may start it.
-    const uintptr_t h = uintptr_t(stream);
-    const bool legacy = h == uintptr_t(CU_STREAM_LEGACY) || (h == 0 && !pt);
-    const bool blocking = !legacy && !(slot && slot->nonBlocking.load(std::memory_order_relaxed));
-    std::atomic<bool>& mine = legacy ? g_legacyUsed : g_blockingUsed;
-    if ((legacy || blocking) && !mine.load(std::memory_order_relaxed)) mine.store(true, std::memory_order_relaxed);
-    const bool partnerUsed = legacy ? g_blockingUsed.load(std::memory_order_relaxed)
-                           : blocking ? g_legacyUsed.load(std::memory_order_relaxed) : false;
-    // The budget is topped up on every call; a kernel's first timings go ahead even without credit.
-    const bool allowed = t_budget.allows(scope.entryNs(), how == GpuTiming::Preferred, g_budgetPpm);
+    // Whether the stream's last end may start this call's span (the legacy stream's rules).
+    const bool partnerUsed = streamKind(stream, pt, slot).partnerUsed;
     if (!allowed && how != GpuTiming::Always) {
         scope.setFlags(wire::kCallGpuSampledOut);
         scope.countGpuSampledOut();
         if (slot) forgetLastEnd(slot);  // untimed work joins the stream: its last end is no start
-        return;
+        chargeChoice(sampled, c0, Chosen::Untimed);
+        return true;
     }
+    chargeChoice(sampled, c0, Chosen::Timed);
+    // From here on, the work of a timed call: measured and charged (records apart).
+    const uint64_t t0 = nowNs();
+    uint64_t recordNs = 0;
     Pool* pool = poolFor(ctx, dev);
-    if (!pool || !slot) return;
     // The end event is taken now, so that between the call's return and its record there is nothing
     // but the record itself (no lock, no event creation, no allocation).
-    Ev* end = acquire(pool);
-    if (!end) return;
+    Ev* end = pool && slot ? acquire(pool) : nullptr;
+    if (!end) {
+        charge(TimingPart::Bookkeeping, nowNs() - t0);
+        return true;
+    }
     // The previous operation's end, if nothing untimed ran since: not one from an earlier window, whose
     // dormant gap may have queued unseen work behind it (the first span after the gap would start
     // before that work, stretched over it).
@@ -476,21 +627,50 @@ void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
     }
     if (!begin) {
         begin = acquire(pool);
-        const uint64_t t0 = nowNs();
-        if (!begin || recordOn(begin, stream, pt) != CUDA_SUCCESS) {
+        const uint64_t r0 = nowNs();
+        const bool recorded = begin && recordOn(begin, stream, pt) == CUDA_SUCCESS;
+        const uint64_t r1 = nowNs();
+        recordNs = r1 - r0;
+        charge(TimingPart::Record, recordNs);
+        if (!recorded) {
             release(begin);
             release(end);
-            return;
+            charge(TimingPart::Bookkeeping, nowNs() - t0 - recordNs);
+            return true;
         }
-        t_budget.spend(nowNs() - t0);
     }
     scope.item().evBegin = reinterpret_cast<CUevent>(begin);  // the references move to the span
     scope.item().evEnd = reinterpret_cast<CUevent>(end);
+    charge(TimingPart::Bookkeeping, nowNs() - t0 - recordNs);
+    return true;
 }
+
+// The calling thread's account, claimed at its first timing choice or mark.
+inline void ensureAccount()
+{
+    if (__builtin_expect(t_account == nullptr, 0)) {
+        BudgetAccount* a = accountOf(currentTid(), true);
+        t_account = a ? a : &g_noAccount;
+    }
+}
+
+}  // namespace
+
+void gpuBefore(CallScope& scope, CUstream stream, GpuTiming how)
+{
+    if (!g_on || !scope.active()) return;
+    ensureAccount();
+    // The choice is timed on one call in ChoiceCost::kEvery (two clock reads), charged on each.
+    bool sampled = t_choice.sampleNow();
+    const uint64_t c0 = sampled ? clockStamp(clockUsesTsc()) : 0;
+    if (!beforeTimed(scope, stream, how, sampled, c0)) chargeChoice(sampled, c0, Chosen::Neither);
+}
+
 
 void gpuMarkDrain(CallScope& scope, CUstream stream)
 {
     if (!g_on || !scope.active() || g_capturing.load(std::memory_order_acquire) > 0) return;
+    ensureAccount();  // a thread whose first timed work is a mark (a sync after untimed work) has one too
     CUcontext ctx = nullptr;
     int dev = deviceOfCurrentContext(&ctx);
     if (!ctx) return;
@@ -500,15 +680,21 @@ void gpuMarkDrain(CallScope& scope, CUstream stream)
     if (!slot || hasLastEndIn(slot, scope.body().window)) return;
     ownContext(slot, stream, &ctx, &dev);
     if (!t_budget.allows(scope.entryNs(), true, g_budgetPpm)) return;
+    // A mark is timed work like any other: its event, its record and this bookkeeping are charged.
+    const uint64_t t0 = nowNs();
     Pool* pool = poolFor(ctx, dev);
     Ev* ev = pool ? acquire(pool) : nullptr;
     if (!ev) return;
-    const uint64_t t0 = nowNs();
-    if (recordOn(ev, stream, pt) != CUDA_SUCCESS) {
+    const uint64_t r0 = nowNs();
+    const bool recorded = recordOn(ev, stream, pt) == CUDA_SUCCESS;
+    const uint64_t r1 = nowNs();
+    charge(TimingPart::Record, r1 - r0);
+    charge(TimingPart::Bookkeeping, r0 - t0);
+    if (!recorded) {
         release(ev);
         return;
     }
-    t_budget.spend(nowNs() - t0);
+    if (BudgetAccount* a = t_account) bump(a->timed, 1);
     ev->refs.fetch_add(1, std::memory_order_relaxed);  // the span's begin and end
     scope.body().device = int16_t(dev);
     scope.item().evBegin = scope.item().evEnd = reinterpret_cast<CUevent>(ev);
@@ -524,16 +710,20 @@ void gpuRecordEnd(CallScope& scope, CUresult rc, uint64_t returnedNs)
         recordOn(end, reinterpret_cast<CUstream>(uintptr_t(it.call.stream)), scope.perThread()) == CUDA_SUCCESS) {
         // The event took its time no later than now: how late that may be tells the drain thread
         // whether the span's end can be trusted (a thread preempted here records a late end).
-        const uint64_t late = nowNs() - returnedNs;
+        const uint64_t w0 = nowNs();
+        const uint64_t late = w0 - returnedNs;
         it.endRecordDelayNs = late > 0xffffffffull ? 0xffffffffu : uint32_t(late);
-        t_budget.spend(late);  // the record itself, all but a clock read
+        charge(TimingPart::Record, late);  // the record itself, all but a clock read
         // Off the CPU inside the call or before its end record (preempted, or asleep in the driver):
-        // where its work went in that time is unknown (see Pending::heldUp).
-        if (scope.cpuBeginNs() && !(it.call.flags & wire::kCallImplicitSync)) {
-            const uint64_t w0 = nowNs(), cpu = threadCpuNs() - scope.cpuBeginNs(), w1 = nowNs();
+        // where its work went in that time is unknown (see Pending::heldUp). Off it for longer than
+        // kHeldUpNs takes longer than that on the wall clock: a quicker call needs no second reading of
+        // the thread's CPU clock (a system call).
+        if (scope.cpuBeginNs() && !(it.call.flags & wire::kCallImplicitSync) && w0 - scope.wallBeginNs() > kHeldUpNs) {
+            const uint64_t cpu = threadCpuNs() - scope.cpuBeginNs();
             if (w0 - scope.wallBeginNs() > cpu + kHeldUpNs) it.call.flags |= wire::kCallHeldUp;
-            t_budget.spend(2 * (w1 - w0));  // this reading and the one before the call
+            charge(TimingPart::Bookkeeping, nowNs() - w0);
         }
+        charge(TimingPart::Bookkeeping, scope.cpuReadNs());  // the reading before the call
         return;
     }
     release(begin);
@@ -542,11 +732,11 @@ void gpuRecordEnd(CallScope& scope, CUresult rc, uint64_t returnedNs)
     it.evEnd = nullptr;
 }
 
-void gpuAfter(CallScope& scope, CUresult rc)
+namespace {
+
+void afterTimed(CallScope& scope)
 {
     Item& it = scope.item();
-    if (it.call.flags & wire::kCallCapturing) noteCapturedNode(scope, rc);
-    if (!it.evBegin) return;
     Ev* end = reinterpret_cast<Ev*>(it.evEnd);
     it.call.flags |= wire::kCallGpuTimed;
     g_inFlight.fetch_add(1, std::memory_order_acq_rel);
@@ -563,6 +753,19 @@ void gpuAfter(CallScope& scope, CUresult rc)
         end->refs.fetch_add(1, std::memory_order_relaxed);
         release(swapLastEnd(slot, end, it.call.window));
     }
+}
+
+}  // namespace
+
+void gpuAfter(CallScope& scope, CUresult rc)
+{
+    Item& it = scope.item();
+    if (it.call.flags & wire::kCallCapturing) noteCapturedNode(scope, rc);
+    t_lastReturnNs = it.call.endNs;
+    if (!it.evBegin) return;
+    const uint64_t t0 = nowNs();
+    afterTimed(scope);
+    charge(TimingPart::Bookkeeping, nowNs() - t0);
 }
 
 void gpuDropped(const Item& it)
@@ -652,7 +855,11 @@ void gpuAfterForkChild()
         s.lastEnd.store(nullptr, std::memory_order_relaxed);
         s.busy.clear();
     }
+    g_endsHeld.store(0, std::memory_order_relaxed);
     for (Anchor& a : g_anchors) a = Anchor{};
+    // The parent's threads are not this process's: their accounts go (this thread claims a new one).
+    for (BudgetAccount& a : g_accounts) a.tid.store(0, std::memory_order_relaxed);
+    t_account = nullptr;
     g_pending = nullptr;
     g_pendingCount = 0;
     g_capturing.store(0);
@@ -683,7 +890,7 @@ size_t resolveSpans(uint8_t* out, size_t cap, const Item* calls, size_t count, b
         g_pending[g_pendingCount++] =
             Pending{it.call.seq, it.call.beginNs, it.call.endNs, b, e, it.call.device,
                     (it.call.flags & wire::kCallImplicitSync) != 0 || b == e, it.call.endNs + it.endRecordDelayNs,
-                    (it.call.flags & wire::kCallHeldUp) != 0};
+                    (it.call.flags & wire::kCallHeldUp) != 0, it.call.tid, it.call.stream};
     }
     static uint32_t seenEpoch = 0;
     if (seenEpoch != g_epoch.load(std::memory_order_acquire)) {
@@ -696,22 +903,63 @@ size_t resolveSpans(uint8_t* out, size_t cap, const Item* calls, size_t count, b
     if (!d.eventQuery) return n;
     size_t keep = 0;
     const uint64_t giveUp = final ? nowNs() + 300000000ull : 0;
+    // The (thread, stream, device) whose end event was not ready this pass: its later ends are not
+    // either, and are not asked (a query takes the driver's lock the app's calls need).
+    struct Waiting {
+        uint32_t tid;
+        int device;
+        uint64_t stream;
+    };
+    Waiting waiting[16];
+    size_t nWaiting = 0;
+    // The drain thread's work on one thread's spans, charged to that thread (see chargeDrainDebt).
+    BudgetAccount* chargeTo = nullptr;
+    uint64_t owed = 0;
+    auto settle = [&](uint32_t tid) {
+        if (chargeTo && (!tid || chargeTo->tid.load(std::memory_order_relaxed) != tid)) {
+            chargeTo->drainNs.fetch_add(owed, std::memory_order_relaxed);
+            chargeTo = nullptr;
+            owed = 0;
+        }
+        if (tid && !chargeTo) chargeTo = accountOf(tid, false);
+    };
     for (size_t i = 0; i < g_pendingCount; ++i) {
         Pending p = g_pending[i];
+        bool behind = false;
+        for (size_t w = 0; w < nWaiting && !final; ++w)
+            behind |= waiting[w].tid == p.tid && waiting[w].device == p.device && waiting[w].stream == p.stream;
+        if (behind) {
+            g_pending[keep++] = p;
+            continue;
+        }
+        settle(p.tid);
+        // The query that found the span's end and the reads of its events are charged; the waits between
+        // queries at the end, and the anchor's own calls (the drain thread's stream, once in 500 ms), are not.
+        uint64_t q0 = nowNs();
         CUresult q = d.eventQuery(p.end->event);
+        uint64_t spent = nowNs() - q0;
         while (final && q == CUDA_ERROR_NOT_READY && nowNs() < giveUp) {
             timespec ts{0, 100000};
             nanosleep(&ts, nullptr);
+            q0 = nowNs();
             q = d.eventQuery(p.end->event);
+            spent = nowNs() - q0;
         }
+        // A poll that finds the work still running is the drain thread's own cost, not charged: at most one
+        // a pass per thread and stream (above), made while the app runs on or waits (a 3 ms kernel polled
+        // through its wait charged 15 us a span to slow_kernel's thread, and timed none of the next three).
         if (q == CUDA_ERROR_NOT_READY) {
+            if (nWaiting < 16) waiting[nWaiting++] = Waiting{p.tid, p.device, p.stream};
             g_pending[keep++] = p;
             continue;
         }
         if (q == CUDA_SUCCESS && cap - n >= 64) {
             Anchor* a = anchorFor(p.begin->pool->ctx.load(), p.device, out, cap, n);
             uint64_t b = 0, e = 0;
-            if (a && eventHostNs(a, p.begin, b) && eventHostNs(a, p.end, e)) {
+            const uint64_t r0 = nowNs();
+            const bool read = a && eventHostNs(a, p.begin, b) && eventHostNs(a, p.end, e);
+            spent += nowNs() - r0;
+            if (read) {
                 const uint64_t beginEvent = b;
                 b = placeBegin(*a, p, b);
                 // Work the host waited for ended before the call returned (an end event recorded on an
@@ -724,6 +972,8 @@ size_t resolveSpans(uint8_t* out, size_t cap, const Item* calls, size_t count, b
                 const bool lateEnd =
                     !p.blocking && ((p.endRecordedNs - p.callEnd > kLateRecordNs && e >= p.callEnd) || p.heldUp);
                 if (lateEnd && !settledBy(*a, p, beginEvent, e)) {
+                    owed += std::min<uint64_t>(spent, kMaxDrainChargeNs);
+                    if (chargeTo) (p.heldUp ? chargeTo->heldUp : chargeTo->lateEnds).fetch_add(1, std::memory_order_relaxed);
                     release(p.begin);
                     release(p.end);
                     g_inFlight.fetch_sub(1, std::memory_order_acq_rel);
@@ -738,15 +988,43 @@ size_t resolveSpans(uint8_t* out, size_t cap, const Item* calls, size_t count, b
                 n += wire::encode(out + n, cap - n, gs);
             }
         }
+        owed += std::min<uint64_t>(spent, kMaxDrainChargeNs);
         release(p.begin);
         release(p.end);
         g_inFlight.fetch_sub(1, std::memory_order_acq_rel);
     }
+    settle(0);
     g_pendingCount = keep;
     return n;
 }
 
 }  // namespace
+
+size_t gpuBudgetRecords(uint8_t* out, size_t cap, uint64_t* records)
+{
+    size_t n = 0;
+    for (BudgetAccount& a : g_accounts) {
+        const uint32_t tid = a.tid.load(std::memory_order_acquire);
+        if (!tid || cap - n < 128) continue;
+        wire::GpuBudgetBody b{};
+        b.tid = tid;
+        b.budgetPpm = uint32_t(std::min<uint64_t>(g_budgetPpm, 1000000));
+        b.firstNs = a.firstNs.load(std::memory_order_relaxed);
+        b.lastNs = a.lastNs.load(std::memory_order_relaxed);
+        b.recordNs = a.spent[size_t(TimingPart::Record)].load(std::memory_order_relaxed);
+        b.bookkeepingNs = a.spent[size_t(TimingPart::Bookkeeping)].load(std::memory_order_relaxed);
+        b.choosingNs = a.spent[size_t(TimingPart::Choosing)].load(std::memory_order_relaxed);
+        b.drainNs = a.drainNs.load(std::memory_order_relaxed);
+        b.timedOps = a.timed.load(std::memory_order_relaxed);
+        b.untimedOps = a.untimed.load(std::memory_order_relaxed);
+        b.lateEndSpans = a.lateEnds.load(std::memory_order_relaxed);
+        b.heldUpSpans = a.heldUp.load(std::memory_order_relaxed);
+        if (b.timedOps + b.untimedOps == 0) continue;
+        n += wire::encode(out + n, cap - n, b);
+        ++*records;
+    }
+    return n;
+}
 
 size_t gpuDrain(uint8_t* out, size_t cap, const Item* calls, size_t count, bool final)
 {

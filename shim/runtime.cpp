@@ -460,7 +460,7 @@ void CallScope::open(Api api)
         errno = savedErrno;
         return;
     }
-    m_t0 = m_begin = m_wallBegin = m_cpuBegin = 0;
+    m_t0 = m_begin = m_wallBegin = m_cpuBegin = m_cpuRead = 0;
     m_measure = Measure::No;
     m_tsc = clockUsesTsc();
     if (m_ts->exactCalls.load(std::memory_order_relaxed) < kOwnTimeExact) {
@@ -510,9 +510,10 @@ void CallScope::beforeRealActive()
 {
     if (m_item.evBegin && m_item.evBegin != m_item.evEnd) {
         // A timed call: whether the thread was held up inside it (gpuRecordEnd). The thread CPU clock
-        // is a system call (~1 us on a VM): the budget pays for both readings.
+        // is a system call (~1 us on a VM): the budget pays for the reading.
         m_wallBegin = nowNs();
         m_cpuBegin = threadCpuNs();
+        m_cpuRead = nowNs() - m_wallBegin;
     }
     m_begin = clockStamp(m_tsc);
     errno = m_errno;

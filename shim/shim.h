@@ -314,6 +314,7 @@ public:
     // A timed call's wall and thread CPU clocks right before the real call (0: not taken).
     uint64_t wallBeginNs() const { return m_wallBegin; }
     uint64_t cpuBeginNs() const { return m_cpuBegin; }
+    uint64_t cpuReadNs() const { return m_cpuRead; }  // what reading them took (GPU timing pays it)
     void setStream(CUstream s) { m_item.call.stream = uint64_t(uintptr_t(s)); }
     void setFlags(uint16_t f) { m_item.call.flags |= f; }
     // GPU timing left this call out (its budget): counted per thread for the End record.
@@ -345,6 +346,7 @@ private:
     uint64_t m_t0;     // clock stamps (shim/clock.h): entry (0: not taken), and right before the real call
     uint64_t m_begin;
     uint64_t m_wallBegin, m_cpuBegin;  // a timed call's clocks before the real call (kCallHeldUp)
+    uint64_t m_cpuRead;
     Item m_item;
 };
 
@@ -467,6 +469,8 @@ void gpuBeforeContextTeardown();
 void gpuCaptureEnd(CUstream stream, bool perThread);
 // Drain thread: resolve what completed; returns bytes written into out.
 size_t gpuDrain(uint8_t* out, size_t cap, const Item* calls, size_t n, bool final);
+// At the stream's end: a GpuBudget record for each thread that chose whether to time (counted in *records).
+size_t gpuBudgetRecords(uint8_t* out, size_t cap, uint64_t* records);
 uint64_t gpuSampledOut();  // calls not GPU-timed for the budget, every thread's (runtime.cpp)
 void gpuAfterForkChild();
 

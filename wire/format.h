@@ -13,8 +13,9 @@ inline constexpr char kStreamMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'S', '1'}
 inline constexpr char kCaptureMagic[8] = {'G', 'P', 'U', 'S', 'P', 'Y', 'C', '1'};
 inline constexpr uint32_t kVersionMajor = 1;  // a reader refuses another major
 // A reader accepts any minor: record types it does not know are skipped. 1: DeviceInfo and Tally;
-// 2: Collective; 3: Identity; 4: Category::Query (a reader that does not know it reads "other"); 5: CpuWait.
-inline constexpr uint32_t kVersionMinor = 5;
+// 2: Collective; 3: Identity; 4: Category::Query (a reader that does not know it reads "other"); 5: CpuWait;
+// 6: GpuBudget.
+inline constexpr uint32_t kVersionMinor = 6;
 inline constexpr uint32_t kMaxBody = 1u << 16;  // no record body is larger: bounds every allocation
 inline constexpr uint32_t kMaxStackDepth = 128;
 
@@ -202,6 +203,28 @@ struct ThreadStatsBody {
     uint64_t overheadNs;  // time spent in gpuspy's own code on this thread (CUDA calls: measured on one in 7, scaled)
 };
 static_assert(sizeof(ThreadStatsBody) == 32);
+
+// What GPU timing cost one thread, by the shim's own accounting (shim/gpu_budget.h), against its budget:
+// every part of timing's work on the thread, measured there, and the drain thread's resolving of its
+// spans, charged to it. Sent at the stream's end, one per thread that made a GPU-timing choice.
+struct GpuBudgetBody {
+    uint32_t tid;
+    uint32_t budgetPpm;      // the share of the thread's time timing may take (GPUSPY_GPU_BUDGET)
+    uint64_t firstNs;        // the thread's first and last choice: the time the budget was earned over
+    uint64_t lastNs;
+    uint64_t recordNs;       // event records (cuEventRecord) on the app's streams
+    uint64_t bookkeepingNs;  // the rest of a timed call's work: events taken and made, the stream's slot,
+                             // the clocks read to see whether the thread was held up
+    uint64_t choosingNs;     // deciding, on every call, whether to time it (sampled, scaled)
+    uint64_t drainNs;        // the drain thread's queries and reads of the thread's events
+    uint64_t timedOps;       // operations timed (each a span in the stream, unless set aside)
+    uint64_t untimedOps;     // operations the budget left untimed
+    // Timed operations whose span was set aside (no GpuSpan sent): the end event recorded too late after
+    // the call returned to carry the work's end, or the thread held up inside the call (kCallHeldUp).
+    uint64_t lateEndSpans;
+    uint64_t heldUpSpans;
+};
+static_assert(sizeof(GpuBudgetBody) == 88);
 
 struct ClockBody {
     int32_t device;

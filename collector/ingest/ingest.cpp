@@ -180,6 +180,9 @@ void applyRecord(Process& p, const wire::RecordView& v, bool keepEvents)
         p.cpuWait = v.as<CpuWaitBody>();
         p.cpuWaitKnown = true;
         break;
+    case RecordType::GpuBudget:
+        p.gpuBudgets.push_back(v.as<GpuBudgetBody>());
+        break;
     case RecordType::Clock:
         p.clocks.push_back(v.as<ClockBody>());
         break;

@@ -100,6 +100,7 @@ struct Process {
     std::vector<wire::CollectiveBody> collectives;  // NCCL's operations, in arrival order (always kept, up to kMaxCollectives)
     uint64_t collectivesDropped = 0;                // past kMaxCollectives
     std::vector<wire::ThreadStatsBody> threadStats;
+    std::vector<wire::GpuBudgetBody> gpuBudgets;  // what GPU timing cost each thread (at the stream's end)
     std::vector<wire::ClockBody> clocks;
     std::vector<wire::WindowBody> windows;  // capture window edges, in arrival order (few: always kept)
     wire::TallyBody tally{};  // the latest running totals (a live collector's stream); timeNs 0: none

@@ -204,6 +204,14 @@ std::string formatRecord(const Process& p, const RecordView& v)
         rest = fmt::format("tid={} calls={} dropped={} overhead={}ns", b.tid, b.calls, b.dropped, b.overheadNs);
         break;
     }
+    case RecordType::GpuBudget: {
+        auto b = v.as<GpuBudgetBody>();
+        rest = fmt::format("tid={} budget={}ppm first={} last={} record={}ns bookkeeping={}ns choosing={}ns "
+                           "drain={}ns timed={} untimed={} set-aside-late-end={} set-aside-held-up={}",
+                           b.tid, b.budgetPpm, b.firstNs, b.lastNs, b.recordNs, b.bookkeepingNs, b.choosingNs,
+                           b.drainNs, b.timedOps, b.untimedOps, b.lateEndSpans, b.heldUpSpans);
+        break;
+    }
     case RecordType::Clock: {
         auto b = v.as<ClockBody>();
         rest = fmt::format("dev={} offset={}ns error={}ns", b.device, b.offsetNs, b.errorNs);

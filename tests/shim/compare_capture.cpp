@@ -6,6 +6,8 @@
 //                   [--min-kernel-timings N] CAPTURE TRACE.jsonl|-
 //   --min-kernel-timings N: every kernel has GPU timing on at least N of its launches (all, if fewer)
 //   --require-api ABI[=N] (repeatable): at least one call (exactly N calls) of this hooked entry point is in the capture
+//   --gpu-budget: each thread that chose for GPU timing over at least 20 ms spent, by the shim's own
+//                   accounting (GpuBudget), no more than its budget of its time
 // Exit 0: match; 1: mismatch (first problems printed); 2: a file could not be read.
 #include "tests/shim/shim_capture_file.h"
 #include "wire/codec.h"
@@ -46,6 +48,7 @@ struct Capture {
     wire::EndBody end{};
     uint64_t nvtx = 0, clocks = 0, stacks = 0, threadStats = 0;
     std::map<uint32_t, wire::ThreadStatsBody> statsByTid;  // the last ThreadStats of each thread
+    std::map<uint32_t, wire::GpuBudgetBody> budgetByTid;   // what GPU timing cost each thread
     uint64_t clockErrorNs = 0;  // the largest calibration uncertainty the shim stated
     bool hasProcess = false;
     uint64_t startNs = 0;      // the Process record's start
@@ -144,6 +147,11 @@ bool readCapture(const char* path, Capture& cap)
             cap.modules.push_back({m.start, m.end, std::string(r.tail<wire::ModuleDefBody>())});
             break;
         }
+        case wire::RecordType::GpuBudget: {
+            const auto b = r.as<wire::GpuBudgetBody>();
+            cap.budgetByTid[b.tid] = b;
+            break;
+        }
         case wire::RecordType::ThreadStats: {
             ++cap.threadStats;
             const auto t = r.as<wire::ThreadStatsBody>();
@@ -200,6 +208,7 @@ int main(int argc, char** argv)
     int64_t tol = 20000, grossTol = 1000000000;
     bool requireGpu = false, allowDrops = false;
     uint64_t minNvtx = 0, minKernelTimings = 0, minCpuWaitTasks = 0;
+    bool checkBudget = false;
     std::vector<std::string> requiredApis;
     std::vector<const char*> files;
     for (int i = 1; i < argc; ++i) {
@@ -212,10 +221,11 @@ int main(int argc, char** argv)
         else if (a == "--min-cpu-wait-tasks" && i + 1 < argc) minCpuWaitTasks = std::strtoull(argv[++i], nullptr, 10);
         else if (a == "--min-kernel-timings" && i + 1 < argc) minKernelTimings = std::strtoull(argv[++i], nullptr, 10);
         else if (a == "--require-api" && i + 1 < argc) requiredApis.push_back(argv[++i]);
+        else if (a == "--gpu-budget") checkBudget = true;
         else files.push_back(argv[i]);
     }
     if (files.size() != 2) {
-        std::fprintf(stderr, "usage: compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N] [--min-kernel-timings N] [--min-cpu-wait-tasks N] [--require-api ABI]... CAPTURE TRACE|-\n");
+        std::fprintf(stderr, "usage: compare_capture [--gpu-tol-ns N] [--gpu-gross-ns N] [--require-gpu] [--allow-drops] [--min-nvtx N] [--min-kernel-timings N] [--min-cpu-wait-tasks N] [--require-api ABI]... [--gpu-budget] CAPTURE TRACE|-\n");
         return 2;
     }
     Capture cap;
@@ -495,6 +505,75 @@ int main(int argc, char** argv)
         if (t.calls > 0 && (t.overheadNs < t.calls || t.overheadNs / t.calls > 1000000000ull))
             problem("thread " + std::to_string(tid) + ": gpuspy's own time " + std::to_string(t.overheadNs) + " ns for " +
                     std::to_string(t.calls) + " calls");
+    }
+    // GPU timing's cost by the shim's own accounting (GpuBudget): every thread whose calls were timed
+    // has its account, which counts at least the calls flagged timed and charges their records (on the
+    // simulated driver a timing record spins 2.5 us: at least 1 us a timed call, on any machine) and
+    // bookkeeping; the drain thread's reads are charged to a thread whose spans came back.
+    // The spans it says it set aside are among the timed calls without one: a late end among those not
+    // flagged held up, a held-up thread's among those flagged.
+    std::map<uint32_t, uint64_t> timedByTid, spansByTid, unspannedByTid, heldUpByTid;
+    std::map<uint32_t, uint64_t> chosenByTid;  // timed calls that were a timing choice (not a sync's drain mark)
+    for (const auto& c : cap.calls) {
+        if (c.body.flags & wire::kCallGpuTimed) ++timedByTid[c.body.tid];
+        if ((c.body.flags & wire::kCallGpuTimed) && c.body.category != wire::Category::Sync) ++chosenByTid[c.body.tid];
+        if (c.hasSpan) ++spansByTid[c.body.tid];
+        if ((c.body.flags & wire::kCallGpuTimed) && !c.hasSpan)
+            ++((c.body.flags & wire::kCallHeldUp) ? heldUpByTid : unspannedByTid)[c.body.tid];
+    }
+    for (const auto& [tid, b] : cap.budgetByTid)
+        if (cap.hasEnd && cap.end.recordsDropped == 0 &&
+            (b.lateEndSpans > unspannedByTid[tid] || b.heldUpSpans > heldUpByTid[tid]))
+            problem("thread " + std::to_string(tid) + ": GpuBudget sets aside " + std::to_string(b.lateEndSpans) +
+                    " late-end and " + std::to_string(b.heldUpSpans) + " held-up spans, of " +
+                    std::to_string(unspannedByTid[tid]) + " and " + std::to_string(heldUpByTid[tid]) +
+                    " timed calls without a span");
+    for (const auto& [tid, n] : timedByTid) {
+        const auto it = cap.budgetByTid.find(tid);
+        // (a process of more threads than the shim keeps accounts for may leave some unreported)
+        if (cap.hasEnd && it == cap.budgetByTid.end() && callsByTid.size() <= 256) {
+            problem("thread " + std::to_string(tid) + " made " + std::to_string(n) + " GPU-timed calls and has no GpuBudget");
+            continue;
+        }
+        if (it == cap.budgetByTid.end()) continue;
+        const wire::GpuBudgetBody& b = it->second;
+        // A thread whose only timed calls are syncs' drain marks (its earlier work untimed) made no choice.
+        if (b.timedOps < n || b.recordNs < 1000 * n || b.bookkeepingNs == 0 || (chosenByTid[tid] > 0 && b.choosingNs == 0) ||
+            b.lastNs < b.firstNs ||
+            (spansByTid[tid] > 0 && b.drainNs == 0))
+            problem("thread " + std::to_string(tid) + ": GpuBudget timed=" + std::to_string(b.timedOps) + " record=" +
+                    std::to_string(b.recordNs) + " bookkeeping=" + std::to_string(b.bookkeepingNs) + " choosing=" +
+                    std::to_string(b.choosingNs) + " drain=" + std::to_string(b.drainNs) + " for " + std::to_string(n) +
+                    " timed calls, " + std::to_string(spansByTid[tid]) + " spans");
+    }
+    if (checkBudget) {
+        // Within the budget: its share of the time between the thread's first and last choice, plus what
+        // the budget lets a thread save up and borrow (a burst each: 32 us), the first two launches of
+        // each kernel (timed whatever the budget says: their records and bookkeeping, 8 us a piece at
+        // most), and the drain thread's reads of the last spans, charged after the thread's last choice.
+        std::set<uint32_t> kernelIds;
+        for (const auto& c : cap.calls)
+            if (c.body.category == wire::Category::Launch && c.body.args.launch.kernelId) kernelIds.insert(c.body.args.launch.kernelId);
+        size_t judged = 0;
+        for (const auto& [tid, b] : cap.budgetByTid) {
+            const uint64_t span = b.lastNs - b.firstNs;
+            if (b.lastNs < b.firstNs || span < 20000000) continue;
+            ++judged;
+            const uint64_t spent = b.recordNs + b.bookkeepingNs + b.choosingNs + b.drainNs;
+            const double share = double(span) * b.budgetPpm / 1e6;
+            const double allowance = 2 * 32000.0 + double(kernelIds.size()) * 2 * 4 * 8000 + 200000;
+            const double pct = 100.0 * double(spent) / double(span);
+            std::printf("thread %u: GPU timing %.3f%% of %.1f ms (budget %.2f%%): records %.3f%%, bookkeeping %.3f%%, "
+                        "choosing %.3f%%, drain %.3f%%; %llu timed, %llu untimed, spans set aside: %llu late end, %llu held up\n",
+                        tid, pct, span / 1e6, b.budgetPpm / 1e4, 100.0 * b.recordNs / span, 100.0 * b.bookkeepingNs / span,
+                        100.0 * b.choosingNs / span, 100.0 * b.drainNs / span, (unsigned long long)b.timedOps,
+                        (unsigned long long)b.untimedOps, (unsigned long long)b.lateEndSpans,
+                        (unsigned long long)b.heldUpSpans);
+            if (double(spent) > share + allowance)
+                problem("thread " + std::to_string(tid) + ": GPU timing took " + std::to_string(spent) + " ns of " +
+                        std::to_string(span) + " ns, over its budget of " + std::to_string(b.budgetPpm) + " ppm");
+        }
+        if (judged == 0) problem("no thread chose for GPU timing over 20 ms: nothing to judge --gpu-budget on");
     }
     // The End record's count of calls GPU timing left out is the calls flagged so, and at most one
     // more per thread: a call under way when the process ended was counted, its record never made.

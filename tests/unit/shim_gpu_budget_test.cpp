@@ -1,4 +1,4 @@
-// tests/unit/shim_gpu_budget_test.cpp: GPU timing's budget of event-record time (shim/gpu_budget.h):
+// tests/unit/shim_gpu_budget_test.cpp: GPU timing's budget of timing time (shim/gpu_budget.h):
 // within its share of the time at any call rate, everything timed when calls are slow, transfers
 // timed before kernels.
 #include "shim/gpu_budget.h"
@@ -27,9 +27,8 @@ Calls run(uint64_t periodNs, bool preferred)
         ++r.calls;
         if (!b.allows(t, preferred, kPpm)) continue;
         ++r.timed;
-        b.spend(kRecordNs);
-        b.spend(kRecordNs);
-        r.spentNs += 2 * kRecordNs;
+        r.spentNs += b.charge(kRecordNs);
+        r.spentNs += b.charge(kRecordNs);
     }
     return r;
 }
@@ -69,13 +68,13 @@ TEST(ShimGpuBudget, TransfersBorrowKernelsWait)
     uint64_t t = 1;
     // Spend the saved-up credit.
     while (b.allows(t, false, kPpm)) {
-        b.spend(kRecordNs);
+        b.charge(kRecordNs);
         t += 100;
     }
     EXPECT_FALSE(b.allows(t, false, kPpm));
     EXPECT_TRUE(b.allows(t, true, kPpm));  // a copy may still borrow
-    b.spend(TimingBudget::kBurstNs / 2);
-    b.spend(TimingBudget::kBurstNs / 2);
+    b.charge(TimingBudget::kBurstNs / 2);
+    b.charge(TimingBudget::kBurstNs / 2);
     EXPECT_FALSE(b.allows(t, true, kPpm));  // but not beyond one burst
     // The debt is repaid by time passing: kernels are timed again once the credit is positive.
     const uint64_t repay = (uint64_t(-b.credit()) + 100) * 1000000 / kPpm;  // and 100 ns of credit
@@ -87,7 +86,7 @@ TEST(ShimGpuBudget, APreemptedRecordCostsHalfABurstAtMost)
 {
     TimingBudget b;
     ASSERT_TRUE(b.allows(1, false, kPpm));
-    b.spend(50000000);  // the thread lost the CPU for 50 ms inside the record
+    b.charge(50000000);  // the thread lost the CPU for 50 ms inside the record
     EXPECT_EQ(b.credit(), TimingBudget::kBurstNs / 2);
 }
 
@@ -96,8 +95,66 @@ TEST(ShimGpuBudget, AHundredPercentTimesEverything)
     TimingBudget b;
     for (uint64_t t = 1; t < 1000; ++t) {
         ASSERT_TRUE(b.allows(t, false, 1000000));
-        b.spend(kRecordNs);
+        b.charge(kRecordNs);
     }
+}
+
+// Everything timing does on the thread is charged, not only its records: a choice on every call (here
+// 60 ns) and a timed call's bookkeeping (here 1.5 us) come out of the same share of the time.
+TEST(ShimGpuBudget, ChoicesAndBookkeepingShareTheBudgetWithRecords)
+{
+    constexpr uint64_t kChoiceNs = 60, kBookkeepingNs = 1500, kPeriod = 3000;
+    TimingBudget b;
+    uint64_t spent = 0, timed = 0, timedRecordsOnly = 0;
+    for (uint64_t t = 1; t < kRunNs; t += kPeriod) {
+        const bool allowed = b.allows(t, false, kPpm);
+        spent += b.charge(kChoiceNs);
+        if (!allowed) continue;
+        ++timed;
+        spent += b.charge(2 * kRecordNs) + b.charge(kBookkeepingNs);
+    }
+    timedRecordsOnly = run(kPeriod, false).timed;
+    EXPECT_LE(spent, kRunNs * kPpm / 1000000 + 2 * TimingBudget::kBurstNs + 2 * kRecordNs + kBookkeepingNs);
+    EXPECT_GT(timed, 0u);
+    EXPECT_LT(timed, timedRecordsOnly);  // the same budget pays for more than the records
+}
+
+TEST(ShimGpuBudget, DrainDebtIsChargedBeforeTheNextTiming)
+{
+    TimingBudget b;
+    ASSERT_TRUE(b.allows(1, false, kPpm));
+    b.chargeMeasured(TimingBudget::kBurstNs + 1000);  // the drain thread read this thread's events
+    EXPECT_FALSE(b.stillAllows(false));
+    EXPECT_TRUE(b.stillAllows(true));
+}
+
+TEST(ShimGpuBudget, ChoiceCostIsTheMeanOfItsSamples)
+{
+    ChoiceCost c;
+    EXPECT_EQ(c.perCallNs(), 0u);  // nothing timed yet: nothing charged
+    unsigned samples = 0;
+    for (unsigned i = 0; i < 10 * ChoiceCost::kEvery; ++i) {
+        if (!c.sampleNow()) continue;
+        ++samples;
+        c.note(samples % 2 ? 40 : 60);
+    }
+    EXPECT_EQ(samples, 10u);
+    EXPECT_GE(c.perCallNs(), 45u);
+    EXPECT_LE(c.perCallNs(), 56u);
+    c.note(1000000);  // one preempted sample moves nothing
+    EXPECT_LE(c.perCallNs(), 56u);
+    for (int i = 0; i < 100; ++i) c.note(1000000);  // a slow choice is charged, capped
+    EXPECT_LE(c.perCallNs(), 20000u);
+    EXPECT_GT(c.perCallNs(), 10000u);
+}
+
+TEST(ShimGpuBudget, AColdFirstChoiceIsNotChargedOnEveryCall)
+{
+    ChoiceCost c;
+    c.note(20000);  // the thread's first call: cold caches
+    c.note(40);
+    c.note(50);
+    EXPECT_LE(c.perCallNs(), 40u);
 }
 
 }  // namespace
