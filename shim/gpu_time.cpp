@@ -329,6 +329,7 @@ struct Pending {
     bool heldUp;
     uint32_t tid;     // who made it: its thread is charged the drain's work on it
     uint64_t stream;  // with tid and device: ends recorded by one thread on one stream complete in order
+    uint32_t kernelId;  // a launch's kernel (0: not a launch): a span set aside is owed another timing
 };
 constexpr size_t kMaxPending = 1 << 15;
 // The most a span's query and reads are charged: they take well under a microsecond; more is the drain
@@ -890,7 +891,8 @@ size_t resolveSpans(uint8_t* out, size_t cap, const Item* calls, size_t count, b
         g_pending[g_pendingCount++] =
             Pending{it.call.seq, it.call.beginNs, it.call.endNs, b, e, it.call.device,
                     (it.call.flags & wire::kCallImplicitSync) != 0 || b == e, it.call.endNs + it.endRecordDelayNs,
-                    (it.call.flags & wire::kCallHeldUp) != 0, it.call.tid, it.call.stream};
+                    (it.call.flags & wire::kCallHeldUp) != 0, it.call.tid, it.call.stream,
+                    it.call.category == wire::Category::Launch ? it.call.args.launch.kernelId : 0};
     }
     static uint32_t seenEpoch = 0;
     if (seenEpoch != g_epoch.load(std::memory_order_acquire)) {
@@ -978,6 +980,7 @@ size_t resolveSpans(uint8_t* out, size_t cap, const Item* calls, size_t count, b
                     release(p.end);
                     g_inFlight.fetch_sub(1, std::memory_order_acq_rel);
                     g_lateEnds.fetch_add(1, std::memory_order_relaxed);
+                    retryKernelTiming(p.kernelId);
                     continue;
                 }
                 wire::GpuSpanBody gs{};

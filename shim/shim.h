@@ -358,6 +358,8 @@ uint32_t internKernelName(const void* handle, const char* name);  // handle -> i
 void aliasKernel(const void* handle, const void* sameAs);         // cuKernelGetFunction
 uint32_t kernelIdOf(const void* handle);                          // 0 = unknown; may ask cuFuncGetName
 bool kernelNeedsFirstTimings(uint32_t kernelId);  // fewer than two of its launches timed yet (false for 0)
+// A first timing of the kernel lost its span (set aside by the drain): one more is owed, a few at most.
+void retryKernelTiming(uint32_t kernelId);
 void noteKernelTimed(uint32_t kernelId);          // one of its launches has GPU timing set up
 uint32_t internString(const char* s, size_t n);                   // NVTX messages and domains
 int deviceOfCurrentContext(CUcontext* ctxOut);                    // -1 when none; no driver call once known

@@ -569,7 +569,7 @@ void finishOverview(Context& cx, Report& r)
             r.streams.push_back(std::move(ss));
         }
     }
-    uint64_t made = 0, dropped = 0, ops = 0, sampled = 0, bounded = 0, estimated = 0, lost = 0, unknown = 0;
+    uint64_t made = 0, dropped = 0, ops = 0, sampled = 0, bounded = 0, estimated = 0, lost = 0, heldUp = 0, unknown = 0;
     for (const ProcessSummary& s : r.processes) {
         made += s.recordsMade;
         dropped += s.droppedRecords;
@@ -580,6 +580,7 @@ void finishOverview(Context& cx, Report& r)
         bounded += d.upperBoundOps;
         estimated += d.estimatedOps;
         lost += d.lostOps;
+        heldUp += d.heldUpOps;
         unknown += d.unknownOps;
     }
     if (bounded)
@@ -592,7 +593,13 @@ void finishOverview(Context& cx, Report& r)
     if (estimated)
         r.notes.push_back(std::to_string(estimated) + " of " + std::to_string(ops) + " device operations were not timed (" +
                           std::to_string(sampled) + " sampled out by the timing budget" +
-                          (lost ? ", " + std::to_string(lost) + " whose end event was recorded too late to trust" : std::string()) +
+                          (lost ? ", " + std::to_string(lost) + " timed but set aside as untrustworthy" +
+                                      (heldUp ? " (" + std::to_string(heldUp) + " of them: the thread was held up off "
+                                                "the CPU inside the call; the others: the end event was recorded too "
+                                                "late after the call returned)"
+                                              : std::string(": the end event was recorded too late after the call returned")) +
+                                      ", as happens on a loaded host"
+                                : std::string()) +
                           "): they are placed on their streams from what CUDA guarantees (in-order streams, "
                           "submission times, syncs, queries, events) with the durations of their timed "
                           "siblings, so GPU busy %, idle gaps and the GPU's share of waits are estimates; each "

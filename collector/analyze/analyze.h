@@ -107,6 +107,18 @@ struct ProcessSummary {
     // that did not end cleanly.
     uint64_t cpuWaitNs = 0;
     bool cpuWaitKnown = false;
+    // What GPU timing cost the process's threads, from their GpuBudget records (known: any came): every
+    // part of its work charged to the thread's budget (event records, bookkeeping, the choice made on
+    // every call, the drain's reads of its events), the time that budget was earned over (each thread's
+    // first to last choice, summed) and the spans it timed but set aside (untrustworthy on a loaded host).
+    struct GpuTimingCost {
+        bool known = false;
+        uint32_t budgetPpm = 0;
+        uint64_t recordNs = 0, bookkeepingNs = 0, choosingNs = 0, drainNs = 0;
+        uint64_t overNs = 0;
+        uint64_t timedOps = 0, untimedOps = 0, lateEndSpans = 0, heldUpSpans = 0;
+        uint64_t spentNs() const { return recordNs + bookkeepingNs + choosingNs + drainNs; }
+    } gpuTiming;
     uint64_t droppedRecords = 0, recordsMade = 0;
     uint64_t calls = 0, threads = 0;
     uint64_t activeBeginNs = 0, activeEndNs = 0;  // first to last CUDA call

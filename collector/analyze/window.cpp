@@ -705,6 +705,20 @@ void endProcess(Context& cx, const Process& p)
     s.gpuspyOverheadNs = std::max(s.gpuspyOverheadNs, p.tally.overheadNs);
     s.cpuWaitKnown = p.cpuWaitKnown;
     s.cpuWaitNs = p.cpuWaitKnown ? p.cpuWait.runDelayNs : 0;
+    for (const wire::GpuBudgetBody& b : p.gpuBudgets) {
+        ProcessSummary::GpuTimingCost& g = s.gpuTiming;
+        g.known = true;
+        g.budgetPpm = std::max(g.budgetPpm, b.budgetPpm);
+        g.recordNs += b.recordNs;
+        g.bookkeepingNs += b.bookkeepingNs;
+        g.choosingNs += b.choosingNs;
+        g.drainNs += b.drainNs;
+        g.overNs += b.lastNs > b.firstNs ? b.lastNs - b.firstNs : 0;
+        g.timedOps += b.timedOps;
+        g.untimedOps += b.untimedOps;
+        g.lateEndSpans += b.lateEndSpans;
+        g.heldUpSpans += b.heldUpSpans;
+    }
     threadDropped = std::max(threadDropped, p.tally.dropped);
     s.threads = std::max<uint64_t>(p.threads.size(), ps.tids.size());
     s.droppedRecords = std::max(p.ended ? p.end.recordsDropped : 0, threadDropped);

@@ -7,7 +7,10 @@
 //              records_made calls threads active_begin_ns active_end_ns device_ops timed_ops
 //              sampled_out_ops ended stream_error rank local_rank world_size (-1: unknown) launcher host
 //              (who the process is: its launcher's variables, its host name) capture (the file it came
-//              from when several are read as one run)
+//              from when several are read as one run) cpu_wait_ns (threads ready but waiting for a CPU)
+//              gpu_timing {spent_ns record_ns bookkeeping_ns choosing_ns drain_ns over_ns budget_pct timed_ops
+//              untimed_ops set_aside_late_end set_aside_held_up}: what GPU timing cost the threads (every part
+//              charged to their budget, earned over over_ns) and the spans it set aside as untrustworthy
 //   clock_alignment (several captures read as one run only) capture shift_ns wall_shift_ns basis same_host pair_error_ns
 //              matched residual_spread_ns residual_max_ns: how each capture was put on the first's clock
 //   outside    pid ppid command why cuda_driver capture merged: the processes of a tree `record` followed that
@@ -186,8 +189,17 @@ nlohmann::ordered_json reportJson(const Report& r)
                              {"ended", p.ended}, {"stream_error", p.streamError},
                              {"rank", p.rank}, {"local_rank", p.localRank}, {"world_size", p.worldSize},
                              {"launcher", p.launcher}, {"host", p.host}, {"capture", p.capture}});
-    for (size_t i = 0; i < r.processes.size(); ++i)
-        if (r.processes[i].cpuWaitKnown) procs[i]["cpu_wait_ns"] = r.processes[i].cpuWaitNs;
+    for (size_t i = 0; i < r.processes.size(); ++i) {
+        const ProcessSummary& p = r.processes[i];
+        if (p.cpuWaitKnown) procs[i]["cpu_wait_ns"] = p.cpuWaitNs;
+        if (const ProcessSummary::GpuTimingCost& g = p.gpuTiming; g.known)
+            procs[i]["gpu_timing"] = Json{{"spent_ns", g.spentNs()}, {"record_ns", g.recordNs},
+                                          {"bookkeeping_ns", g.bookkeepingNs}, {"choosing_ns", g.choosingNs},
+                                          {"drain_ns", g.drainNs}, {"over_ns", g.overNs},
+                                          {"budget_pct", double(g.budgetPpm) / 10000.0}, {"timed_ops", g.timedOps},
+                                          {"untimed_ops", g.untimedOps}, {"set_aside_late_end", g.lateEndSpans},
+                                          {"set_aside_held_up", g.heldUpSpans}};
+    }
 
     if (!r.clockAlignment.empty()) {
         Json& clocks = j["clock_alignment"] = Json::array();
