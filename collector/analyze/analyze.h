@@ -383,6 +383,9 @@ struct Finding {
     std::vector<uint32_t> callsites;
     // Every (pid, stack id) its calls came from: the calls its fix changes in the replay.
     std::vector<std::pair<uint32_t, uint32_t>> stacks;
+    // library-setup-in-loop: the library invocation (its key, collector/analyze/library_time.h) each of those
+    // stacks' calls were made inside; the replay's keep-library-setup fix groups the calls by it.
+    std::map<std::pair<uint32_t, uint32_t>, uint64_t> invocationKeys;
     // The rules of the other findings that cover some of the same calls (a shared call site, pid and
     // stack: sync-memcpy and pageable-memcpy on the same copies): their savings do not add.
     std::vector<std::string> overlaps;

@@ -89,6 +89,19 @@ struct ApiClass {
 // Call sites as the stream sees them: (process, stack, category); named once the process's symbols are in.
 // Setup: a failed setup or query call (wire::Category::Query, recorded only when it fails).
 enum class SiteCategory : uint8_t { None, Transfer, Launch, Alloc, Sync, Setup };
+// A library call one process invoked again and again (collector/analyze/library_time.h): by its invocation
+// key (the library's module and the return address into its caller), the CUDA calls made inside it by
+// stack and raw site. library-setup-in-loop reads it.
+inline constexpr uint64_t kMinLibraryRepeats = 3;  // steps
+struct LibraryRepeat {
+    size_t proc = 0;  // ordinal of its process in the report
+    uint64_t key = 0;
+    std::string library;  // "libcublas.so.13"
+    uint64_t count = 0, ns = 0, firstNs = 0;  // invocations, their summed spans, the first one's
+    uint64_t steps = 0;  // invocations with device work made outside them before (LibraryInvocationTally)
+    std::vector<uint32_t> stacks, rawSites;
+};
+
 struct RawSite {
     uint32_t stackId = 0;
     SiteCategory category = SiteCategory::None;
@@ -452,6 +465,7 @@ struct Context {
     std::vector<CollectiveArrival> collectiveArrivals;
     std::map<std::pair<uint64_t, int>, uint64_t> collectiveLaunches;  // (communicator, rank) -> launches carrying its collectives
     uint64_t collectivesDropped = 0;
+    std::vector<LibraryRepeat> libraryRepeats;  // library calls invoked kMinLibraryRepeats times or more
 
     std::map<const Process*, std::unique_ptr<ProcState>> open;  // processes still streaming
     const Process* lastProcess = nullptr;  // the process of the last record, and its state

@@ -4,6 +4,8 @@
 #include "collector/model/api_names.h"
 #include "collector/model/model.h"
 
+#include <algorithm>
+
 namespace gpuspy::collect::detail {
 
 uint64_t LibraryInvocations::keyOf(uint32_t stackId) const
@@ -46,6 +48,48 @@ std::string LibraryInvocations::libraryOf(uint64_t key) const
 {
     auto it = m_names.find(key);
     return it == m_names.end() ? std::string() : it->second;
+}
+
+void LibraryInvocationCounter::close(Thread& t)
+{
+    if (!t.key) return;
+    LibraryInvocationTally& tally = m_byKey[t.key];
+    const uint64_t span = t.endNs > t.beginNs ? t.endNs - t.beginNs : 0;
+    if (!tally.count) tally.firstNs = span;
+    ++tally.count;
+    tally.ns += span;
+    t.key = 0;
+}
+
+void LibraryInvocationCounter::onCall(uint64_t key, uint32_t stack, uint32_t tid, uint64_t beginNs, uint64_t endNs,
+                                      bool deviceWork)
+{
+    Thread& t = m_threads[tid];
+    if (!goesOn(t.key, t.firstStack, t.sawOther, key, stack)) {
+        close(t);
+        if (key) {
+            t.key = key;
+            t.beginNs = beginNs;
+            t.endNs = endNs;
+            t.firstStack = stack;
+            t.sawOther = false;
+            auto [at, fresh] = t.workAtKey.try_emplace(key, t.work);
+            if (fresh || t.work > at->second) ++m_byKey[key].steps;
+        }
+    } else {
+        t.sawOther |= stack != t.firstStack;
+    }
+    if (deviceWork) ++t.work;
+    if (!key) return;
+    t.endNs = std::max(t.endNs, endNs);
+    t.workAtKey[key] = t.work;
+    LibraryInvocationTally& tally = m_byKey[key];
+    if (tally.stacks.size() < LibraryInvocationTally::kMaxStacks) tally.stacks.insert(stack);
+}
+
+void LibraryInvocationCounter::finish()
+{
+    for (auto& [tid, t] : m_threads) close(t);
 }
 
 }  // namespace gpuspy::collect::detail

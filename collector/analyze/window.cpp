@@ -87,6 +87,7 @@ struct ProcState {
     IntervalSet libCarry;
     std::unordered_map<uint32_t, LibraryStep> lastLibByTid;
     std::map<std::string, uint64_t> libraryHostNs;
+    LibraryInvocationCounter invocations;  // how often each library call was invoked (library-setup-in-loop)
     DeviceTimeline timeline{[this](const Placement& p) { placed(p); }};
     // Waits placed on the timeline whose accounting waits until every call that begins before they end
     // has been placed too (Unaccounted): in time order.
@@ -555,6 +556,7 @@ void flush(Context& cx, ProcState& ps, bool final)
         if (const uint64_t between = libraryStep(ps.libs, ps.lastLibByTid[c.tid], ps.libs.starts(), nullptr,
                                                  it != ps.lastEndByTid.end() ? &it->second : nullptr, c, ps.libCarry))
             ps.libraryHostNs[ps.libs.libraryOf(ps.lastLibByTid[c.tid].key)] += between;
+        ps.invocations.onCall(ps.lastLibByTid[c.tid].key, c.stackId, c.tid, c.beginNs, c.endNs, isDeviceOp(c));
         uint64_t& e = ps.lastEndByTid[c.tid];
         e = std::max(e, c.endNs);
     }
@@ -659,6 +661,28 @@ void dropProcess(Context& cx, const Process& p)
     forgetProcess(cx, p);
 }
 
+// The library calls the process invoked again and again (LibraryInvocationCounter), with the raw sites of
+// the CUDA calls made inside them: library-setup-in-loop's input (collector/findings/library_setup.cpp).
+void noteLibraryRepeats(Context& cx, ProcState& ps)
+{
+    ps.invocations.finish();
+    for (const auto& [key, t] : ps.invocations.byKey()) {
+        if (t.steps < kMinLibraryRepeats) continue;
+        LibraryRepeat r;
+        r.proc = cx.processes.size();
+        r.key = key;
+        r.library = ps.libs.libraryOf(key);
+        r.count = t.count;
+        r.steps = t.steps;
+        r.ns = t.ns;
+        r.firstNs = t.firstNs;
+        r.stacks.assign(t.stacks.begin(), t.stacks.end());
+        for (uint32_t raw : ps.rawSites)
+            if (t.stacks.count(cx.rawSites[raw].stackId)) r.rawSites.push_back(raw);
+        if (!r.rawSites.empty()) cx.libraryRepeats.push_back(std::move(r));
+    }
+}
+
 void endProcess(Context& cx, const Process& p)
 {
     ProcState& ps = procState(cx, p);
@@ -730,6 +754,7 @@ void endProcess(Context& cx, const Process& p)
     resolveSites(cx, ps.view, ps.rawSites);
     endCollectives(cx, p, ps.view, ps.collectives);
     for (uint32_t raw : ps.rawSites) cx.rawSites[raw].proc = cx.processes.size();
+    noteLibraryRepeats(cx, ps);
     cx.starts.push_back(p.startNs ? std::min(p.startNs, s.activeBeginNs ? s.activeBeginNs : p.startNs) : s.activeBeginNs);
     cx.processes.push_back(std::move(s));
     // The libraries whose own host work left the GPU idle, by their host time inside them.

@@ -155,6 +155,7 @@ void analyzeFindings(Context& cx, Report& r)
     memoryFindings(b, r);
     stragglers(b, r);
     callsFailed(b);
+    librarySetupInLoop(b);
     b.setApartLibraryCalls();
     markOverlappingFindings(r.findings);
     rankFindings(r.findings);

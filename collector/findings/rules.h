@@ -133,6 +133,7 @@ void spinWait(Builder& b);                            // spin.cpp
 void memoryFindings(Builder& b, const Report& r);     // memory.cpp
 void addFailedCall(FailAcc& a, const CallInfo& ci);   // failed_calls.cpp
 void callsFailed(Builder& b);
+void librarySetupInLoop(Builder& b);                   // library_setup.cpp
 // What an error means for the call that got it, where gpuspy can say ("" otherwise): "no context was
 // current on the thread ...".
 std::string errorHint(int32_t code);

@@ -344,6 +344,9 @@ const std::vector<FixInfo>& allFixes()
         {FixKind::CheaperGraphLaunches, "cheaper-graph-launches",
          "graph launches that cost the host no more than an empty graph's (fewer nodes, larger graphs between the "
          "host's waits, device-side launch): what those come to at best"},
+        {FixKind::KeepLibrarySetup, "keep-library-setup",
+         "make a library's handles, plans and programs once before the loop and keep them (the report's "
+         "library-setup-in-loop names which)"},
     };
     return v;
 }
@@ -467,6 +470,7 @@ auto costRefs(Cal& cal, FixKind kind)
     case FixKind::BlockingWait:
     case FixKind::NonBlockingStreams:  // takes waits out, pays no new cost
     case FixKind::CheaperGraphLaunches: break;  // its floor is stated in the fix (fix_graph_launches.cpp)
+    case FixKind::KeepLibrarySetup: break;      // takes calls and host time out, pays nothing new
     }
     return v;
 }
@@ -508,6 +512,7 @@ FixEffect applyFix(RunGraph& g, FixKind kind, const Calibration& cal, const FixS
     case FixKind::PoolThreshold: return poolThreshold(g, cal, scope);
     case FixKind::NonBlockingStreams: return nonBlockingStreams(g);
     case FixKind::CheaperGraphLaunches: return cheaperGraphLaunches(g, scope);
+    case FixKind::KeepLibrarySetup: return keepLibrarySetup(g, scope);
     }
     return {};
 }

@@ -7,6 +7,7 @@
 #include "collector/replay/run_graph.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -16,7 +17,8 @@
 namespace gpuspy::collect::replay {
 
 enum class FixKind : uint8_t {
-    Pinned, AsyncCopies, FewerSyncs, HoistAllocs, BlockingWait, Graphs, BatchCopies, PoolThreshold, NonBlockingStreams, CheaperGraphLaunches
+    Pinned, AsyncCopies, FewerSyncs, HoistAllocs, BlockingWait, Graphs, BatchCopies, PoolThreshold, NonBlockingStreams, CheaperGraphLaunches,
+    KeepLibrarySetup
 };
 
 struct FixInfo {
@@ -65,6 +67,12 @@ Calibration atAssumedEnd(const Calibration& cal, FixKind kind, bool high);
 // Which calls a fix may change: by stack (a finding's call sites); empty: all it applies to.
 struct FixScope {
     std::set<uint32_t> stacks;
+    // keep-library-setup: the library invocation each stack's calls were made inside (Finding::invocationKeys);
+    // without them that fix has nothing to group and changes nothing.
+    std::map<uint32_t, uint64_t> invocationKeys;
+    // keep-library-setup's upper end: the host time before a removed invocation's first call and after its
+    // last (to the thread's calls around it) taken out too, as though all of it were the library's.
+    bool withSurroundingGaps = false;
     bool has(uint32_t stackId) const { return stacks.empty() || stacks.count(stackId) != 0; }
 };
 
@@ -87,6 +95,10 @@ FixEffect nonBlockingStreams(RunGraph& g);
 // Graph launches whose host time the GPU waited for brought down to an empty graph's launch
 // (fix_graph_launches.cpp): the most fewer nodes, larger graphs or device-side launch can save.
 FixEffect cheaperGraphLaunches(RunGraph& g, const FixScope& scope);
+// A library's setup made once (fix_library_setup.cpp): of each library call's invocations (its calls grouped
+// by the scope's invocation keys), the first kept, the others taken out with the library's host work between
+// their calls.
+FixEffect keepLibrarySetup(RunGraph& g, const FixScope& scope);
 
 // A call site that calls this often is a loop's (fewer syncs, hoisted allocations; work done once is not).
 inline constexpr uint64_t kLoopCalls = 3;

@@ -27,7 +27,7 @@ constexpr RuleFix kRuleFixes[] = {
     {"launch-bound-kernels", FixKind::Graphs},    {"small-transfers", FixKind::BatchCopies},
     {"implicit-sync", FixKind::HoistAllocs},      {"pool-regrowth", FixKind::PoolThreshold},
     {"legacy-stream-serialisation", FixKind::NonBlockingStreams}, {"alloc-in-loop", FixKind::HoistAllocs},
-    {"graph-launch-bound", FixKind::CheaperGraphLaunches},
+    {"graph-launch-bound", FixKind::CheaperGraphLaunches}, {"library-setup-in-loop", FixKind::KeepLibrarySetup},
 };
 
 // Rules that only find a pattern and leave to the replay whether it costs anything: a finding of theirs
@@ -160,6 +160,11 @@ std::string predictionText(const FindingPrediction& p, const std::string& assump
                          "error).",
                          p.windowCalls, p.processCalls, p.findingWindowCalls, p.findingCalls, ms(p.findingNs),
                          ms(p.findingWindowNs), ms(p.lowNs), ms(p.highNs));
+    else if (p.lowNs != p.highNs && p.fix == "keep-library-setup")
+        s += fmt::format(" That is what the calls made inside the library calls and the time between them come to, so at "
+                         "least that; the library's own host work before its first CUDA call and after its last is not "
+                         "seen: were all of the host time around them the library's (none of it your code's), {} to {}.",
+                         ms(p.lowNs), ms(p.highNs));
     else if (p.lowNs != p.highNs)
         s += fmt::format(" It rests on an assumed cost (no sample in the capture): {} to {} over its range.", ms(p.lowNs),
                          ms(p.highNs));
@@ -237,6 +242,7 @@ void predictFindings(Report& r, const Capture& capture)
         if (!kind || f.stacks.empty()) continue;
         std::map<uint32_t, FixScope> scopes;
         for (const auto& [pid, stack] : f.stacks) scopes[pid].stacks.insert(stack);
+        for (const auto& [at, key] : f.invocationKeys) scopes[at.first].invocationKeys[at.second] = key;
         Tally t;
         for (const auto& [pid, scope] : scopes) {
             auto it = replayed.find(pid);
@@ -249,7 +255,13 @@ void predictFindings(Report& r, const Capture& capture)
             uint64_t fixedWall = 0;
             const uint64_t s = savingWith(rp, *kind, rp.cal, scope, &fx, &fixedWall);
             uint64_t lo = s, hi = s;
-            if (restsOnAssumedCost(rp.cal, *kind)) {
+            if (*kind == FixKind::KeepLibrarySetup) {
+                // gpuspy sees a library call from its first CUDA call to its last: the host time around those
+                // may be the library's too, or the user's. The upper end takes all of it for the library's.
+                FixScope wide = scope;
+                wide.withSurroundingGaps = true;
+                hi = std::max(s, savingWith(rp, *kind, rp.cal, wide, nullptr, nullptr));
+            } else if (restsOnAssumedCost(rp.cal, *kind)) {
                 // The dearer end of the assumed cost saves less, the cheaper end more.
                 const uint64_t dear = savingWith(rp, *kind, atAssumedEnd(rp.cal, *kind, true), scope, nullptr, nullptr);
                 const uint64_t cheap = savingWith(rp, *kind, atAssumedEnd(rp.cal, *kind, false), scope, nullptr, nullptr);

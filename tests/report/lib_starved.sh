@@ -8,7 +8,8 @@
 #                   (starved - in library) at least 0.8x the 30 spins: the spins are not taken for the library's;
 #   handle-in-loop  a handle made and destroyed in every step: the same split (the user's spins stay the user's
 #                   though a library invocation ends and another begins around each), and the gpu-idle finding
-#                   names the library whose own work left the GPU idle.
+#                   names the library whose own work left the GPU idle; library-setup-in-loop names cublasCreate, its saving
+#                   within 0.5x-1.5x of what making the handle once saved in fact (handle-in-loop's wall less loop's).
 # usage: lib_starved.sh GPUSPY PROGRAM WORKDIR
 set -uo pipefail
 gpuspy=$1 prog=$2 work=$3
@@ -50,4 +51,28 @@ for e in errors:
 sys.exit(1 if errors else 0)
 PY
 done
+# library-setup-in-loop (issue 28): the handle made in every step is named, and its saving is what making it once
+# saved in fact (handle-in-loop's wall less loop's: the same program with the handle made before the loop).
+python3 - "$work/handle-in-loop.json" "$work/loop.json" <<'PY' || fail=1
+import json, sys
+bad, good = (json.load(open(p)) for p in sys.argv[1:3])
+errors = []
+real = bad["processes"][0]["wall_ns"] - good["processes"][0]["wall_ns"]
+if any(f["rule"] == "library-setup-in-loop" for f in good["findings"]):
+    errors.append("library-setup-in-loop for the program that makes its handle once")
+found = [f for f in bad["findings"] if f["rule"] == "library-setup-in-loop"]
+if not found:
+    errors.append("no library-setup-in-loop for a handle made and destroyed in every step")
+else:
+    f = found[0]
+    saving = f["estimated_savings_ns"]
+    print(f"lib_starved.sh: library-setup-in-loop saving {saving / 1e6:.1f} ms against {real / 1e6:.1f} ms saved in fact")
+    if "cublasCreate" not in f["message"] or f.get("prediction", {}).get("fix") != "keep-library-setup":
+        errors.append("the finding does not name cublasCreate or has no keep-library-setup replay: " + f["message"][:300])
+    if not 0.5 * real <= saving <= 1.5 * real:
+        errors.append(f"its saving {saving / 1e6:.1f} ms is not within 0.5x-1.5x of the {real / 1e6:.1f} ms saved in fact")
+for e in errors:
+    print(f"lib_starved.sh: FAIL: {e}")
+sys.exit(1 if errors else 0)
+PY
 exit $fail

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <unordered_set>
 
 namespace gpuspy::collect::detail {
@@ -90,6 +91,66 @@ TEST(LibraryInvocations, ALookAheadLearnsIntoItsOwnSet)
     EXPECT_TRUE(libs.starts().empty());  // the kept set is untouched
     EXPECT_FALSE(libs.inside(libs.step(2), first, &extra));  // 2 -> 1: 1 began an invocation
     EXPECT_TRUE(libs.inside(libs.step(2), first));            // without the look-ahead's set it would not know
+}
+
+}  // namespace
+}  // namespace gpuspy::collect::detail
+
+namespace gpuspy::collect::detail {
+namespace {
+
+// The invocations of library calls, counted for library-setup-in-loop: keys 1 (a handle's creation, stacks 10
+// and 11 inside it) and 2 (the library's work, stack 20), user calls with no key (stack 30) between.
+TEST(LibraryInvocationCounter, StepsAreInvocationsWithTheLoopsWorkBetween)
+{
+    LibraryInvocationCounter n;
+    uint64_t t = 0;
+    auto call = [&](uint64_t key, uint32_t stack, bool work = false, uint32_t tid = 1) {
+        n.onCall(key, stack, tid, t, t + 10, work);
+        t += 100;
+    };
+    // Setup: three handles made one after the other (A B A B A B: three invocations), no work between.
+    for (int i = 0; i < 3; ++i) {
+        call(1, 10);
+        call(1, 11);
+    }
+    // The loop: each step makes a handle, works (a launch inside key 2, a user sync) and goes on.
+    for (int i = 0; i < 5; ++i) {
+        call(1, 10);
+        call(1, 11);
+        call(2, 20, true);
+        call(0, 30);
+    }
+    n.finish();
+    const auto& k = n.byKey();
+    ASSERT_EQ(k.count(1), 1u);
+    EXPECT_EQ(k.at(1).count, 3u + 5u);
+    // The three made at start are one step, and the loop's first (no work came between them); each of the
+    // loop's others, after its step's work, is another.
+    EXPECT_EQ(k.at(1).steps, 1u + 4u);
+    EXPECT_EQ(k.at(1).firstNs, 110u);  // from its first call's begin to its last call's end
+    EXPECT_EQ(k.at(1).ns, 8u * 110u);
+    EXPECT_EQ(k.at(1).stacks, (std::set<uint32_t>{10, 11}));
+    EXPECT_EQ(k.at(2).count, 5u);
+}
+
+// A library call repeating one CUDA call from one place (a loop of frees inside a destroy) is one invocation;
+// its own device work does not make the next invocation a step, another thread's does not either.
+TEST(LibraryInvocationCounter, ItsOwnWorkAndOtherThreadsAreNotTheLoops)
+{
+    LibraryInvocationCounter n;
+    uint64_t t = 0;
+    auto call = [&](uint64_t key, uint32_t stack, bool work, uint32_t tid) {
+        n.onCall(key, stack, tid, t, t + 10, work);
+        t += 100;
+    };
+    for (int i = 0; i < 4; ++i) call(1, 10, true, 1);  // one invocation, a launch in each call
+    call(0, 30, false, 1);
+    call(2, 20, true, 2);  // work on another thread
+    call(1, 10, true, 1);
+    n.finish();
+    EXPECT_EQ(n.byKey().at(1).count, 2u);
+    EXPECT_EQ(n.byKey().at(1).steps, 1u);
 }
 
 }  // namespace

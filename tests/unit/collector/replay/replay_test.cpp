@@ -559,3 +559,48 @@ TEST(Replay, PoolThresholdMakesEachRegrowthCostAServedAllocation)
 
 }  // namespace
 }  // namespace gpuspy::collect::replay
+
+namespace gpuspy::collect::replay {
+namespace {
+
+// keep-library-setup: a handle made in each of 10 steps (two CUDA calls inside it, stacks 1 and 2, 300 us of the
+// library's host work between them), then a 100 us kernel the host waits for, and 50 us of the user's own host
+// work. Made once, the 9 later handles go with the host work between their calls; the user's stays. The upper end
+// takes the host time around them as the library's too.
+TEST(Fixes, KeepLibrarySetupTakesOutAllButTheFirstInvocation)
+{
+    Proc pr;
+    uint64_t t = 1000;
+    for (int i = 0; i < 10; ++i) {
+        pr.call("cuMemAlloc_v2", Category::Alloc, 7, t, t + 100).stackId = 1;
+        pr.call("cuMemcpyHtoD_v2", Category::Transfer, 7, t + 400, t + 500).stackId = 2;
+        pr.launch(7, t + 550, t + 600, t + 650, t + 100650);
+        pr.sync(7, t + 700, t + 100700);
+        t += 100750;
+    }
+    pr.p.lastNs = t;
+    const RunGraph g = buildRunGraph(pr.p);
+    const Prediction before = simulate(g);
+    FixScope scope;
+    scope.stacks = {1, 2};
+    scope.invocationKeys = {{1, 77}, {2, 77}};
+    RunGraph fixed = g;
+    const FixEffect fx = applyFix(fixed, FixKind::KeepLibrarySetup, calibrate(g), scope);
+    EXPECT_EQ(fx.changed, 18u);
+    const Prediction after = simulate(fixed);
+    // Each later handle: its two calls (100 us each) and the 300 us between them.
+    EXPECT_NEAR(double(before.wallNs - after.wallNs), 9 * 500.0, 9 * 10.0);
+    scope.withSurroundingGaps = true;
+    RunGraph wide = g;
+    applyFix(wide, FixKind::KeepLibrarySetup, calibrate(g), scope);
+    const Prediction upper = simulate(wide);
+    EXPECT_GT(before.wallNs - upper.wallNs, before.wallNs - after.wallNs);
+    // Without the finding's keys the fix has nothing to group, and says so.
+    RunGraph none = g;
+    const FixEffect nothing = applyFix(none, FixKind::KeepLibrarySetup, calibrate(g), FixScope{});
+    EXPECT_EQ(nothing.changed, 0u);
+    EXPECT_FALSE(nothing.keptWhy.empty());
+}
+
+}  // namespace
+}  // namespace gpuspy::collect::replay
