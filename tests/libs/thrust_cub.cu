@@ -1,9 +1,11 @@
 // thrust_cub: thrust sort/reduce/scan and a CUB device reduce, built at nvcc's default arch (no -arch), as a
 // program built without thinking about the GPU is. Its fatbin then holds only SASS and PTX for an older arch,
 // which a CC 9.0 driver JIT-compiles from the PTX: CUB checks the PTX version each kernel reports. Two CUB
-// radix sorts from two lines of main: each is its own call site, named by its line (issue 28).
+// radix sorts from two lines of main: each is its own call site, named by its line (issue 28). Then a CUB
+// segmented reduce: kSegments sums over equal segments given by an offsets array.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
 #include <thrust/device_vector.h>
 #include <thrust/reduce.h>
 #include <thrust/scan.h>
@@ -12,6 +14,7 @@
 #include "lib_common.h"
 
 constexpr int kItems = 4096;
+constexpr int kSegments = 16;
 
 __global__ void touch(int* p)
 {
@@ -63,6 +66,22 @@ int main()
     CK(cub::DeviceRadixSort::SortKeys(sortScratch, sortBytes, sorted, keys, kItems));
     CK(cudaDeviceSynchronize());
     std::printf("cub::DeviceRadixSort::SortKeys twice: done\n");
+    int offsets[kSegments + 1];
+    for (int i = 0; i <= kSegments; ++i) offsets[i] = i * (kItems / kSegments);
+    int *dOffsets, *sums;
+    CK(cudaMalloc(&dOffsets, sizeof offsets));
+    CK(cudaMalloc(&sums, kSegments * sizeof(int)));
+    CK(cudaMemcpy(dOffsets, offsets, sizeof offsets, cudaMemcpyHostToDevice));
+    size_t segBytes = 0;
+    CK(cub::DeviceSegmentedReduce::Sum(nullptr, segBytes, keys, sums, kSegments, dOffsets, dOffsets + 1));
+    void* segScratch;
+    CK(cudaMalloc(&segScratch, segBytes > 0 ? segBytes : 1));
+    CK(cub::DeviceSegmentedReduce::Sum(segScratch, segBytes, keys, sums, kSegments, dOffsets, dOffsets + 1));
+    CK(cudaDeviceSynchronize());
+    std::printf("cub::DeviceSegmentedReduce::Sum over %d segments: done\n", kSegments);
+    CK(cudaFree(segScratch));
+    CK(cudaFree(sums));
+    CK(cudaFree(dOffsets));
     CK(cudaFree(sortScratch));
     CK(cudaFree(sorted));
     CK(cudaFree(scratch));
