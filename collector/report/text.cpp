@@ -323,8 +323,9 @@ void transfers(std::string& out, const Report& r, const Style& st)
                num(x.buckets.size() > 2 ? x.buckets[2].count : 0)});
     }
     out += t.render(st);
-    out += " GB/s: bytes of the timed transfers / their GPU time";
-    out += hostBasis ? "; * no GPU time recorded: bytes / host time\n" : "\n";
+    out += wrap(std::string("GB/s: bytes of the timed transfers / their GPU time") +
+                    (hostBasis ? "; * no GPU time recorded: bytes / host time" : ""),
+                " ");
     if (std::any_of(r.transfers.begin(), r.transfers.end(), [](const TransferRow& x) { return x.graphCount > 0; }))
         out += wrap("Mode graph: copies and memsets run as graph nodes, at their graph launch's call site; ~ their "
                     "share of the launches' measured GPU time (an estimate).", " ");

@@ -139,7 +139,7 @@ TEST(ShimGpuBudget, ChoiceCostIsTheMeanOfItsSamples)
         ++samples;
         c.note(samples % 2 ? 40 : 60);
     }
-    EXPECT_EQ(samples, 10u);
+    EXPECT_EQ(samples, 12u);  // the first three on consecutive calls, then one in kEvery
     EXPECT_GE(c.perCallNs(), 45u);
     EXPECT_LE(c.perCallNs(), 56u);
     c.note(1000000);  // one preempted sample moves nothing
@@ -151,11 +151,37 @@ TEST(ShimGpuBudget, ChoiceCostIsTheMeanOfItsSamples)
 
 TEST(ShimGpuBudget, AColdFirstChoiceIsNotChargedOnEveryCall)
 {
+    ChoiceCost first;
+    // The first three calls are sampled one after the other, so a cold first one is charged once.
+    EXPECT_TRUE(first.sampleNow());
+    first.note(94000);
+    EXPECT_TRUE(first.sampleNow());
+    first.note(60);
+    EXPECT_TRUE(first.sampleNow());
+    first.note(60);
+    EXPECT_LE(first.perCallNs(), 60u);
+    EXPECT_FALSE(first.sampleNow());
+
     ChoiceCost c;
     c.note(20000);  // the thread's first call: cold caches
     c.note(40);
     c.note(50);
     EXPECT_LE(c.perCallNs(), 40u);
+}
+
+// A process's first calls are all cold (its setup: libraries loading, first launches): when the choice's samples
+// come down to a fraction of the charge, the charge follows at once, not an eighth of the way a sample.
+TEST(ShimGpuBudget, AColdStartOfManySamplesIsGoneOnceTwoOfThreeSaySo)
+{
+    ChoiceCost c;
+    for (int i = 0; i < 6; ++i) c.note(5000);
+    EXPECT_GE(c.perCallNs(), 4000u);
+    c.note(11);
+    EXPECT_GE(c.perCallNs(), 4000u) << "one low sample is not the median";
+    c.note(12);
+    EXPECT_LE(c.perCallNs(), 12u);
+    c.note(5000);  // one preempted sample lifts nothing
+    EXPECT_LE(c.perCallNs(), 12u);
 }
 
 // A kernel's first two launches are timed whatever the budget says; one whose span the drain set aside
