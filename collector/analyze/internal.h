@@ -96,9 +96,7 @@ inline constexpr uint64_t kMinLibraryRepeats = 3;  // steps
 struct LibraryRepeat {
     size_t proc = 0;  // ordinal of its process in the report
     uint64_t key = 0;
-    std::string library;  // "libcublas.so.13"
     uint64_t count = 0, ns = 0, firstNs = 0;  // invocations, their summed spans, the first one's
-    uint64_t steps = 0;  // invocations with device work made outside them before (LibraryInvocationTally)
     std::vector<uint32_t> stacks, rawSites;
 };
 

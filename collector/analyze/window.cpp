@@ -553,10 +553,11 @@ void flush(Context& cx, ProcState& ps, bool final)
         auto it = ps.lastEndByTid.find(c.tid);
         if (hasFlag(c, wire::kCallIdleBefore) && it != ps.lastEndByTid.end() && it->second < c.beginNs)
             ps.waitCarry.add(it->second, c.beginNs);
-        if (const uint64_t between = libraryStep(ps.libs, ps.lastLibByTid[c.tid], ps.libs.starts(), nullptr,
+        LibraryStep& lib = ps.lastLibByTid[c.tid];
+        if (const uint64_t between = libraryStep(ps.libs, lib, ps.libs.starts(), nullptr,
                                                  it != ps.lastEndByTid.end() ? &it->second : nullptr, c, ps.libCarry))
-            ps.libraryHostNs[ps.libs.libraryOf(ps.lastLibByTid[c.tid].key)] += between;
-        ps.invocations.onCall(ps.lastLibByTid[c.tid].key, c.stackId, c.tid, c.beginNs, c.endNs, isDeviceOp(c));
+            ps.libraryHostNs[ps.libs.libraryOf(lib.key)] += between;
+        ps.invocations.onCall(lib.key, c.stackId, c.tid, c.beginNs, c.endNs, isDeviceOp(c));
         uint64_t& e = ps.lastEndByTid[c.tid];
         e = std::max(e, c.endNs);
     }
@@ -671,9 +672,7 @@ void noteLibraryRepeats(Context& cx, ProcState& ps)
         LibraryRepeat r;
         r.proc = cx.processes.size();
         r.key = key;
-        r.library = ps.libs.libraryOf(key);
         r.count = t.count;
-        r.steps = t.steps;
         r.ns = t.ns;
         r.firstNs = t.firstNs;
         r.stacks.assign(t.stacks.begin(), t.stacks.end());

@@ -18,7 +18,7 @@ namespace {
 bool isSetupCall(std::string_view call)
 {
     const std::string_view name = call.substr(0, call.find(' '));
-    for (std::string_view w : {"Create", "Destroy", "Plan", "CommInit", "CommDestroy", "CommFinalize", "Compile"})
+    for (std::string_view w : {"Create", "Destroy", "Plan", "CommInit", "CommFinalize", "Compile"})
         if (name.find(w) != std::string_view::npos) return true;
     return false;
 }
